@@ -1,0 +1,148 @@
+"""Parses `@diff(...)` annotations out of C comments into plain dataclasses.
+
+The grammar lives in annotations.lark; a Lark Transformer turns its tree into `Entry`
+records whose words still carry their positions, so later checks can point at them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from .comments import Comment, find_comments
+from .diagnostics import AdgenError, SourceFile, Span, error
+
+MARKER = "@diff"
+
+
+@dataclass(frozen=True)
+class Word:
+    """A token of an annotation and where it stands in the file."""
+
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One `name: [mode[width]] (acts) [-> act]` of an annotation, unresolved."""
+
+    name: Word
+    mode: Word | None
+    width: Word | None
+    activities: tuple[Word, ...]
+    returns: Word | None
+    params_span: Span  # the parenthesised activity list, for arity errors
+
+
+@dataclass(frozen=True)
+class Annotation:
+    entries: tuple[Entry, ...]
+    span: Span  # the whole `@diff(...)`
+    comment: Comment
+
+
+_DESCRIBE = {"WORD": "a name", "NUMBER": "a number", "$END": "the end of the annotation"}
+
+
+@cache
+def _parser() -> Lark:
+    grammar = (Path(__file__).with_name("annotations.lark")).read_text()
+    return Lark(grammar, start="annotation", parser="lalr", propagate_positions=True)
+
+
+class _ToEntries(Transformer):
+    def __init__(self, source: SourceFile, base: int):
+        super().__init__()
+        self.source, self.base = source, base
+
+    def _word(self, tok: Token | None) -> Word | None:
+        if tok is None:
+            return None
+        return Word(str(tok), Span(self.source, self.base + tok.start_pos, len(tok)))
+
+    def mode(self, items):
+        word, _lsqb, width, _rsqb = items
+        return ("mode", self._word(word), self._word(width))
+
+    def params(self, items):
+        lpar, rpar = items[0], items[-1]
+        words = tuple(self._word(t) for t in items if t is not None and t.type == "WORD")
+        span = Span(self.source, self.base + lpar.start_pos, rpar.end_pos - lpar.start_pos)
+        return ("params", words, span)
+
+    def returns(self, items):
+        return ("returns", self._word(items[1]))
+
+    def entry(self, items):
+        name, _colon, mode, params, returns = items
+        _, mode_word, width = mode or (None, None, None)
+        _, activities, params_span = params
+        return Entry(self._word(name), mode_word, width, activities, returns and returns[1], params_span)
+
+    def annotation(self, items):
+        return tuple(i for i in items if isinstance(i, Entry))
+
+
+def find_annotations(source: SourceFile) -> list[Annotation]:
+    """Every annotation in the file's comments, in order. Raises AdgenError on syntax errors."""
+    found: list[Annotation] = []
+    problems = []
+    for comment in find_comments(source.text):
+        body = comment.body(source.text)
+        for m in re.finditer(re.escape(MARKER) + r"\b", body):
+            start = comment.start + m.start()
+            end = comment.start + _annotation_end(body, m.end())
+            try:
+                tree = _parser().parse(body[m.start() : end - comment.start])
+                entries = _ToEntries(source, start).transform(tree)
+            except UnexpectedInput as exc:
+                problems.append(_syntax_error(exc, source, start, end))
+                continue
+            found.append(Annotation(entries, Span(source, start, end - start), comment))
+    if problems:
+        raise AdgenError(problems)
+    return found
+
+
+def _annotation_end(body: str, after_marker: int) -> int:
+    """Offset (in the comment body) just past the parenthesis closing the annotation, or the
+    comment's end when it never closes (the parser then says what it expected)."""
+    depth = 0
+    for i in range(after_marker, len(body)):
+        c = body[i]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif depth == 0 and not c.isspace():
+            return i + 1  # something other than '(' follows the marker: let the parser say so
+    return len(body.rstrip())
+
+
+def _syntax_error(exc: UnexpectedInput, source: SourceFile, start: int, end: int):
+    if isinstance(exc, UnexpectedToken) and exc.token.type != "$END":
+        found, at, length = f"'{exc.token}'", start + exc.token.start_pos, len(exc.token)
+        expected = exc.expected
+    elif isinstance(exc, UnexpectedCharacters):
+        found, at, length = f"'{source.text[start + exc.pos_in_stream]}'", start + exc.pos_in_stream, 1
+        expected = exc.allowed
+    else:
+        found, at, length = "the end of the comment", max(start, end - 1), 1
+        expected = exc.expected if isinstance(exc, (UnexpectedEOF, UnexpectedToken)) else set()
+    wanted = sorted(_describe(t) for t in expected)
+    what = wanted[0] if len(wanted) == 1 else "one of " + ", ".join(wanted)
+    return error(f"syntax error in @diff annotation: expected {what}, found {found}", Span(source, at, length))
+
+
+def _describe(terminal: str) -> str:
+    if terminal in _DESCRIBE:
+        return _DESCRIBE[terminal]
+    pattern = _parser().get_terminal(terminal).pattern
+    return f"'{pattern.value}'"

@@ -1,0 +1,168 @@
+"""Checks annotations against the C prototypes they sit on and turns each entry into a
+Derivation, or into located errors: unknown words, arity, activity against type and mode,
+return activities, widths, and the derived names."""
+
+from __future__ import annotations
+
+import re
+
+from .abi import Signature, signature
+from .annotations import Annotation, Entry, Word
+from .diagnostics import Collector, Span, error, note
+from .model import ACTIVITY_WORDS, MAX_WIDTH, MODE_WORDS, Activity, Derivation, Mode
+from .prototypes import Function, Unit, describe_declared
+
+C_KEYWORDS = frozenset("""
+auto break case char const continue default do double else enum extern float for goto if inline
+int long register restrict return short signed sizeof static struct switch typedef union unsigned
+void volatile while _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn
+_Static_assert _Thread_local alignas alignof bool constexpr false nullptr static_assert
+thread_local true typeof typeof_unqual _BitInt _Decimal32 _Decimal64 _Decimal128
+""".split())
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> list[tuple[Entry, Function]]:
+    """Pairs each entry with the function its annotation stands before."""
+    text = unit.source.text
+    by_start = {f.start: f for f in reversed(unit.functions)}  # first declaration at a position
+    annotation_comments = {a.comment.start: a.comment for a in annotations}
+    pairs = []
+    for a in annotations:
+        at = a.comment.end
+        while True:
+            while at < len(text) and text[at].isspace():
+                at += 1
+            if at in annotation_comments:
+                at = annotation_comments[at].end
+                continue
+            break
+        function = by_start.get(at)
+        if function is None:
+            problems.add(error(
+                "@diff annotation is not followed by a function declaration (only whitespace and "
+                "other @diff comments may stand between them)", a.span,
+                [note("the next code is here", Span(unit.source, at))] if at < len(text) else []))
+            continue
+        pairs += [(e, function) for e in a.entries]
+    return pairs
+
+
+def check_entry(entry: Entry, f: Function, problems: Collector) -> Derivation | None:
+    """The Derivation an entry asks for, or None after adding what is wrong to `problems`."""
+    before = len(problems.diagnostics)
+    name = entry.name.text
+    if not _IDENTIFIER.match(name):
+        problems.add(error(f"derived name '{name}' is not a C identifier", entry.name.span))
+    elif name in C_KEYWORDS:
+        problems.add(error(f"derived name '{name}' is a C keyword", entry.name.span))
+    mode = _word(entry.mode, MODE_WORDS, "mode", problems) if entry.mode else None
+    width = 1
+    if entry.width is not None:
+        width = int(entry.width.text)
+        if not 1 <= width <= MAX_WIDTH:
+            problems.add(error(f"width must be between 1 and {MAX_WIDTH}, not {width}", entry.width.span))
+    acts = [_word(w, ACTIVITY_WORDS, "activity", problems) for w in entry.activities]
+    ret = _word(entry.returns, ACTIVITY_WORDS, "activity", problems) if entry.returns else None
+    if len(problems.diagnostics) > before:
+        return None
+    declared_at = note(f"'{f.name}' is declared here", f.span)
+    if f.variadic:
+        problems.add(error(f"'{name}' derives from variadic function '{f.name}', which adgen cannot "
+                           "differentiate", entry.name.span, [declared_at]))
+        return None
+    if len(acts) != len(f.params):
+        problems.add(error(f"'{name}' lists {_count(len(acts), 'activity', 'activities')}, but '{f.name}' "
+                           f"takes {_count(len(f.params), 'parameter', 'parameters')}",
+                           entry.params_span, [declared_at]))
+        return None
+    mode = _mode(entry, mode, acts, ret, problems)
+    if mode is None:
+        return None
+    for word, act, p in zip(entry.activities, acts, f.params):
+        rule = act.value.param
+        if rule is None:
+            problems.add(error(f"'{act.word}' is a return activity; it cannot describe parameter "
+                               f"'{p.name}'", word.span))
+        elif not rule.accepts(p.ctype):
+            problems.add(error(f"activity '{act.word}' needs {rule.wants}, but parameter '{p.name}' has "
+                               f"type '{p.ctype.spelling}'", word.span, [declared_at]))
+    rtype = f.returns
+    if rtype.is_void and ret is not None:
+        problems.add(error(f"'{f.name}' returns void, so '{name}' takes no return activity",
+                           entry.returns.span, [declared_at]))
+    elif not rtype.is_void and ret is None:
+        problems.add(error(f"'{f.name}' returns '{rtype.spelling}', so '{name}' needs a return activity "
+                           f"('-> const' or a {mode.value}-mode one)", entry.params_span, [declared_at]))
+    elif ret is not None:
+        rule = ret.value.returns
+        if rule is None:
+            allowed = ", ".join(a.word for a in Activity if a.value.returns and mode in a.value.modes)
+            problems.add(error(f"'{ret.word}' cannot be a return activity; in {mode.value} mode use one of "
+                               f"{allowed}", entry.returns.span))
+        elif not rule.accepts(rtype):
+            problems.add(error(f"return activity '{ret.word}' needs {rule.wants}, but '{f.name}' returns "
+                               f"'{rtype.spelling}'", entry.returns.span, [declared_at]))
+    if len(problems.diagnostics) > before:
+        return None
+    return Derivation(name, f, mode, width, tuple(acts), ret, entry)
+
+
+def _word(word: Word, table: dict, what: str, problems: Collector):
+    found = table.get(word.text.lower())
+    if found is None:
+        choices = ", ".join(dict.fromkeys(v.value if isinstance(v, Mode) else v.word for v in table.values()))
+        problems.add(error(f"unknown {what} '{word.text}'; expected one of {choices}", word.span))
+    return found
+
+
+def _mode(entry: Entry, mode: Mode | None, acts, ret, problems: Collector) -> Mode | None:
+    words = list(entry.activities) + ([entry.returns] if entry.returns else [])
+    used = list(zip(words, acts + ([ret] if ret else [])))
+    if mode is None:
+        forward = [(w, a) for w, a in used if a.value.modes == {Mode.FORWARD}]
+        reverse = [(w, a) for w, a in used if a.value.modes == {Mode.REVERSE}]
+        if forward and reverse:
+            (fw, fa), (rw, ra) = forward[0], reverse[0]
+            later = fw if fw.span.offset > rw.span.offset else rw
+            problems.add(error(f"forward and reverse activities mixed in '{entry.name.text}': '{fa.word}' is "
+                               f"forward mode, '{ra.word}' is reverse mode", later.span))
+            return None
+        return Mode.FORWARD if forward else Mode.REVERSE
+    bad = [(w, a) for w, a in used if mode not in a.value.modes]
+    for w, a in bad:
+        other = next(iter(a.value.modes)).value
+        problems.add(error(f"'{a.word}' is a {other}-mode activity, but '{entry.name.text}' is "
+                           f"{mode.value} mode", w.span))
+    return None if bad else mode
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def check_names(derived: list[tuple[Derivation, Unit]], problems: Collector) -> list[Signature]:
+    """Derived names are C identifiers no one else uses, and the names each signature makes
+    up (shadows, seeds, result fields) do not clash."""
+    seen: dict[str, Derivation] = {}
+    signatures = []
+    for d, unit in derived:
+        sig = signature(d)
+        for name in filter(None, (d.name, sig.result_struct)):
+            first = seen.get(name)
+            if first is not None:
+                problems.add(error(f"derived name '{name}' is used twice", d.entry.name.span,
+                                   [note("first used here", first.entry.name.span)]))
+            elif name in unit.declared:
+                problems.add(error(f"derived name '{name}' is already declared as a "
+                                   f"{unit.declared[name].kind}", d.entry.name.span,
+                                   [describe_declared(name, unit.declared[name])]))
+            seen.setdefault(name, d)
+        for slots, what in ((sig.params, "parameter"), (sig.fields, "result field")):
+            names = [s.name for s in slots]
+            for clash in sorted({n for n in names if names.count(n) > 1}):
+                problems.add(error(f"'{d.name}' would have two {what}s named '{clash}'; rename the "
+                                   f"parameter of '{d.primal.name}' that clashes", d.entry.name.span,
+                                   [note(f"'{d.primal.name}' is declared here", d.primal.span)]))
+        signatures.append(sig)
+    return signatures

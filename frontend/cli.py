@@ -1,0 +1,124 @@
+"""The `adgen` command. Errors are printed as located diagnostics and exit with status 1;
+no Python traceback reaches the user."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import __version__
+from .diagnostics import AdgenError
+from .outputs import write_all
+from .timing import Stages
+from .toolchain import select_compiler, system_flags
+
+DESCRIPTION = """\
+adgen: automatic differentiation for C, driven by @diff annotations.
+
+Annotate a function in a comment directly above it:
+
+    // @diff(rosen_grad: (const, const, active, active) -> active)
+    double rosen(double a, double b, double x, double y);
+
+then `adgen generate` writes rosen.adgen.h (the derivative functions' declarations) and
+rosen.adgen.c (the stubs `adgen build` fills), and `adgen build` also writes rosen.adgen.o.
+The annotation language and the generated C ABI are specified in specs/ of the source tree."""
+
+EXAMPLES = """\
+examples:
+  adgen generate rosen.c -o build            # build/rosen.adgen.h, build/rosen.adgen.c
+  adgen generate src/*.c -I include -D N=64  # several sources, with the flags they need
+  adgen build rosen.c -o build -- -O3        # flags after -- go to the C compiler
+  adgen -v generate rosen.c                  # print each stage's time
+
+environment:
+  ADGEN_CC   the clang to use instead of the one bundled with adgen (--cc wins)"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("sources", metavar="SRC.c", nargs="+", type=Path, help="annotated C sources")
+    common.add_argument("-o", dest="out_dir", metavar="DIR", type=Path, default=Path("."),
+                        help="where to write outputs (default: the current directory)")
+    common.add_argument("-I", dest="includes", metavar="DIR", action="append", default=[],
+                        help="add a directory to the header search path, as for the C compiler")
+    common.add_argument("-D", dest="defines", metavar="NAME[=VAL]", action="append", default=[],
+                        help="define a preprocessor macro, as for the C compiler")
+    common.add_argument("--cc", metavar="PATH",
+                        help="the clang to use (default: ADGEN_CC, else the clang of the ziglang wheel); "
+                             "its LLVM must not be newer than llvmlite's")
+    common.add_argument("-v", "--verbose", action="store_true", help="print each stage's time")
+    common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+
+    parser = argparse.ArgumentParser(prog="adgen", description=DESCRIPTION, epilog=EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"adgen {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", dest="verbose_global",
+                        help="print each stage's time")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub.add_parser("generate", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+                   help="check annotations; write <stem>.adgen.h and <stem>.adgen.c",
+                   description="Check the @diff annotations of each SRC.c against its prototypes and "
+                               "write DIR/<stem>.adgen.h and DIR/<stem>.adgen.c.",
+                   epilog="example:\n  adgen generate rosen.c -o build")
+    sub.add_parser("build", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+                   help="generate, then write <stem>.adgen.o with the derivative functions",
+                   description="Generate, then lower the sources with clang, differentiate and write "
+                               "DIR/<stem>.adgen.o. Arguments after -- go to the C compiler.",
+                   epilog="example:\n  adgen build rosen.c -o build -- -DNDEBUG")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1 :]
+    args = _parser().parse_args(argv)
+    stages = Stages(verbose=args.verbose or args.verbose_global)
+    try:
+        return _run(args, extra, stages)
+    except AdgenError as exc:
+        for diagnostic in exc.diagnostics:
+            print(diagnostic.render(), file=sys.stderr)
+        errors = sum(d.severity == "error" for d in exc.diagnostics)
+        print(f"{errors} error{'s' if errors != 1 else ''} generated.", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug in adgen: say so in one line, keep the trace for reports
+        if os.environ.get("ADGEN_TRACEBACK"):
+            raise
+        print(f"adgen: internal error: {type(exc).__name__}: {exc} "
+              "(set ADGEN_TRACEBACK=1 for the trace, and please report it)", file=sys.stderr)
+        return 70
+
+
+def _run(args, extra: list[str], stages: Stages) -> int:
+    with stages.stage("toolchain"):
+        compiler = select_compiler(args.cc)
+        flags = [*system_flags(compiler), *(f"-I{d}" for d in args.includes), *(f"-D{d}" for d in args.defines)]
+    if args.command == "build":
+        from adgen.ir_ad.build import build
+
+        build(args.sources, args.out_dir, flags, extra, compiler, stages)
+        return 0
+    from .generate import generate
+
+    generated = generate(args.sources, args.out_dir, flags + extra, stages)
+    with stages.stage("write"):
+        write_all({path: text for g in generated for path, text in g.files.items()})
+    if not args.quiet:
+        for g in generated:
+            count = len(g.signatures)
+            names = " and ".join(str(p) for p in g.files)
+            print(f"adgen: wrote {names} ({count} derivative function{'s' if count != 1 else ''})",
+                  file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Finds the comments of a C file, skipping string and character literals, so that
+annotations are looked for only where a C compiler would ignore them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Comment:
+    start: int  # offset of the opening `//` or `/*`
+    end: int  # offset just past the comment
+    block: bool
+
+    def body(self, text: str) -> str:
+        """The comment's text with its delimiters blanked, offsets unchanged: a position in the
+        body is a position in the file. In block comments a leading `*` on a continuation line
+        (the usual decoration) is blanked too."""
+        inner = text[self.start : self.end]
+        if not self.block:
+            return "  " + inner[2:]
+        closed = inner.endswith("*/") and len(inner) >= 4
+        inner = "  " + inner[2 : len(inner) - 2 if closed else len(inner)] + ("  " if closed else "")
+        return re.sub(r"(\n[ \t]*)\*(?!/)", lambda m: m.group(1) + " ", inner)
+
+
+def find_comments(text: str) -> list[Comment]:
+    comments: list[Comment] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "\"'":
+            i = _skip_literal(text, i)
+        elif text.startswith("//", i):
+            end = i
+            while True:  # a backslash before the newline continues a line comment
+                nl = text.find("\n", end)
+                if nl < 0:
+                    end = n
+                    break
+                if text[nl - 1] == "\\" or text[nl - 2 : nl] == "\\\r":
+                    end = nl + 1
+                    continue
+                end = nl
+                break
+            comments.append(Comment(i, end, block=False))
+            i = end
+        elif text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            end = n if close < 0 else close + 2
+            comments.append(Comment(i, end, block=True))
+            i = end
+        else:
+            i += 1
+    return comments
+
+
+def _skip_literal(text: str, i: int) -> int:
+    quote, j = text[i], i + 1
+    while j < len(text):
+        c = text[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == quote or c == "\n":
+            return j + 1
+        j += 1
+    return j

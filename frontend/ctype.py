@@ -1,0 +1,137 @@
+"""What adgen needs to know of a C type: how to spell it in a declaration, whether it is a
+float/double scalar or a pointer to floating data, how its shadow is spelled, and which
+files declare the names it uses (so the generated header can include them)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from clang.cindex import CursorKind, Type, TypeKind
+
+_FLOATING = (TypeKind.FLOAT, TypeKind.DOUBLE)
+_ARRAYS = (TypeKind.CONSTANTARRAY, TypeKind.INCOMPLETEARRAY, TypeKind.VARIABLEARRAY, TypeKind.DEPENDENTSIZEDARRAY)
+_SUGAR = (TypeKind.ELABORATED, TypeKind.TYPEDEF)
+
+
+@dataclass(frozen=True)
+class DeclRef:
+    """Where a named type is declared: its file and the extent of its declaration."""
+
+    name: str
+    file: str
+    start: tuple[int, int]  # (line, byte column), as clang counts
+    end: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class CType:
+    spelling: str  # as the source names it, e.g. "const vec3 *restrict"
+    is_void: bool
+    is_floating: bool  # a float or double scalar
+    is_pointer: bool  # a pointer, a typedef of one, or an array parameter
+    points_to_floating: bool  # pointee holds float/double data, directly or in structs/arrays
+    shadow_spelling: str | None  # for pointers: the same type with the pointee's const dropped
+    decls: tuple["DeclRef", ...]  # the typedefs/structs/enums it names, outermost only
+
+    def declare(self, name: str) -> str:
+        return declare(self.spelling, name)
+
+
+def declare(spelling: str, name: str) -> str:
+    """A declaration of `name` with a type spelled as clang spells types: `double *x`,
+    `double x[3]`, `double (*f)(double)`, `double (*m)[3]`."""
+    if "(*" in spelling:
+        close = spelling.index(")", spelling.index("(*"))
+        sep = "" if spelling[close - 1] == "*" else " "
+        return spelling[:close] + sep + name + spelling[close:]
+    if "[" in spelling:
+        at = spelling.index("[")
+        return spelling[:at].rstrip() + " " + name + spelling[at:]
+    return spelling + name if spelling.endswith("*") else f"{spelling} {name}"
+
+
+def pointer_to(spelling: str) -> str:
+    if "[" in spelling:
+        at = spelling.index("[")
+        return spelling[:at].rstrip() + " (*)" + spelling[at:]
+    return spelling + "*" if spelling.endswith("*") else spelling + " *"
+
+
+def drop_const(spelling: str) -> str:
+    """The spelling of a const-qualified type without its top-level const."""
+    if spelling.endswith(" const"):
+        return spelling[: -len(" const")]
+    return re.sub(r"^const\s+", "", spelling, count=1)
+
+
+def from_clang(t: Type, parameter: bool = False) -> CType:
+    canonical = t.get_canonical()
+    kind = canonical.kind
+    is_array_param = parameter and kind in _ARRAYS
+    is_pointer = kind == TypeKind.POINTER or is_array_param
+    pointee = _pointee(t) if is_pointer else None
+    spelling = pointer_to(pointee.spelling) if is_array_param else t.spelling  # C adjusts them so
+    shadow = None
+    if pointee is not None:
+        if pointee.is_const_qualified():
+            shadow = pointer_to(drop_const(pointee.spelling))
+            if t.is_restrict_qualified():
+                shadow += "restrict" if shadow.endswith("*") else " restrict"
+        else:
+            shadow = spelling
+    return CType(
+        spelling=spelling,
+        is_void=kind == TypeKind.VOID,
+        is_floating=kind in _FLOATING,
+        is_pointer=is_pointer,
+        points_to_floating=pointee is not None and holds_floating(pointee),
+        shadow_spelling=shadow,
+        decls=tuple(dict.fromkeys(_decls(t))),
+    )
+
+
+def _pointee(t: Type) -> Type:
+    """The pointee of a pointer or array-parameter type, keeping typedef names where it can."""
+    while t.kind in _SUGAR:
+        if t.kind == TypeKind.ELABORATED:
+            t = t.get_named_type()
+        else:
+            t = t.get_declaration().underlying_typedef_type
+    if t.kind in _ARRAYS:
+        return t.element_type
+    return t.get_pointee()
+
+
+def holds_floating(t: Type) -> bool:
+    c = t.get_canonical()
+    if c.kind in _FLOATING:
+        return True
+    if c.kind in _ARRAYS:
+        return holds_floating(c.element_type)
+    if c.kind == TypeKind.RECORD:
+        decl = c.get_declaration()
+        return decl.kind == CursorKind.STRUCT_DECL and any(holds_floating(f.type) for f in c.get_fields())
+    return False
+
+
+def _decls(t: Type):
+    """The declarations of the named types `t` mentions: the outermost name is enough, since its
+    declaration must see whatever it is built from."""
+    if t.kind in _SUGAR or t.kind in (TypeKind.RECORD, TypeKind.ENUM):
+        decl = t.get_declaration()
+        if decl.kind != CursorKind.NO_DECL_FOUND and decl.location.file is not None:
+            start, end = decl.extent.start, decl.extent.end
+            yield DeclRef(decl.spelling, decl.location.file.name, (start.line, start.column), (end.line, end.column))
+            return
+        if t.kind == TypeKind.ELABORATED:
+            yield from _decls(t.get_named_type())
+        return
+    if t.kind == TypeKind.POINTER:
+        yield from _decls(t.get_pointee())
+    elif t.kind in _ARRAYS:
+        yield from _decls(t.element_type)
+    elif t.kind == TypeKind.FUNCTIONPROTO:
+        yield from _decls(t.get_result())
+        for a in t.argument_types():
+            yield from _decls(a)

@@ -1,0 +1,109 @@
+"""`adgen generate`: annotated C in, checked header and stub file out.
+
+parse (annotations) -> read (prototypes, libclang) -> check -> render. Nothing is written
+here; the caller writes every output at once, and only when no stage found an error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .abi import Signature
+from .annotations import find_annotations
+from .checks import attach, check_entry, check_names
+from .diagnostics import AdgenError, Collector, SourceFile, error
+from .prototypes import Unit, read_unit
+from .render import output_names, render
+from .timing import Stages
+
+
+@dataclass
+class Generated:
+    """One source's results: what was checked and the files to write."""
+
+    unit: Unit | None  # None when the source has no annotations (libclang is not run)
+    signatures: list[Signature]
+    files: dict[Path, str]
+
+
+def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stages) -> list[Generated]:
+    _check_stems(sources)
+    with stages.stage("parse"):
+        texts = [_read(path) for path in sources]
+        annotations = _each(find_annotations, texts)
+    with stages.stage("read", f"{sum(bool(a) for a in annotations)} annotated of {len(sources)}"):
+        units = [read_unit(src, flags) if found else None for src, found in zip(texts, annotations)]
+    with stages.stage("check"):
+        problems = Collector()
+        for unit in units:
+            if unit is not None and unit.errors:
+                problems.diagnostics += unit.errors
+        derived = []
+        for unit, found in zip(units, annotations):
+            if unit is not None:
+                for entry, function in attach(unit, found, problems):
+                    d = check_entry(entry, function, problems)
+                    if d is not None:
+                        derived.append((d, unit))
+        signatures = check_names(derived, problems)
+        if problems.diagnostics and any(u is not None and u.errors for u in units):
+            problems = _recheck_c(units, signatures, derived, out_dir, flags, problems)
+        problems.raise_if_any()
+    with stages.stage("render", f"{len(signatures)} derivative functions"):
+        results = []
+        for src, unit in zip(texts, units):
+            mine = [s for s, (_, u) in zip(signatures, derived) if u is unit] if unit else []
+            outputs = render(unit or Unit(src, [], {}, {}, []), mine, out_dir, __version__)
+            header, stubs = output_names(src.path)
+            results.append(Generated(unit, mine, {out_dir / header: outputs.header, out_dir / stubs: outputs.stubs}))
+    return results
+
+
+def _recheck_c(units, signatures, derived, out_dir, flags, problems: Collector) -> Collector:
+    """clang errors seen while the source's own `*.adgen.h` include was stood in for by an empty
+    file may come from that emptiness (a use of a generated type at file scope). If the
+    annotations check out, parse again with the real header text and keep only what remains."""
+    if len(problems.diagnostics) != sum(len(u.errors) for u in units if u is not None):
+        return problems  # annotation errors too: report everything
+    kept = Collector()
+    for unit in units:
+        if unit is None or not unit.errors:
+            continue
+        mine = [s for s, (_, u) in zip(signatures, derived) if u is unit]
+        header_name, _ = output_names(unit.source.path)
+        header = render(unit, mine, out_dir, __version__).header
+        again = read_unit(unit.source, flags, {header_name: header})
+        kept.diagnostics += again.errors
+    return kept
+
+
+def _read(path: Path) -> SourceFile:
+    try:
+        return SourceFile(path)
+    except FileNotFoundError:
+        raise AdgenError(error(f"no such file: {path}"))
+    except OSError as exc:
+        raise AdgenError(error(f"cannot read {path}: {exc.strerror}"))
+
+
+def _each(parse, sources):
+    """Runs a stage on every source, reporting the errors of all of them together."""
+    results, problems = [], Collector()
+    for src in sources:
+        try:
+            results.append(parse(src))
+        except AdgenError as exc:
+            problems.diagnostics += exc.diagnostics
+            results.append([])
+    problems.raise_if_any()
+    return results
+
+
+def _check_stems(sources: list[Path]) -> None:
+    seen: dict[str, Path] = {}
+    for path in sources:
+        if path.stem in seen:
+            raise AdgenError(error(f"{seen[path.stem]} and {path} would both write {path.stem}.adgen.h; "
+                                   "run adgen on them separately with different -o directories"))
+        seen[path.stem] = path

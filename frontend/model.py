@@ -1,0 +1,86 @@
+"""The plain records the frontend hands on: modes, activities (as one table of rules), and a
+checked `Derivation` — one derived function to generate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Callable
+
+from .annotations import Entry
+from .ctype import CType
+from .prototypes import Function
+
+
+class Mode(Enum):
+    FORWARD = "forward"
+    REVERSE = "reverse"
+
+
+@dataclass(frozen=True)
+class TypeRule:
+    """Which C types an activity accepts, and how to say so in an error."""
+
+    accepts: Callable[[CType], bool]
+    wants: str
+
+
+ANY = TypeRule(lambda t: True, "any type")
+FLOATING = TypeRule(lambda t: t.is_floating, "a float or double")
+FLOATING_POINTER = TypeRule(
+    lambda t: t.is_pointer and t.points_to_floating,
+    "a pointer to floating-point data (float, double, or structs or arrays holding them)")
+FLOATING_OR_POINTER = TypeRule(
+    lambda t: t.is_floating or (t.is_pointer and t.points_to_floating),
+    "a float or double, or a pointer to floating-point data")
+
+
+@dataclass(frozen=True)
+class ActivityRule:
+    word: str
+    modes: frozenset[Mode]
+    param: TypeRule | None  # None: not allowed on a parameter
+    returns: TypeRule | None  # None: not allowed as the return activity
+
+
+class Activity(Enum):
+    CONST = ActivityRule("const", frozenset(Mode), ANY, ANY)
+    ACTIVE = ActivityRule("active", frozenset({Mode.REVERSE}), FLOATING, FLOATING)
+    ACTIVEONLY = ActivityRule("activeonly", frozenset({Mode.REVERSE}), None, FLOATING)
+    DUP = ActivityRule("dup", frozenset({Mode.REVERSE}), FLOATING_POINTER, None)
+    DUPONLY = ActivityRule("duponly", frozenset({Mode.REVERSE}), FLOATING_POINTER, None)
+    DUPV = ActivityRule("dupv", frozenset({Mode.REVERSE}), FLOATING_POINTER, None)
+    DUAL = ActivityRule("dual", frozenset({Mode.FORWARD}), FLOATING_OR_POINTER, FLOATING)
+    DUALONLY = ActivityRule("dualonly", frozenset({Mode.FORWARD}), FLOATING_OR_POINTER, FLOATING)
+    DUALV = ActivityRule("dualv", frozenset({Mode.FORWARD}), FLOATING_OR_POINTER, None)
+
+    @property
+    def word(self) -> str:
+        return self.value.word
+
+
+# Words are case-insensitive; the Rust `#[autodiff]` spellings are aliases.
+ACTIVITY_WORDS: dict[str, Activity] = {a.word: a for a in Activity} | {
+    "duplicated": Activity.DUP,
+    "duplicatedonly": Activity.DUPONLY,
+}
+MODE_WORDS: dict[str, Mode] = {m.value: m for m in Mode}
+MAX_WIDTH = 64
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """One checked entry: derive `name` from `primal` in `mode` at `width`."""
+
+    name: str
+    primal: Function
+    mode: Mode
+    width: int
+    activities: tuple[Activity, ...]
+    returns: Activity | None
+    entry: Entry
+
+    def describe(self) -> str:
+        acts = ", ".join(a.word for a in self.activities)
+        ret = f" -> {self.returns.word}" if self.returns else ""
+        return f"{self.mode.value}[{self.width}] ({acts}){ret}"

@@ -1,0 +1,158 @@
+"""Reads a C file's function prototypes with libclang: names, parameter names and types,
+where each declaration starts, every top-level name in scope, and which `#include` brought
+each header in. A C file that does not parse is reported with clang's own diagnostics."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from clang.cindex import CursorKind, Index, TranslationUnit, TypeKind
+
+from .ctype import CType, from_clang
+from .diagnostics import AdgenError, SourceFile, Span, error, note
+
+_GENERATED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]*\.adgen\.h)[>"]', re.M)
+_INCLUDE = re.compile(r'#\s*include\s*([<"][^>"]+[>"])')
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    ctype: CType
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    params: tuple[Param, ...]
+    returns: CType
+    variadic: bool
+    start: int  # offset where the declaration starts (attributes and specifiers included)
+    span: Span  # the function's name in this declaration
+
+
+@dataclass(frozen=True)
+class Declared:
+    kind: str  # "function", "variable", "type"
+    file: str
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Include:
+    spelling: str  # '<math.h>' or '"vec.h"', as the source writes it
+    path: str  # the file it resolved to
+
+
+@dataclass
+class Unit:
+    """What the frontend knows of one parsed C source."""
+
+    source: SourceFile
+    functions: list[Function]  # declared in the source itself, in order
+    declared: dict[str, Declared]  # every top-level name, headers included
+    includes: dict[str, Include]  # header path -> the source's own #include that brings it in
+    errors: list  # clang's errors, rendered as Diagnostics
+
+
+def read_unit(source: SourceFile, flags: list[str], generated_headers: dict[str, str] | None = None) -> Unit:
+    """Parse `source`. `generated_headers` maps the spellings of `*.adgen.h` includes to the text
+    they should have (empty on the first pass: the header being made cannot be read yet)."""
+    unsaved = _virtual_headers(source, flags, generated_headers or {})
+    try:
+        tu = Index.create().parse(str(source.path), args=["-x", "c", *flags], unsaved_files=unsaved,
+                                  options=TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
+    except Exception as exc:  # libclang raises a bare TranslationUnitLoadError
+        raise AdgenError(error(f"libclang could not read {source.name}: {exc}"))
+    main = os.path.realpath(source.path)
+    virtual = {os.path.realpath(p) for p, _ in unsaved}
+    files: dict[str, SourceFile] = {main: source}
+    unit = Unit(source, [], {}, {}, [])
+    for d in tu.diagnostics:
+        if d.severity >= 3:
+            unit.errors.append(_clang_error(d, files))
+    for cursor in tu.cursor.get_children():
+        if cursor.location.file is None or os.path.realpath(cursor.location.file.name) in virtual:
+            continue
+        where = cursor.location
+        if cursor.spelling and cursor.spelling not in unit.declared:
+            kind = {CursorKind.FUNCTION_DECL: "function", CursorKind.VAR_DECL: "variable"}.get(cursor.kind, "type")
+            unit.declared[cursor.spelling] = Declared(kind, where.file.name, where.line, where.column)
+        if cursor.kind == CursorKind.FUNCTION_DECL and os.path.realpath(where.file.name) == main:
+            unit.functions.append(_function(cursor, source))
+    unit.includes = _includes(tu, main, source, virtual)
+    return unit
+
+
+def _function(cursor, source: SourceFile) -> Function:
+    named = cursor.get_definition() or cursor  # parameter names: the definition's, if any
+    params = tuple(
+        Param(arg.spelling or f"arg{i}", from_clang(arg.type, parameter=True))
+        for i, arg in enumerate(named.get_arguments())
+    )
+    if cursor.type.kind != TypeKind.FUNCTIONPROTO:  # `double f()`: no prototype, no parameters
+        params = ()
+    start = cursor.extent.start
+    return Function(
+        name=cursor.spelling,
+        params=params,
+        returns=from_clang(cursor.result_type),
+        variadic=cursor.type.kind == TypeKind.FUNCTIONPROTO and cursor.type.is_function_variadic(),
+        start=source.offset(start.line, start.column),
+        span=Span(source, source.offset(cursor.location.line, cursor.location.column), len(cursor.spelling)),
+    )
+
+
+def _virtual_headers(source: SourceFile, flags: list[str], texts: dict[str, str]) -> list[tuple[str, str]]:
+    """Stand-ins for the `*.adgen.h` headers the source includes, wherever clang may look."""
+    dirs = [source.path.parent] + [Path(f[2:] or "") for f in flags if f.startswith("-I") and len(f) > 2]
+    dirs += [Path(flags[i + 1]) for i, f in enumerate(flags[:-1]) if f == "-I"]
+    out = []
+    for spelling in dict.fromkeys(_GENERATED_INCLUDE.findall(source.text)):
+        for d in dict.fromkeys(dirs):
+            out.append((str(d / spelling), texts.get(spelling, "")))
+    return out
+
+
+def _includes(tu, main: str, source: SourceFile, virtual: set[str]) -> dict[str, Include]:
+    parent: dict[str, tuple[str, int]] = {}
+    for inc in tu.get_includes():
+        child = os.path.realpath(inc.include.name)
+        parent.setdefault(child, (os.path.realpath(inc.source.name), inc.location.line))
+    result: dict[str, Include] = {}
+    for header in parent:
+        top, seen = header, set()
+        while parent.get(top, (main,))[0] != main and top not in seen:
+            seen.add(top)
+            top = parent[top][0]
+        if top in parent and top not in virtual:
+            m = _INCLUDE.search(source.line_text(parent[top][1]))
+            if m:
+                result[header] = Include(m.group(1), top)
+    return result
+
+
+def _clang_error(d, files: dict[str, SourceFile]):
+    loc = d.location
+    if loc.file is None:
+        return error(f"clang: {d.spelling}")
+    path = os.path.realpath(loc.file.name)
+    if path not in files:
+        try:
+            files[path] = SourceFile(loc.file.name)
+        except OSError:
+            return error(f"{loc.file.name}:{loc.line}:{loc.column}: {d.spelling}")
+    sf = files[path]
+    return error(d.spelling, Span(sf, sf.offset(loc.line, loc.column)))
+
+
+def describe_declared(name: str, declared: Declared):
+    try:
+        sf = SourceFile(declared.file)
+        return note(f"'{name}' is declared here", Span(sf, sf.offset(declared.line, declared.column), len(name)))
+    except OSError:
+        return note(f"'{name}' is declared at {declared.file}:{declared.line}:{declared.column}")

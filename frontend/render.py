@@ -1,0 +1,104 @@
+"""Renders the header and the stub file from checked signatures. Every character of generated
+text is in templates/; this module only gathers what the templates print."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import jinja2
+
+from .abi import Signature
+from .ctype import DeclRef, declare
+from .prototypes import Function, Unit
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+
+@dataclass(frozen=True)
+class LocalType:
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Outputs:
+    header: str
+    stubs: str
+
+
+def output_names(source: Path) -> tuple[str, str]:
+    return f"{source.stem}.adgen.h", f"{source.stem}.adgen.c"
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True,
+                              lstrip_blocks=True, keep_trailing_newline=True,
+                              undefined=jinja2.StrictUndefined, autoescape=False)
+
+
+def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str) -> Outputs:
+    source = unit.source
+    header, _ = output_names(source.path)
+    decls = [r for s in signatures for t in _types(s.derivation.primal) for r in t.decls]
+    context = dict(
+        version=version,
+        source=source.path.name,
+        stem=source.path.stem,
+        header=header,
+        guard="ADGEN_" + re.sub(r"[^A-Za-z0-9]", "_", header).upper(),
+        includes=_includes(unit, decls, out_dir),
+        local_types=_local_types(unit, decls),
+        uses_restrict=any(re.search(r"\brestrict\b", s.prototype()) for s in signatures),
+        signatures=signatures,
+        primals=list({s.derivation.primal.name: s.derivation.primal for s in signatures}.values()),
+        where=lambda f: f"{source.path.name}:{source.line_col(f.span.offset)[0]}",
+        primal_prototype=_primal_prototype,
+    )
+    env = _environment()
+    return Outputs(env.get_template("header.h.j2").render(context), env.get_template("stubs.c.j2").render(context))
+
+
+def _types(f: Function):
+    yield f.returns
+    for p in f.params:
+        yield p.ctype
+
+
+def _primal_prototype(f: Function) -> str:
+    params = ", ".join(p.ctype.declare(p.name) for p in f.params) or "void"
+    return declare(f.returns.spelling, f"{f.name}({params})")
+
+
+def _includes(unit: Unit, decls: list[DeclRef], out_dir: Path) -> list[str]:
+    """The source's own #include lines that bring in the declarations the signatures use.
+    A quoted include found beside the source is rewritten relative to the output directory."""
+    main = os.path.realpath(unit.source.path)
+    spellings = []
+    for ref in decls:
+        path = os.path.realpath(ref.file)
+        include = unit.includes.get(path)
+        if path == main or include is None:
+            continue
+        spelling = include.spelling
+        beside = unit.source.path.parent / spelling[1:-1]
+        if spelling.startswith('"') and beside.exists() and os.path.samefile(beside, include.path):
+            spelling = '"' + Path(os.path.relpath(include.path, out_dir.resolve())).as_posix() + '"'
+        spellings.append(spelling)
+    return list(dict.fromkeys(spellings))
+
+
+def _local_types(unit: Unit, decls: list[DeclRef]) -> list[LocalType]:
+    """Declarations of types the source defines itself, copied into the stub file."""
+    main = os.path.realpath(unit.source.path)
+    found: dict[tuple, LocalType] = {}
+    src = unit.source
+    for ref in decls:
+        if os.path.realpath(ref.file) == main and ref.start not in found:
+            text = src.text[src.offset(*ref.start) : src.offset(*ref.end)]
+            found[ref.start] = LocalType(ref.name, text)
+    return [found[k] for k in sorted(found)]

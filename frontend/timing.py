@@ -1,0 +1,23 @@
+"""Stage timings for `-v`: each stage of the pipeline reports how long it took."""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+
+
+class Stages:
+    def __init__(self, verbose: bool = False, stream=sys.stderr):
+        self.verbose, self.stream = verbose, stream
+        self.times: list[tuple[str, float]] = []
+
+    @contextmanager
+    def stage(self, name: str, detail: str = ""):
+        start = time.perf_counter()
+        yield
+        elapsed = time.perf_counter() - start
+        self.times.append((name, elapsed))
+        if self.verbose:
+            extra = f"  ({detail})" if detail else ""
+            print(f"adgen: {name:<10} {elapsed * 1000:8.1f} ms{extra}", file=self.stream)
