@@ -42,7 +42,7 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
             problems.add(error(
                 "@diff annotation is not followed by a function declaration (only whitespace and "
                 "other @diff comments may stand between them)", a.span,
-                [note("the next code is here", Span(unit.source, at))] if at < len(text) else []))
+                [note("what follows it is here", Span(unit.source, at))] if at < len(text) else []))
             continue
         pairs += [(e, function) for e in a.entries]
     return pairs
@@ -153,11 +153,13 @@ def check_names(derived: list[tuple[Derivation, Unit]], problems: Collector) -> 
             if first is not None:
                 problems.add(error(f"derived name '{name}' is used twice", d.entry.name.span,
                                    [note("first used here", first.entry.name.span)]))
-            elif name in unit.declared:
+                break
+            if name in unit.declared:
                 problems.add(error(f"derived name '{name}' is already declared as a "
                                    f"{unit.declared[name].kind}", d.entry.name.span,
-                                   [describe_declared(name, unit.declared[name])]))
-            seen.setdefault(name, d)
+                                   [describe_declared(name, unit.declared[name], unit)]))
+                break
+            seen[name] = d
         for slots, what in ((sig.params, "parameter"), (sig.fields, "result field")):
             names = [s.name for s in slots]
             for clash in sorted({n for n in names if names.count(n) > 1}):

@@ -9,17 +9,19 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Comment:
+    """A block comment, or a run of `//` comments on consecutive lines (read as one)."""
+
     start: int  # offset of the opening `//` or `/*`
     end: int  # offset just past the comment
     block: bool
 
     def body(self, text: str) -> str:
         """The comment's text with its delimiters blanked, offsets unchanged: a position in the
-        body is a position in the file. In block comments a leading `*` on a continuation line
-        (the usual decoration) is blanked too."""
+        body is a position in the file. A leading `*` on a continuation line of a block comment
+        (the usual decoration) is blanked too, as is the code between a run's `//` lines."""
         inner = text[self.start : self.end]
         if not self.block:
-            return "  " + inner[2:]
+            return re.sub(r"(^|\n)[ \t]*//", lambda m: m.group(0).replace("/", " "), inner)
         closed = inner.endswith("*/") and len(inner) >= 4
         inner = "  " + inner[2 : len(inner) - 2 if closed else len(inner)] + ("  " if closed else "")
         return re.sub(r"(\n[ \t]*)\*(?!/)", lambda m: m.group(1) + " ", inner)
@@ -44,7 +46,11 @@ def find_comments(text: str) -> list[Comment]:
                     continue
                 end = nl
                 break
-            comments.append(Comment(i, end, block=False))
+            previous = comments[-1] if comments else None
+            if previous and not previous.block and _one_line_break(text[previous.end : i]):
+                comments[-1] = Comment(previous.start, end, block=False)
+            else:
+                comments.append(Comment(i, end, block=False))
             i = end
         elif text.startswith("/*", i):
             close = text.find("*/", i + 2)
@@ -54,6 +60,10 @@ def find_comments(text: str) -> list[Comment]:
         else:
             i += 1
     return comments
+
+
+def _one_line_break(between: str) -> bool:
+    return between.count("\n") == 1 and not between.strip()
 
 
 def _skip_literal(text: str, i: int) -> int:

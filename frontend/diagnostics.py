@@ -3,8 +3,19 @@ source line and a caret under the offending token, as clang prints them."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+def display_path(path: str | Path) -> str:
+    """A path as a user would like to read it: relative to the working directory when shorter."""
+    path = str(path)
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return relative if len(relative) < len(path) else path
 
 
 class SourceFile:
@@ -12,7 +23,7 @@ class SourceFile:
 
     def __init__(self, path: str | Path, text: str | None = None):
         self.path = Path(path)
-        self.name = str(path)
+        self.name = display_path(path) if self.path.is_absolute() else str(path)
         self.text = text if text is not None else self.path.read_text(encoding="utf-8", errors="replace")
         self._line_starts = [0]
         for i, ch in enumerate(self.text):

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from clang.cindex import CursorKind, Index, TranslationUnit, TypeKind
+from clang.cindex import CursorKind, Index, TypeKind
 
 from .ctype import CType, from_clang
 from .diagnostics import AdgenError, SourceFile, Span, error, note
@@ -62,10 +62,10 @@ class Unit:
 def read_unit(source: SourceFile, flags: list[str], generated_headers: dict[str, str] | None = None) -> Unit:
     """Parse `source`. `generated_headers` maps the spellings of `*.adgen.h` includes to the text
     they should have (empty on the first pass: the header being made cannot be read yet)."""
+    flags = _absolute_includes(flags)  # clang looks for "DIR/name": the stand-ins must match
     unsaved = _virtual_headers(source, flags, generated_headers or {})
     try:
-        tu = Index.create().parse(str(source.path), args=["-x", "c", *flags], unsaved_files=unsaved,
-                                  options=TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
+        tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c", *flags], unsaved_files=unsaved)
     except Exception as exc:  # libclang raises a bare TranslationUnitLoadError
         raise AdgenError(error(f"libclang could not read {source.name}: {exc}"))
     main = os.path.realpath(source.path)
@@ -79,7 +79,7 @@ def read_unit(source: SourceFile, flags: list[str], generated_headers: dict[str,
         if cursor.location.file is None or os.path.realpath(cursor.location.file.name) in virtual:
             continue
         where = cursor.location
-        if cursor.spelling and cursor.spelling not in unit.declared:
+        if cursor.spelling and (cursor.spelling not in unit.declared or cursor.kind == CursorKind.TYPEDEF_DECL):
             kind = {CursorKind.FUNCTION_DECL: "function", CursorKind.VAR_DECL: "variable"}.get(cursor.kind, "type")
             unit.declared[cursor.spelling] = Declared(kind, where.file.name, where.line, where.column)
         if cursor.kind == CursorKind.FUNCTION_DECL and os.path.realpath(where.file.name) == main:
@@ -107,14 +107,25 @@ def _function(cursor, source: SourceFile) -> Function:
     )
 
 
+def _absolute_includes(flags: list[str]) -> list[str]:
+    out = []
+    for i, f in enumerate(flags):
+        if f.startswith("-I") and len(f) > 2:
+            f = "-I" + os.path.abspath(f[2:])
+        elif i > 0 and flags[i - 1] == "-I":
+            f = os.path.abspath(f)
+        out.append(f)
+    return out
+
+
 def _virtual_headers(source: SourceFile, flags: list[str], texts: dict[str, str]) -> list[tuple[str, str]]:
     """Stand-ins for the `*.adgen.h` headers the source includes, wherever clang may look."""
-    dirs = [source.path.parent] + [Path(f[2:] or "") for f in flags if f.startswith("-I") and len(f) > 2]
-    dirs += [Path(flags[i + 1]) for i, f in enumerate(flags[:-1]) if f == "-I"]
+    dirs = [str(source.path.parent.absolute())] + [f[2:] for f in flags if f.startswith("-I") and len(f) > 2]
+    dirs += [flags[i + 1] for i, f in enumerate(flags[:-1]) if f == "-I"]
     out = []
     for spelling in dict.fromkeys(_GENERATED_INCLUDE.findall(source.text)):
         for d in dict.fromkeys(dirs):
-            out.append((str(d / spelling), texts.get(spelling, "")))
+            out.append((os.path.join(d, spelling), texts.get(spelling, "")))
     return out
 
 
@@ -150,9 +161,10 @@ def _clang_error(d, files: dict[str, SourceFile]):
     return error(d.spelling, Span(sf, sf.offset(loc.line, loc.column)))
 
 
-def describe_declared(name: str, declared: Declared):
+def describe_declared(name: str, declared: Declared, unit: Unit):
     try:
-        sf = SourceFile(declared.file)
+        same = os.path.realpath(declared.file) == os.path.realpath(unit.source.path)
+        sf = unit.source if same else SourceFile(declared.file)
         return note(f"'{name}' is declared here", Span(sf, sf.offset(declared.line, declared.column), len(name)))
     except OSError:
         return note(f"'{name}' is declared at {declared.file}:{declared.line}:{declared.column}")

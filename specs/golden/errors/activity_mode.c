@@ -1,0 +1,3 @@
+// @diff(f_rev: reverse (dual) -> active;
+//       f_fwd: forward (active) -> dual)
+double f(double x);

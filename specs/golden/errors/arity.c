@@ -1,0 +1,2 @@
+// @diff(f_grad: (active, const, const) -> active)
+double f(double x, int n);

@@ -1,0 +1,3 @@
+// @diff(2fast: (active) -> active;
+//       double: (active) -> active)
+double f(double x);

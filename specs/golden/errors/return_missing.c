@@ -1,0 +1,2 @@
+// @diff(f_grad: (active))
+double f(double x);

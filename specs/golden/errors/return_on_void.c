@@ -1,0 +1,2 @@
+// @diff(f_grad: (dup) -> active)
+void f(double *x);

@@ -1,0 +1,2 @@
+// @diff(f_grad: (activeonly) -> active)
+double f(double x);

@@ -1,0 +1,2 @@
+// @diff(f_grad (active) -> active)
+double f(double x);

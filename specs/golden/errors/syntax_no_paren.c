@@ -1,0 +1,2 @@
+// See @diff for how to differentiate this.
+double f(double x);

@@ -1,0 +1,2 @@
+// @diff(f_fwd: fwd (dual) -> dual)
+double f(double x);
