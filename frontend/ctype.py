@@ -74,7 +74,7 @@ def from_clang(t: Type, parameter: bool = False) -> CType:
     spelling = pointer_to(pointee.spelling) if is_array_param else t.spelling  # C adjusts them so
     shadow = None
     if pointee is not None:
-        if pointee.is_const_qualified():
+        if _const_data(pointee):
             shadow = pointer_to(drop_const(pointee.spelling))
             if t.is_restrict_qualified():
                 shadow += "restrict" if shadow.endswith("*") else " restrict"
@@ -101,6 +101,16 @@ def _pointee(t: Type) -> Type:
     if t.kind in _ARRAYS:
         return t.element_type
     return t.get_pointee()
+
+
+def _const_data(t: Type) -> bool:
+    """Whether `t` is const, or an array of const elements (`const double [3]`)."""
+    if t.is_const_qualified():
+        return True
+    if t.kind in _ARRAYS:
+        return _const_data(t.element_type)
+    c = t.get_canonical()
+    return c.kind in _ARRAYS and _const_data(c.element_type)
 
 
 def holds_floating(t: Type) -> bool:

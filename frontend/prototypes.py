@@ -46,6 +46,7 @@ class Declared:
 class Include:
     spelling: str  # '<math.h>' or '"vec.h"', as the source writes it
     path: str  # the file it resolved to
+    line: int  # where the source includes it
 
 
 @dataclass
@@ -143,7 +144,7 @@ def _includes(tu, main: str, source: SourceFile, virtual: set[str]) -> dict[str,
         if top in parent and top not in virtual:
             m = _INCLUDE.search(source.line_text(parent[top][1]))
             if m:
-                result[header] = Include(m.group(1), top)
+                result[header] = Include(m.group(1), top, parent[top][1])
     return result
 
 

@@ -78,12 +78,9 @@ def _includes(unit: Unit, decls: list[DeclRef], out_dir: Path) -> list[str]:
     """The source's own #include lines that bring in the declarations the signatures use.
     A quoted include found beside the source is rewritten relative to the output directory."""
     main = os.path.realpath(unit.source.path)
+    needed = {unit.includes[p] for p in (os.path.realpath(r.file) for r in decls) if p != main and p in unit.includes}
     spellings = []
-    for ref in decls:
-        path = os.path.realpath(ref.file)
-        include = unit.includes.get(path)
-        if path == main or include is None:
-            continue
+    for include in sorted(needed, key=lambda i: i.line):
         spelling = include.spelling
         beside = unit.source.path.parent / spelling[1:-1]
         if spelling.startswith('"') and beside.exists() and os.path.samefile(beside, include.path):
