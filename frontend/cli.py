@@ -11,7 +11,7 @@ from pathlib import Path
 from . import __version__
 from .diagnostics import AdgenError
 from .outputs import write_all
-from .timing import Stages
+from .timing import Stages, plural
 from .toolchain import select_compiler, system_flags
 
 DESCRIPTION = """\
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         for diagnostic in exc.diagnostics:
             print(diagnostic.render(), file=sys.stderr)
         errors = sum(d.severity == "error" for d in exc.diagnostics)
-        print(f"{errors} error{'s' if errors != 1 else ''} generated.", file=sys.stderr)
+        print(f"{plural(errors, 'error')} generated.", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -113,10 +113,8 @@ def _run(args, extra: list[str], stages: Stages) -> int:
         write_all({path: text for g in generated for path, text in g.files.items()})
     if not args.quiet:
         for g in generated:
-            count = len(g.signatures)
             names = " and ".join(str(p) for p in g.files)
-            print(f"adgen: wrote {names} ({count} derivative function{'s' if count != 1 else ''})",
-                  file=sys.stderr)
+            print(f"adgen: wrote {names} ({plural(len(g.signatures), 'derivative function')})", file=sys.stderr)
     return 0
 
 

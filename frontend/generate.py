@@ -15,7 +15,7 @@ from .checks import attach, check_entry, check_names
 from .diagnostics import AdgenError, Collector, SourceFile, error
 from .prototypes import Unit, read_unit
 from .render import output_names, render
-from .timing import Stages
+from .timing import Stages, plural
 
 
 @dataclass
@@ -50,7 +50,7 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         if problems.diagnostics and any(u is not None and u.errors for u in units):
             problems = _recheck_c(units, signatures, derived, out_dir, flags, problems)
         problems.raise_if_any()
-    with stages.stage("render", f"{len(signatures)} derivative functions"):
+    with stages.stage("render", plural(len(signatures), "derivative function")):
         results = []
         for src, unit in zip(texts, units):
             mine = [s for s, (_, u) in zip(signatures, derived) if u is unit] if unit else []

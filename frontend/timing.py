@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 
 class Stages:
-    def __init__(self, verbose: bool = False, stream=sys.stderr):
+    def __init__(self, verbose: bool = False, stream=None):
         self.verbose, self.stream = verbose, stream
         self.times: list[tuple[str, float]] = []
 
@@ -20,4 +20,8 @@ class Stages:
         self.times.append((name, elapsed))
         if self.verbose:
             extra = f"  ({detail})" if detail else ""
-            print(f"adgen: {name:<10} {elapsed * 1000:8.1f} ms{extra}", file=self.stream)
+            print(f"adgen: {name:<10} {elapsed * 1000:8.1f} ms{extra}", file=self.stream or sys.stderr)
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -1,0 +1,180 @@
+"""The adgen command: help, version, -v, atomic and reproducible outputs, compiler choice,
+and errors without tracebacks."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from adgen.frontend import __version__
+
+GOOD = "// @diff(f_grad: (active) -> active)\ndouble f(double x) { return x * x; }\n"
+BAD = "// @diff(f_grad: (actve) -> active)\ndouble f(double x) { return x * x; }\n"
+
+
+def test_version(adgen):
+    with pytest.raises(SystemExit) as exit_:
+        adgen("--version")
+    assert exit_.value.code == 0
+
+
+def test_version_text():
+    out = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "--version"], capture_output=True, text=True)
+    assert out.stdout.strip() == f"adgen {__version__}"
+
+
+def test_help_explains_with_examples(capsys):
+    from adgen.frontend.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "@diff(rosen_grad: (const, const, active, active) -> active)" in text
+    assert "examples:" in text and "adgen generate rosen.c -o build" in text and "ADGEN_CC" in text
+    for command in ("generate", "build"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        sub = capsys.readouterr().out
+        assert "-I DIR" in sub and "--cc PATH" in sub and "example:" in sub
+
+
+def test_verbose_prints_each_stage(adgen, c_file):
+    src = c_file(GOOD)
+    result = adgen("-v", "generate", src, "-o", src.parent / "out")
+    assert result.status == 0
+    for stage in ("toolchain", "parse", "read", "check", "render", "write"):
+        assert f"adgen: {stage}" in result.err and " ms" in result.err
+    assert "(1 derivative function)" in result.err
+
+
+def test_quiet_prints_nothing(adgen, c_file):
+    src = c_file(GOOD)
+    result = adgen("generate", "-q", src, "-o", src.parent / "out")
+    assert (result.status, result.out, result.err) == (0, "", "")
+
+
+def test_outputs_are_reproducible_and_leave_no_temporaries(adgen, c_file, tmp_path):
+    src = c_file(GOOD)
+    contents = []
+    for out in (tmp_path / "a", tmp_path / "a", tmp_path / "b"):
+        assert adgen("generate", "-q", src, "-o", out).status == 0
+        contents.append([(out / n).read_bytes() for n in ("src.adgen.h", "src.adgen.c")])
+    assert contents[0] == contents[1] == contents[2]
+    assert sorted(os.listdir(tmp_path / "a")) == ["src.adgen.c", "src.adgen.h"]
+    mode = stat.S_IMODE(os.stat(tmp_path / "a" / "src.adgen.h").st_mode)
+    assert mode & 0o444 == 0o444
+
+
+def test_error_leaves_previous_outputs_untouched(adgen, c_file, tmp_path):
+    src = c_file(GOOD)
+    out = tmp_path / "out"
+    assert adgen("generate", "-q", src, "-o", out).status == 0
+    before = (out / "src.adgen.h").read_bytes()
+    src.write_text(BAD)
+    result = adgen("generate", src, "-o", out)
+    assert result.status == 1
+    assert (out / "src.adgen.h").read_bytes() == before
+    assert sorted(os.listdir(out)) == ["src.adgen.c", "src.adgen.h"]
+
+
+def test_one_bad_source_writes_nothing_for_any(adgen, c_file, tmp_path):
+    good, bad = c_file(GOOD, "good.c"), c_file(BAD.replace("f_grad", "g_grad"), "bad.c")
+    result = adgen("generate", good, bad, "-o", tmp_path / "out")
+    assert result.status == 1
+    assert "bad.c:1:19: error: unknown activity 'actve'" in result.err
+    assert result.err.rstrip().endswith("1 error generated.")
+    assert not (tmp_path / "out").exists()
+
+
+def test_same_stem_twice(adgen, c_file, tmp_path):
+    a, b = c_file(GOOD, "x/src.c"), c_file(GOOD, "y/src.c")
+    result = adgen("generate", a, b, "-o", tmp_path / "out")
+    assert result.status == 1
+    assert "would both write src.adgen.h" in result.err
+
+
+def test_missing_source(adgen, tmp_path):
+    result = adgen("generate", tmp_path / "nope.c", "-o", tmp_path / "out")
+    assert result.status == 1
+    assert result.err.startswith(f"adgen: error: no such file: {tmp_path / 'nope.c'}")
+
+
+def test_flags_after_double_dash_reach_the_prototypes(adgen, c_file):
+    src = c_file("// @diff(g: (active) -> activeonly)\nREAL f(REAL x);\n")
+    result = adgen("generate", "-q", src, "-o", src.parent / "out", "--", "-DREAL=float")
+    assert result.status == 0, result.err
+    assert "float g(float x, float d_ret);" in (src.parent / "out" / "src.adgen.h").read_text()
+
+
+def fake_clang(tmp_path, version_line: str):
+    script = tmp_path / "fake-clang"
+    script.write_text(f"#!/bin/sh\necho '{version_line}'\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_newer_clang_is_refused(adgen, c_file, tmp_path):
+    src = c_file(GOOD)
+    cc = fake_clang(tmp_path, "clang version 99.0.1 (https://example.invalid)")
+    result = adgen("generate", src, "-o", tmp_path / "out", "--cc", cc)
+    assert result.status == 1
+    assert "clang 99.0.1 (from --cc) uses LLVM 99, newer than the LLVM 22 in llvmlite: llvmlite cannot read its bitcode" in result.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_adgen_cc_environment(adgen, c_file, tmp_path, monkeypatch):
+    src = c_file(GOOD)
+    monkeypatch.setenv("ADGEN_CC", str(fake_clang(tmp_path, "clang version 30.1.0")))
+    result = adgen("generate", src, "-o", tmp_path / "out")
+    assert result.status == 1 and "(from ADGEN_CC) uses LLVM 30" in result.err
+
+
+def test_not_a_clang(adgen, c_file, tmp_path):
+    src = c_file(GOOD)
+    result = adgen("generate", src, "-o", tmp_path / "out", "--cc", fake_clang(tmp_path, "gcc (Debian) 12.2.0"))
+    assert result.status == 1 and "is not a clang" in result.err
+    result = adgen("generate", src, "-o", tmp_path / "out", "--cc", tmp_path / "missing-cc")
+    assert result.status == 1 and "cannot run the C compiler" in result.err
+
+
+def test_build_refuses_until_the_ir_core_exists(adgen, c_file, tmp_path):
+    src = c_file(GOOD)
+    result = adgen("build", src, "-o", tmp_path / "out", "--", "-O3")
+    assert result.status == 1
+    assert "adgen build cannot make derivative code yet" in result.err
+    assert "1 derivative function checked, nothing written" in result.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_build_reports_annotation_errors_first(adgen, c_file, tmp_path):
+    result = adgen("build", c_file(BAD), "-o", tmp_path / "out")
+    assert result.status == 1 and "unknown activity 'actve'" in result.err
+
+
+def test_console_script_errors_without_traceback(c_file, tmp_path):
+    src = c_file(BAD)
+    exe = os.path.join(os.path.dirname(sys.executable), "adgen")
+    out = subprocess.run([exe, "generate", str(src), "-o", str(tmp_path / "out")], capture_output=True, text=True)
+    assert out.returncode == 1
+    assert out.stderr.splitlines()[0].endswith("src.c:1:19: error: unknown activity 'actve'; expected one of "
+                                               "const, active, activeonly, dup, duponly, dupv, dual, dualonly, dualv")
+    assert "Traceback" not in out.stderr
+
+
+def test_internal_error_is_one_line(adgen, c_file, monkeypatch):
+    import adgen.frontend.generate as generate
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(generate, "render", broken)
+    monkeypatch.delenv("ADGEN_TRACEBACK", raising=False)
+    src = c_file(GOOD)
+    result = adgen("generate", src, "-o", src.parent / "out")
+    assert result.status == 70
+    assert result.err.strip() == ("adgen: internal error: RuntimeError: boom (set ADGEN_TRACEBACK=1 for the trace, "
+                                  "and please report it)")

@@ -1,0 +1,39 @@
+"""Packaging: the wheel installs `adgen.frontend`, `adgen.ir_ad` and the templates under one
+`adgen` package (no top-level `frontend`), with the `adgen` console script."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+
+from conftest import ROOT
+
+
+def test_wheel_layout(tmp_path):
+    source = tmp_path / "src"  # a copy, so the build leaves nothing in the checkout
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".*", "build", "*.egg-info", "__pycache__"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("adgen-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    code = [n for n in names if not n.startswith("adgen-")]
+    assert all(n.startswith("adgen/") for n in code), code
+    for needed in ("adgen/frontend/cli.py", "adgen/frontend/annotations.lark", "adgen/ir_ad/__init__.py",
+                   "adgen/templates/header.h.j2", "adgen/templates/stubs.c.j2", "adgen/templates/declarations.h.j2"):
+        assert needed in names
+    entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    assert "adgen = adgen.frontend.cli:main" in entry_points
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
+    for dependency in ("lark", "jinja2", "llvmlite", "libclang", "ziglang"):
+        assert f"Requires-Dist: {dependency}" in metadata
+
+
+def test_bundled_example_generates(adgen, tmp_path):
+    result = adgen("generate", ROOT / "examples" / "rosenbrock" / "rosenbrock.c", "-o", tmp_path)
+    assert result.status == 0, result.err
+    header = (tmp_path / "rosenbrock.adgen.h").read_text()
+    assert "rosen_grad_result rosen_grad(double a, double b, double x, double y, double d_ret);" in header
+    assert "rosen_tangent4_result rosen_tangent4(" in header
