@@ -50,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
                         help="the clang to use (default: ADGEN_CC, else the clang of the ziglang wheel); "
                              "its LLVM must not be newer than llvmlite's")
     common.add_argument("-v", "--verbose", action="store_true", help="print each stage's time")
+    common.add_argument("--target", metavar="TRIPLE", help="build: the target triple (default: this machine's)")
+    common.add_argument("--march", metavar="CPU",
+                        help="build: the CPU to optimize for, passed to clang and LLVM (`native` for this "
+                             "machine's; default: the generic CPU of the target)")
+    common.add_argument("--emit-llvm", action="store_true",
+                        help="build: also write the differentiated module as DIR/<stem>.adgen.ll")
     common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
 
     parser = argparse.ArgumentParser(prog="adgen", description=DESCRIPTION, epilog=EXAMPLES,
@@ -100,11 +106,15 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args, extra: list[str], stages: Stages) -> int:
     with stages.stage("toolchain"):
         compiler = select_compiler(args.cc)
-        flags = [*system_flags(compiler), *(f"-I{d}" for d in args.includes), *(f"-D{d}" for d in args.defines)]
+        user = [*(f"-I{d}" for d in args.includes), *(f"-D{d}" for d in args.defines)]
+        flags = [*system_flags(compiler), *user]  # libclang needs the compiler's header paths spelled out
     if args.command == "build":
         from adgen.ir_ad.build import build
 
-        build(args.sources, args.out_dir, flags, extra, compiler, stages)
+        written = build(args.sources, args.out_dir, flags, user, extra, compiler, stages, args.target, args.march,
+                        args.emit_llvm)
+        if not args.quiet:
+            print(f"adgen: wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
         return 0
     from .generate import generate
 

@@ -12,10 +12,12 @@ from pathlib import Path
 import jinja2
 
 from .abi import Signature
-from .ctype import DeclRef, declare
+from .ctype import DeclRef
+from . import __version__
 from .prototypes import Function, Unit
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+KERNEL_PREFIX = "__adgen_kernel_"  # the stub of NAME calls KERNEL_PREFIX + NAME, which `adgen build` defines
 
 
 @dataclass(frozen=True)
@@ -36,9 +38,11 @@ def output_names(source: Path) -> tuple[str, str]:
 
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True,
-                              lstrip_blocks=True, keep_trailing_newline=True,
-                              undefined=jinja2.StrictUndefined, autoescape=False)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined, autoescape=False)
+    env.filters["declare_slot"] = lambda slot: slot.declaration()
+    return env
 
 
 def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str) -> Outputs:
@@ -55,9 +59,8 @@ def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str)
         local_types=_local_types(unit, decls),
         uses_restrict=any(re.search(r"\brestrict\b", s.prototype()) for s in signatures),
         signatures=signatures,
-        primals=list({s.derivation.primal.name: s.derivation.primal for s in signatures}.values()),
         where=lambda f: f"{source.path.name}:{source.line_col(f.span.offset)[0]}",
-        primal_prototype=_primal_prototype,
+        kernel_prefix=KERNEL_PREFIX,
     )
     env = _environment()
     return Outputs(env.get_template("header.h.j2").render(context), env.get_template("stubs.c.j2").render(context))
@@ -67,11 +70,6 @@ def _types(f: Function):
     yield f.returns
     for p in f.params:
         yield p.ctype
-
-
-def _primal_prototype(f: Function) -> str:
-    params = ", ".join(p.ctype.declare(p.name) for p in f.params) or "void"
-    return declare(f.returns.spelling, f"{f.name}({params})")
 
 
 def _includes(unit: Unit, decls: list[DeclRef], out_dir: Path) -> list[str]:
@@ -99,3 +97,8 @@ def _local_types(unit: Unit, decls: list[DeclRef]) -> list[LocalType]:
             text = src.text[src.offset(*ref.start) : src.offset(*ref.end)]
             found[ref.start] = LocalType(ref.name, text)
     return [found[k] for k in sorted(found)]
+
+
+def render_text(template: str, **context) -> str:
+    """Any other generated text (the IR core's lowering wrapper, say) from its template."""
+    return _environment().get_template(template).render(version=__version__, **context)

@@ -1,29 +1,106 @@
-"""`adgen build`: generate, then lower, analyze, differentiate, link, optimize and emit.
-
-Until the AD core lands, `build` checks everything it can (annotations, prototypes, the
-compiler) and then refuses, rather than emit an object whose derivative bodies are empty."""
+"""`adgen build`, top to bottom: parse → check → render (the frontend) → lower → link and
+optimize → analyze → differentiate → optimize again → emit, one object per source."""
 
 from __future__ import annotations
 
+import re
+import tempfile
 from pathlib import Path
 
 from adgen.frontend.diagnostics import AdgenError, error
-from adgen.frontend.generate import generate
+from adgen.frontend.generate import Generated, generate
+from adgen.frontend.model import Mode
+from adgen.frontend.outputs import write_all
 from adgen.frontend.timing import Stages, plural
 from adgen.frontend.toolchain import Compiler
 
-
-def build(sources: list[Path], out_dir: Path, flags: list[str], extra: list[str],
-          compiler: Compiler, stages: Stages) -> None:
-    generated = generate(sources, out_dir, flags + extra, stages)
-    count = plural(sum(len(g.signatures) for g in generated), "derivative function")
-    raise AdgenError(error(
-        f"adgen build cannot make derivative code yet: the IR differentiation core is not part of "
-        f"adgen {_version()} ({count} checked, nothing written). Use 'adgen generate' for the "
-        f"headers meanwhile."))
+from . import optimize
+from .builder import Declarations
+from .diagnose import Unsupported, located
+from .forward import ForwardMode
+from .ir import Module
+from .kernels import check_primal, forward_kernel, kernel_name
+from .lower import keep_array, lower_source, lower_stubs
 
 
-def _version() -> str:
-    from adgen.frontend import __version__
+def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
+          compiler: Compiler, stages: Stages, target: str | None = None, march: str | None = None,
+          emit_llvm: bool = False) -> list[Path]:
+    """`read_flags` are what libclang reads the sources with; `flags` (-I, -D) and `extra` (after
+    --) what clang lowers them with."""
+    generated = generate(sources, out_dir, read_flags + extra, stages)
+    with stages.stage("write"):
+        write_all({path: text for g in generated for path, text in g.files.items()})
+    tm = optimize.target_machine(target, march)
+    target_flags = ["-target", target] if target else []
+    if march:
+        target_flags.append(f"-march={march}")
+    with tempfile.TemporaryDirectory(prefix="adgen-") as tmp, stages.stage("lower", plural(len(sources), "source")):
+        work = Path(tmp)
+        bitcode = []
+        for i, (src, g) in enumerate(zip(sources, generated)):
+            primals = list(dict.fromkeys(s.derivation.primal.name for s in g.signatures))
+            bitcode.append(lower_source(compiler, src, primals, i, flags + target_flags, extra, work))
+        for g in generated:
+            stubs = next(p for p in g.files if p.suffix == ".c")
+            bitcode.append(lower_stubs(compiler, stubs, flags + target_flags, extra, work))
+    with stages.stage("link"):
+        linked = optimize.link(bitcode)
+    with stages.stage("optimize", "before differentiation"):
+        text = optimize.prepare(linked, tm)
+    with stages.stage("analyze"):
+        module = Module(text)
+    with stages.stage("differentiate") as _:
+        text = differentiate(module, generated)
+    objects = {}
+    for i, (src, g) in enumerate(zip(sources, generated)):
+        stem = src.stem
+        with stages.stage("optimize", f"{stem}: after differentiation"):
+            final = optimize.parse(text)
+            before = optimize.instruction_count(final)
+            optimize.finish(final, {s.name for s in g.signatures}, tm)
+        with stages.stage("emit", f"{stem}.adgen.o: {before} instructions before, "
+                                  f"{optimize.instruction_count(final)} after"):
+            objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm)
+            if emit_llvm:
+                objects[out_dir / f"{stem}.adgen.ll"] = str(final)
+    write_all(objects)
+    return list(objects)
 
-    return __version__
+
+def differentiate(module: Module, generated: list[Generated]) -> str:
+    """The module's text with the derivative functions and the kernels the stubs call."""
+    decls = Declarations(set(module.functions))
+    forward = ForwardMode(module, decls)
+    kernels: list[str] = []
+    for i, g in enumerate(generated):
+        primals = _kept(module, keep_array(i))
+        for sig in g.signatures:
+            d = sig.derivation
+            fn = check_primal(module, sig, primals.get(d.primal.name, "@" + d.primal.name))
+            try:
+                if d.mode is Mode.FORWARD:
+                    kernels.append(forward_kernel(forward, decls, sig, fn))
+                else:
+                    raise AdgenError(error(f"reverse mode ('{sig.name}') is not implemented yet; "
+                                           f"adgen build can make forward-mode derivatives only", d.entry.name.span))
+            except Unsupported as exc:
+                raise located(exc, module, sig.name)
+    replaced = {kernel_name(s) for g in generated for s in g.signatures}
+    lines = [line for line in module.text.split("\n") if not _dropped(line, replaced)]
+    return "\n".join(lines + decls.added + forward.definitions + kernels) + "\n"
+
+
+def _kept(module: Module, array: str) -> dict[str, str]:
+    """C name -> IR name of the annotated functions of one source (linking may rename statics)."""
+    line = module.globals.get("@" + array, "")
+    names = re.findall(r"ptr (@[-\w$.\"]+)", line)
+    return {n.lstrip("@").strip('"').split(".")[0]: n for n in names}
+
+
+def _dropped(line: str, kernels: set[str]) -> bool:
+    """Lines of the linked module the output must not keep: the stubs' kernel declarations
+    (now defined) and what kept the annotated functions alive."""
+    if line.startswith("declare") and any(f" {k}(" in line for k in kernels):
+        return True
+    return line.startswith(("@__adgen_primals_", "@llvm.used", "@llvm.compiler.used"))

@@ -1,0 +1,89 @@
+"""The glue between the C ABI and the derivative functions: for each derived function, the
+kernel its stub calls (`__adgen_kernel_NAME(out, params…)`). The kernel gathers the C-level
+shadows into the derivative code's form (`<N x T>` tangents, `<N x ptr>` lane pointers),
+calls the derivative function, and stores the returned values through `out`."""
+
+from __future__ import annotations
+
+from adgen.frontend.abi import Signature
+from adgen.frontend.diagnostics import AdgenError, error
+from adgen.frontend.model import Activity, Mode
+from adgen.frontend.render import KERNEL_PREFIX
+
+from .builder import Builder, Declarations, V, local
+from .forward import INTERLEAVED, LANES, ForwardMode, Pattern
+from .ir import PTR, Function, Module, Type, array, struct, vector
+
+_DUAL = {Activity.DUAL, Activity.DUALONLY}
+
+
+def kernel_name(sig: Signature) -> str:
+    return "@" + KERNEL_PREFIX + sig.name
+
+
+def check_primal(module: Module, sig: Signature, primal: str) -> Function:
+    """The primal's IR must take the C parameters one to one (no by-value structs)."""
+    d = sig.derivation
+    fn = module.functions.get(primal)
+    if fn is None or fn.declaration:
+        raise AdgenError(error(f"'{d.primal.name}' is declared but not defined in the sources given to adgen build, "
+                               f"so '{sig.name}' cannot be made: pass the file that defines it too", d.entry.name.span))
+    by_value = [p.name for p in fn.params if "byval" in p.attrs or "sret" in p.attrs]
+    if len(fn.params) != len(d.primal.params) or by_value or fn.ret.kind in ("struct", "array", "named"):
+        raise AdgenError(error(f"'{d.primal.name}' passes or returns a struct by value, which adgen cannot "
+                               f"differentiate yet; pass a pointer instead", d.entry.name.span))
+    return fn
+
+
+def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: Function) -> str:
+    d = sig.derivation
+    n = d.width
+    kdecl = mode.module.functions[kernel_name(sig)]
+    params = [V(p.type, local(f"k{i}")) for i, p in enumerate(kdecl.params)]
+    out = params.pop(0) if sig.returns != "void" else None
+    lines: list[str] = []
+    b = Builder(decls, lines)
+    primal_args, shadow_args, active = [], [], []
+    kind = LANES
+    slots = iter(zip(sig.params, params))
+    for p, act in zip(d.primal.params, d.activities):
+        _, value = next(slots)
+        primal_args.append(value)
+        if act in _DUAL:
+            lanes = [next(slots)[1] for _ in range(n)]
+            shadow_args.append(b.gather(lanes))
+        elif act is Activity.DUALV:
+            (_, given) = next(slots)
+            if p.ctype.is_pointer:
+                kind = INTERLEAVED
+                shadow_args.append(given)
+            else:
+                shadow_args.append(b.load(vector(value.type, n), given))
+        active.append(act is not Activity.CONST)
+    derived = mode.derive(Pattern(fn.name, tuple(active), n, kind))
+    call_args = ", ".join(str(a) for a in primal_args + shadow_args)
+    result = b.value(derived.ret_type, f"call {derived.ret_type.text} {derived.name}({call_args})") \
+        if derived.ret_type.kind != "void" else b.emit(f"call void {derived.name}({call_args})")
+    if out is not None:
+        values = {}
+        if derived.returns_shadow:
+            values["ret"] = b.value(fn.ret, f"extractvalue {result}, 0")
+            values["d_ret"] = b.value(derived.ret_type.elems[1], f"extractvalue {result}, 1")
+        else:
+            values["ret"] = result
+        _store_fields(b, sig, out, values, fn.ret, n)
+    head = f"define internal void {kernel_name(sig)}({', '.join(str(p) for p in ([out] if out else []) + params)}) {{"
+    return "\n".join([head, "entry:", *lines, "  ret void", "}"])
+
+
+def _store_fields(b: Builder, sig: Signature, out: V, values: dict[str, V], ret: Type, n: int) -> None:
+    """Stores the result fields, in the C layout of the result struct (or the one scalar)."""
+    field_types = [array(ret, n) if f.count > 1 else ret for f in sig.fields]
+    layout = struct(*field_types)
+    for k, f in enumerate(sig.fields):
+        value = values[f.name]
+        where = out if sig.result_struct is None else b.gep(layout, out, V(Type("i32", "int", 32), "0"),
+                                                             V(Type("i32", "int", 32), str(k)))
+        if value.type.kind == "vector" and f.count == 1:
+            value = b.extract(value, 0)
+        b.store(value, where, max(1, ret.bits // 8) if value.type.kind == "vector" else None)

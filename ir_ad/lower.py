@@ -1,0 +1,51 @@
+"""Lowers C to LLVM bitcode with the selected clang: each source as written (through a wrapper
+that keeps its annotated functions alive and findable) and each stub file.
+
+Lowering runs no optimization (`-O2 -Xclang -disable-llvm-passes`): the module is optimized
+once linked, before differentiation, by `optimize.py`. `-fno-math-errno` lets libm calls
+become intrinsics the optimizer can hoist and vectorize; derivative code never sets errno.
+Flags given after `--` come last, so they can override it (`-fmath-errno`)."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from pathlib import Path
+
+from adgen.frontend.diagnostics import AdgenError, error
+from adgen.frontend.render import render_text
+from adgen.frontend.toolchain import Compiler
+
+BASE_FLAGS = ["-x", "c", "-c", "-emit-llvm", "-O2", "-Xclang", "-disable-llvm-passes", "-gline-tables-only",
+              "-fno-math-errno", "-Wno-unused-command-line-argument"]
+
+
+def keep_array(index: int) -> str:
+    """The name of the array holding source `index`'s annotated functions."""
+    return f"__adgen_primals_{index}"
+
+
+def lower_source(compiler: Compiler, source: Path, primals: list[str], index: int, flags: list[str],
+                 extra: list[str], workdir: Path) -> bytes:
+    wrapper = workdir / f"{index}-{source.stem}.c"
+    wrapper.write_text(render_text("lowering.c.j2", source=source.name, path=_c_string(source.resolve()),
+                                   primals=primals, keep=keep_array(index)))
+    return _clang(compiler, wrapper, flags, extra, workdir, shown=str(source))
+
+
+def lower_stubs(compiler: Compiler, stubs: Path, flags: list[str], extra: list[str], workdir: Path) -> bytes:
+    return _clang(compiler, stubs, ["-DADGEN_LOWERING", *flags], extra, workdir, shown=str(stubs))
+
+
+def _clang(compiler: Compiler, path: Path, flags: list[str], extra: list[str], workdir: Path, shown: str) -> bytes:
+    with tempfile.NamedTemporaryFile(dir=workdir, suffix=".bc", delete=False) as out:
+        target = Path(out.name)
+    command = [*compiler.command, *BASE_FLAGS, *flags, *extra, str(path), "-o", str(target)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AdgenError(error(f"{compiler.description} could not compile {shown}:\n{done.stderr.rstrip()}"))
+    return target.read_bytes()
+
+
+def _c_string(path: Path) -> str:
+    return str(path).replace("\\", "\\\\").replace('"', '\\"')

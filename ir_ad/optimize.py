@@ -1,0 +1,107 @@
+"""llvmlite's side of the pipeline: link the lowered modules, optimize before differentiation
+(O2 simplification, with vectorization and unrolling left for after), name every value, and,
+after differentiation, internalize, optimize again (O3, vectorization on) and emit objects."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import llvmlite.binding as llvm
+
+from adgen.frontend.diagnostics import AdgenError, error
+
+
+@cache
+def _init() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+def target_machine(triple: str | None, march: str | None):
+    """The machine objects are emitted for: the host triple by default, generic CPU unless
+    --march names one (`native` for this machine's CPU and features)."""
+    _init()
+    triple = triple or llvm.get_process_triple()
+    try:
+        target = llvm.Target.from_triple(triple)
+    except RuntimeError as exc:
+        raise AdgenError(error(f"unknown target '{triple}': {exc}"))
+    cpu, features = "", ""
+    if march == "native":
+        cpu = llvm.get_host_cpu_name()
+        features = llvm.get_host_cpu_features().flatten()
+    elif march:
+        cpu = march
+    return target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
+
+
+def link(bitcodes: list[bytes]):
+    _init()
+    modules = []
+    for code in bitcodes:
+        try:
+            modules.append(llvm.parse_bitcode(code))
+        except RuntimeError as exc:
+            raise AdgenError(error(f"llvmlite could not read the bitcode clang wrote: {exc}"))
+    main = modules[0]
+    for other in modules[1:]:
+        try:
+            main.link_in(other)
+        except RuntimeError as exc:
+            raise AdgenError(error(f"linking the sources failed: {exc}"))
+    return main
+
+
+def _run(module, tm, level: int, vectorize: bool) -> None:
+    options = llvm.create_pipeline_tuning_options(level)
+    options.loop_vectorization = vectorize
+    options.slp_vectorization = vectorize
+    options.loop_unrolling = vectorize
+    builder = llvm.create_pass_builder(tm, options)
+    builder.getModulePassManager().run(module, builder)
+
+
+def prepare(module, tm) -> str:
+    """Optimize before differentiation and name every value; the text the AD core reads."""
+    _run(module, tm, 2, vectorize=False)
+    namer = llvm.create_new_module_pass_manager()
+    namer.add_instruction_namer_pass()
+    namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
+    return strip_target_attributes(str(module))
+
+
+def strip_target_attributes(text: str) -> str:
+    """Drops per-function CPU choices (zig's clang picks the build machine's), so the target
+    machine (--march) decides for all code alike."""
+    return re.sub(r' "(?:target-cpu|target-features|tune-cpu)"="[^"]*"', "", text)
+
+
+def parse(text: str):
+    _init()
+    try:
+        module = llvm.parse_assembly(text)
+        module.verify()
+    except RuntimeError as exc:
+        raise AdgenError(error(f"internal error: the differentiated module is not valid LLVM IR: {exc}"))
+    return module
+
+
+def finish(module, exported: set[str], tm) -> None:
+    """Keep only `exported` visible, then optimize for speed (vectorizing)."""
+    for fn in module.functions:
+        if not fn.is_declaration and fn.name not in exported:
+            fn.linkage = llvm.Linkage.internal
+    for g in module.global_variables:
+        if not g.is_declaration and not g.name.startswith("llvm."):
+            g.linkage = llvm.Linkage.internal
+    _run(module, tm, 3, vectorize=True)
+
+
+def emit_object(module, tm) -> bytes:
+    module.triple = tm.triple
+    return tm.emit_object(module)
+
+
+def instruction_count(module) -> int:
+    return sum(len(list(b.instructions)) for f in module.functions for b in f.blocks)

@@ -1,0 +1,135 @@
+"""Derivative rules as data: one entry per primitive (IR opcode, LLVM intrinsic, libm function),
+giving the partial derivatives of its result with respect to each argument.
+
+Forward mode forms the tangent  d_out = sum_i partial_i * d_in_i ; reverse mode accumulates
+d_in_i += partial_i * d_out. Both read this one table, so adding a function (say `erf`) is one
+line here. A partial is built with a Builder from the primal arguments `x` and the primal
+result `r`; None means the result does not depend on that argument (an integer exponent,
+say), and a function with all-None partials is piecewise constant (floor, round, ...)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from .builder import Builder, V
+
+Partials = Callable[[Builder, list[V], V], list[V | None]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    arity: int
+    partials: Partials
+
+
+def _c(b: Builder, like: V, value: float) -> V:
+    return b.const(like.type, value)
+
+
+def _recip(b, x):  # 1 / x
+    return b.fdiv(_c(b, x, 1.0), x)
+
+
+def _one_minus_sq(b, x):  # 1 - x*x
+    return b.fsub(_c(b, x, 1.0), b.fmul(x, x))
+
+
+def _pick_by_result(b, x, r):
+    """min/max: the argument the result came from gets the whole derivative (ties: the first)."""
+    first = b.fcmp("oeq", r, x[0])
+    one, zero = _c(b, r, 1.0), _c(b, r, 0.0)
+    return [b.select(first, one, zero), b.select(first, zero, one)]
+
+
+def _sign(b, x):  # -1, 0 or 1
+    zero = _c(b, x, 0.0)
+    pos = b.select(b.fcmp("ogt", x, zero), _c(b, x, 1.0), zero)
+    return b.select(b.fcmp("olt", x, zero), _c(b, x, -1.0), pos)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _erf_slope(b, x):  # 2/sqrt(pi) * exp(-x^2)
+    return b.fmul(_c(b, x, _TWO_OVER_SQRT_PI), b.math("exp", b.fneg(b.fmul(x, x))))
+
+
+def _rem(b, x, r):  # x - trunc(x/y)*y
+    return [_c(b, r, 1.0), b.fneg(b.math("trunc", b.fdiv(x[0], x[1])))]
+
+
+R = Rule
+RULES: dict[str, Rule] = {
+    # IR opcodes
+    "fadd": R(2, lambda b, x, r: [_c(b, r, 1.0), _c(b, r, 1.0)]),
+    "fsub": R(2, lambda b, x, r: [_c(b, r, 1.0), _c(b, r, -1.0)]),
+    "fmul": R(2, lambda b, x, r: [x[1], x[0]]),
+    "fdiv": R(2, lambda b, x, r: [_recip(b, x[1]), b.fneg(b.fdiv(r, x[1]))]),
+    "frem": R(2, lambda b, x, r: _rem(b, x, r)),
+    "fneg": R(1, lambda b, x, r: [_c(b, r, -1.0)]),
+    # powers and roots
+    "sqrt": R(1, lambda b, x, r: [b.fdiv(_c(b, r, 0.5), r)]),
+    "cbrt": R(1, lambda b, x, r: [b.fdiv(r, b.fmul(_c(b, r, 3.0), x[0]))]),
+    "pow": R(2, lambda b, x, r: [b.fmul(x[1], b.math("pow", x[0], b.fsub(x[1], _c(b, r, 1.0)))),
+                                 b.fmul(r, b.math("log", x[0]))]),
+    "powi": R(2, lambda b, x, r: [b.fmul(b.cast("sitofp", x[1], r.type),
+                                         b.powi(x[0], b.binary("sub", x[1], V(x[1].type, "1")))), None]),
+    "hypot": R(2, lambda b, x, r: [b.fdiv(x[0], r), b.fdiv(x[1], r)]),
+    "fma": R(3, lambda b, x, r: [x[1], x[0], _c(b, r, 1.0)]),
+    "fmuladd": R(3, lambda b, x, r: [x[1], x[0], _c(b, r, 1.0)]),
+    # exponentials and logarithms
+    "exp": R(1, lambda b, x, r: [r]),
+    "exp2": R(1, lambda b, x, r: [b.fmul(r, _c(b, r, math.log(2.0)))]),
+    "exp10": R(1, lambda b, x, r: [b.fmul(r, _c(b, r, math.log(10.0)))]),
+    "expm1": R(1, lambda b, x, r: [b.fadd(r, _c(b, r, 1.0))]),
+    "log": R(1, lambda b, x, r: [_recip(b, x[0])]),
+    "log2": R(1, lambda b, x, r: [_recip(b, b.fmul(x[0], _c(b, r, math.log(2.0))))]),
+    "log10": R(1, lambda b, x, r: [_recip(b, b.fmul(x[0], _c(b, r, math.log(10.0))))]),
+    "log1p": R(1, lambda b, x, r: [_recip(b, b.fadd(x[0], _c(b, r, 1.0)))]),
+    # trigonometric and hyperbolic
+    "sin": R(1, lambda b, x, r: [b.math("cos", x[0])]),
+    "cos": R(1, lambda b, x, r: [b.fneg(b.math("sin", x[0]))]),
+    "tan": R(1, lambda b, x, r: [b.fadd(_c(b, r, 1.0), b.fmul(r, r))]),
+    "asin": R(1, lambda b, x, r: [_recip(b, b.math("sqrt", _one_minus_sq(b, x[0])))]),
+    "acos": R(1, lambda b, x, r: [b.fneg(_recip(b, b.math("sqrt", _one_minus_sq(b, x[0]))))]),
+    "atan": R(1, lambda b, x, r: [_recip(b, b.fadd(_c(b, r, 1.0), b.fmul(x[0], x[0])))]),
+    "atan2": R(2, lambda b, x, r: (lambda d: [b.fdiv(x[1], d), b.fneg(b.fdiv(x[0], d))])(
+        b.fadd(b.fmul(x[0], x[0]), b.fmul(x[1], x[1])))),
+    "sinh": R(1, lambda b, x, r: [b.math("cosh", x[0])]),
+    "cosh": R(1, lambda b, x, r: [b.math("sinh", x[0])]),
+    "tanh": R(1, lambda b, x, r: [b.fsub(_c(b, r, 1.0), b.fmul(r, r))]),
+    # special functions
+    "erf": R(1, lambda b, x, r: [_erf_slope(b, x[0])]),
+    "erfc": R(1, lambda b, x, r: [b.fneg(_erf_slope(b, x[0]))]),
+    # piecewise
+    "fabs": R(1, lambda b, x, r: [_sign(b, x[0])]),
+    "copysign": R(2, lambda b, x, r: [b.fmul(_sign(b, x[0]), b.math("copysign", _c(b, r, 1.0), x[1])), None]),
+    "fmod": R(2, lambda b, x, r: _rem(b, x, r)),
+    "minnum": R(2, lambda b, x, r: _pick_by_result(b, x, r)),
+    "maxnum": R(2, lambda b, x, r: _pick_by_result(b, x, r)),
+    "floor": R(1, lambda b, x, r: [None]),
+    "ceil": R(1, lambda b, x, r: [None]),
+    "trunc": R(1, lambda b, x, r: [None]),
+    "round": R(1, lambda b, x, r: [None]),
+    "roundeven": R(1, lambda b, x, r: [None]),
+    "rint": R(1, lambda b, x, r: [None]),
+    "nearbyint": R(1, lambda b, x, r: [None]),
+}
+# Other spellings of the same primitives.
+ALIASES = {"fmin": "minnum", "fmax": "maxnum", "minimum": "minnum", "maximum": "maxnum", "minimumnum": "minnum",
+           "maximumnum": "maxnum"}
+
+
+def rule_for(callee: str) -> Rule | None:
+    """The rule for a call target: `@llvm.sin.f64`, `@sin`, `@sinf`, `@llvm.powi.f64.i32`, ..."""
+    name = callee.lstrip("@").strip('"')
+    m = re.match(r"llvm\.([a-z0-9]+)\.", name)
+    if m:
+        name = m.group(1)
+    elif name not in RULES and name not in ALIASES and name.endswith("f"):
+        name = name[:-1]  # sinf -> sin, fminf -> fmin
+    name = ALIASES.get(name, name)
+    return RULES.get(name)
