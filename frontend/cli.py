@@ -114,7 +114,9 @@ def _run(args, extra: list[str], stages: Stages) -> int:
         written = build(args.sources, args.out_dir, flags, user, extra, compiler, stages, args.target, args.march,
                         args.emit_llvm)
         if not args.quiet:
-            print(f"adgen: wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+            for paths, names in written:
+                print(f"adgen: wrote {', '.join(str(p) for p in paths)} ({', '.join(names) or 'no derivatives'})",
+                      file=sys.stderr)
         return 0
     from .generate import generate
 

@@ -25,7 +25,7 @@ from .lower import keep_array, lower_source, lower_stubs
 
 def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
           compiler: Compiler, stages: Stages, target: str | None = None, march: str | None = None,
-          emit_llvm: bool = False) -> list[Path]:
+          emit_llvm: bool = False) -> list[tuple[list[Path], list[str]]]:
     """`read_flags` are what libclang reads the sources with; `flags` (-I, -D) and `extra` (after
     --) what clang lowers them with."""
     generated = generate(sources, out_dir, read_flags + extra, stages)
@@ -52,7 +52,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         module = Module(text)
     with stages.stage("differentiate") as _:
         text = differentiate(module, generated)
-    objects = {}
+    objects, written = {}, []
     for i, (src, g) in enumerate(zip(sources, generated)):
         stem = src.stem
         with stages.stage("optimize", f"{stem}: after differentiation"):
@@ -64,8 +64,10 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
             objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm)
             if emit_llvm:
                 objects[out_dir / f"{stem}.adgen.ll"] = str(final)
+        written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
+                        [s.name for s in g.signatures]))
     write_all(objects)
-    return list(objects)
+    return written
 
 
 def differentiate(module: Module, generated: list[Generated]) -> str:

@@ -309,8 +309,8 @@ class _FunctionWriter:
         self.copy(inst)
         if inst.result not in self.active:
             return
-        if "volatile" in inst.text.split() or " atomic " in inst.text:
-            raise self.fail("a volatile or atomic load")
+        if " atomic " in inst.text:
+            raise self.fail("an atomic load of data carrying derivatives")
         p = self.shadow(inst.operands[0])
         t = inst.type
         st = self.shadows.of(t)
@@ -328,8 +328,8 @@ class _FunctionWriter:
     def op_store(self, inst):
         self.copy(inst)
         value, ptr = inst.operands
-        if "volatile" in inst.text.split() and self._on(ptr):
-            raise self.fail("a volatile store")
+        if " atomic " in inst.text and self._on(value):
+            raise self.fail("an atomic store of data carrying derivatives")
         if not self._on(ptr):
             if self._on(value) and self.shadows.carries(value.type):
                 raise self.fail("a store of a value carrying derivatives to memory adgen keeps no derivatives of "

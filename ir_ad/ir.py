@@ -590,10 +590,13 @@ class Module:
                 current = Block(f"%{len(params)}", [])
                 blocks.append(current)
             pending = (pending + " " + raw.strip()) if pending else raw.strip()
-            if pending.startswith("switch") or " switch " in pending.split("=", 1)[-1][:8]:
-                if not pending.rstrip().endswith("]"):
-                    continue
-            current.instructions.append(parse_instruction(pending))
+            if pending.startswith("switch ") and pending.count("[") != pending.count("]") or \
+                    pending.startswith("switch ") and "[" not in pending:
+                continue  # a switch spans lines until its case list closes
+            inst = parse_instruction(pending)
+            if inst.opcode == "extractvalue":
+                inst.type = self.member_type(inst.operands[0].type, inst.indices)
+            current.instructions.append(inst)
             pending = ""
         return Function(name, ret, params, blocks, False, dbg, "\n".join(lines), variadic, linkage)
 
@@ -605,6 +608,12 @@ class Module:
         if body.strip() == "opaque" or not body:
             return Type(t.text, "other")
         return parse_type(Cursor(body))
+
+    def member_type(self, t: Type, indices: list[int]) -> Type:
+        for i in indices:
+            t = self.struct_type(t)
+            t = t.elems[0] if t.kind in ("array", "vector") else t.elems[i]
+        return t
 
     def location(self, dbg: str | None) -> Location | None:
         """The C file, line and column of a !DILocation."""

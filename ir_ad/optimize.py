@@ -83,7 +83,12 @@ def parse(text: str):
         module = llvm.parse_assembly(text)
         module.verify()
     except RuntimeError as exc:
-        raise AdgenError(error(f"internal error: the differentiated module is not valid LLVM IR: {exc}"))
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", prefix="adgen-invalid-", suffix=".ll", delete=False) as kept:
+            kept.write(text)
+        raise AdgenError(error(f"internal error: the differentiated module is not valid LLVM IR (kept as "
+                               f"{kept.name} for a bug report): {exc}"))
     return module
 
 

@@ -49,3 +49,39 @@ def c_file(tmp_path):
 
 def zig_cc(*args: str, cxx: bool = False) -> list[str]:
     return [sys.executable, "-m", "ziglang", "c++" if cxx else "cc", *args]
+
+
+def compile_c(*args: str) -> None:
+    import subprocess
+
+    done = subprocess.run(zig_cc(*map(str, args)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def build_lib(tmp_path, adgen):
+    """`adgen build` a C source, compile it as users do, and load both as one shared library."""
+    import ctypes
+
+    count = [0]
+
+    def build(source: str, *flags: str, name: str = "src.c"):
+        count[0] += 1
+        work = tmp_path / f"lib{count[0]}"
+        work.mkdir()
+        src = work / name
+        src.write_text(source)
+        out = work / "out"
+        result = adgen("build", "-q", src, "-o", out, *flags)
+        assert result.status == 0, result.err
+        stem = src.stem
+        compile_c("-c", "-O2", "-fPIC", "-I", out, src, "-o", work / f"{stem}.o")
+        compile_c("-shared", work / f"{stem}.o", out / f"{stem}.adgen.o", "-o", work / "lib.so", "-lm")
+        return ctypes.CDLL(str(work / "lib.so"))
+
+    return build
+
+
+def central_difference(f, x: float, h: float | None = None) -> float:
+    h = h or 1e-6 * max(1.0, abs(x))
+    return (f(x + h) - f(x - h)) / (2 * h)

@@ -141,13 +141,39 @@ def test_not_a_clang(adgen, c_file, tmp_path):
     assert result.status == 1 and "cannot run the C compiler" in result.err
 
 
-def test_build_refuses_until_the_ir_core_exists(adgen, c_file, tmp_path):
-    src = c_file(GOOD)
-    result = adgen("build", src, "-o", tmp_path / "out", "--", "-O3")
-    assert result.status == 1
-    assert "adgen build cannot make derivative code yet" in result.err
-    assert "1 derivative function checked, nothing written" in result.err
-    assert not (tmp_path / "out").exists()
+def exported_symbols(path) -> tuple[set[str], set[str]]:
+    """(defined global symbols, undefined symbols) of an ELF object."""
+    from elftools.elf.elffile import ELFFile
+
+    with open(path, "rb") as f:
+        symbols = list(ELFFile(f).get_section_by_name(".symtab").iter_symbols())
+    defined = {s.name for s in symbols if s["st_info"]["bind"] == "STB_GLOBAL" and s["st_shndx"] != "SHN_UNDEF"}
+    undefined = {s.name for s in symbols if s["st_shndx"] == "SHN_UNDEF" and s.name}
+    return defined, undefined
+
+
+def test_build_exports_only_the_derived_functions(adgen, c_file, tmp_path):
+    src = c_file("#include <math.h>\n"
+                 "static double helper(double x) { return sin(x) * x; }\n"
+                 "double other(double x) { return helper(x) + 1; }\n" + GOOD.replace("active", "dual")
+                 .replace("f_grad", "f_tan").replace("x * x", "other(x) * x"))
+    out = tmp_path / "out"
+    result = adgen("build", src, "-o", out, "--emit-llvm")
+    assert result.status == 0, result.err
+    assert sorted(os.listdir(out)) == ["src.adgen.c", "src.adgen.h", "src.adgen.ll", "src.adgen.o"]
+    defined, undefined = exported_symbols(out / "src.adgen.o")
+    assert defined == {"f_tan"}
+    assert undefined <= {"sin", "cos", "sincos"}
+    assert "f_tan" in result.err  # says what it wrote
+
+
+def test_build_verbose_shows_stages_and_instruction_counts(adgen, c_file, tmp_path):
+    src = c_file(GOOD.replace("active", "dual"))
+    result = adgen("-v", "build", src, "-o", tmp_path / "out")
+    assert result.status == 0, result.err
+    for stage in ("lower", "link", "optimize", "analyze", "differentiate", "emit"):
+        assert f"adgen: {stage}" in result.err
+    assert "instructions before" in result.err and "after" in result.err
 
 
 def test_build_reports_annotation_errors_first(adgen, c_file, tmp_path):

@@ -1,0 +1,576 @@
+"""Forward mode against central finite differences: every construct clang emits for numeric C
+(arithmetic, control flow, casts, memory, calls, libm), and batching at several widths."""
+
+from __future__ import annotations
+
+import ctypes as C
+import math
+
+import pytest
+
+from conftest import central_difference
+
+D, F, I, P = C.c_double, C.c_float, C.c_int, C.POINTER(C.c_double)
+
+
+def fn(lib, name, restype, *argtypes):
+    f = getattr(lib, name)
+    f.restype, f.argtypes = restype, list(argtypes)
+    return f
+
+
+def pair(t=D):
+    class Pair(C.Structure):
+        _fields_ = [("ret", t), ("d_ret", t)]
+
+    return Pair
+
+
+def batch(n, t=D, primal=True):
+    class Batch(C.Structure):
+        _fields_ = ([("ret", t)] if primal else []) + [("d_ret", t * n)]
+
+    return Batch
+
+
+def arr(values, t=D):
+    return (t * len(values))(*values)
+
+
+def close(a, b, rtol=1e-6, atol=1e-8):
+    return abs(a - b) <= atol + rtol * abs(b)
+
+
+SCALARS = r"""
+#include <math.h>
+
+// @diff(arith_d: (dual, dual) -> dual)
+double arith(double x, double y)
+{
+    double r = x * y - x / (y + 3.0) + (-x);
+    if (x > y)
+        r = r * x;
+    else
+        r = r + y * y;
+    return r;
+}
+
+// @diff(pick_d: (dual, const) -> dualonly)
+double pick(double x, int k)
+{
+    switch (k) {
+    case 0: return x * x;
+    case 1: return sin(x);
+    case 2: return exp(x) - x;
+    case 7: return 1.0 / x;
+    default: __builtin_unreachable();
+    }
+}
+
+// @diff(heron_d: (dual) -> dualonly)
+double heron(double a)
+{
+    double x = a;
+    while (fabs(x * x - a) > 1e-14 * a)
+        x = 0.5 * (x + a / x);
+    return x;
+}
+
+// @diff(relu3_d: (dual) -> dualonly)
+double relu3(double x)
+{
+    double result;
+    if (x > 0)
+        result = pow(x, 3);
+    else
+        result = 0;
+    return result;
+}
+
+// @diff(mixed_d: (dual, const) -> dual)
+float mixed(float x, int n)
+{
+    double d = x;
+    double m = d * d * (double)n;
+    int k = (int)(d * 10.0);
+    return (float)(m + sin(d) * k);
+}
+
+// @diff(f3_d: (dual, dual) -> dual)
+double f3(double x, double y)
+{
+    return x * x * sin(y);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def scalars(tmp_path_factory):
+    return _build_module(tmp_path_factory, SCALARS)
+
+
+def _build_module(tmp_path_factory, source: str, *flags: str):
+    """One build per source for all tests of a module (builds take a second)."""
+    from conftest import compile_c
+    from adgen.frontend.cli import main
+
+    work = tmp_path_factory.mktemp("fwd")
+    src = work / "src.c"
+    src.write_text(source)
+    assert main(["build", "-q", str(src), "-o", str(work / "out"), *flags]) == 0
+    compile_c("-c", "-O2", "-fPIC", "-I", work / "out", src, "-o", work / "src.o")
+    compile_c("-shared", work / "src.o", work / "out" / "src.adgen.o", "-o", work / "lib.so", "-lm")
+    return C.CDLL(str(work / "lib.so"))
+
+
+def test_arithmetic_branches_and_phis(scalars):
+    primal = fn(scalars, "arith", D, D, D)
+    d = fn(scalars, "arith_d", pair(), D, D, D, D)
+    for x, y in [(0.7, 1.9), (2.5, -0.4), (-1.2, -3.3)]:
+        rx = d(x, 1.0, y, 0.0)
+        ry = d(x, 0.0, y, 1.0)
+        assert rx.ret == pytest.approx(primal(x, y), rel=1e-12)  # FMA contraction may differ
+        assert close(rx.d_ret, central_difference(lambda t: primal(t, y), x))
+        assert close(ry.d_ret, central_difference(lambda t: primal(x, t), y))
+
+
+def test_switch_and_unreachable(scalars):
+    primal = fn(scalars, "pick", D, D, I)
+    d = fn(scalars, "pick_d", D, D, D, I)
+    for k in (0, 1, 2, 7):
+        assert close(d(0.8, 1.0, k), central_difference(lambda t: primal(t, k), 0.8))
+
+
+def test_data_dependent_while_loop(scalars):
+    d = fn(scalars, "heron_d", D, D, D)
+    for a in (0.3, 2.0, 17.0):
+        assert close(d(a, 1.0), 0.5 / math.sqrt(a), rtol=1e-9)
+
+
+def test_relu3_pow_under_a_branch(scalars):
+    d = fn(scalars, "relu3_d", D, D, D)
+    assert close(d(1.5, 1.0), 3 * 1.5 ** 2)
+    assert d(-1.5, 1.0) == 0.0
+
+
+def test_casts_float_double_int(scalars):
+    primal = fn(scalars, "mixed", F, F, I)
+    d = fn(scalars, "mixed_d", pair(F), F, F, I)
+    x = 0.33
+    got = d(x, 1.0, 3)
+    expected = 2 * x * 3 + math.cos(x) * int(x * 10)
+    assert abs(got.d_ret - expected) < 1e-5
+    assert got.ret == pytest.approx(primal(x, 3), rel=1e-6)
+
+
+def test_x_squared_sin_y(scalars):
+    d = fn(scalars, "f3_d", pair(), D, D, D, D)
+    x, y = 1.3, 0.4
+    assert close(d(x, 1.0, y, 0.0).d_ret, 2 * x * math.sin(y))
+    assert close(d(x, 0.0, y, 1.0).d_ret, x * x * math.cos(y))
+    assert close(d(x, 0.5, y, -2.0).d_ret, 0.5 * 2 * x * math.sin(y) - 2.0 * x * x * math.cos(y))
+
+
+MEMORY = r"""
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { double x, y, z; } vec3;
+typedef struct { double a, b; } pair;
+
+// @diff(norm_d: (dual) -> dualonly)
+double norm(const vec3 *v)
+{
+    return sqrt(v->x * v->x + v->y * v->y + v->z * v->z);
+}
+
+// @diff(square_all_d: (dual, dual, const))
+void square_all(const double *x, double *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * x[i] + sin(x[i]);
+}
+
+// @diff(stack_d: (dual, const) -> dualonly)
+double stack(const double *x, int n)
+{
+    volatile int salt = 3;
+    double t[8];
+    for (int i = 0; i < 8; i++)
+        t[i] = x[i % n] * (i + 1);
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += t[(i * salt) % 8] * t[i];
+    return s;
+}
+
+// @diff(mem_d: (dual) -> dualonly)
+double mem(const double *x)
+{
+    double a[4], b[4];
+    memcpy(a, x, sizeof a);
+    memmove(a + 1, a, 3 * sizeof(double));
+    memset(b, 0, sizeof b);
+    b[2] = a[3];
+    return a[0] * b[2] + a[1] * a[2];
+}
+
+// @diff(copy8_d: (dual, dual))
+void copy8(double *dst, const double *src)
+{
+    memcpy(dst, src, 8);
+}
+
+// @diff(temp_d: (dual, const) -> dualonly)
+double temp(const double *x, int n)
+{
+    double *t = malloc(n * sizeof(double));
+    double *u = calloc(n, sizeof(double));
+    for (int i = 0; i < n; i++) {
+        t[i] = x[i] * x[i];
+        u[i] += t[i] * x[i];
+    }
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += t[i] + u[(i + 1) % n];
+    free(t);
+    free(u);
+    return s;
+}
+
+__attribute__((noinline)) static pair polar(double r, double t)
+{
+    pair p = { r * cos(t), r * sin(t) };
+    return p;
+}
+
+// @diff(area_d: (dual, dual) -> dualonly)
+double area(double r, double t)
+{
+    pair p = polar(r, t);
+    return p.a * p.b;
+}
+
+static const double W[4] = { 0.5, -1.25, 2.0, 3.5 };
+
+// @diff(weighted_d: (dual, const) -> dualonly)
+double weighted(const double *x, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += W[i % 4] * x[i] * x[i];
+    return s;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory):
+    return _build_module(tmp_path_factory, MEMORY)
+
+
+def _grad_fd(f, x: list[float], k: int) -> float:
+    def at(t):
+        y = list(x)
+        y[k] = t
+        return f(y)
+
+    return central_difference(at, x[k])
+
+
+def test_struct_pointer(memory):
+    class Vec3(C.Structure):
+        _fields_ = [("x", D), ("y", D), ("z", D)]
+
+    d = fn(memory, "norm_d", D, C.POINTER(Vec3), C.POINTER(Vec3))
+    v = Vec3(1.0, -2.0, 2.0)
+    for k, name in enumerate("xyz"):
+        dv = Vec3(*(1.0 if j == k else 0.0 for j in range(3)))
+        assert close(d(v, dv), getattr(v, name) / 3.0)
+
+
+def test_output_array_through_dual_pointers(memory):
+    d = fn(memory, "square_all_d", None, P, P, P, P, I)
+    x = [0.3, -1.1, 2.0]
+    dx = [1.0, 0.5, -2.0]
+    y, dy = arr([0.0] * 3), arr([0.0] * 3)
+    d(arr(x), arr(dx), y, dy, 3)
+    for i in range(3):
+        assert close(y[i], x[i] ** 2 + math.sin(x[i]))
+        assert close(dy[i], (2 * x[i] + math.cos(x[i])) * dx[i])
+
+
+def test_stack_array_with_dynamic_index(memory):
+    primal = fn(memory, "stack", D, P, I)
+    d = fn(memory, "stack_d", D, P, P, I)
+    x = [0.5, 1.5, -0.25, 2.0, 1.0]
+    for k in range(5):
+        seed = [1.0 if j == k else 0.0 for j in range(5)]
+        assert close(d(arr(x), arr(seed), 5), _grad_fd(lambda v: primal(arr(v), 5), x, k))
+
+
+def test_memcpy_memmove_memset(memory):
+    primal = fn(memory, "mem", D, P)
+    d = fn(memory, "mem_d", D, P, P)
+    x = [0.5, 1.5, -0.25, 2.0]
+    for k in range(4):
+        seed = [1.0 if j == k else 0.0 for j in range(4)]
+        assert close(d(arr(x), arr(seed)), _grad_fd(lambda v: primal(arr(v)), x, k), atol=1e-7)
+
+
+def test_untyped_copy_moves_tangents(memory):
+    d = fn(memory, "copy8_d", None, P, P, P, P)
+    dst, ddst = arr([0.0]), arr([0.0])
+    d(dst, ddst, arr([3.5]), arr([1.25]))
+    assert (dst[0], ddst[0]) == (3.5, 1.25)
+
+
+def test_malloc_calloc_free(memory):
+    primal = fn(memory, "temp", D, P, I)
+    d = fn(memory, "temp_d", D, P, P, I)
+    x = [0.5, 1.5, -0.25]
+    for k in range(3):
+        seed = [1.0 if j == k else 0.0 for j in range(3)]
+        assert close(d(arr(x), arr(seed), 3), _grad_fd(lambda v: primal(arr(v), 3), x, k))
+
+
+def test_struct_returned_by_a_helper(memory):
+    d = fn(memory, "area_d", D, D, D, D, D)
+    r, t = 1.7, 0.6
+    assert close(d(r, 1.0, t, 0.0), 2 * r * math.cos(t) * math.sin(t))
+    assert close(d(r, 0.0, t, 1.0), r * r * math.cos(2 * t))
+
+
+def test_global_constants(memory):
+    d = fn(memory, "weighted_d", D, P, P, I)
+    x = [0.5, 1.5, -0.25, 2.0, 1.0]
+    w = [0.5, -1.25, 2.0, 3.5, 0.5]
+    for k in range(5):
+        seed = [1.0 if j == k else 0.0 for j in range(5)]
+        assert close(d(arr(x), arr(seed), 5), 2 * w[k] * x[k])
+
+
+CALLS = r"""
+#include <math.h>
+
+__attribute__((noinline)) double helper(double x, const double *w)
+{
+    return sin(x * w[0]) + w[1] * x * x;
+}
+
+// @diff(sum_d: (dual, dual, const) -> dualonly)
+double sum(const double *x, const double *w, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += helper(x[i], w);
+    return s;
+}
+
+// @diff(tree_d: (dual, const) -> dual)
+double tree(double x, int depth)
+{
+    if (depth == 0)
+        return sin(x) + 2.0;
+    return tree(x * 0.9, depth - 1) * tree(x * 1.1 + 0.2, depth - 1);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def calls(tmp_path_factory):
+    return _build_module(tmp_path_factory, CALLS)
+
+
+def test_non_inlined_helper_in_a_loop(calls):
+    primal = fn(calls, "sum", D, P, P, I)
+    d = fn(calls, "sum_d", D, P, P, P, P, I)
+    x, w = [0.3, -0.7, 1.2], [1.5, 0.25]
+    for k in range(3):
+        seed = [1.0 if j == k else 0.0 for j in range(3)]
+        assert close(d(arr(x), arr(seed), arr(w), arr([0.0, 0.0]), 3), _grad_fd(lambda v: primal(arr(v), arr(w), 3), x, k))
+    for k in range(2):
+        seed = [1.0 if j == k else 0.0 for j in range(2)]
+        assert close(d(arr(x), arr([0.0] * 3), arr(w), arr(seed), 3), _grad_fd(lambda v: primal(arr(x), arr(v), 3), w, k))
+
+
+def test_recursion(calls):
+    primal = fn(calls, "tree", D, D, I)
+    d = fn(calls, "tree_d", pair(), D, D, I)
+    for depth in (0, 1, 4):
+        got = d(0.8, 1.0, depth)
+        assert got.ret == pytest.approx(primal(0.8, depth), rel=1e-12)
+        assert close(got.d_ret, central_difference(lambda t: primal(t, depth), 0.8))
+
+
+# name, arity, a point inside the domain
+LIBM = [("sin", 1, 0.7), ("cos", 1, 0.7), ("tan", 1, 0.7), ("asin", 1, 0.3), ("acos", 1, 0.3), ("atan", 1, 0.7),
+        ("atan2", 2, (0.7, -1.3)), ("sinh", 1, 0.7), ("cosh", 1, 0.7), ("tanh", 1, 0.7), ("exp", 1, 0.7),
+        ("exp2", 1, 0.7), ("expm1", 1, 0.7), ("log", 1, 1.7), ("log2", 1, 1.7), ("log10", 1, 1.7),
+        ("log1p", 1, 1.7), ("pow", 2, (1.7, 2.3)), ("sqrt", 1, 1.7), ("cbrt", 1, 1.7), ("hypot", 2, (1.7, -0.4)),
+        ("fabs", 1, -0.7), ("fmin", 2, (0.7, 1.3)), ("fmax", 2, (0.7, 1.3)), ("fmod", 2, (5.3, 1.7)),
+        ("floor", 1, 1.7), ("ceil", 1, 1.7), ("round", 1, 1.7), ("trunc", 1, 1.7), ("copysign", 2, (1.7, -2.0)),
+        ("erf", 1, 0.7), ("erfc", 1, 0.7), ("fma", 3, (0.7, -1.3, 2.1))]
+
+
+def _libm_source() -> str:
+    lines = ["#include <math.h>"]
+    for name, arity, _ in LIBM:
+        for t, suffix in (("double", ""), ("float", "f")):
+            params = ", ".join(f"{t} a{i}" for i in range(arity))
+            acts = ", ".join(["dual"] * arity)
+            args = ", ".join(f"a{i}" for i in range(arity))
+            lines.append(f"// @diff(d_{name}{suffix}: ({acts}) -> dualonly)\n"
+                         f"{t} m_{name}{suffix}({params}) {{ return {name}{suffix}({args}); }}")
+    lines.append("// @diff(d_powi: (dual, const) -> dualonly)\n"
+                 "double m_powi(double x, int n) { return __builtin_powi(x, n); }")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def libm(tmp_path_factory):
+    return _build_module(tmp_path_factory, _libm_source())
+
+
+@pytest.mark.parametrize("name, arity, point", LIBM, ids=[n for n, _, _ in LIBM])
+@pytest.mark.parametrize("precision", ["double", "float"])
+def test_libm(libm, name, arity, point, precision):
+    point = point if isinstance(point, tuple) else (point,)
+    t, suffix = (D, "") if precision == "double" else (F, "f")
+    primal = fn(libm, f"m_{name}{suffix}", t, *[t] * arity)
+    d = fn(libm, f"d_{name}{suffix}", t, *[t] * (2 * arity))
+    for k in range(arity):
+        args = []
+        for j, v in enumerate(point):
+            args += [v, 1.0 if j == k else 0.0]
+        expected = _grad_fd(lambda v: primal(*v), list(point), k) if precision == "double" else \
+            _libm_exact(name, point, k)
+        tol = 1e-6 if precision == "double" else 1e-4
+        assert close(d(*args), expected, rtol=tol, atol=tol), (name, k)
+
+
+def _libm_exact(name, point, k):
+    """Derivatives at the float test points, from Python's double-precision math."""
+    f = {"fmin": min, "fmax": max, "fma": lambda a, b, c: a * b + c, "exp2": lambda x: 2 ** x,
+         "cbrt": lambda x: x ** (1 / 3), "round": round, "fabs": abs}.get(name) or getattr(math, name)
+    return _grad_fd(lambda v: f(*v), list(point), k)
+
+
+def test_powi_intrinsic(libm):
+    d = fn(libm, "d_powi", D, D, D, I)
+    assert close(d(1.3, 1.0, 5), 5 * 1.3 ** 4)
+    assert close(d(1.3, 1.0, -2), -2 * 1.3 ** -3)
+
+
+BATCHED = r"""
+// @diff(sq1: forward[1] (dual) -> dual; sq2: forward[2] (dual) -> dual;
+//       sq4: forward[4] (dual) -> dual; sq8: forward[8] (dual) -> dual;
+//       sq8v: forward[8] (dualv) -> dualonly)
+double square(double x)
+{
+    return x * x;
+}
+
+// @diff(poly1: (dual, const, dual) -> dual;
+//       poly4: forward[4] (dual, const, dual) -> dual;
+//       poly4v: forward[4] (dualv, const, dualv) -> dual)
+double poly(const double *c, int n, double x)
+{
+    double s = 0;
+    for (int i = n - 1; i >= 0; i--)
+        s = s * x + c[i];
+    return s;
+}
+
+// @diff(vmap4: forward[4] (dual, dual, const); vmap4v: forward[4] (dualv, dualv, const))
+void vmap(const float *x, float *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * x[i] * x[i];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory):
+    return _build_module(tmp_path_factory, BATCHED)
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 8])
+def test_batched_square(batched, width):
+    d = fn(batched, f"sq{width}", batch(width) if width > 1 else pair(), D, *[D] * width)
+    seeds = [0.5 * k - 1.0 for k in range(width)]
+    got = d(3.0, *seeds)
+    assert got.ret == 9.0
+    lanes = list(got.d_ret) if width > 1 else [got.d_ret]
+    assert lanes == [6.0 * s for s in seeds]
+
+
+def test_batched_square_interleaved(batched):
+    d = fn(batched, "sq8v", batch(8, primal=False), D, P)
+    seeds = [float(k) for k in range(8)]
+    assert list(d(3.0, arr(seeds)).d_ret) == [6.0 * s for s in seeds]
+
+
+def test_batched_pointers_match_width_one(batched):
+    c = [0.5, -1.0, 0.25, 2.0]
+    one = fn(batched, "poly1", pair(), P, P, I, D, D)
+    four = fn(batched, "poly4", batch(4), P, P, P, P, P, I, D, D, D, D, D)
+    fourv = fn(batched, "poly4v", batch(4), P, P, I, D, P)
+    dc = [[1.0 if j == k else 0.0 for j in range(4)] for k in range(4)]
+    dx = [0.0, 0.5, 0.0, -1.0]
+    singles = [one(arr(c), arr(dc[k]), 4, 1.3, dx[k]).d_ret for k in range(4)]
+    assert list(four(arr(c), *[arr(s) for s in dc], 4, 1.3, *dx).d_ret) == pytest.approx(singles, rel=1e-14)
+    interleaved = [dc[k][j] for j in range(4) for k in range(4)]  # lane k of element j at [j*4 + k]
+    assert list(fourv(arr(c), arr(interleaved), 4, 1.3, arr(dx)).d_ret) == pytest.approx(singles, rel=1e-14)
+    for k in range(4):
+        assert close(singles[k], _grad_fd(lambda v: _horner(v, 1.3), c, k) + dx[k] * _horner_dx(c, 1.3))
+
+
+def _horner(c, x):
+    return sum(ci * x ** i for i, ci in enumerate(c))
+
+
+def _horner_dx(c, x):
+    return sum(i * ci * x ** (i - 1) for i, ci in enumerate(c) if i)
+
+
+def test_batched_output_arrays_both_layouts(batched):
+    FP = C.POINTER(F)
+    n = 5
+    x = [0.1 * (i + 1) for i in range(n)]
+    four = fn(batched, "vmap4", None, FP, FP, FP, FP, FP, FP, FP, FP, FP, FP, I)
+    fourv = fn(batched, "vmap4v", None, FP, FP, FP, FP, I)
+    seeds = [[float(k + j) for j in range(n)] for k in range(4)]
+    y = arr([0.0] * n, F)
+    outs = [arr([0.0] * n, F) for _ in range(4)]
+    four(arr(x, F), *[arr(s, F) for s in seeds], y, *outs, n)
+    yv, dyv = arr([0.0] * n, F), arr([0.0] * (4 * n), F)
+    fourv(arr(x, F), arr([seeds[k][j] for j in range(n) for k in range(4)], F), yv, dyv, n)
+    for k in range(4):
+        for j in range(n):
+            expected = 3 * x[j] ** 2 * seeds[k][j]
+            assert abs(outs[k][j] - expected) < 1e-5 * max(1, abs(expected))
+            assert abs(dyv[j * 4 + k] - expected) < 1e-5 * max(1, abs(expected))
+
+
+def test_unsupported_construct_is_a_located_error(adgen, c_file, tmp_path):
+    src = c_file("double ext(double);\n\n// @diff(u_d: (dual) -> dual)\n"
+                 "double u(double x)\n{\n    return 2.0 * ext(x);\n}\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1
+    first = result.err.splitlines()[0]
+    assert first.endswith("src.c:6:18: error: cannot differentiate a call to 'ext', which is not defined in the "
+                          "sources and has no derivative rule in function 'u' (needed by 'u_d')")
+    assert "note: the LLVM instruction is: %i = tail call double @ext(double noundef %arg)" in result.err
+    assert not (tmp_path / "out" / "src.adgen.o").exists()
+
+
+def test_store_to_a_global_is_a_located_error(adgen, c_file, tmp_path):
+    src = c_file("double last;\n// @diff(g_d: (dual) -> dual)\ndouble g(double x)\n{\n    last = x * x;\n"
+                 "    return x;\n}\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1
+    assert "src.c:5:10: error: cannot differentiate a store of a value carrying derivatives to memory adgen " \
+           "keeps no derivatives of" in result.err
