@@ -87,6 +87,7 @@ def check_entry(entry: Entry, f: Function, problems: Collector) -> Derivation | 
         elif not rule.accepts(p.ctype):
             problems.add(error(f"activity '{act.word}' needs {rule.wants}, but parameter '{p.name}' has "
                                f"type '{p.ctype.spelling}'", word.span, [declared_at]))
+    _check_layouts(entry, acts, f, problems)
     rtype = f.returns
     if rtype.is_void and ret is not None:
         problems.add(error(f"'{f.name}' returns void, so '{name}' takes no return activity",
@@ -106,6 +107,23 @@ def check_entry(entry: Entry, f: Function, problems: Collector) -> Derivation | 
     if len(problems.diagnostics) > before:
         return None
     return Derivation(name, f, mode, width, tuple(acts), ret, entry)
+
+
+_INTERLEAVED = {Activity.DUPV, Activity.DUALV}
+
+
+def _check_layouts(entry: Entry, acts, f: Function, problems: Collector) -> None:
+    """Pointer shadows are either all separate (dup, dual) or all interleaved (dupv, dualv):
+    the derivative code follows one memory layout."""
+    pointers = [(w, a, p) for w, a, p in zip(entry.activities, acts, f.params)
+                if p.ctype.is_pointer and a.value.param is not None and a is not Activity.CONST]
+    interleaved = [x for x in pointers if x[1] in _INTERLEAVED]
+    separate = [x for x in pointers if x[1] not in _INTERLEAVED]
+    if interleaved and separate:
+        (iw, ia, ip), (sw, sa, sp) = interleaved[0], separate[0]
+        later = iw if iw.span.offset > sw.span.offset else sw
+        problems.add(error(f"'{entry.name.text}' mixes interleaved and separate pointer shadows: '{ip.name}' is "
+                           f"'{ia.word}', '{sp.name}' is '{sa.word}'; use one layout for all pointers", later.span))
 
 
 def _word(word: Word, table: dict, what: str, problems: Collector):

@@ -7,6 +7,13 @@ import time
 from contextlib import contextmanager
 
 
+class _Detail:
+    """What a stage says beside its time; it may be filled in while the stage runs."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
 class Stages:
     def __init__(self, verbose: bool = False, stream=None):
         self.verbose, self.stream = verbose, stream
@@ -15,12 +22,13 @@ class Stages:
     @contextmanager
     def stage(self, name: str, detail: str = ""):
         start = time.perf_counter()
-        yield
+        note = _Detail(detail)
+        yield note
         elapsed = time.perf_counter() - start
         self.times.append((name, elapsed))
         if self.verbose:
-            extra = f"  ({detail})" if detail else ""
-            print(f"adgen: {name:<10} {elapsed * 1000:8.1f} ms{extra}", file=self.stream or sys.stderr)
+            extra = f"  ({note.text})" if note.text else ""
+            print(f"adgen: {name:<13} {elapsed * 1000:8.1f} ms{extra}", file=self.stream or sys.stderr)
 
 
 def plural(n: int, noun: str) -> str:

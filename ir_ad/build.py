@@ -48,9 +48,10 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         linked = optimize.link(bitcode)
     with stages.stage("optimize", "before differentiation"):
         text = optimize.prepare(linked, tm)
-    with stages.stage("analyze"):
+    with stages.stage("analyze") as note:
         module = Module(text)
-    with stages.stage("differentiate") as _:
+        note.text = f"{plural(module.instruction_count(), 'instruction')} in the optimized sources"
+    with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")):
         text = differentiate(module, generated)
     objects, written = {}, []
     for i, (src, g) in enumerate(zip(sources, generated)):

@@ -609,6 +609,9 @@ class Module:
             return Type(t.text, "other")
         return parse_type(Cursor(body))
 
+    def instruction_count(self) -> int:
+        return sum(len(b.instructions) for f in self.functions.values() for b in f.blocks)
+
     def member_type(self, t: Type, indices: list[int]) -> Type:
         for i in indices:
             t = self.struct_type(t)

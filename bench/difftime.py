@@ -1,0 +1,55 @@
+"""Differentiation time against IR size: `python bench/difftime.py [--sizes 100,1000,...]`.
+
+Generates straight-line C functions whose optimized IR has from about 100 to 20,000
+instructions, builds a forward derivative of each with `adgen -v build`, and reads two of
+its stage lines: the instruction count after optimization ("analyze") and the time of the
+"differentiate" stage. Prints seconds per instruction, which stays flat if growth is linear.
+Goal: under 1 s at 5,000 instructions."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def source(statements: int) -> str:
+    body = ["    double a0 = x[0];"]
+    for i in range(1, statements):
+        k = i % 7
+        op = ["sin(a{p}) * x[{j}]", "a{p} * a{q} + x[{j}]", "exp(-a{p} * a{p}) + a{q}", "a{p} / (1.0 + a{q} * a{q})",
+              "sqrt(1.0 + a{p} * a{p}) - x[{j}]", "a{p} * x[{j}] - a{q}", "cos(a{q}) + a{p}"][k]
+        body.append(f"    double a{i} = " + op.format(p=i - 1, q=max(0, i - 3), j=i % 16) + ";")
+    body.append(f"    return a{statements - 1};")
+    return ("#include <math.h>\n// @diff(f_fwd: (dual) -> dual)\ndouble f(const double *x)\n{\n"
+            + "\n".join(body) + "\n}\n")
+
+
+def measure(statements: int, work: Path) -> tuple[int, float]:
+    src = work / f"gen{statements}.c"
+    src.write_text(source(statements))
+    done = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "-v", "build", str(src), "-o", str(work)],
+                          capture_output=True, text=True, check=True)
+    count = int(re.search(r"analyze .*\((\d+) instructions", done.stderr).group(1))
+    ms = float(re.search(r"differentiate\s+([\d.]+) ms", done.stderr).group(1))
+    return count, ms / 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="30,100,300,1000,2200,4400,8800",
+                        help="statement counts to generate (each is ~3 instructions)")
+    args = parser.parse_args()
+    print(f"{'instructions':>12} {'seconds':>9} {'us/instruction':>15}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for statements in map(int, args.sizes.split(",")):
+            count, seconds = measure(statements, Path(tmp))
+            print(f"{count:>12} {seconds:>9.3f} {seconds / count * 1e6:>15.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
