@@ -33,6 +33,7 @@ class CType:
     points_to_floating: bool  # pointee holds float/double data, directly or in structs/arrays
     shadow_spelling: str | None  # for pointers: the same type with the pointee's const dropped
     decls: tuple["DeclRef", ...]  # the typedefs/structs/enums it names, outermost only
+    element_float: str = ""  # for pointers: "double" or "float" when the pointee holds only that
 
     def declare(self, name: str) -> str:
         return declare(self.spelling, name)
@@ -87,6 +88,7 @@ def from_clang(t: Type, parameter: bool = False) -> CType:
         is_pointer=is_pointer,
         points_to_floating=pointee is not None and holds_floating(pointee),
         shadow_spelling=shadow,
+        element_float=_uniform_float(pointee) if pointee is not None else "",
         decls=tuple(dict.fromkeys(_decls(t))),
     )
 
@@ -111,6 +113,21 @@ def _const_data(t: Type) -> bool:
         return _const_data(t.element_type)
     c = t.get_canonical()
     return c.kind in _ARRAYS and _const_data(c.element_type)
+
+
+def _uniform_float(t: Type) -> str:
+    """"double" or "float" when every scalar of `t` is of that one type, else ""."""
+    c = t.get_canonical()
+    if c.kind == TypeKind.DOUBLE:
+        return "double"
+    if c.kind == TypeKind.FLOAT:
+        return "float"
+    if c.kind in _ARRAYS:
+        return _uniform_float(c.element_type)
+    if c.kind == TypeKind.RECORD and c.get_declaration().kind == CursorKind.STRUCT_DECL:
+        kinds = {_uniform_float(f.type) for f in c.get_fields()}
+        return kinds.pop() if len(kinds) == 1 else ""
+    return ""
 
 
 def holds_floating(t: Type) -> bool:

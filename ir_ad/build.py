@@ -19,8 +19,18 @@ from .builder import Declarations
 from .diagnose import Unsupported, located
 from .forward import ForwardMode
 from .ir import Module
-from .kernels import check_primal, forward_kernel, kernel_name
+from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel
+from .reverse import ReverseMode
 from .lower import keep_array, lower_source, lower_stubs
+from .ir import I1, I64, PTR, Type
+
+_VOID, _I8 = Type("void", "void"), Type("i8", "int", 8)
+# What the tape and adjoint helpers of templates/runtime.ll.j2 call.
+RUNTIME_DECLARATIONS = [
+    ("@realloc", PTR, [PTR, I64]), ("@abort", _VOID, []), ("@malloc", PTR, [I64]), ("@free", _VOID, [PTR]),
+    ("@llvm.umax.i64", I64, [I64, I64]), ("@llvm.memcpy.p0.p0.i64", _VOID, [PTR, PTR, I64, I1]),
+    ("@llvm.memset.p0.i64", _VOID, [PTR, _I8, I64, I1]),
+]
 
 
 def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
@@ -75,6 +85,7 @@ def differentiate(module: Module, generated: list[Generated]) -> str:
     """The module's text with the derivative functions and the kernels the stubs call."""
     decls = Declarations(set(module.functions))
     forward = ForwardMode(module, decls)
+    reverse = ReverseMode(module, decls)
     kernels: list[str] = []
     for i, g in enumerate(generated):
         primals = _kept(module, keep_array(i))
@@ -85,13 +96,17 @@ def differentiate(module: Module, generated: list[Generated]) -> str:
                 if d.mode is Mode.FORWARD:
                     kernels.append(forward_kernel(forward, decls, sig, fn))
                 else:
-                    raise AdgenError(error(f"reverse mode ('{sig.name}') is not implemented yet; "
-                                           f"adgen build can make forward-mode derivatives only", d.entry.name.span))
+                    kernels.append(reverse_kernel(reverse, decls, sig, fn))
             except Unsupported as exc:
                 raise located(exc, module, sig.name)
+    runtime = []
+    if reverse.definitions:
+        runtime = [reverse.runtime]
+        for name, ret, params in RUNTIME_DECLARATIONS:
+            decls.need(name, ret, params)
     replaced = {kernel_name(s) for g in generated for s in g.signatures}
     lines = [line for line in module.text.split("\n") if not _dropped(line, replaced)]
-    return "\n".join(lines + decls.added + forward.definitions + kernels) + "\n"
+    return "\n".join(lines + decls.added + forward.definitions + reverse.definitions + runtime + kernels) + "\n"
 
 
 def _kept(module: Module, array: str) -> dict[str, str]:

@@ -550,6 +550,7 @@ class Module:
         self.named_types: dict[str, str] = {}
         self.globals: dict[str, str] = {}
         self.metadata: dict[str, str] = {}
+        self.attributes: dict[str, str] = {}
         lines = text.split("\n")
         i = 0
         while i < len(lines):
@@ -562,6 +563,9 @@ class Module:
             elif line.startswith("!"):
                 key, _, value = line.partition(" = ")
                 self.metadata[key] = value
+            elif line.startswith("attributes #"):
+                key, _, value = line.partition(" = ")
+                self.attributes[key.split("#")[1].strip()] = value
             elif line.startswith("declare"):
                 name, ret, params, variadic, dbg, linkage = _header(line, None)
                 self.functions[name] = Function(name, ret, params, [], True, dbg, line, variadic, linkage)

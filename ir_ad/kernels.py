@@ -12,9 +12,12 @@ from adgen.frontend.render import KERNEL_PREFIX
 
 from .builder import Builder, Declarations, V, local
 from .forward import INTERLEAVED, LANES, ForwardMode, Pattern
-from .ir import PTR, Function, Module, Type, array, struct, vector
+from .ir import I64, PTR, Function, Module, Type, array, struct, vector
+from .reverse import RevPattern, ReverseMode
 
 _DUAL = {Activity.DUAL, Activity.DUALONLY}
+_DUP = {Activity.DUP, Activity.DUPONLY}
+TAPE = Type("{ ptr, i64, i64 }", "struct", 0, (PTR, I64, I64), 3)
 
 
 def kernel_name(sig: Signature) -> str:
@@ -71,19 +74,73 @@ def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: F
             values["d_ret"] = b.value(derived.ret_type.elems[1], f"extractvalue {result}, 1")
         else:
             values["ret"] = result
-        _store_fields(b, sig, out, values, fn.ret, n)
+        _store_result(b, sig, out, values, fn, n)
     head = f"define internal void {kernel_name(sig)}({', '.join(str(p) for p in ([out] if out else []) + params)}) {{"
     return "\n".join([head, "entry:", *lines, "  ret void", "}"])
 
 
-def _store_fields(b: Builder, sig: Signature, out: V, values: dict[str, V], ret: Type, n: int) -> None:
-    """Stores the result fields, in the C layout of the result struct (or the one scalar)."""
-    field_types = [array(ret, n) if f.count > 1 else ret for f in sig.fields]
+def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Function) -> str:
+    """Runs the augmented forward sweep then the reverse sweep on a fresh tape, and frees it."""
+    d = sig.derivation
+    n = d.width
+    kdecl = mode.module.functions[kernel_name(sig)]
+    params = [V(p.type, local(f"k{i}")) for i, p in enumerate(kdecl.params)]
+    out = params.pop(0) if sig.returns != "void" else None
+    lines: list[str] = []
+    b = Builder(decls, lines)
+    slots = iter(params)
+    primal_args, shadow_args, active, memtypes = [], [], [], []
+    kind = LANES
+    for p, act in zip(d.primal.params, d.activities):
+        primal_args.append(next(slots))
+        if act in _DUP:
+            shadow_args.append(b.gather([next(slots) for _ in range(n)]))
+        elif act is Activity.DUPV:
+            kind = INTERLEAVED
+            shadow_args.append(next(slots))
+        active.append(act is not Activity.CONST)
+        memtypes.append(p.ctype.element_float if act in _DUP | {Activity.DUPV} else "")
+    ret_active = d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY)
+    seeds = [b.gather([next(slots) for _ in range(n)])] if ret_active else []
+    derived = mode.derive(RevPattern(fn.name, tuple(active), ret_active, n, kind, tuple(memtypes)))
+    tape = V(PTR, "%tape")
+    b.emit(f"%tape = alloca {TAPE.text}, align 8")
+    b.store(V(TAPE, "zeroinitializer"), tape, 8)
+    aug_args = ", ".join(str(a) for a in primal_args + shadow_args + [tape])
+    if derived.aug_ret.kind == "void":
+        b.emit(f"call void {derived.aug}({aug_args})")
+        primal = None
+    else:
+        primal = b.value(derived.aug_ret, f"call {derived.aug_ret.text} {derived.aug}({aug_args})")
+    rev_args = ", ".join(str(a) for a in primal_args + shadow_args + seeds + [tape])
+    grads = None
+    if derived.rev_ret.kind == "void":
+        b.emit(f"call void {derived.rev}({rev_args})")
+    else:
+        grads = b.value(derived.rev_ret, f"call {derived.rev_ret.text} {derived.rev}({rev_args})")
+    b.call("@free", Type("void", "void"), [b.load(PTR, tape, 8)])
+    if out is not None:
+        values = {}
+        if primal is not None:
+            values["ret"] = primal
+        for k, i in enumerate(derived.scalars):
+            values[f"d_{d.primal.params[i].name}"] = b.value(derived.rev_ret.elems[k], f"extractvalue {grads}, {k}")
+        _store_result(b, sig, out, values, fn, n)
+    head = f"define internal void {kernel_name(sig)}({', '.join(str(p) for p in ([out] if out else []) + params)}) {{"
+    return "\n".join([head, "entry:", *lines, "  ret void", "}"])
+
+
+def _store_result(b: Builder, sig: Signature, out: V, values: dict[str, V], fn: Function, n: int) -> None:
+    """Stores the named values in the C layout of the result (struct or single scalar)."""
+    types = {"ret": fn.ret, "d_ret": fn.ret}
+    for p, ir_param in zip(sig.derivation.primal.params, fn.params):
+        types[f"d_{p.name}"] = ir_param.type
+    field_types = [array(types[f.name], n) if f.count > 1 else types[f.name] for f in sig.fields]
     layout = struct(*field_types)
+    i32 = Type("i32", "int", 32)
     for k, f in enumerate(sig.fields):
         value = values[f.name]
-        where = out if sig.result_struct is None else b.gep(layout, out, V(Type("i32", "int", 32), "0"),
-                                                             V(Type("i32", "int", 32), str(k)))
+        where = out if sig.result_struct is None else b.gep(layout, out, V(i32, "0"), V(i32, str(k)))
         if value.type.kind == "vector" and f.count == 1:
             value = b.extract(value, 0)
-        b.store(value, where, max(1, ret.bits // 8) if value.type.kind == "vector" else None)
+        b.store(value, where, max(1, types[f.name].bits // 8) if value.type.kind == "vector" else None)
