@@ -29,6 +29,9 @@ from .ir import I64, PTR, Function, Instruction, Module, Operand, Type, float_ty
 from .rules import rule_for
 
 RECOMPUTE_LIMIT = 12  # instructions at most to recompute one value in the reverse sweep
+# Intrinsics cheap enough to recompute rather than keep (transcendental functions are kept).
+CHEAP_CALLS = re.compile(r"@llvm\.(fmuladd|fma|fabs|copysign|minnum|maxnum|minimum|maximum|minimumnum|maximumnum|"
+                         r"floor|ceil|trunc|round|rint|nearbyint|roundeven|smax|smin|umax|umin|abs)\.")
 VOID = Type("void", "void")
 I8 = Type("i8", "int", 8)
 
@@ -81,6 +84,22 @@ class ReverseMode:
 
 
 @dataclass
+class _Loop:
+    """A loop whose reverse is counted: one way in (`pre`), one way back (`latch`). The forward
+    sweep counts its iterations and records the count on leaving; the reverse sweep counts
+    down instead of recording which way each iteration came, and recomputes the affine
+    induction variables from the count."""
+
+    header: str
+    pre: str
+    latch: str
+    body: set[str]
+
+    def counter(self, suffix: str = "") -> str:
+        return local(f"cnt'{bare(self.header)}{suffix}")
+
+
+@dataclass
 class _Block:
     """The reverse sweep's code for one primal block, and what it needs from the forward sweep."""
 
@@ -107,14 +126,45 @@ class _Writer:
         self.frame: dict[str, int] = {}  # value -> slot in the frame
         self.deferred_frees: set[str] = set()  # allocations whose free moves to the reverse sweep
         self.calls: dict[int, RevDerived] = {}
-        self._recompute_cost: dict[str, tuple[int, int] | None] = {}
+        self._recompute_cost: dict[str, tuple[int, frozenset] | None] = {}
+        self.counted: dict[str, _Loop] = {}  # header -> loop
+        self.exits: dict[str, list[_Loop]] = {}  # exit block -> the counted loops it leaves
+        self.affine: dict[str, tuple[_Loop, Operand, int]] = {}  # induction variable -> (loop, start, step)
         self._memtypes: dict[str, Type | None] = {}
 
     def fail(self, what: str) -> Unsupported:
         return Unsupported(self.fn.name, self.inst, what)
 
     # ================================================================== analysis
+    def _find_counted_loops(self) -> None:
+        for header, body in self.cfg.loops.items():
+            preds = self.cfg.preds[header]
+            outside = [p for p in preds if p not in body]
+            inside = [p for p in preds if p in body]
+            if len(outside) != 1 or len(inside) != 1:
+                continue
+            loop = self.counted[header] = _Loop(header, outside[0], inside[0], body)
+            for b in sorted(body, key=self.cfg.blocks.index):
+                for succ in self.cfg.succs[b]:
+                    if succ not in body and loop not in self.exits.setdefault(succ, []):
+                        self.exits[succ].append(loop)
+            for inst in next(blk for blk in self.fn.blocks if blk.label == header).instructions:
+                if inst.opcode != "phi" or inst.type.kind != "int" or len(inst.incoming) != 2:
+                    continue
+                start = next(v for v, frm in inst.incoming if frm == loop.pre)
+                step_from = next(v for v, frm in inst.incoming if frm == loop.latch)
+                nxt = self.cfg.defs.get(step_from.value)
+                if nxt is None or nxt.opcode not in ("add", "sub") or nxt.operands[0].value != inst.result:
+                    continue
+                try:
+                    step = int(nxt.operands[1].value)
+                except ValueError:
+                    continue
+                if start.is_constant or start.value in self.params:
+                    self.affine[inst.result] = (loop, start, step if nxt.opcode == "add" else -step)
+
     def analyze(self) -> None:
+        self._find_counted_loops()
         for p, on in zip(self.fn.params, self.pattern.active):
             if on and p.type.kind == "float":
                 self.floaty[p.name] = p.type
@@ -277,26 +327,29 @@ class _Writer:
         plan = self._plan(name, depth)
         return plan[0] if plan is not None else None
 
-    def _plan(self, name: str, depth: int = 0) -> tuple[int, int] | None:
-        """(instructions to recompute, kept operands it reads), or None."""
+    def _plan(self, name: str, depth: int = 0) -> tuple[int, frozenset] | None:
+        """(instructions to recompute, the kept values it reads), or None."""
         if name in self._recompute_cost:
             return self._recompute_cost[name]
         self._recompute_cost[name] = None  # cycles through phis are not recomputable
         inst = self.cfg.defs.get(name)
         plan = None
-        if inst is not None and depth < 32 and (
+        if name in self.affine:
+            plan = (2, frozenset())
+        elif inst is not None and depth < 32 and (
                 (inst.opcode in PURE and inst.opcode != "inttoptr")
+                or (inst.opcode == "call" and CHEAP_CALLS.match(inst.callee))
                 or (inst.opcode == "load" and " atomic " not in inst.text and "volatile" not in inst.text.split()
                     and self.memory.unchanged_after(inst))):
-            cost, kept = 1, 0
+            cost, kept = 1, frozenset()
             for o in inst.operands:
                 if o.is_local and o.value not in self.params:
                     sub = self._plan(o.value, depth + 1)
                     if sub is None:
-                        kept += 1
+                        kept |= {o.value}
                     else:
-                        cost, kept = cost + sub[0], kept + sub[1]
-            if cost <= RECOMPUTE_LIMIT and kept <= 1:
+                        cost, kept = cost + sub[0], kept | sub[1]
+            if cost <= RECOMPUTE_LIMIT and len(kept) <= 1:
                 plan = (cost, kept)
         self._recompute_cost[name] = plan
         return plan
@@ -311,7 +364,18 @@ class _Writer:
         if name in blk.made:
             return blk.made[name]
         inst = self.cfg.defs[name]
-        if self.recompute_cost(name) is not None:
+        if name in self.affine:
+            loop, start, step = self.affine[name]
+            if blk.label in loop.body:
+                count = b.load(I64, V(PTR, loop.counter("'slot")))
+                if t.text != "i64":
+                    count = b.cast("trunc", count, t)
+                made = b.binary("add", b.binary("mul", count, V(t, str(step))), V(t, start.value))
+            elif not self.cfg.in_loop(self.cfg.block_of[name]):
+                made = self._from_frame(name, t, b)
+            else:
+                made = self._pop(name, t, blk)
+        elif self.recompute_cost(name) is not None:
             text = inst.text.split("=", 1)[1].strip()
             for o in inst.operands:
                 if o.is_local and o.value not in self.params:
@@ -390,11 +454,16 @@ class _Writer:
     def adjoint_type(self, name: str) -> Type:
         return vector(self.floaty[name], self.n)
 
+    def empty(self, t: Type) -> V:
+        """An adjoint with nothing in it yet: -0.0, so that adding to it folds away (x + -0.0 is x
+        exactly, x + 0.0 is not for x = -0.0)."""
+        return V(t, f"splat ({t.elems[0].text} -0.000000e+00)")
+
     def take(self, b: Builder, name: str) -> V:
         """Reads the adjoint of `name` and clears it (its definition is being reversed)."""
         t = self.adjoint_type(name)
         value = b.load(t, self.slot(name))
-        b.store(V(t, "zeroinitializer"), self.slot(name))
+        b.store(self.empty(t), self.slot(name))
         return value
 
     def add(self, b: Builder, name: str, value: V) -> None:
@@ -424,7 +493,9 @@ class _Writer:
             if self.active(name):
                 t = self.adjoint_type(name)
                 b.emit(f"{self.slot(name).ref} = alloca {t.text}")
-                b.store(V(t, "zeroinitializer"), self.slot(name))
+                b.store(self.empty(t), self.slot(name))
+        for loop in self.counted.values():
+            b.emit(f"{loop.counter(chr(39) + 'slot')} = alloca i64")
         if self.frame:
             off = b.load(I64, b.call('@"adgen.tape.pop"', PTR, [V(PTR, "%tape"), V(I64, "8")]))
             b.emit(f"%frame.off = select i1 true, {off}, {off}")
@@ -447,14 +518,21 @@ class _Writer:
         for block in fn.blocks:
             blk = blocks[block.label]
             out.append(f"\"rev'{bare(block.label)}\":")
-            for name in reversed(blk.order):
-                v = blk.popped[name]
-                size = 8 * (v.type.count or 1) if v.type.kind == "vector" else 8
-                at = b.call('@"adgen.tape.pop"', PTR, [V(PTR, "%tape"), V(I64, str(size))])
-                b.emit(f"{v.ref} = load {v.type.text}, {at}, align 8")
+            layout = self.record(block)
+            if layout:
+                total = sum(size for _, _, size in layout)
+                rec = b.call('@"adgen.tape.pop"', PTR, [V(PTR, "%tape"), V(I64, str(total))])
+                offset = 0
+                for name, v, size in layout:
+                    at = b.gep(I8, rec, V(I64, str(offset))) if offset else rec
+                    b.emit(f"{v.ref} = load {v.type.text}, {at}, align 8")
+                    offset += size
+            for loop in self.exits.get(block.label, []):
+                b.store(V(I64, loop.counter(f"'at'{bare(block.label)}'pop")), V(PTR, loop.counter("'slot")))
             out += blk.lines
         out.append("\"rev'exit\":")
-        grads = [b.load(self.adjoint_type(fn.params[i].name), self.slot(fn.params[i].name))
+        grads = [b.fadd(b.load(self.adjoint_type(fn.params[i].name), self.slot(fn.params[i].name)),
+                        V(self.adjoint_type(fn.params[i].name), "zeroinitializer"))  # -0.0 becomes 0.0
                  if self.active(fn.params[i].name) else V(self.adjoint_type(fn.params[i].name), "zeroinitializer")
                  for i in d.scalars]
         if self.frame:
@@ -468,6 +546,30 @@ class _Writer:
             b.emit("ret void")
         out.append("}")
         return "\n".join(out)
+
+    def has_derived_calls(self, block) -> bool:
+        return any(id(i) in self.calls for i in block.instructions)
+
+    def came_in_record(self, block) -> bool:
+        """Which predecessor a block came from is part of its record, unless calls in the block
+        push records of their own in between (then it is pushed first, on its own)."""
+        return len(self.cfg.preds[block.label]) > 1 and not self.has_derived_calls(block) \
+            and block.label not in self.counted
+
+    def record(self, block) -> list[tuple[str, V, int]]:
+        """What a block pushes at its end and its reverse pops at its start, in layout order:
+        (forward name, reverse name, bytes)."""
+        blk = self.blocks[block.label]
+        layout = []
+        if self.came_in_record(block):
+            layout.append((f"%\"came'{bare(block.label)}\"", V(I64, f"%\"came'{bare(block.label)}'pop\""), 8))
+        for loop in self.exits.get(block.label, []):
+            at = f"'at'{bare(block.label)}"
+            layout.append((loop.counter(at), V(I64, loop.counter(at + "'pop")), 8))
+        for name in blk.order:
+            v = blk.popped[name]
+            layout.append((name, v, 8 * (v.type.count or 1) if v.type.kind == "vector" else 8))
+        return layout
 
     def _reverse_block(self, block, blk: _Block) -> None:
         b = Builder(self.mode.decls, blk.lines, prefix=f"r{bare(block.label)}.")
@@ -494,10 +596,22 @@ class _Writer:
                             self.add(eb, v.value, phi_adjoints[inst.result])
             eb.emit(f"br label %\"rev'{bare(p)}\"")
             edges.append(lines)
-        if len(preds) == 1:
+        loop = self.counted.get(block.label)
+        if loop is not None:
+            count = b.load(I64, V(PTR, loop.counter("'slot")))
+            first = b.value(Type("i1", "int", 1), f"icmp eq {count}, 0")
+            back = local(f"back'{bare(block.label)}")
+            b.emit(f"br {first}, label %\"edge'{bare(loop.pre)}'{bare(block.label)}\", label {back}")
+            blk.lines.append(f"{back[1:]}:")
+            b.store(b.binary("sub", count, V(I64, "1")), V(PTR, loop.counter("'slot")))
+            b.emit(f"br label %\"edge'{bare(loop.latch)}'{bare(block.label)}\"")
+        elif len(preds) == 1:
             b.emit(f"br label %\"edge'{bare(preds[0])}'{bare(block.label)}\"")
         else:
-            came = b.load(I64, b.call('@"adgen.tape.pop"', PTR, [V(PTR, "%tape"), V(I64, "8")]))
+            if self.came_in_record(block):
+                came = V(I64, f"%\"came'{bare(block.label)}'pop\"")
+            else:
+                came = b.load(I64, b.call('@"adgen.tape.pop"', PTR, [V(PTR, "%tape"), V(I64, "8")]))
             cases = " ".join(f"i64 {i}, label %\"edge'{bare(p)}'{bare(block.label)}\"" for i, p in enumerate(preds))
             b.emit(f"switch {came}, label %\"edge'{bare(preds[0])}'{bare(block.label)}\" [ {cases} ]")
         for lines in edges:
@@ -697,10 +811,17 @@ class _Writer:
                         parts.append(f"[ {self._forward_shadow(v, b).ref}, {frm} ]")
                     out.append(f"  {prime(inst.result)} = phi {self.shadows.of(PTR).text} {', '.join(parts)}")
             preds = self.cfg.preds[block.label]
-            if len(preds) > 1:
+            loop = self.counted.get(block.label)
+            if loop is not None:
+                out.append(f"  {loop.counter()} = phi i64 [ 0, {loop.pre} ], [ {loop.counter('.next')}, {loop.latch} ]")
+            for left in self.exits.get(block.label, []):
+                parts = ", ".join(f"[ {left.counter() if p in left.body else '0'}, {p} ]" for p in preds)
+                out.append(f"  {left.counter(chr(39) + 'at' + chr(39) + bare(block.label))} = phi i64 {parts}")
+            if len(preds) > 1 and loop is None:
                 ids = ", ".join(f"[ {i}, {p} ]" for i, p in enumerate(preds))
                 out.append(f"  %\"came'{bare(block.label)}\" = phi i64 {ids}")
-                self._push(b, V(I64, f"%\"came'{bare(block.label)}\""))
+                if not self.came_in_record(block):
+                    self._push(b, V(I64, f"%\"came'{bare(block.label)}\""))
             for inst in phis:
                 self._keep(inst.result, b)
                 if inst.result in self.pointers:
@@ -714,10 +835,18 @@ class _Writer:
                     self._keep(prime(inst.result), b)
             term = body[-1]
             self.inst = term
-            rev_blk = self.blocks[block.label]
-            for name in rev_blk.order:
-                v = rev_blk.popped[name]
-                self._push(b, V(v.type, name))
+            for loop in self.counted.values():
+                if loop.latch == block.label:
+                    b.emit(f"{loop.counter('.next')} = add i64 {loop.counter()}, 1")
+            layout = self.record(block)
+            if layout:
+                total = sum(size for _, _, size in layout)
+                rec = b.call('@"adgen.tape.push"', PTR, [V(PTR, "%tape"), V(I64, str(total))])
+                offset = 0
+                for name, v, size in layout:
+                    at = b.gep(I8, rec, V(I64, str(offset))) if offset else rec
+                    b.store(V(v.type, name), at, 8)
+                    offset += size
             if term.opcode == "ret":
                 if len(returns) > 1:
                     self._push(b, V(I64, str(returns.index(block.label))))
@@ -808,6 +937,8 @@ class _Writer:
     def forward_call(self, inst: Instruction, b: Builder) -> None:
         name = callee_name(inst)
         args = inst.operands
+        if name.startswith("llvm.lifetime."):
+            return  # stack arrays move to the heap, and the reverse sweep reads them after these would end
         if name in ALLOCATORS:
             b.lines.append("  " + inst.text)
             vals = [V(a.type, a.value) for a in args]
