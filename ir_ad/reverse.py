@@ -94,6 +94,7 @@ class _Loop:
     pre: str
     latch: str
     body: set[str]
+    trip: tuple[Operand, Operand] | None = None  # (bound, start) when the trip count is bound - start
 
     def counter(self, suffix: str = "") -> str:
         return local(f"cnt'{bare(self.header)}{suffix}")
@@ -162,6 +163,23 @@ class _Writer:
                     continue
                 if start.is_constant or start.value in self.params:
                     self.affine[inst.result] = (loop, start, step if nxt.opcode == "add" else -step)
+                    self._find_trip(loop, inst.result, nxt.result, start, step if nxt.opcode == "add" else -step)
+
+    def _find_trip(self, loop: _Loop, iv: str, nxt: str, start: Operand, step: int) -> None:
+        """The trip count of a loop whose latch exits on comparing its induction variable with a
+        bound fixed before the loop, so the forward sweep can reserve its records at once."""
+        term = next(blk for blk in self.fn.blocks if blk.label == loop.latch).instructions[-1]
+        cond = self.cfg.defs.get(term.operands[0].value) if term.opcode == "br" and term.operands else None
+        if step != 1 or cond is None or cond.opcode != "icmp":
+            return
+        a, bound = cond.operands
+        if a.value not in (iv, nxt):
+            a, bound = bound, a
+        if a.value not in (iv, nxt):
+            return
+        if bound.is_local and bound.value not in self.params and self.cfg.block_of.get(bound.value) in loop.body:
+            return
+        loop.trip = (bound, start)
 
     def analyze(self) -> None:
         self._find_counted_loops()
@@ -838,6 +856,8 @@ class _Writer:
             for loop in self.counted.values():
                 if loop.latch == block.label:
                     b.emit(f"{loop.counter('.next')} = add i64 {loop.counter()}, 1")
+                if loop.pre == block.label and loop.trip is not None:
+                    self._reserve(loop, b)
             layout = self.record(block)
             if layout:
                 total = sum(size for _, _, size in layout)
@@ -855,6 +875,22 @@ class _Writer:
             out.append("  " + term.text)
         out.append("}")
         return "\n".join(out)
+
+    def _reserve(self, loop: _Loop, b: Builder) -> None:
+        """Reserves a loop's records on the tape before it starts (trip count times the bytes its
+        blocks push per iteration), instead of growing the tape while it runs."""
+        per_iteration = sum(size for blk in self.fn.blocks if blk.label in loop.body
+                            for _, _, size in self.record(blk))
+        if per_iteration == 0:
+            return
+        bound, start = loop.trip
+        wide = [b.cast("sext", V(o.type, o.value), I64) if o.type.text != "i64" else V(I64, o.value)
+                for o in (bound, start)]
+        trip = b.binary("sub", wide[0], wide[1])
+        sane = b.value(Type("i1", "int", 1), f"icmp ult {trip}, 1073741824")  # negative ones are huge
+        records = b.select(sane, b.binary("mul", trip, V(I64, str(per_iteration))), V(I64, "0"))
+        mark = b.call('@"adgen.tape.mark"', I64, [V(PTR, "%tape")])
+        b.call('@"adgen.tape.reserve"', VOID, [V(PTR, "%tape"), b.binary("add", mark, records)])
 
     def _push(self, b: Builder, v: V) -> None:
         size = 8 * (v.type.count or 1) if v.type.kind == "vector" else 8

@@ -3,6 +3,7 @@ and errors without tracebacks."""
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import subprocess
@@ -204,3 +205,38 @@ def test_internal_error_is_one_line(adgen, c_file, monkeypatch):
     assert result.status == 70
     assert result.err.strip() == ("adgen: internal error: RuntimeError: boom (set ADGEN_TRACEBACK=1 for the trace, "
                                   "and please report it)")
+
+
+def test_build_links_several_sources_before_differentiating(adgen, c_file, tmp_path):
+    import ctypes
+
+    from conftest import compile_c
+
+    helper = c_file("#include <math.h>\ndouble wave(double x) { return sin(3.0 * x); }\n", "helper.c")
+    main = c_file("double wave(double x);\n// @diff(total_grad: (active) -> activeonly)\n"
+                  "double total(double x) { return wave(x) * x; }\n", "main.c")
+    out = tmp_path / "out"
+    result = adgen("build", "-q", main, helper, "-o", out)
+    assert result.status == 0, result.err
+    assert (out / "helper.adgen.o").exists()  # one object per source, this one without derivatives
+    compile_c("-shared", "-fPIC", main, helper, out / "main.adgen.o", "-o", tmp_path / "lib.so", "-lm")
+    grad = ctypes.CDLL(str(tmp_path / "lib.so")).total_grad
+    grad.restype, grad.argtypes = ctypes.c_double, [ctypes.c_double, ctypes.c_double]
+    x = 0.4
+    assert grad(x, 1.0) == pytest.approx(3 * x * math.cos(3 * x) + math.sin(3 * x))
+
+
+def test_build_needs_the_definition(adgen, c_file, tmp_path):
+    src = c_file("// @diff(g: (active) -> activeonly)\ndouble f(double x);\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1
+    assert "src.c:1:10: error: 'f' is declared but not defined in the sources given to adgen build" in result.err
+    assert not (tmp_path / "out" / "src.adgen.o").exists()
+
+
+def test_build_refuses_a_struct_by_value(adgen, c_file, tmp_path):
+    src = c_file("typedef struct { double a, b, c; } big;\n// @diff(g: (const, active) -> activeonly)\n"
+                 "double f(big s, double x) { return s.a * x; }\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1
+    assert "src.c:2:10: error: 'f' passes or returns a struct by value" in result.err

@@ -384,3 +384,81 @@ def test_reverse_unsupported_is_located(adgen, c_file, tmp_path):
     assert result_.status == 1
     assert "src.c:5:12: error: cannot differentiate a call to 'ext', which is not defined in the sources and has " \
            "no derivative rule in function 'u' (needed by 'u_grad')" in result_.err
+
+
+SCALARS = r"""
+#include <math.h>
+
+// @diff(arith_r: (active, active) -> active)
+double arith(double x, double y)
+{
+    double r = x * y - x / (y + 3.0) + (-x);
+    if (x > y)
+        r = r * x;
+    else
+        r = r + y * y;
+    return r;
+}
+
+// @diff(pick_r: (active, const) -> activeonly)
+double pick(double x, int k)
+{
+    switch (k) {
+    case 0: return x * x;
+    case 1: return sin(x);
+    case 2: return exp(x) - x;
+    case 7: return 1.0 / x;
+    default: __builtin_unreachable();
+    }
+}
+
+// @diff(relu3_r: (active) -> activeonly)
+double relu3(double x)
+{
+    return x > 0 ? pow(x, 3) : 0;
+}
+
+// @diff(mixed_r: (active, const) -> active)
+float mixed(float x, int n)
+{
+    double d = x;
+    double m = d * d * (double)n;
+    int k = (int)(d * 10.0);
+    return (float)(m + sin(d) * k);
+}
+
+// @diff(frac_r: (active, active) -> activeonly)
+double frac(double x, double y)
+{
+    return fmod(x * y, 1.5) + copysign(x, -y) + fmax(x, y) * floor(y);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def scalars(tmp_path_factory):
+    return _build_module(tmp_path_factory, SCALARS)
+
+
+def test_scalar_constructs_reverse(scalars):
+    primal = fn(scalars, "arith", D, D, D)
+    grad = fn(scalars, "arith_r", result(("ret", D), ("d_x", D), ("d_y", D)), D, D, D)
+    for x, y in [(0.7, 1.9), (2.5, -0.4), (-1.2, -3.3)]:
+        g = grad(x, y, 1.0)
+        assert close(g.d_x, central_difference(lambda t: primal(t, y), x))
+        assert close(g.d_y, central_difference(lambda t: primal(x, t), y))
+    pick = fn(scalars, "pick", D, D, I)
+    pick_r = fn(scalars, "pick_r", D, D, I, D)
+    for k in (0, 1, 2, 7):
+        assert close(pick_r(0.8, k, 1.0), central_difference(lambda t: pick(t, k), 0.8))
+    relu3_r = fn(scalars, "relu3_r", D, D, D)
+    assert close(relu3_r(1.5, 1.0), 3 * 1.5 ** 2) and relu3_r(-1.5, 1.0) == 0.0
+    mixed_r = fn(scalars, "mixed_r", result(("ret", F), ("d_x", F)), F, I, F)
+    x = 0.33
+    assert abs(mixed_r(x, 3, 1.0).d_x - (2 * x * 3 + math.cos(x) * int(x * 10))) < 1e-5
+    frac = fn(scalars, "frac", D, D, D)
+    frac_r = fn(scalars, "frac_r", result(("d_x", D), ("d_y", D)), D, D, D)
+    for x, y in [(0.7, 1.3), (2.1, -0.6)]:
+        g = frac_r(x, y, 1.0)
+        assert close(g.d_x, central_difference(lambda t: frac(t, y), x))
+        assert close(g.d_y, central_difference(lambda t: frac(x, t), y))
