@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from clang.cindex import CursorKind, Index, TypeKind
 

@@ -7,7 +7,6 @@ import re
 import tempfile
 from pathlib import Path
 
-from adgen.frontend.diagnostics import AdgenError, error
 from adgen.frontend.generate import Generated, generate
 from adgen.frontend.model import Mode
 from adgen.frontend.outputs import write_all
@@ -20,18 +19,8 @@ from .diagnose import Unsupported, located
 from .forward import ForwardMode
 from .ir import Module
 from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel
-from .reverse import ReverseMode
 from .lower import keep_array, lower_source, lower_stubs
-from .ir import I1, I64, PTR, Type
-
-_VOID, _I8 = Type("void", "void"), Type("i8", "int", 8)
-# What the tape and adjoint helpers of templates/runtime.ll.j2 call.
-RUNTIME_DECLARATIONS = [
-    ("@realloc", PTR, [PTR, I64]), ("@abort", _VOID, []), ("@malloc", PTR, [I64]), ("@free", _VOID, [PTR]),
-    ("@llvm.umax.i64", I64, [I64, I64]), ("@llvm.memcpy.p0.p0.i64", _VOID, [PTR, PTR, I64, I1]),
-    ("@llvm.memset.p0.i64", _VOID, [PTR, _I8, I64, I1]),
-]
-
+from .reverse import ReverseMode
 
 def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
           compiler: Compiler, stages: Stages, target: str | None = None, march: str | None = None,
@@ -99,11 +88,7 @@ def differentiate(module: Module, generated: list[Generated]) -> str:
                     kernels.append(reverse_kernel(reverse, decls, sig, fn))
             except Unsupported as exc:
                 raise located(exc, module, sig.name)
-    runtime = []
-    if reverse.definitions:
-        runtime = [reverse.runtime]
-        for name, ret, params in RUNTIME_DECLARATIONS:
-            decls.need(name, ret, params)
+    runtime = [reverse.runtime_text()] if reverse.definitions else []
     replaced = {kernel_name(s) for g in generated for s in g.signatures}
     lines = [line for line in module.text.split("\n") if not _dropped(line, replaced)]
     return "\n".join(lines + decls.added + forward.definitions + reverse.definitions + runtime + kernels) + "\n"

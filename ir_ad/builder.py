@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .ir import FLOAT_BITS, I1, I32, I64, PTR, Type, vector
+from .ir import I1, I64, PTR, Type, vector
 
 # LLVM intrinsics for math functions (anything else is called in libm by its C name).
 INTRINSIC_MATH = {"sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "pow",
@@ -180,8 +180,9 @@ class Builder:
         self.emit(f"store {v}, {ptr}" + (f", align {align}" if align else ""))
 
     def gep(self, source: Type, base: V, *indices: V, flags: str = "") -> V:
-        t = base.type if base.type.kind == "vector" else next(
-            (i.type.count and vector(PTR, i.type.count) for i in indices if i.type.kind == "vector"), PTR)
+        """A pointer, or a vector of pointers when the base or an index is a vector."""
+        lanes = [v.type.count for v in (base, *indices) if v.type.kind == "vector"]
+        t = vector(PTR, lanes[0]) if lanes else PTR
         idx = "".join(f", {i}" for i in indices)
         return self.value(t, f"getelementptr {flags + ' ' if flags else ''}{source.text}, {base}{idx}")
 
@@ -197,9 +198,3 @@ class Builder:
         name = "@llvm.memmove.p0.p0.i64" if move else "@llvm.memcpy.p0.p0.i64"
         self.call(name, Type("void", "void"), [dst, src, size, V(I1, "false")])
 
-
-def is_floating(t: Type) -> bool:
-    return t.kind == "float" and t.text in FLOAT_BITS and t.text in ("float", "double")
-
-
-__all__ = ["Builder", "Declarations", "V", "local", "bare", "prime", "float_const", "I32", "I64"]

@@ -544,9 +544,5 @@ class _FunctionWriter:
 def _move(value: V) -> str:
     """An instruction whose result is `value` (so a derivative can be given its own name)."""
     if value.type.kind == "vector" and value.type.elems[0].kind == "float":
-        return f"fadd {value}, {_neg_zero(value.type)}"
+        return f"fadd {value}, splat ({value.type.elems[0].text} -0.000000e+00)"
     return f"select i1 true, {value}, {value}"
-
-
-def _neg_zero(t: Type) -> str:
-    return f"splat ({t.elems[0].text} -0.000000e+00)"

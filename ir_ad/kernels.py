@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from adgen.frontend.abi import Signature
 from adgen.frontend.diagnostics import AdgenError, error
-from adgen.frontend.model import Activity, Mode
+from adgen.frontend.model import Activity
 from adgen.frontend.render import KERNEL_PREFIX
 
 from .builder import Builder, Declarations, V, local
@@ -38,14 +38,23 @@ def check_primal(module: Module, sig: Signature, primal: str) -> Function:
     return fn
 
 
+def _start(module: Module, decls: Declarations, sig: Signature) -> tuple[list[V], V | None, Builder]:
+    """The kernel's parameters as the stub declares them (the result pointer apart) and a builder."""
+    kdecl = module.functions[kernel_name(sig)]
+    params = [V(p.type, local(f"k{i}")) for i, p in enumerate(kdecl.params)]
+    out = params.pop(0) if sig.returns != "void" else None
+    return params, out, Builder(decls, [])
+
+
+def _finish(sig: Signature, params: list[V], out: V | None, b: Builder) -> str:
+    head = f"define internal void {kernel_name(sig)}({', '.join(str(p) for p in ([out] if out else []) + params)}) {{"
+    return "\n".join([head, "entry:", *b.lines, "  ret void", "}"])
+
+
 def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: Function) -> str:
     d = sig.derivation
     n = d.width
-    kdecl = mode.module.functions[kernel_name(sig)]
-    params = [V(p.type, local(f"k{i}")) for i, p in enumerate(kdecl.params)]
-    out = params.pop(0) if sig.returns != "void" else None
-    lines: list[str] = []
-    b = Builder(decls, lines)
+    params, out, b = _start(mode.module, decls, sig)
     primal_args, shadow_args, active = [], [], []
     kind = LANES
     slots = iter(zip(sig.params, params))
@@ -65,8 +74,8 @@ def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: F
         active.append(act is not Activity.CONST)
     derived = mode.derive(Pattern(fn.name, tuple(active), n, kind))
     call_args = ", ".join(str(a) for a in primal_args + shadow_args)
-    result = b.value(derived.ret_type, f"call {derived.ret_type.text} {derived.name}({call_args})") \
-        if derived.ret_type.kind != "void" else b.emit(f"call void {derived.name}({call_args})")
+    call = f"call {derived.ret_type.text} {derived.name}({call_args})"
+    result = b.value(derived.ret_type, call) if derived.ret_type.kind != "void" else b.emit(call)
     if out is not None:
         values = {}
         if derived.returns_shadow:
@@ -75,19 +84,14 @@ def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: F
         else:
             values["ret"] = result
         _store_result(b, sig, out, values, fn, n)
-    head = f"define internal void {kernel_name(sig)}({', '.join(str(p) for p in ([out] if out else []) + params)}) {{"
-    return "\n".join([head, "entry:", *lines, "  ret void", "}"])
+    return _finish(sig, params, out, b)
 
 
 def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Function) -> str:
     """Runs the augmented forward sweep then the reverse sweep on a fresh tape, and frees it."""
     d = sig.derivation
     n = d.width
-    kdecl = mode.module.functions[kernel_name(sig)]
-    params = [V(p.type, local(f"k{i}")) for i, p in enumerate(kdecl.params)]
-    out = params.pop(0) if sig.returns != "void" else None
-    lines: list[str] = []
-    b = Builder(decls, lines)
+    params, out, b = _start(mode.module, decls, sig)
     slots = iter(params)
     primal_args, shadow_args, active, memtypes = [], [], [], []
     kind = LANES
@@ -126,8 +130,7 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
         for k, i in enumerate(derived.scalars):
             values[f"d_{d.primal.params[i].name}"] = b.value(derived.rev_ret.elems[k], f"extractvalue {grads}, {k}")
         _store_result(b, sig, out, values, fn, n)
-    head = f"define internal void {kernel_name(sig)}({', '.join(str(p) for p in ([out] if out else []) + params)}) {{"
-    return "\n".join([head, "entry:", *lines, "  ret void", "}"])
+    return _finish(sig, params, out, b)
 
 
 def _store_result(b: Builder, sig: Signature, out: V, values: dict[str, V], fn: Function, n: int) -> None:

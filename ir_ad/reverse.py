@@ -34,6 +34,12 @@ CHEAP_CALLS = re.compile(r"@llvm\.(fmuladd|fma|fabs|copysign|minnum|maxnum|minim
                          r"floor|ceil|trunc|round|rint|nearbyint|roundeven|smax|smin|umax|umin|abs)\.")
 VOID = Type("void", "void")
 I8 = Type("i8", "int", 8)
+# What the tape and adjoint helpers of templates/runtime.ll.j2 call.
+RUNTIME_DECLARATIONS = [
+    ("@realloc", PTR, [PTR, I64]), ("@abort", VOID, []), ("@malloc", PTR, [I64]), ("@free", VOID, [PTR]),
+    ("@llvm.umax.i64", I64, [I64, I64]), ("@llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, Type("i1", "int", 1)]),
+    ("@llvm.memset.p0.i64", VOID, [PTR, I8, I64, Type("i1", "int", 1)]),
+]
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,12 @@ class ReverseMode:
 
         self.runtime = render_text("runtime.ll.j2")
         decls.known |= set(re.findall(r'^define internal \S+ (@"[^"]+")', self.runtime, re.M))
+
+    def runtime_text(self) -> str:
+        """The tape and adjoint helpers, with the declarations they need."""
+        for name, ret, params in RUNTIME_DECLARATIONS:
+            self.decls.need(name, ret, params)
+        return self.runtime
 
     def derive(self, pattern: RevPattern) -> RevDerived:
         if pattern in self.memo:
@@ -536,15 +548,8 @@ class _Writer:
         for block in fn.blocks:
             blk = blocks[block.label]
             out.append(f"\"rev'{bare(block.label)}\":")
-            layout = self.record(block)
-            if layout:
-                total = sum(size for _, _, size in layout)
-                rec = b.call('@"adgen.tape.pop"', PTR, [V(PTR, "%tape"), V(I64, str(total))])
-                offset = 0
-                for name, v, size in layout:
-                    at = b.gep(I8, rec, V(I64, str(offset))) if offset else rec
-                    b.emit(f"{v.ref} = load {v.type.text}, {at}, align 8")
-                    offset += size
+            for name, v, at in self._record_slots(b, block, '@"adgen.tape.pop"'):
+                b.emit(f"{v.ref} = load {v.type.text}, {at}, align 8")
             for loop in self.exits.get(block.label, []):
                 b.store(V(I64, loop.counter(f"'at'{bare(block.label)}'pop")), V(PTR, loop.counter("'slot")))
             out += blk.lines
@@ -588,6 +593,17 @@ class _Writer:
             v = blk.popped[name]
             layout.append((name, v, 8 * (v.type.count or 1) if v.type.kind == "vector" else 8))
         return layout
+
+    def _record_slots(self, b: Builder, block, operation: str):
+        """Pushes (or pops) a block's record and yields each entry with its address."""
+        layout = self.record(block)
+        if not layout:
+            return
+        rec = b.call(operation, PTR, [V(PTR, "%tape"), V(I64, str(sum(size for _, _, size in layout)))])
+        offset = 0
+        for name, v, size in layout:
+            yield name, v, (b.gep(I8, rec, V(I64, str(offset))) if offset else rec)
+            offset += size
 
     def _reverse_block(self, block, blk: _Block) -> None:
         b = Builder(self.mode.decls, blk.lines, prefix=f"r{bare(block.label)}.")
@@ -858,15 +874,8 @@ class _Writer:
                     b.emit(f"{loop.counter('.next')} = add i64 {loop.counter()}, 1")
                 if loop.pre == block.label and loop.trip is not None:
                     self._reserve(loop, b)
-            layout = self.record(block)
-            if layout:
-                total = sum(size for _, _, size in layout)
-                rec = b.call('@"adgen.tape.push"', PTR, [V(PTR, "%tape"), V(I64, str(total))])
-                offset = 0
-                for name, v, size in layout:
-                    at = b.gep(I8, rec, V(I64, str(offset))) if offset else rec
-                    b.store(V(v.type, name), at, 8)
-                    offset += size
+            for name, v, at in self._record_slots(b, block, '@"adgen.tape.push"'):
+                b.store(V(v.type, name), at, 8)
             if term.opcode == "ret":
                 if len(returns) > 1:
                     self._push(b, V(I64, str(returns.index(block.label))))
