@@ -1,0 +1,417 @@
+"""A differential fuzzer for adgen: random C functions (arithmetic, libm, branches, loops over
+arrays, in-place updates, calls between functions, float and double) with random activities,
+checked in forward mode, reverse mode and forward mode at width 4 against central finite
+differences and against each other.
+
+    python tests/fuzzer.py --long 10000          # 10,000 programs
+    python tests/fuzzer.py --seed 7 --long 200   # another stream
+
+Every function has the signature `double f(double *x, double *y, double a, double b)`: x is
+read, y updated in place, a and b are scalars, and the result is returned. Each is
+differentiated three ways (forward, reverse, forward[4]) with activities drawn at random. A
+failure is minimized (statements removed while it still fails) and written to
+tests/fuzz_regressions/, which the test suite builds and checks again. A construct adgen
+rejects counts as a pass only if its error names the construct and a line of the source."""
+
+from __future__ import annotations
+
+import argparse
+import ctypes as C
+import math
+import random
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REGRESSIONS = HERE / "fuzz_regressions"
+L = 5  # array length
+
+# Templates for libm calls and operators, on arguments kept inside each function's domain.
+UNARY = [
+    "sin({0})", "cos({0})", "tanh({0})", "exp(tanh({0}))", "log(1.0 + ({0}) * ({0}))", "sqrt(1.0 + ({0}) * ({0}))",
+    "atan({0})", "pow(1.0 + ({0}) * ({0}), 1.5)", "cbrt(2.0 + tanh({0}))", "erf({0})", "expm1(tanh({0}))",
+    "log1p(exp(tanh({0})))", "sinh(tanh({0}))", "cosh(tanh({0}))", "asin(0.5 * tanh({0}))",
+    "acos(0.5 * tanh({0}))", "exp2(tanh({0}))", "log2(2.0 + tanh({0}))", "log10(2.0 + sin({0}))", "erfc(tanh({0}))",
+]
+BINARY = ["({0} + {1})", "({0} - {1})", "({0} * {1})", "({0} / (1.5 + ({1}) * ({1})))", "hypot({0}, 1.0 + {1})",
+          "atan2({0}, 2.0 + ({1}) * ({1}))", "fmax({0}, {1})", "fmin({0}, {1})"]
+
+
+@dataclass
+class Function:
+    name: str
+    body: list[str]  # statements, one per line (compound statements on one line)
+    helpers: list[str] = field(default_factory=list)
+    uses_float: bool = False
+
+    def source(self, acts: dict[str, tuple[str, ...]]) -> str:
+        entries = ";\n//       ".join(f"{self.name}_{k}: {v}" for k, v in acts.items())
+        body = "\n".join("    " + s for s in self.body)
+        return (f"// @diff({entries})\n"
+                f"double {self.name}(double *x, double *y, double a, double b)\n{{\n"
+                f"    double t0 = a, t1 = b, t2 = x[0], t3 = y[1];\n{body}\n"
+                f"    return t0 + t1 * t2 - t3 + y[0];\n}}\n")
+
+
+class Generator:
+    def __init__(self, rng: random.Random, index: int, scalars=("a", "b", "t0", "t1", "t2", "t3"),
+                 arrays=("x", "y"), calls: bool = True):
+        self.rng, self.index = rng, index
+        self.scalars, self.arrays, self.calls = scalars, arrays, calls
+        self.helpers: list[str] = []
+        self.uses_float = False
+
+    def leaf(self, loop: bool) -> str:
+        r = self.rng
+        choices = [*self.scalars, *(f"{a}[{r.randrange(L)}]" for a in self.arrays), f"{r.uniform(-2, 2):.3f}"]
+        if loop:
+            choices += ["x[i]", "y[i]", f"x[(i + {r.randrange(1, L)}) % {L}]", "(double)i"]
+        return r.choice(choices)
+
+    def expr(self, depth: int, loop: bool) -> str:
+        r = self.rng
+        if depth <= 0 or r.random() < 0.25:
+            return self.leaf(loop)
+        k = r.random()
+        if k < 0.4:
+            a, b = self.expr(depth - 1, loop), self.expr(depth - 1, loop)
+            return r.choice(BINARY).format(a, b)
+        if k < 0.75:
+            return r.choice(UNARY).format(self.expr(depth - 1, loop))
+        if k < 0.82:
+            return f"(-({self.expr(depth - 1, loop)}))"
+        if k < 0.88:
+            self.uses_float = True
+            return f"(double)(float)({self.expr(depth - 1, loop)})"
+        if k < 0.94 and self.calls and len(self.helpers) < 2:
+            return self.call(depth, loop)
+        c, d = self.expr(depth - 1, loop), self.expr(depth - 1, loop)
+        return f"({self.expr(depth - 1, loop)} > {r.uniform(-1, 1):.2f} ? {c} : {d})"
+
+    def call(self, depth: int, loop: bool) -> str:
+        """A helper function, out of line or not, taking a scalar and the array x."""
+        name = f"h{self.index}_{len(self.helpers)}"
+        inline = "static" if self.rng.random() < 0.5 else "__attribute__((noinline)) static"
+        inner = Generator(self.rng, self.index, scalars=("u",), arrays=("x",), calls=False)
+        body = inner.expr(2, False)
+        self.uses_float |= inner.uses_float
+        self.helpers.append(f"{inline} double {name}(double u, const double *x)\n{{\n    return {body};\n}}\n")
+        return f"{name}({self.expr(depth - 1, loop)}, x)"
+
+    def statement(self, depth: int, loop: bool) -> str:
+        r = self.rng
+        k = r.random()
+        target = r.choice(["t0", "t1", "t2", "t3"])
+        if k < 0.3:
+            return f"{target} = {self.expr(3, loop)};"
+        if k < 0.45:
+            index = "i" if loop and r.random() < 0.6 else str(r.randrange(L))
+            op = r.choice(["=", "+=", "*="])
+            value = self.expr(2, loop)
+            if op == "*=":
+                value = f"tanh({value})"
+            return f"y[{index}] {op} {value};"
+        if k < 0.6 and depth > 0:
+            cond = f"{self.expr(2, loop)} > {r.uniform(-1, 1):.2f}"
+            return f"if ({cond}) {{ {self.statement(depth - 1, loop)} }} else {{ {self.statement(depth - 1, loop)} }}"
+        if k < 0.8 and depth > 0 and not loop:
+            inner = " ".join(self.statement(depth - 1, True) for _ in range(r.randint(1, 3)))
+            return f"for (int i = 0; i < {L}; i++) {{ {inner} }}"
+        if k < 0.88 and depth > 0 and not loop:
+            inner = self.statement(depth - 1, False)
+            return f"{{ int k = 0; while (k < 3 && {self.expr(1, False)} < {r.uniform(0.5, 3):.2f}) {{ {inner} k++; }} }}"
+        if k < 0.94:
+            self.uses_float = True
+            return f"{{ float f = (float)({self.expr(2, loop)}); {target} = {target} * 0.5 + (double)(f * f); }}"
+        return f"{target} = {target} * {self.expr(2, loop)} + {self.leaf(loop)};"
+
+
+def generate(rng: random.Random, index: int) -> Function:
+    g = Generator(rng, index)
+    body = [g.statement(2, False) for _ in range(rng.randint(2, 6))]
+    return Function(f"f{index}", body, g.helpers, g.uses_float)
+
+
+def activities(rng: random.Random) -> dict[str, tuple]:
+    """Random activities for (x, y, a, b): which inputs carry derivatives, per mode."""
+    on = [rng.random() < 0.7, True, rng.random() < 0.7, rng.random() < 0.7]  # y is written: always active
+    fwd = ", ".join("dual" if o else "const" for o in on)
+    rev = ", ".join(("dup" if o else "const") if k < 2 else ("active" if o else "const") for k, o in enumerate(on))
+    return {"fwd": f"({fwd}) -> dual", "rev": f"({rev}) -> active", "fwd4": f"forward[4] ({fwd}) -> dualonly",
+            "on": tuple(on)}
+
+
+# ------------------------------------------------------------------ building and checking
+
+D = C.c_double
+P = C.POINTER(D)
+
+
+def build(functions: list[tuple[Function, dict]], work: Path) -> tuple[C.CDLL | None, str]:
+    """Builds one source holding the functions; returns the library, or None and adgen's errors."""
+    parts = ["#include <math.h>\n"]
+    for f, acts in functions:
+        parts += f.helpers
+        parts.append(f.source({k: v for k, v in acts.items() if k != "on"}))
+    src = work / "fuzz.c"
+    src.write_text("\n".join(parts))
+    out = work / "out"
+    done = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "build", "-q", str(src), "-o", str(out)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        return None, done.stderr
+    cc = [sys.executable, "-m", "ziglang", "cc"]
+    subprocess.run([*cc, "-c", "-O2", "-fPIC", str(src), "-o", str(work / "fuzz.o")], check=True, capture_output=True)
+    lib = work / f"lib{abs(hash(src.read_text())) % 10**9}.so"
+    subprocess.run([*cc, "-shared", str(work / "fuzz.o"), str(out / "fuzz.adgen.o"), "-o", str(lib), "-lm"],
+                   check=True, capture_output=True)
+    return C.CDLL(str(lib)), ""
+
+
+class Outcome:
+    def __init__(self):
+        self.passed = 0
+        self.inconclusive = 0
+        self.failures: list[str] = []
+
+
+def _run(primal, z: list[float]) -> list[float]:
+    """The primal as a map from (x, y, a, b) to (return value, y after the call)."""
+    x, y = (D * L)(*z[:L]), (D * L)(*z[L:2 * L])
+    r = primal(x, y, z[2 * L], z[2 * L + 1])
+    return [r] + list(y)
+
+
+def _fd(primal, z, u, h):
+    plus = _run(primal, [a + h * b for a, b in zip(z, u)])
+    minus = _run(primal, [a - h * b for a, b in zip(z, u)])
+    return [(p - m) / (2 * h) for p, m in zip(plus, minus)]
+
+
+def _close(a: list[float], b: list[float], tol: float) -> bool:
+    scale = max(1.0, max(abs(v) for v in b))
+    return all(abs(p - q) <= tol * scale for p, q in zip(a, b))
+
+
+def check(lib, f: Function, acts: dict, rng: random.Random) -> str | None:
+    """None when the three derivatives agree with finite differences and each other; else why."""
+    on = acts["on"]
+    primal = getattr(lib, f.name)
+    primal.restype, primal.argtypes = D, [P, P, D, D]
+    z = [rng.uniform(-1, 1) for _ in range(2 * L + 2)]
+    mask = [on[0]] * L + [on[1]] * L + [on[2], on[3]]
+    u = [rng.uniform(-1, 1) if m else 0.0 for m in mask]
+    values = _run(primal, z)
+    if not all(math.isfinite(v) and abs(v) < 1e8 for v in values):
+        return "skip"
+    # Rounding to float makes a function a staircase at float resolution: take steps well
+    # above it, and expect the tangents themselves to be rounded to float precision.
+    h, tol, exact = (1e-3, 2e-3, 1e-5) if f.uses_float else (1e-6, 2e-5, 1e-9)
+    fd = _fd(primal, z, u, h)
+    if not _close(fd, _fd(primal, z, u, h / 3), tol / 4):
+        return "skip"  # a branch flips within the step: no reference here
+    jvp = forward(lib, f, on, z, u)
+    if not _close(jvp, fd, tol):
+        return f"forward {jvp} != finite differences {fd}"
+    v = [rng.uniform(-1, 1) for _ in range(L + 1)]
+    grad = reverse(lib, f, on, z, v)
+    lhs = sum(p * q for p, q in zip(jvp, v))
+    rhs = sum(p * q for p, q in zip(grad, u))
+    if abs(lhs - rhs) > exact * max(1.0, abs(lhs), sum(abs(g) for g in grad)):
+        return f"<J u, v> = {lhs} but <u, J^T v> = {rhs}"
+    lanes = forward4(lib, f, on, z, u)
+    if not all(_close(lane, jvp, 1e-12) for lane in lanes):
+        return f"forward[4] lanes {lanes} != forward {jvp}"
+    return None
+
+
+def _args(on, z, shadows):
+    """Arguments in the derived ABI: each active input followed by its shadows."""
+    x, y = (D * L)(*z[:L]), (D * L)(*z[L:2 * L])
+    args = [x] + ([*shadows[0]] if on[0] else []) + [y] + ([*shadows[1]] if on[1] else []) + [z[2 * L]] + \
+        ([*shadows[2]] if on[2] else []) + [z[2 * L + 1]] + ([*shadows[3]] if on[3] else [])
+    return [D(a) if isinstance(a, float) else a for a in args], y
+
+
+def forward(lib, f, on, z, u) -> list[float]:
+    class R(C.Structure):
+        _fields_ = [("ret", D), ("d_ret", D)]
+
+    dx, dy = (D * L)(*u[:L]), (D * L)(*u[L:2 * L])
+    args, _ = _args(on, z, [[dx], [dy], [u[2 * L]], [u[2 * L + 1]]])
+    fwd = getattr(lib, f"{f.name}_fwd")
+    fwd.restype = R
+    r = fwd(*args)
+    return [r.d_ret] + list(dy)
+
+
+def forward4(lib, f, on, z, u) -> list[list[float]]:
+    class R(C.Structure):
+        _fields_ = [("d_ret", D * 4)]
+
+    dxs = [(D * L)(*u[:L]) for _ in range(4)]
+    dys = [(D * L)(*u[L:2 * L]) for _ in range(4)]
+    args, _ = _args(on, z, [dxs, dys, [u[2 * L]] * 4, [u[2 * L + 1]] * 4])
+    fwd = getattr(lib, f"{f.name}_fwd4")
+    fwd.restype = R
+    r = fwd(*args)
+    return [[r.d_ret[k]] + list(dys[k]) for k in range(4)]
+
+
+def reverse(lib, f, on, z, v) -> list[float]:
+    fields = [("ret", D)] + ([("d_a", D)] if on[2] else []) + ([("d_b", D)] if on[3] else [])
+
+    class R(C.Structure):
+        _fields_ = fields
+
+    gx, gy = (D * L)(*[0.0] * L), (D * L)(*v[1:])
+    args, _ = _args(on, z, [[gx], [gy], [], []])
+    rev = getattr(lib, f"{f.name}_rev")
+    rev.restype = R if len(fields) > 1 else D
+    r = rev(*args, D(v[0]))
+    da = getattr(r, "d_a", 0.0) if len(fields) > 1 else 0.0
+    db = getattr(r, "d_b", 0.0) if len(fields) > 1 else 0.0
+    return list(gx) + list(gy) + [da, db]
+
+
+# ------------------------------------------------------------------ running
+
+def run_batch(batch: list[tuple[Function, dict]], rng: random.Random, outcome: Outcome, work: Path,
+              keep_failures: bool) -> None:
+    lib, errors = build(batch, work)
+    while lib is None:
+        lines = [int(m) for m in re.findall(r"fuzz\.c:(\d+):\d+: error: cannot differentiate", errors)]
+        if not lines:
+            outcome.failures.append(f"build failed without a located 'cannot differentiate' error:\n{errors}")
+            return
+        # a rejected construct is a pass when located; drop the functions around those lines
+        text = (work / "fuzz.c").read_text().split("\n")
+        bad = {_owner(text, n) for n in lines}
+        outcome.passed += len([f for f, _ in batch if f.name in bad])
+        batch = [(f, a) for f, a in batch if f.name not in bad]
+        if not batch:
+            return
+        lib, errors = build(batch, work)
+    for f, acts in batch:
+        try:
+            why = check(lib, f, acts, rng)
+        except Exception as exc:  # a crash in the derivative code is a failure too
+            why = f"{type(exc).__name__}: {exc}"
+        if why is None:
+            outcome.passed += 1
+        elif why == "skip":
+            outcome.inconclusive += 1
+        else:
+            outcome.failures.append(f"{f.name} {acts['on']}: {why}")
+            if keep_failures:
+                minimize_and_keep(f, acts, work)
+
+
+def _owner(lines: list[str], n: int) -> str:
+    for k in range(n - 1, -1, -1):
+        m = re.match(r"double (f\d+)\(double \*x", lines[k])
+        if m:
+            return m.group(1)
+    return ""
+
+
+def minimize_and_keep(f: Function, acts: dict, work: Path) -> Path:
+    """Removes statements one at a time while the function still fails; keeps the result."""
+    body = list(f.body)
+    changed = True
+    while changed:
+        changed = False
+        for k in range(len(body)):
+            trial = Function(f.name, body[:k] + body[k + 1:], f.helpers, f.uses_float)
+            if _fails(trial, acts, work):
+                body = trial.body
+                changed = True
+                break
+    kept = Function(f.name, body, f.helpers, f.uses_float)
+    REGRESSIONS.mkdir(exist_ok=True)
+    path = REGRESSIONS / f"{f.name}_{abs(hash(tuple(body))) % 10**6}.c"
+    header = f"/* fuzz regression: activities {acts['on']} (x, y, a, b); {'float' if f.uses_float else 'double'} */\n"
+    path.write_text(header + "#include <math.h>\n" + "".join(f.helpers) + kept.source(
+        {k: v for k, v in acts.items() if k != "on"}))
+    return path
+
+
+def _fails(f: Function, acts: dict, work: Path) -> bool:
+    lib, _ = build([(f, acts)], work)
+    if lib is None:
+        return False
+    results = [check(lib, f, acts, random.Random(s)) for s in range(3)]
+    return any(r not in (None, "skip") for r in results)
+
+
+def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = True, progress=None) -> Outcome:
+    rng = random.Random(seed)
+    outcome = Outcome()
+    with tempfile.TemporaryDirectory(prefix="adgen-fuzz-") as tmp:
+        work = Path(tmp)
+        done = 0
+        while done < programs:
+            n = min(batch_size, programs - done)
+            batch = []
+            for k in range(n):
+                f = generate(rng, done + k)
+                batch.append((f, activities(rng)))
+            run_batch(batch, rng, outcome, work, keep_failures)
+            done += n
+            if progress:
+                progress(done, outcome)
+    return outcome
+
+
+def regression_cases() -> list[Path]:
+    return sorted(REGRESSIONS.glob("*.c")) if REGRESSIONS.exists() else []
+
+
+def check_regression(path: Path, work: Path) -> str | None:
+    """Builds a kept failing program again and checks it: None when it now passes."""
+    text = path.read_text()
+    on = tuple(v == "True" for v in re.search(r"activities \((\w+), (\w+), (\w+), (\w+)\)", text).groups())
+    name = re.search(r"^double (f\d+)\(double \*x", text, re.M).group(1)
+    f = Function(name, [], uses_float="; float */" in text)
+    src = work / "fuzz.c"
+    src.write_text(text)
+    out = work / "out"
+    done = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "build", "-q", str(src), "-o", str(out)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        return done.stderr
+    cc = [sys.executable, "-m", "ziglang", "cc"]
+    subprocess.run([*cc, "-c", "-O2", "-fPIC", str(src), "-o", str(work / "fuzz.o")], check=True)
+    lib = work / f"{path.stem}.so"
+    subprocess.run([*cc, "-shared", str(work / "fuzz.o"), str(out / "fuzz.adgen.o"), "-o", str(lib), "-lm"], check=True)
+    acts = {"on": on}
+    results = [check(C.CDLL(str(lib)), f, acts, random.Random(s)) for s in range(3)]
+    failed = [r for r in results if r not in (None, "skip")]
+    return failed[0] if failed else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--long", type=int, default=200, metavar="N", help="how many programs (default 200)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=40, help="functions per build")
+    args = parser.parse_args()
+
+    def progress(done, outcome):
+        print(f"\r{done}/{args.long} programs: {outcome.passed} passed, {outcome.inconclusive} inconclusive, "
+              f"{len(outcome.failures)} failed", end="", file=sys.stderr, flush=True)
+
+    outcome = fuzz(args.long, args.seed, args.batch, progress=progress if sys.stderr.isatty() else None)
+    print(f"\n{args.long} programs, seed {args.seed}: {outcome.passed} passed, {outcome.inconclusive} inconclusive "
+          f"(a kink or rounding within the finite-difference step), {len(outcome.failures)} failed")
+    for failure in outcome.failures:
+        print("FAIL", failure)
+    return 1 if outcome.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
