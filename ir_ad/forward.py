@@ -230,7 +230,7 @@ class _FunctionWriter:
         for v, block in inst.incoming:
             s = self.shadow(v)
             if s is None:
-                raise self.fail("a pointer that may point into memory adgen keeps no derivatives of")
+                raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
             parts.append(f"[ {s.ref}, {block} ]")
         self.lines.append(f"  {prime(inst.result)} = phi {t.text} {', '.join(parts)}")
 
@@ -275,7 +275,7 @@ class _FunctionWriter:
         if inst.result in self.active:
             a, b = self.shadow(inst.operands[1]), self.shadow(inst.operands[2])
             if a is None or b is None:
-                raise self.fail("a pointer that may point into memory adgen keeps no derivatives of")
+                raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
             cond = inst.operands[0]
             self.bind(inst, self.b.select(V(cond.type, cond.value), a, b))
 

@@ -926,7 +926,7 @@ class _Writer:
             return V(t, prime(op.value))
         if op.value in ("null", "undef", "poison"):
             return V(t, "zeroinitializer" if self.kind == LANES else "null")
-        raise self.fail("a pointer that may point into memory adgen keeps no derivatives of")
+        raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
 
     def forward(self, inst: Instruction, b: Builder) -> None:
         op = inst.opcode

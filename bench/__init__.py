@@ -1,0 +1,1 @@
+"""adgen benchmarks: run `python -m bench --help`."""
