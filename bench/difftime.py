@@ -1,4 +1,4 @@
-"""Differentiation time against IR size: `python bench/difftime.py [--sizes 100,1000,...]`.
+"""Differentiation time against IR size: `python -m bench.difftime [--sizes 100,1000,...] [--png FILE]`.
 
 Generates straight-line C functions whose optimized IR has from about 100 to 20,000
 instructions, builds a forward derivative of each with `adgen -v build`, and reads two of
@@ -38,16 +38,47 @@ def measure(statements: int, work: Path) -> tuple[int, float]:
     return count, ms / 1000
 
 
+def run(png: Path | None = None, quick: bool = False, sizes: str | None = None) -> list[tuple[int, float]]:
+    """Measures, prints a table, and plots seconds against instructions when matplotlib is there."""
+    sizes = sizes or ("30,300,1000,2200" if quick else "30,100,300,1000,2200,4400,8800")
+    print(f"{'instructions':>12} {'seconds':>9} {'us/instruction':>15}")
+    points = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for statements in map(int, sizes.split(",")):
+            count, seconds = measure(statements, Path(tmp))
+            points.append((count, seconds))
+            print(f"{count:>12} {seconds:>9.3f} {seconds / count * 1e6:>15.1f}", flush=True)
+    if png is not None:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print("(no plot: matplotlib is not installed; pip install 'adgen[bench]')")
+            return points
+        xs, ys = zip(*points)
+        slope = sum(x * y for x, y in points) / sum(x * x for x in xs)
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot(xs, ys, "o", label="adgen: differentiate stage")
+        ax.plot([0, max(xs)], [0, slope * max(xs)], "--", label=f"linear fit: {slope * 1e6:.0f} us per instruction")
+        ax.set_xlabel("instructions in the optimized IR")
+        ax.set_ylabel("seconds")
+        ax.set_title("Differentiation time against IR size")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(png, dpi=100)
+        plt.close(fig)
+        print(f"wrote {png}")
+    return points
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="30,100,300,1000,2200,4400,8800",
-                        help="statement counts to generate (each is ~3 instructions)")
+    parser.add_argument("--sizes", default=None, help="statement counts to generate (each is ~2 instructions)")
+    parser.add_argument("--png", type=Path, help="where to write the plot")
     args = parser.parse_args()
-    print(f"{'instructions':>12} {'seconds':>9} {'us/instruction':>15}")
-    with tempfile.TemporaryDirectory() as tmp:
-        for statements in map(int, args.sizes.split(",")):
-            count, seconds = measure(statements, Path(tmp))
-            print(f"{count:>12} {seconds:>9.3f} {seconds / count * 1e6:>15.1f}", flush=True)
+    run(args.png, sizes=args.sizes)
     return 0
 
 
