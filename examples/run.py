@@ -36,7 +36,7 @@ def run(name: str, build_root: Path) -> int:
 
 
 def main() -> int:
-    examples = sorted(p.name for p in HERE.iterdir() if (p / "main.c").exists())
+    examples = sorted(p.name for p in HERE.iterdir() if (p / "main.c").exists() and (p / f"{p.name}.c").exists())
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"examples to run (default: all of {', '.join(examples)})")

@@ -20,6 +20,7 @@ class Slot:
     spelling: str  # the C type
     count: int = 1  # >1: an array of that many (result fields only)
     role: str = ""  # what it is, for the header's comment; "" for the primal's own parameters
+    ffi: str = ""  # how ctypes passes it (see CType.ffi), for the manifest
 
     def declaration(self) -> str:
         return declare(self.spelling, self.name + (f"[{self.count}]" if self.count > 1 else ""))
@@ -51,27 +52,30 @@ def signature(d: Derivation) -> Signature:
     params: list[Slot] = []
     fields: list[Slot] = []
     for p, act in zip(d.primal.params, d.activities):
-        params.append(Slot(p.name, p.ctype.spelling))
+        ffi = p.ctype.ffi
+        params.append(Slot(p.name, p.ctype.spelling, ffi=ffi))
         what = "shadow" if d.mode is Mode.REVERSE else "tangent"
         if act in _SHADOWED:
             spelling = p.ctype.shadow_spelling if d.mode is Mode.REVERSE else p.ctype.spelling
             names = shadow_names(p.name, n)
-            params += [Slot(s, spelling, role=f"{what} of {p.name}" + (f", lane {k}" if n > 1 else ""))
+            params += [Slot(s, spelling, role=f"{what} of {p.name}" + (f", lane {k}" if n > 1 else ""), ffi=ffi)
                        for k, s in enumerate(names)]
         elif act in _INTERLEAVED:
             params.append(Slot(f"d_{p.name}", _interleaved(p.ctype, d.mode),
-                               role=f"{what}s of {p.name}, {n} lanes interleaved" if n > 1 else f"{what} of {p.name}"))
+                               role=f"{what}s of {p.name}, {n} lanes interleaved" if n > 1 else f"{what} of {p.name}",
+                               ffi=ffi if p.ctype.is_pointer else f"ptr:{ffi}"))
         elif act is Activity.ACTIVE:
-            fields.append(Slot(f"d_{p.name}", p.ctype.spelling, n))
+            fields.append(Slot(f"d_{p.name}", p.ctype.spelling, n, ffi=ffi))
     r = d.primal.returns
     if d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY):
-        params += [Slot(s, r.spelling, role="seed: the adjoint of the return value" + (f", lane {k}" if n > 1 else ""))
+        params += [Slot(s, r.spelling, role="seed: the adjoint of the return value" + (f", lane {k}" if n > 1 else ""),
+                        ffi=r.ffi)
                    for k, s in enumerate(shadow_names("ret", n))]
     head: list[Slot] = []
     if d.returns in (Activity.CONST, Activity.ACTIVE, Activity.DUAL):
-        head.append(Slot("ret", r.spelling))
+        head.append(Slot("ret", r.spelling, ffi=r.ffi))
     if d.returns in (Activity.DUAL, Activity.DUALONLY):
-        head.append(Slot("d_ret", r.spelling, n))
+        head.append(Slot("d_ret", r.spelling, n, ffi=r.ffi))
     fields = head + fields
     if not fields:
         returns, struct = "void", None

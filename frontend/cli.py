@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import __version__
 from .diagnostics import AdgenError
-from .outputs import write_all
+from .outputs import write_all, write_depfile
 from .timing import Stages, plural
 from .toolchain import select_compiler, system_flags
 
@@ -59,11 +59,15 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
 
     parser = argparse.ArgumentParser(prog="adgen", description=DESCRIPTION, epilog=EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, fromfile_prefix_chars="@")
     parser.add_argument("--version", action="version", version=f"adgen {__version__}")
+    parser.add_argument("--cmake-dir", action=_CMakeDir, nargs=0,
+                        help="print the directory of adgen's CMake package (for -Dadgen_DIR=...) and exit")
     parser.add_argument("-v", "--verbose", action="store_true", dest="verbose_global",
                         help="print each stage's time")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    common.add_argument("--depfile", type=Path, metavar="FILE",
+                        help="also write the headers each source includes as a Makefile rule (for build systems)")
     sub.add_parser("generate", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
                    help="check annotations; write <stem>.adgen.h and <stem>.adgen.c",
                    description="Check the @diff annotations of each SRC.c against its prototypes and "
@@ -74,7 +78,26 @@ def _parser() -> argparse.ArgumentParser:
                    description="Generate, then lower the sources with clang, differentiate and write "
                                "DIR/<stem>.adgen.o. Arguments after -- go to the C compiler.",
                    epilog="example:\n  adgen build rosen.c -o build -- -DNDEBUG")
+    check = sub.add_parser("check", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+                           help="build, then check every derivative against finite differences",
+                           description="Build the sources with their derivatives, then check each derived function "
+                                       "against central finite differences of its primal on seeded random inputs "
+                                       "that respect its activities and width. Prints a table; the exit status is 1 "
+                                       "if any derivative does not match.",
+                           epilog="examples:\n  adgen check rosen.c\n"
+                                  "  adgen check kernel.c --only f_grad --size x=n --size n=16")
+    check.add_argument("--only", metavar="NAME", help="check this derived function only")
+    check.add_argument("--size", metavar="NAME=VALUE", action="append", default=[],
+                       help="the length of pointer parameter NAME (a number, or the name of an integer parameter), "
+                            "or the value of integer parameter NAME (default 4)")
+    check.add_argument("--seed", type=int, default=0, help="the random inputs' seed (default 0)")
     return parser
+
+
+class _CMakeDir(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(Path(__file__).resolve().parent.parent / "cmake")
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         at = argv.index("--")
         argv, extra = argv[:at], argv[at + 1 :]
     args = _parser().parse_args(argv)
-    stages = Stages(verbose=args.verbose or args.verbose_global)
+    stages = Stages(verbose=args.verbose or args.verbose_global,
+                    progress=not args.quiet and sys.stderr.isatty() and not os.environ.get("CI"))
     try:
         return _run(args, extra, stages)
     except AdgenError as exc:
@@ -108,11 +132,17 @@ def _run(args, extra: list[str], stages: Stages) -> int:
         compiler = select_compiler(args.cc)
         user = [*(f"-I{d}" for d in args.includes), *(f"-D{d}" for d in args.defines)]
         flags = [*system_flags(compiler), *user]  # libclang needs the compiler's header paths spelled out
+    if args.command == "check":
+        from adgen.check import run
+
+        return run(args.sources, [*user, *extra], args.only, args.size, args.seed, args.quiet)
     if args.command == "build":
         from adgen.ir_ad.build import build
 
-        written = build(args.sources, args.out_dir, flags, user, extra, compiler, stages, args.target, args.march,
-                        args.emit_llvm)
+        written, generated = build(args.sources, args.out_dir, flags, user, extra, compiler, stages, args.target,
+                                   args.march, args.emit_llvm)
+        if args.depfile:
+            write_depfile(args.depfile, [p for paths, _ in written for p in paths if p.suffix == ".o"], generated)
         if not args.quiet:
             for paths, names in written:
                 print(f"adgen: wrote {', '.join(str(p) for p in paths)} ({', '.join(names) or 'no derivatives'})",
@@ -123,6 +153,8 @@ def _run(args, extra: list[str], stages: Stages) -> int:
     generated = generate(args.sources, args.out_dir, flags + extra, stages)
     with stages.stage("write"):
         write_all({path: text for g in generated for path, text in g.files.items()})
+    if args.depfile:
+        write_depfile(args.depfile, [p for g in generated for p in g.files if p.suffix == ".h"], generated)
     if not args.quiet:
         for g in generated:
             names = " and ".join(str(p) for p in g.files)

@@ -34,6 +34,7 @@ class CType:
     shadow_spelling: str | None  # for pointers: the same type with the pointee's const dropped
     decls: tuple["DeclRef", ...]  # the typedefs/structs/enums it names, outermost only
     element_float: str = ""  # for pointers: "double" or "float" when the pointee holds only that
+    ffi: str = ""  # how Python's ctypes passes it: "double", "int", "ptr:double", "ptr", "" (not at all)
 
     def declare(self, name: str) -> str:
         return declare(self.spelling, name)
@@ -90,6 +91,7 @@ def from_clang(t: Type, parameter: bool = False) -> CType:
         shadow_spelling=shadow,
         element_float=_uniform_float(pointee) if pointee is not None else "",
         decls=tuple(dict.fromkeys(_decls(t))),
+        ffi=_ffi(canonical, pointee),
     )
 
 
@@ -113,6 +115,25 @@ def _const_data(t: Type) -> bool:
         return _const_data(t.element_type)
     c = t.get_canonical()
     return c.kind in _ARRAYS and _const_data(c.element_type)
+
+
+_FFI_SCALARS = {
+    TypeKind.DOUBLE: "double", TypeKind.FLOAT: "float", TypeKind.LONGDOUBLE: "longdouble", TypeKind.BOOL: "bool",
+    TypeKind.CHAR_S: "byte", TypeKind.SCHAR: "byte", TypeKind.UCHAR: "ubyte", TypeKind.CHAR_U: "ubyte",
+    TypeKind.SHORT: "short", TypeKind.USHORT: "ushort", TypeKind.INT: "int", TypeKind.UINT: "uint",
+    TypeKind.LONG: "long", TypeKind.ULONG: "ulong", TypeKind.LONGLONG: "longlong", TypeKind.ULONGLONG: "ulonglong",
+    TypeKind.ENUM: "int",
+}
+
+
+def _ffi(canonical: Type, pointee: Type | None) -> str:
+    """The ctypes spelling adgen.load uses: a scalar, a pointer to one, an opaque pointer, or ""."""
+    if pointee is not None:
+        inner = _FFI_SCALARS.get(pointee.get_canonical().kind)
+        return f"ptr:{inner}" if inner else "ptr"
+    if canonical.kind == TypeKind.VOID:
+        return "void"
+    return _FFI_SCALARS.get(canonical.kind, "")
 
 
 def _uniform_float(t: Type) -> str:

@@ -14,6 +14,7 @@ from .annotations import find_annotations
 from .checks import attach, check_entry, check_names
 from .diagnostics import AdgenError, Collector, SourceFile, error
 from .prototypes import Unit, read_unit
+from .manifest import manifest
 from .render import output_names, render
 from .timing import Stages, plural
 
@@ -22,6 +23,7 @@ from .timing import Stages, plural
 class Generated:
     """One source's results: what was checked and the files to write."""
 
+    source: SourceFile
     unit: Unit | None  # None when the source has no annotations (libclang is not run)
     signatures: list[Signature]
     files: dict[Path, str]
@@ -56,7 +58,9 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
             mine = [s for s, (_, u) in zip(signatures, derived) if u is unit] if unit else []
             outputs = render(unit or Unit(src, [], {}, {}, []), mine, out_dir, __version__)
             header, stubs = output_names(src.path)
-            results.append(Generated(unit, mine, {out_dir / header: outputs.header, out_dir / stubs: outputs.stubs}))
+            files = {out_dir / header: outputs.header, out_dir / stubs: outputs.stubs,
+                     out_dir / f"{src.path.stem}.adgen.json": manifest(src.path.name, __version__, mine)}
+            results.append(Generated(src, unit, mine, files))
     return results
 
 

@@ -25,3 +25,16 @@ def write_atomically(path: Path, content: str | bytes) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_depfile(path: Path, targets: list[Path], generated) -> None:
+    """A Makefile rule naming every file the outputs depend on: each source and the headers it
+    includes, so a build system reruns adgen when one of them changes."""
+    deps: list[str] = []
+    for g in generated:
+        deps.append(str(g.source.path.resolve()))
+        if g.unit is not None:
+            deps += sorted(g.unit.includes)
+    escape = lambda p: str(p).replace(" ", "\\ ")  # noqa: E731
+    rule = " ".join(escape(t) for t in targets) + ": " + " \\\n  ".join(escape(d) for d in dict.fromkeys(deps))
+    write_atomically(path, rule + "\n")

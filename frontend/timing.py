@@ -15,20 +15,30 @@ class _Detail:
 
 
 class Stages:
-    def __init__(self, verbose: bool = False, stream=None):
-        self.verbose, self.stream = verbose, stream
+    """Times stages; with `verbose` prints each one's time, with `progress` (on a terminal)
+    shows the stage under way on one line that is cleared when the run ends."""
+
+    def __init__(self, verbose: bool = False, stream=None, progress: bool = False):
+        self.verbose, self.stream, self.progress = verbose, stream, progress and not verbose
         self.times: list[tuple[str, float]] = []
 
     @contextmanager
     def stage(self, name: str, detail: str = ""):
+        out = self.stream or sys.stderr
+        if self.progress:
+            print(f"\radgen: {name}{' ' + detail if detail else ''}...\x1b[K", end="", file=out, flush=True)
         start = time.perf_counter()
         note = _Detail(detail)
-        yield note
+        try:
+            yield note
+        finally:
+            if self.progress:
+                print("\r\x1b[K", end="", file=out, flush=True)
         elapsed = time.perf_counter() - start
         self.times.append((name, elapsed))
         if self.verbose:
             extra = f"  ({note.text})" if note.text else ""
-            print(f"adgen: {name:<13} {elapsed * 1000:8.1f} ms{extra}", file=self.stream or sys.stderr)
+            print(f"adgen: {name:<13} {elapsed * 1000:8.1f} ms{extra}", file=out)
 
 
 def plural(n: int, noun: str) -> str:

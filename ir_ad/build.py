@@ -24,7 +24,7 @@ from .reverse import ReverseMode
 
 def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
           compiler: Compiler, stages: Stages, target: str | None = None, march: str | None = None,
-          emit_llvm: bool = False) -> list[tuple[list[Path], list[str]]]:
+          emit_llvm: bool = False) -> tuple[list[tuple[list[Path], list[str]]], list[Generated]]:
     """`read_flags` are what libclang reads the sources with; `flags` (-I, -D) and `extra` (after
     --) what clang lowers them with."""
     generated = generate(sources, out_dir, read_flags + extra, stages)
@@ -67,7 +67,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
                         [s.name for s in g.signatures]))
     write_all(objects)
-    return written
+    return written, generated
 
 
 def differentiate(module: Module, generated: list[Generated]) -> str:

@@ -61,11 +61,12 @@ def test_quiet_prints_nothing(adgen, c_file):
 def test_outputs_are_reproducible_and_leave_no_temporaries(adgen, c_file, tmp_path):
     src = c_file(GOOD)
     contents = []
+    names = ["src.adgen.c", "src.adgen.h", "src.adgen.json"]
     for out in (tmp_path / "a", tmp_path / "a", tmp_path / "b"):
         assert adgen("generate", "-q", src, "-o", out).status == 0
-        contents.append([(out / n).read_bytes() for n in ("src.adgen.h", "src.adgen.c")])
+        contents.append([(out / n).read_bytes() for n in names])
     assert contents[0] == contents[1] == contents[2]
-    assert sorted(os.listdir(tmp_path / "a")) == ["src.adgen.c", "src.adgen.h"]
+    assert sorted(os.listdir(tmp_path / "a")) == names
     mode = stat.S_IMODE(os.stat(tmp_path / "a" / "src.adgen.h").st_mode)
     assert mode & 0o444 == 0o444
 
@@ -79,7 +80,7 @@ def test_error_leaves_previous_outputs_untouched(adgen, c_file, tmp_path):
     result = adgen("generate", src, "-o", out)
     assert result.status == 1
     assert (out / "src.adgen.h").read_bytes() == before
-    assert sorted(os.listdir(out)) == ["src.adgen.c", "src.adgen.h"]
+    assert sorted(os.listdir(out)) == ["src.adgen.c", "src.adgen.h", "src.adgen.json"]
 
 
 def test_one_bad_source_writes_nothing_for_any(adgen, c_file, tmp_path):
@@ -161,7 +162,7 @@ def test_build_exports_only_the_derived_functions(adgen, c_file, tmp_path):
     out = tmp_path / "out"
     result = adgen("build", src, "-o", out, "--emit-llvm")
     assert result.status == 0, result.err
-    assert sorted(os.listdir(out)) == ["src.adgen.c", "src.adgen.h", "src.adgen.ll", "src.adgen.o"]
+    assert sorted(os.listdir(out)) == ["src.adgen.c", "src.adgen.h", "src.adgen.json", "src.adgen.ll", "src.adgen.o"]
     defined, undefined = exported_symbols(out / "src.adgen.o")
     assert defined == {"f_tan"}
     assert undefined <= {"sin", "cos", "sincos"}

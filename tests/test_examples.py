@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROOT
 
-EXAMPLES = sorted(p.name for p in (ROOT / "examples").iterdir() if (p / "main.c").exists())
+EXAMPLES = sorted(p.name for p in (ROOT / "examples").iterdir() if (p / f"{p.name}.c").exists())
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

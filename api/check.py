@@ -1,0 +1,274 @@
+"""`adgen check`: builds sources with their derivatives and checks every derived function
+against central finite differences of its primal, on seeded random inputs that respect its
+activities and width (and forward against reverse mode where a primal has both).
+
+The primal is seen as a map from its active inputs (active/dual scalars, the contents of
+dup/dual pointers) to its outputs (the returned value and the contents of those pointers
+after the call). Forward mode is checked lane by lane against finite differences along the
+same directions; reverse mode through <gradient, u> = d/dt <seeds, F(z + t u)>."""
+
+from __future__ import annotations
+
+import random
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from .library import BuildError, load
+
+
+class CheckError(Exception):
+    """A derived function cannot be checked as asked (a pointer without a length, say)."""
+
+
+@dataclass
+class Row:
+    name: str
+    mode: str
+    width: int
+    error: float
+    ok: bool
+
+
+def parse_sizes(items: list[str]) -> dict[str, str]:
+    sizes = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name or not value:
+            raise CheckError(f"--size takes NAME=VALUE (a number, or the name of an integer parameter), not '{item}'")
+        sizes[name] = value
+    return sizes
+
+
+class Checker:
+    def __init__(self, lib, sizes: dict[str, str], seed: int):
+        self.lib, self.sizes, self.seed = lib, sizes, seed
+
+    # inputs ---------------------------------------------------------------------------------------
+    def inputs(self, primal: str, rng: random.Random) -> list:
+        """Random arguments for the primal: scalars in [-1, 1], integers from --size (default 4),
+        arrays of the length --size gives."""
+        spec = self.lib._specs[primal]
+        ints = {}
+        for p in spec["params"]:
+            if not p["ffi"].startswith("ptr") and p["ffi"] not in ("double", "float", "longdouble"):
+                ints[p["name"]] = int(self.sizes.get(p["name"], "4"))
+        values = []
+        for p in spec["params"]:
+            ffi = p["ffi"]
+            if ffi.startswith("ptr"):
+                values.append(self._array(primal, p, ints, rng))
+            elif p["name"] in ints:
+                values.append(ints[p["name"]])
+            else:
+                values.append(rng.uniform(-1, 1))
+        return values
+
+    def _array(self, primal: str, p: dict, ints: dict, rng: random.Random):
+        given = self.sizes.get(p["name"])
+        if given is None:
+            raise CheckError(f"'{primal}' has pointer parameter '{p['name']}': its length is needed, pass "
+                             f"--size {p['name']}=N (or --size {p['name']}=n to use parameter n's value)")
+        length = ints[given] if given in ints else int(given)
+        element = p["ffi"].partition(":")[2]
+        if element in ("double", "float"):
+            dtype = np.float64 if element == "double" else np.float32
+            return np.array([rng.uniform(-1, 1) for _ in range(length)], dtype=dtype)
+        dtype = {"int": np.int32, "long": np.int64, "uint": np.uint32}.get(element, np.uint8)
+        return np.zeros(length, dtype=dtype)
+
+    # the primal as a map ----------------------------------------------------------------------------
+    def outputs(self, primal: str, values: list) -> np.ndarray:
+        spec = self.lib._specs[primal]
+        args = [v.copy() if isinstance(v, np.ndarray) else v for v in values]
+        ret = getattr(self.lib, primal)(*args)
+        parts = [np.atleast_1d(np.float64(ret))] if spec["returns"]["ffi"] in ("double", "float") else []
+        parts += [a.astype(np.float64) for a, p in zip(args, spec["params"]) if _floating_array(p)]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def perturbed(self, values: list, direction: list, t: float) -> list:
+        out = []
+        for v, d in zip(values, direction):
+            if d is None:
+                out.append(v.copy() if isinstance(v, np.ndarray) else v)
+            elif isinstance(v, np.ndarray):
+                out.append((v.astype(np.float64) + t * d).astype(v.dtype))
+            else:
+                out.append(v + t * d)
+        return out
+
+    def fd(self, primal: str, values: list, direction: list, precision: str) -> np.ndarray:
+        h = 1e-3 if precision == "float" else 1e-6
+        plus = self.outputs(primal, self.perturbed(values, direction, h))
+        minus = self.outputs(primal, self.perturbed(values, direction, -h))
+        return (plus - minus) / (2 * h)
+
+    # checking one derived function ------------------------------------------------------------------
+    def check(self, name: str) -> Row:
+        spec = self.lib._specs[name]
+        primal = spec["of"]
+        pspec = self.lib._specs[primal]
+        rng = random.Random(f"{self.seed}:{name}")
+        values = self.inputs(primal, rng)
+        n = spec["width"]
+        acts = spec["activities"]
+        precision = "float" if any(p["ffi"] in ("float", "ptr:float") for p in pspec["params"]) or \
+            pspec["returns"]["ffi"] == "float" else "double"
+        directions = [[self._direction(v, a, rng) for v, a in zip(values, acts)] for _ in range(n)]
+        if spec["mode"] == "forward":
+            lanes = self.forward(name, spec, pspec, values, directions)
+            errors = [_error(lane, self.fd(primal, values, u, precision)) for lane, u in zip(lanes, directions)]
+        else:
+            out_size = len(self.outputs(primal, values))
+            seeds = [np.array([rng.uniform(-1, 1) for _ in range(out_size)]) for _ in range(n)]
+            grads = self.reverse(name, spec, pspec, values, seeds)
+            errors = []
+            for g, u, v in zip(grads, directions, seeds):
+                lhs = sum(float(np.dot(np.ravel(gi), np.ravel(ui))) if isinstance(ui, np.ndarray) else gi * ui
+                          for gi, ui in zip(g, u) if ui is not None)
+                rhs = float(np.dot(v, self.fd(primal, values, u, precision)))
+                errors.append(abs(lhs - rhs) / max(1.0, abs(rhs)))
+        worst = max(errors) if errors else 0.0
+        tolerance = 1e-3 if precision == "float" else 1e-5
+        return Row(name, spec["mode"], n, worst, worst <= tolerance)
+
+    def _direction(self, value, activity: str, rng: random.Random):
+        if activity == "const":
+            return None
+        if isinstance(value, np.ndarray):
+            return np.array([rng.uniform(-1, 1) for _ in range(len(value))])
+        return rng.uniform(-1, 1)
+
+    def forward(self, name, spec, pspec, values, directions) -> list[np.ndarray]:
+        n = spec["width"]
+        args, tangents = self._derived_args(spec, pspec, values, directions, seeds_for=None)
+        result = getattr(self.lib, name)(*args)
+        lanes = []
+        for k in range(n):
+            parts = []
+            if pspec["returns"]["ffi"] in ("double", "float"):
+                d_ret = result.d_ret if hasattr(result, "d_ret") else result
+                parts.append(np.atleast_1d(np.float64(np.ravel(d_ret)[k] if n > 1 else d_ret)))
+            for i, p in enumerate(pspec["params"]):
+                if _floating_array(p):
+                    parts.append(tangents[i][k].astype(np.float64) if i in tangents else np.zeros(len(values[i])))
+            lanes.append(np.concatenate(parts) if parts else np.zeros(0))
+        return lanes
+
+    def reverse(self, name, spec, pspec, values, seeds) -> list[list]:
+        n = spec["width"]
+        ret_floating = pspec["returns"]["ffi"] in ("double", "float")
+        offsets, position = {}, 1 if ret_floating else 0
+        for i, p in enumerate(pspec["params"]):
+            if _floating_array(p):
+                offsets[i] = position
+                position += len(values[i])
+        args, shadows = self._derived_args(spec, pspec, values, None, seeds_for=(seeds, offsets, ret_floating))
+        result = getattr(self.lib, name)(*args)
+        grads = []
+        for k in range(n):
+            g = []
+            for i, (p, act) in enumerate(zip(pspec["params"], spec["activities"])):
+                if i in shadows:
+                    g.append(shadows[i][k].astype(np.float64))
+                elif act == "active":
+                    value = getattr(result, f"d_{p['name']}") if hasattr(result, "_fields") else result
+                    g.append(float(np.ravel(value)[k]) if n > 1 else float(value))
+                else:
+                    g.append(None)
+            grads.append(g)
+        return grads
+
+    def _derived_args(self, spec, pspec, values, directions, seeds_for):
+        """The derived function's arguments, in its ABI order (see specs/abi.md), and the
+        arrays it writes derivatives into, per primal parameter and lane."""
+        n = spec["width"]
+        names = [p["name"] for p in pspec["params"]]
+        index = {nm: i for i, nm in enumerate(names)}
+        written: dict[int, list] = {}
+        args = []
+        for slot in spec["params"]:
+            role = slot["role"]
+            if not role:
+                v = values[index[slot["name"]]]
+                args.append(v.copy() if isinstance(v, np.ndarray) else v)
+                continue
+            if role.startswith("seed"):
+                seeds, _, _ = seeds_for
+                lane = int(slot["name"].rsplit("_", 1)[1]) if n > 1 else 0
+                args.append(float(seeds[lane][0]))
+                continue
+            owner = role.split(" of ", 1)[1].split(",")[0]
+            i = index[owner]
+            lanes = written.setdefault(i, [None] * n)
+            interleaved = "interleaved" in role or (n == 1 and spec["activities"][i] in ("dualv", "dupv"))
+            if interleaved:
+                block = np.stack([self._lane_data(values, directions, seeds_for, i, k) for k in range(n)], axis=-1)
+                array = np.ascontiguousarray(block.reshape(-1) if block.ndim > 1 else block)
+                if isinstance(values[i], np.ndarray):
+                    array = array.astype(values[i].dtype)
+                    args.append(array)
+                    for k in range(n):
+                        lanes[k] = array.reshape(-1, n)[:, k] if n > 1 else array
+                else:  # a scalar's N tangents behind a pointer
+                    args.append(np.ascontiguousarray(array, dtype=np.float64 if slot["ffi"] == "ptr:double"
+                                                     else np.float32))
+                continue
+            lane = int(slot["name"].rsplit("_", 1)[1]) if n > 1 else 0
+            data = self._lane_data(values, directions, seeds_for, i, lane)
+            if isinstance(values[i], np.ndarray):
+                array = np.ascontiguousarray(data, dtype=values[i].dtype)
+                args.append(array)
+                lanes[lane] = array
+            else:
+                args.append(float(data))
+        return args, written
+
+    def _lane_data(self, values, directions, seeds_for, i, lane):
+        if directions is not None:  # forward: the tangent of input i in this lane
+            d = directions[lane][i]
+            return d if d is not None else (np.zeros(len(values[i])) if isinstance(values[i], np.ndarray) else 0.0)
+        seeds, offsets, _ = seeds_for  # reverse: the seed of output i (its contents after the call)
+        if i in offsets:
+            return seeds[lane][offsets[i]:offsets[i] + len(values[i])].copy()
+        return np.zeros(len(values[i]))
+
+
+def _floating_array(p: dict) -> bool:
+    return p["ffi"] in ("ptr:double", "ptr:float")
+
+
+def _error(got: np.ndarray, expected: np.ndarray) -> float:
+    if len(expected) == 0:
+        return 0.0
+    return float(np.max(np.abs(got - expected) / np.maximum(1.0, np.abs(expected))))
+
+
+def run(sources: list, flags: list[str], only: str | None, sizes: list[str], seed: int, quiet: bool) -> int:
+    """The command: builds, checks, prints the table; 0 when every derivative matches."""
+    try:
+        lib = load(sources, flags=flags)
+        size_map = parse_sizes(sizes)
+        derived = [n for n in lib.functions if lib._specs[n]["kind"] == "derived"]
+        if only:
+            if only not in derived:
+                raise CheckError(f"no derived function named '{only}'; there are {', '.join(derived) or 'none'}")
+            derived = [only]
+        checker = Checker(lib, size_map, seed)
+        rows = [checker.check(name) for name in derived]
+    except BuildError as exc:
+        sys.stderr.write(str(exc))
+        return 1
+    except CheckError as exc:
+        print(f"adgen: error: {exc}", file=sys.stderr)
+        return 1
+    width = max([len("derivative")] + [len(r.name) for r in rows])
+    print(f"{'derivative':<{width}}  {'mode':<8} {'width':>5}  {'max rel. error':>14}  verdict")
+    for r in rows:
+        print(f"{r.name:<{width}}  {r.mode:<8} {r.width:>5}  {r.error:>14.2e}  {'ok' if r.ok else 'MISMATCH'}")
+    bad = [r.name for r in rows if not r.ok]
+    if not quiet:
+        print(f"{len(rows) - len(bad)} of {len(rows)} derivatives match central finite differences"
+              + (f"; mismatches: {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0

@@ -1,0 +1,198 @@
+"""`adgen.load`: builds C sources with their derivatives into a shared library (or takes the
+objects of an earlier `adgen build`) and calls its functions through ctypes, with the
+signatures from the build's manifests. Pointer parameters take NumPy arrays (or ctypes
+arrays), which the call reads and writes in place; result structs come back as named tuples."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import io
+import json
+import subprocess
+import sys
+import tempfile
+from collections import namedtuple
+from contextlib import redirect_stderr
+from pathlib import Path
+
+from adgen.frontend import __version__
+
+_SCALARS = {
+    "double": ctypes.c_double, "float": ctypes.c_float, "longdouble": ctypes.c_longdouble, "bool": ctypes.c_bool,
+    "byte": ctypes.c_byte, "ubyte": ctypes.c_ubyte, "short": ctypes.c_short, "ushort": ctypes.c_ushort,
+    "int": ctypes.c_int, "uint": ctypes.c_uint, "long": ctypes.c_long, "ulong": ctypes.c_ulong,
+    "longlong": ctypes.c_longlong, "ulonglong": ctypes.c_ulonglong,
+}
+_NUMPY_DTYPES = {"double": "float64", "float": "float32", "int": "int32", "uint": "uint32", "long": "int64",
+                 "ulong": "uint64", "longlong": "int64", "ulonglong": "uint64", "short": "int16", "ushort": "uint16",
+                 "byte": "int8", "ubyte": "uint8", "bool": "bool"}
+
+
+class BuildError(RuntimeError):
+    """adgen or the C compiler refused the sources; the message is their diagnostics."""
+
+
+def load(path, build_dir=None, flags=()) -> "Library":
+    """Builds and loads C sources with their derivatives.
+
+    `path` is a C source, a list of them, or the output directory of an earlier `adgen build`
+    (whose `.adgen.o` objects are loaded: the derived functions only). `build_dir` keeps the
+    build (default: a cache directory keyed by the sources' contents); `flags` are extra
+    compiler flags such as `["-Iinclude", "-DN=4"]`."""
+    paths = [Path(p) for p in (path if isinstance(path, (list, tuple)) else [path])]
+    if len(paths) == 1 and paths[0].is_dir():
+        return _from_build_dir(paths[0])
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"no such file: {', '.join(missing)}")
+    key = hashlib.sha256(("\0".join([__version__, *flags] + [p.read_text() for p in paths])).encode()).hexdigest()
+    out = Path(build_dir) if build_dir else Path(tempfile.gettempdir()) / f"adgen-load-{key[:16]}"
+    library = out / "libadgen.so"
+    if build_dir or not library.exists():
+        _build(paths, out, list(flags), library)
+    return Library(library, sorted(out.glob("*.adgen.json")))
+
+
+def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> None:
+    from adgen.frontend.cli import main
+
+    errors = io.StringIO()
+    with redirect_stderr(errors):
+        status = main(["build", "-q", *map(str, sources), "-o", str(out), "--", *flags])
+    if status != 0:
+        raise BuildError(errors.getvalue())
+    cc = [sys.executable, "-m", "ziglang", "cc"]
+    objects = []
+    for src in sources:
+        obj = out / f"{src.stem}.o"
+        _run([*cc, "-c", "-O2", "-fPIC", *flags, str(src), "-o", str(obj)])
+        objects.append(str(obj))
+    _run([*cc, "-shared", *objects, *(str(out / f"{s.stem}.adgen.o") for s in sources), "-o", str(library), "-lm"])
+
+
+def _from_build_dir(folder: Path) -> "Library":
+    manifests = sorted(folder.glob("*.adgen.json"))
+    objects = [m.with_name(m.name.replace(".adgen.json", ".adgen.o")) for m in manifests]
+    if not manifests or not all(o.exists() for o in objects):
+        raise FileNotFoundError(f"{folder} holds no output of `adgen build` (*.adgen.json with *.adgen.o)")
+    library = folder / "libadgen-derivatives.so"
+    _run([sys.executable, "-m", "ziglang", "cc", "-shared", *map(str, objects), "-o", str(library), "-lm"])
+    return Library(library, manifests, derived_only=True)
+
+
+def _run(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(done.stderr)
+
+
+class Library:
+    """The functions of a built library: `lib.NAME(...)` calls one; `lib.functions` lists them."""
+
+    def __init__(self, path: Path, manifests: list[Path], derived_only: bool = False):
+        self.path = Path(path)
+        self._dll = ctypes.CDLL(str(self.path))
+        self._specs: dict[str, dict] = {}
+        for m in manifests:
+            for name, spec in json.loads(Path(m).read_text())["functions"].items():
+                if not (derived_only and spec["kind"] == "primal"):
+                    self._specs[name] = spec
+        self._calls: dict[str, Function] = {}
+
+    @property
+    def functions(self) -> list[str]:
+        return sorted(self._specs)
+
+    def __getattr__(self, name: str) -> "Function":
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name not in self._specs:
+            raise AttributeError(f"{self.path.name} has no function '{name}'; it has {', '.join(self.functions)}")
+        if name not in self._calls:
+            self._calls[name] = Function(name, self._specs[name], getattr(self._dll, name))
+        return self._calls[name]
+
+    def __dir__(self):
+        return [*super().__dir__(), *self._specs]
+
+    def __repr__(self) -> str:
+        return f"<adgen library {self.path} with {', '.join(self.functions)}>"
+
+
+class Function:
+    """One C function: converts arguments, calls, and converts the result."""
+
+    def __init__(self, name: str, spec: dict, c_function):
+        self.name, self.spec, self._c = name, spec, c_function
+        self._params = spec["params"]
+        c_function.argtypes = [_argtype(p["ffi"]) for p in self._params]
+        returns = spec["returns"]
+        self._result = None
+        if "struct" in returns:
+            fields = [(f["name"], _scalar(f["ffi"]) * f["count"] if f["count"] > 1 else _scalar(f["ffi"]))
+                      for f in returns["fields"]]
+            self._struct = type(returns["struct"], (ctypes.Structure,), {"_fields_": fields})
+            self._result = namedtuple(returns["struct"], [f["name"] for f in returns["fields"]])
+            c_function.restype = self._struct
+        else:
+            c_function.restype = None if returns["ffi"] == "void" else _scalar(returns["ffi"])
+        params = ", ".join(f"{p['name']}: {p['ffi']}" for p in self._params)
+        self.__doc__ = f"{name}({params})" + (f"  [{spec['mode']} mode, width {spec['width']}, derivative of "
+                                             f"{spec['of']}]" if spec["kind"] == "derived" else "")
+
+    def __call__(self, *args):
+        if len(args) != len(self._params):
+            names = ", ".join(p["name"] for p in self._params)
+            raise TypeError(f"{self.name}() takes {len(self._params)} arguments ({names}), not {len(args)}")
+        converted = [_argument(a, p, self.name) for a, p in zip(args, self._params)]
+        value = self._c(*converted)
+        if self._result is None:
+            return value
+        return self._result(*(_field(getattr(value, f)) for f in self._result._fields))
+
+    def __repr__(self) -> str:
+        return f"<adgen function {self.__doc__}>"
+
+
+def _scalar(ffi: str):
+    if ffi not in _SCALARS:
+        raise TypeError(f"adgen.load cannot pass a C value of kind '{ffi}' through ctypes")
+    return _SCALARS[ffi]
+
+
+def _argtype(ffi: str):
+    return ctypes.c_void_p if ffi.startswith("ptr") else _scalar(ffi)
+
+
+def _argument(value, param: dict, function: str):
+    ffi = param["ffi"]
+    if not ffi.startswith("ptr"):
+        return value
+    if value is None or isinstance(value, (ctypes.Array, ctypes._Pointer, int)):
+        return ctypes.cast(value, ctypes.c_void_p) if isinstance(value, (ctypes.Array, ctypes._Pointer)) else value
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy is optional
+        raise TypeError(f"{function}(): pass a ctypes array for pointer '{param['name']}' (or install numpy)")
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{function}(): pointer parameter '{param['name']}' takes a NumPy array (written in place), "
+                        f"not {type(value).__name__}")
+    element = ffi.partition(":")[2]
+    wanted = _NUMPY_DTYPES.get(element)
+    if wanted and value.dtype != np.dtype(wanted):
+        raise TypeError(f"{function}(): '{param['name']}' must be a NumPy array of {wanted}, not {value.dtype}")
+    if not value.flags["C_CONTIGUOUS"]:
+        raise TypeError(f"{function}(): '{param['name']}' must be C-contiguous (use numpy.ascontiguousarray)")
+    return value.ctypes.data
+
+
+def _field(value):
+    if isinstance(value, ctypes.Array):
+        try:
+            import numpy as np
+
+            return np.array(value[:])
+        except ImportError:  # pragma: no cover
+            return tuple(value)
+    return value
