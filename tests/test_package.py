@@ -21,8 +21,12 @@ def test_wheel_layout(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     code = [n for n in names if not n.startswith("adgen-")]
     assert all(n.startswith("adgen/") for n in code), code
-    for needed in ("adgen/frontend/cli.py", "adgen/frontend/annotations.lark", "adgen/ir_ad/__init__.py",
-                   "adgen/templates/header.h.j2", "adgen/templates/stubs.c.j2", "adgen/templates/declarations.h.j2"):
+    for needed in ("adgen/__init__.py", "adgen/library.py", "adgen/check.py", "adgen/torch.py",
+                   "adgen/frontend/cli.py", "adgen/frontend/annotations.lark", "adgen/ir_ad/__init__.py",
+                   "adgen/ir_ad/reverse.py", "adgen/templates/header.h.j2", "adgen/templates/stubs.c.j2",
+                   "adgen/templates/declarations.h.j2", "adgen/templates/runtime.ll.j2",
+                   "adgen/templates/lowering.c.j2", "adgen/cmake/adgenConfig.cmake",
+                   "adgen/cmake/adgenConfigVersion.cmake"):
         assert needed in names
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "adgen = adgen.frontend.cli:main" in entry_points

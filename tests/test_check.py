@@ -1,0 +1,74 @@
+"""`adgen check`: the table, the exit status, sizes from --size, and a mismatch when a
+derivative is wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+import adgen
+from adgen.check import Checker
+from conftest import ROOT
+
+SOURCE = r"""
+#include <math.h>
+// @diff(f_grad: (dup, const, active) -> active; f_fwd: forward[4] (dual, const, dual) -> dualonly;
+//       f_gradv: reverse[2] (dupv, const, const) -> activeonly)
+double f(const double *x, int n, double s)
+{
+    double e = 0;
+    for (int i = 0; i < n; i++)
+        e += exp(s * x[i]) * x[i];
+    return e;
+}
+"""
+
+
+def test_check_prints_a_table_and_passes(adgen, tmp_path):
+    src = tmp_path / "f.c"
+    src.write_text(SOURCE)
+    result = adgen("check", src, "--size", "x=n", "--size", "n=6")
+    assert result.status == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0].split() == ["derivative", "mode", "width", "max", "rel.", "error", "verdict"]
+    rows = {line.split()[0]: line.split() for line in lines[1:4]}
+    assert rows["f_grad"][1:3] == ["reverse", "1"] and rows["f_grad"][-1] == "ok"
+    assert rows["f_fwd"][1:3] == ["forward", "4"] and rows["f_fwd"][-1] == "ok"
+    assert rows["f_gradv"][1:3] == ["reverse", "2"] and rows["f_gradv"][-1] == "ok"
+    assert "3 of 3 derivatives match central finite differences" in result.out
+
+
+def test_only_one(adgen, tmp_path):
+    src = tmp_path / "f.c"
+    src.write_text(SOURCE)
+    result = adgen("check", src, "--only", "f_fwd", "--size", "x=5")
+    assert result.status == 0 and "f_grad" not in result.out and "f_fwd" in result.out
+    result = adgen("check", src, "--only", "nope", "--size", "x=5")
+    assert result.status == 1 and "no derived function named 'nope'" in result.err
+
+
+def test_missing_sizes_are_named(adgen, tmp_path):
+    src = tmp_path / "f.c"
+    src.write_text(SOURCE)
+    result = adgen("check", src)
+    assert result.status == 1
+    assert "adgen: error: 'f' has pointer parameter 'x': its length is needed, pass --size x=N" in result.err
+
+
+def test_a_wrong_derivative_is_a_mismatch(tmp_path, monkeypatch):
+    src = tmp_path / "f.c"
+    src.write_text(SOURCE)
+    lib = adgen.load(src)
+    right = lib.f_grad
+
+    def wrong(*args):
+        r = right(*args)
+        return r._replace(d_s=r.d_s * 1.01)
+
+    monkeypatch.setitem(lib._calls, "f_grad", wrong)
+    row = Checker(lib, {"x": "n", "n": "5"}, seed=1).check("f_grad")
+    assert not row.ok and row.error > 1e-3
+
+
+def test_bundled_examples_check(adgen):
+    result = adgen("check", ROOT / "examples" / "rosenbrock" / "rosenbrock.c")
+    assert result.status == 0 and result.out.count(" ok") == 3
