@@ -235,6 +235,34 @@ class Checker:
         return np.zeros(len(values[i]))
 
 
+def cross_check(checker: "Checker", forward: str, reverse: str) -> Row:
+    """Forward against reverse mode on one primal: <J u, v> = <u, J^T v>, with u on the inputs
+    both derivatives treat as active and v on the outputs both carry derivatives of."""
+    lib = checker.lib
+    fspec, rspec = lib._specs[forward], lib._specs[reverse]
+    primal = fspec["of"]
+    pspec = lib._specs[primal]
+    rng = random.Random(f"{checker.seed}:{forward}:{reverse}")
+    values = checker.inputs(primal, rng)
+    both = [f != "const" and r != "const" for f, r in zip(fspec["activities"], rspec["activities"])]
+    u = [checker._direction(v, "dual" if on else "const", rng) for v, on in zip(values, both)]
+    ju = checker.forward(forward, fspec, pspec, values, [u] * fspec["width"])[0]
+    mask = []
+    if pspec["returns"]["ffi"] in ("double", "float"):
+        mask.append(fspec["returns_activity"] in ("dual", "dualonly") and
+                    rspec["returns_activity"] in ("active", "activeonly"))
+    for i, p in enumerate(pspec["params"]):
+        if _floating_array(p):
+            mask += [both[i]] * len(values[i])
+    v = np.array([rng.uniform(-1, 1) if m else 0.0 for m in mask])
+    g = checker.reverse(reverse, rspec, pspec, values, [v] * rspec["width"])[0]
+    lhs = float(np.dot(ju, v))
+    rhs = sum(float(np.dot(np.ravel(gi), np.ravel(ui))) if isinstance(ui, np.ndarray) else gi * ui
+              for gi, ui in zip(g, u) if ui is not None)
+    error = abs(lhs - rhs) / max(1.0, abs(lhs))
+    return Row(f"{forward} ~ {reverse}", "fwd/rev", 1, error, error <= 1e-8)
+
+
 def _floating_array(p: dict) -> bool:
     return p["ffi"] in ("ptr:double", "ptr:float")
 
@@ -257,6 +285,11 @@ def run(sources: list, flags: list[str], only: str | None, sizes: list[str], see
             derived = [only]
         checker = Checker(lib, size_map, seed)
         rows = [checker.check(name) for name in derived]
+        for fwd in (n for n in derived if lib._specs[n]["mode"] == "forward"):
+            rev = next((n for n in derived if lib._specs[n]["mode"] == "reverse" and
+                        lib._specs[n]["of"] == lib._specs[fwd]["of"]), None)
+            if rev is not None:
+                rows.append(cross_check(checker, fwd, rev))
     except BuildError as exc:
         sys.stderr.write(str(exc))
         return 1
@@ -265,10 +298,12 @@ def run(sources: list, flags: list[str], only: str | None, sizes: list[str], see
         return 1
     width = max([len("derivative")] + [len(r.name) for r in rows])
     print(f"{'derivative':<{width}}  {'mode':<8} {'width':>5}  {'max rel. error':>14}  verdict")
+    if not rows:
+        print("(no derived functions)")
     for r in rows:
         print(f"{r.name:<{width}}  {r.mode:<8} {r.width:>5}  {r.error:>14.2e}  {'ok' if r.ok else 'MISMATCH'}")
     bad = [r.name for r in rows if not r.ok]
     if not quiet:
-        print(f"{len(rows) - len(bad)} of {len(rows)} derivatives match central finite differences"
-              + (f"; mismatches: {', '.join(bad)}" if bad else ""))
+        print(f"{len(rows) - len(bad)} of {len(rows)} checks pass (derivatives against central finite "
+              f"differences, forward against reverse mode)" + (f"; mismatches: {', '.join(bad)}" if bad else ""))
     return 1 if bad else 0
