@@ -273,11 +273,24 @@ def _error(got: np.ndarray, expected: np.ndarray) -> float:
     return float(np.max(np.abs(got - expected) / np.maximum(1.0, np.abs(expected))))
 
 
+def annotated_sizes(sources: list) -> list[str]:
+    """`@size(x=n, n=16)` in the sources' comments: lengths and values for `adgen check`, as if
+    given with --size (which wins)."""
+    import re
+    from pathlib import Path
+
+    found = []
+    for src in sources:
+        for body in re.findall(r"@size\(([^)]*)\)", Path(src).read_text()):
+            found += [item.strip() for item in body.split(",") if item.strip()]
+    return found
+
+
 def run(sources: list, flags: list[str], only: str | None, sizes: list[str], seed: int, quiet: bool) -> int:
     """The command: builds, checks, prints the table; 0 when every derivative matches."""
     try:
         lib = load(sources, flags=flags)
-        size_map = parse_sizes(sizes)
+        size_map = parse_sizes(annotated_sizes(sources) + sizes)
         derived = [n for n in lib.functions if lib._specs[n]["kind"] == "derived"]
         if only:
             if only not in derived:

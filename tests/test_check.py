@@ -73,3 +73,28 @@ def test_a_wrong_derivative_is_a_mismatch(tmp_path, monkeypatch):
 def test_bundled_examples_check(adgen):
     result = adgen("check", ROOT / "examples" / "rosenbrock" / "rosenbrock.c")
     assert result.status == 0 and result.out.count(" ok") == 5
+
+
+def test_sizes_from_an_annotation(adgen, tmp_path):
+    src = tmp_path / "f.c"
+    src.write_text(SOURCE.replace("double f(const double *x", "// @size(x=n, n=7)\ndouble f(const double *x"))
+    result = adgen("check", src, "--only", "f_grad")
+    assert result.status == 0, result.err
+    result = adgen("check", src, "--only", "f_grad", "--size", "x=bogus")
+    assert result.status != 0  # --size wins over the annotation
+
+
+def test_progress_line_on_a_terminal():
+    import io
+
+    from adgen.frontend.timing import Stages
+
+    out = io.StringIO()
+    stages = Stages(progress=True, stream=out)
+    with stages.stage("lower", "2 sources"):
+        pass
+    assert out.getvalue() == "\radgen: lower 2 sources...\x1b[K\r\x1b[K"
+    quiet = io.StringIO()
+    with Stages(progress=False, stream=quiet).stage("lower"):
+        pass
+    assert quiet.getvalue() == ""
