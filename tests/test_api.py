@@ -86,7 +86,7 @@ def test_build_errors_are_reported(tmp_path):
         adgen.load(src)
 
 
-def test_load_a_build_directory(tmp_path, adgen_cli=None):
+def test_load_a_build_directory(tmp_path):
     from adgen.frontend.cli import main
 
     src = tmp_path / "k.c"

@@ -3,8 +3,6 @@ derivative is wrong."""
 
 from __future__ import annotations
 
-import pytest
-
 import adgen
 from adgen.check import Checker
 from conftest import ROOT
