@@ -44,7 +44,7 @@ def close(a, b, rtol=1e-6, atol=1e-8):
 SCALARS = r"""
 #include <math.h>
 
-// @diff(arith_d: (dual, dual) -> dual)
+// @diff(arith_d: (dual, dual) -> dual; arith_r: (active, active) -> active)
 double arith(double x, double y)
 {
     double r = x * y - x / (y + 3.0) + (-x);
@@ -55,7 +55,7 @@ double arith(double x, double y)
     return r;
 }
 
-// @diff(pick_d: (dual, const) -> dualonly)
+// @diff(pick_d: (dual, const) -> dualonly; pick_r: (active, const) -> activeonly)
 double pick(double x, int k)
 {
     switch (k) {
@@ -76,7 +76,7 @@ double heron(double a)
     return x;
 }
 
-// @diff(relu3_d: (dual) -> dualonly)
+// @diff(relu3_d: (dual) -> dualonly; relu3_r: (active) -> activeonly)
 double relu3(double x)
 {
     double result;
@@ -87,7 +87,7 @@ double relu3(double x)
     return result;
 }
 
-// @diff(mixed_d: (dual, const) -> dual)
+// @diff(mixed_d: (dual, const) -> dual; mixed_r: (active, const) -> active)
 float mixed(float x, int n)
 {
     double d = x;
@@ -100,6 +100,12 @@ float mixed(float x, int n)
 double f3(double x, double y)
 {
     return x * x * sin(y);
+}
+
+// @diff(frac_r: (active, active) -> activeonly)
+double frac(double x, double y)
+{
+    return fmod(x * y, 1.5) + copysign(x, -y) + fmax(x, y) * floor(y);
 }
 """
 

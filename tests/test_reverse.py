@@ -11,7 +11,7 @@ import random
 import pytest
 
 from conftest import central_difference
-from test_forward import LIBM, D, F, I, P, _build_module, _grad_fd, _libm_exact, arr, close, fn
+from test_forward import LIBM, SCALARS, D, F, I, P, _build_module, _grad_fd, _libm_exact, arr, close, fn
 
 
 def result(*fields):
@@ -384,55 +384,6 @@ def test_reverse_unsupported_is_located(adgen, c_file, tmp_path):
     assert result_.status == 1
     assert "src.c:5:12: error: cannot differentiate a call to 'ext', which is not defined in the sources and has " \
            "no derivative rule in function 'u' (needed by 'u_grad')" in result_.err
-
-
-SCALARS = r"""
-#include <math.h>
-
-// @diff(arith_r: (active, active) -> active)
-double arith(double x, double y)
-{
-    double r = x * y - x / (y + 3.0) + (-x);
-    if (x > y)
-        r = r * x;
-    else
-        r = r + y * y;
-    return r;
-}
-
-// @diff(pick_r: (active, const) -> activeonly)
-double pick(double x, int k)
-{
-    switch (k) {
-    case 0: return x * x;
-    case 1: return sin(x);
-    case 2: return exp(x) - x;
-    case 7: return 1.0 / x;
-    default: __builtin_unreachable();
-    }
-}
-
-// @diff(relu3_r: (active) -> activeonly)
-double relu3(double x)
-{
-    return x > 0 ? pow(x, 3) : 0;
-}
-
-// @diff(mixed_r: (active, const) -> active)
-float mixed(float x, int n)
-{
-    double d = x;
-    double m = d * d * (double)n;
-    int k = (int)(d * 10.0);
-    return (float)(m + sin(d) * k);
-}
-
-// @diff(frac_r: (active, active) -> activeonly)
-double frac(double x, double y)
-{
-    return fmod(x * y, 1.5) + copysign(x, -y) + fmax(x, y) * floor(y);
-}
-"""
 
 
 @pytest.fixture(scope="module")
