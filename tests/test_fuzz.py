@@ -11,7 +11,8 @@ import fuzzer
 def test_quick_fuzz_run():
     outcome = fuzzer.fuzz(programs=300, seed=20261121, batch_size=50, keep_failures=False)
     assert outcome.failures == []
-    assert outcome.passed >= 270  # most points are smooth enough for a finite-difference reference
+    assert outcome.passed >= 250  # most points are smooth enough for a finite-difference reference
+    assert outcome.passed + outcome.rejected + outcome.inconclusive == 300
 
 
 def test_kept_regressions_pass(tmp_path):
