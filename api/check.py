@@ -226,9 +226,11 @@ class Checker:
         return args, written
 
     def _lane_data(self, values, directions, seeds_for, i, lane):
-        if directions is not None:  # forward: the tangent of input i in this lane
+        if directions is not None:  # forward: the tangent of input i in this lane (a copy: it is written)
             d = directions[lane][i]
-            return d if d is not None else (np.zeros(len(values[i])) if isinstance(values[i], np.ndarray) else 0.0)
+            if d is None:
+                return np.zeros(len(values[i])) if isinstance(values[i], np.ndarray) else 0.0
+            return d.copy() if isinstance(d, np.ndarray) else d
         seeds, offsets, _ = seeds_for  # reverse: the seed of output i (its contents after the call)
         if i in offsets:
             return seeds[lane][offsets[i]:offsets[i] + len(values[i])].copy()

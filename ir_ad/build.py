@@ -16,7 +16,7 @@ from adgen.frontend.toolchain import Compiler
 from . import optimize
 from .builder import Declarations
 from .diagnose import Unsupported, located
-from .forward import ForwardMode
+from .forward import ZEROS, ForwardMode
 from .ir import Module
 from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel
 from .lower import keep_array, lower_source, lower_stubs
@@ -89,6 +89,8 @@ def differentiate(module: Module, generated: list[Generated]) -> str:
             except Unsupported as exc:
                 raise located(exc, module, sig.name)
     runtime = [reverse.runtime_text()] if reverse.definitions else []
+    if forward.uses_zeros:
+        runtime.append(ZEROS)
     replaced = {kernel_name(s) for g in generated for s in g.signatures}
     lines = [line for line in module.text.split("\n") if not _dropped(line, replaced)]
     return "\n".join(lines + decls.added + forward.definitions + reverse.definitions + runtime + kernels) + "\n"

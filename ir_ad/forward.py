@@ -20,6 +20,9 @@ from .ir import I64, PTR, Function, Instruction, Module, Operand, Type, array, i
 from .rules import rule_for
 
 LANES, INTERLEAVED = "lanes", "interleaved"
+# What may use a pointer whose shadow is behind a mask (see _FunctionWriter.guarded).
+_MASKABLE = {"load", "store", "getelementptr", "phi", "select", "freeze", "bitcast", "icmp", "ptrtoint"}
+ZEROS = '@"adgen.zeros" = internal constant [64 x i64] zeroinitializer, align 64'  # 512 bytes to read
 # Calls that neither read nor write derivatives, whatever their arguments.
 INACTIVE_CALLS = {"printf", "fprintf", "puts", "fputs", "putchar", "fflush", "abort", "exit", "_exit", "rand", "srand",
                   "time", "clock", "__assert_fail", "assert", "perror", "fwrite", "sprintf", "snprintf"}
@@ -93,7 +96,7 @@ class ForwardMode:
         self.decls = decls
         self.memo: dict[Pattern, Derived] = {}
         self.definitions: list[str] = []
-        self.pending: list[tuple[Function, Derived]] = []
+        self.uses_zeros = False
 
     def derive(self, pattern: Pattern) -> Derived:
         if pattern in self.memo:
@@ -120,6 +123,8 @@ class _FunctionWriter:
         self.lines: list[str] = []
         self.b = Builder(mode.decls, self.lines)
         self.active: set[str] = set()
+        self.maybe: set[str] = set()
+        self.cfg_defs = {i.result: i for i in fn.instructions() if i.result}
         self.inst: Instruction | None = None
 
     # ------------------------------------------------------------------ analysis
@@ -135,9 +140,54 @@ class _FunctionWriter:
                 if inst.result and inst.result not in self.active and self._carries(inst):
                     self.active.add(inst.result)
                     changed = True
+        # Pointers that may point into memory without shadow (a select or phi between an active
+        # pointer and a const one): their shadow is used only behind a mask.
+        changed = True
+        while changed:
+            changed = False
+            for inst in self.fn.instructions():
+                if inst.result in self.active and inst.result not in self.maybe and inst.type.kind == "ptr" \
+                        and self._maybe(inst):
+                    self.maybe.add(inst.result)
+                    changed = True
 
     def _on(self, op: Operand) -> bool:
         return op.value in self.active
+
+    def _shadowless(self, op: Operand) -> bool:
+        return op.value not in self.active and op.value not in ("null", "undef", "poison")
+
+    def _maybe(self, inst: Instruction) -> bool:
+        if inst.opcode == "phi":
+            return any(self._shadowless(v) or v.value in self.maybe for v, _ in inst.incoming)
+        if inst.opcode == "select":
+            return any(self._shadowless(o) or o.value in self.maybe for o in inst.operands[1:])
+        if inst.opcode in ("getelementptr", "freeze", "bitcast"):
+            return inst.operands[0].value in self.maybe
+        return False
+
+    def mask(self, op: Operand) -> str:
+        """An i1 telling whether a pointer has a real shadow ("true"/"false" when known)."""
+        if op.value in self.maybe:
+            inst = self.cfg_defs[op.value]
+            if inst.opcode in ("phi", "select"):
+                return local(bare(op.value) + "'mask")
+            return self.mask(inst.operands[0])
+        return "true" if op.value in self.active else "false"
+
+    def empty(self, t: Type) -> V:
+        """The shadow of a pointer that has none: null, only ever used behind a mask."""
+        return V(t, "zeroinitializer" if t.kind == "vector" else "null")
+
+    def guarded(self, op: Operand, lane: V | None, store: bool) -> V:
+        """A shadow address safe to use: the real one where the pointer has a shadow, else zeros
+        to read or a sink to write."""
+        p = lane if lane is not None else self.shadow(op)
+        if op.value not in self.maybe:
+            return p
+        other = "%\"adgen'sink\"" if store else "@\"adgen.zeros\""
+        self.mode.uses_zeros = True
+        return self.b.value(PTR, f"select i1 {self.mask(op)}, {p}, ptr {other}")
 
     def _carries(self, inst: Instruction) -> bool:
         op = inst.opcode
@@ -202,8 +252,10 @@ class _FunctionWriter:
             if "byval" in p.attrs or "inalloca" in p.attrs or "preallocated" in p.attrs:
                 self.inst = None
                 raise self.fail(f"a by-value struct parameter ({p.name})")
-        for block in fn.blocks:
+        for index, block in enumerate(fn.blocks):
             self.lines.append(f"{block.label[1:]}:")
+            if index == 0 and self.maybe:
+                self.lines.append("  %\"adgen'sink\" = alloca [64 x i64], align 64")
             phis = [i for i in block.instructions if i.opcode == "phi"]
             for inst in phis:
                 self.lines.append("  " + inst.text)
@@ -212,6 +264,8 @@ class _FunctionWriter:
                 self.phi(inst)
             for inst in block.instructions[len(phis):]:
                 self.inst = inst
+                if inst.opcode not in _MASKABLE and any(o.value in self.maybe for o in inst.operands):
+                    raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
                 handler = getattr(self, "op_" + inst.opcode.replace("-", "_"), None)
                 if handler is None:
                     self.other(inst)
@@ -228,11 +282,12 @@ class _FunctionWriter:
         t = self.shadows.of(inst.type)
         parts = []
         for v, block in inst.incoming:
-            s = self.shadow(v)
-            if s is None:
-                raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
+            s = self.shadow(v) or self.empty(t)
             parts.append(f"[ {s.ref}, {block} ]")
         self.lines.append(f"  {prime(inst.result)} = phi {t.text} {', '.join(parts)}")
+        if inst.result in self.maybe:
+            masks = ", ".join(f"[ {self.mask(v)}, {block} ]" for v, block in inst.incoming)
+            self.lines.append(f"  {self.mask(Operand(PTR, inst.result))} = phi i1 {masks}")
 
     def other(self, inst: Instruction) -> None:
         if any(self._on(o) for o in inst.operands) or (inst.result in self.active):
@@ -273,11 +328,14 @@ class _FunctionWriter:
     def op_select(self, inst):
         self.copy(inst)
         if inst.result in self.active:
-            a, b = self.shadow(inst.operands[1]), self.shadow(inst.operands[2])
-            if a is None or b is None:
-                raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
+            t = self.shadows.of(inst.type)
+            a = self.shadow(inst.operands[1]) or self.empty(t)
+            b = self.shadow(inst.operands[2]) or self.empty(t)
             cond = inst.operands[0]
             self.bind(inst, self.b.select(V(cond.type, cond.value), a, b))
+            if inst.result in self.maybe:
+                self.b.emit(f"{self.mask(Operand(PTR, inst.result))} = select {cond}, i1 "
+                            f"{self.mask(inst.operands[1])}, i1 {self.mask(inst.operands[2])}")
 
     def _cast(self, inst):
         self.copy(inst)
@@ -317,12 +375,15 @@ class _FunctionWriter:
         if t.kind not in ("float", "ptr", "int"):
             raise self.fail(f"a load of '{t.text}' from memory holding derivatives")
         align = self._align(inst)
+        ptr = inst.operands[0]
+        if t.kind == "ptr" and ptr.value in self.maybe:
+            raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
         if self.kind == INTERLEAVED:
             if t.kind == "ptr":
                 raise self.fail("a pointer loaded from memory with interleaved (dualv) derivatives")
-            self.bind(inst, self.b.load(st, p, align))
+            self.bind(inst, self.b.load(st, self.guarded(ptr, p, False), align))
         else:
-            lanes = [self.b.load(t, self.b.extract(p, k), align) for k in range(self.n)]
+            lanes = [self.b.load(t, self.guarded(ptr, self.b.extract(p, k), False), align) for k in range(self.n)]
             self.bind(inst, self.b.gather(lanes))
 
     def op_store(self, inst):
@@ -347,13 +408,15 @@ class _FunctionWriter:
                 raise self.fail("a pointer into memory adgen keeps no derivatives of, stored where derivatives are kept")
             s = V(self.shadows.of(t) or vector(t, self.n), "zeroinitializer")
         align = self._align(inst)
+        if value.value in self.maybe:
+            raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
         if self.kind == INTERLEAVED:
             if t.kind == "ptr":
                 raise self.fail("a pointer stored into memory with interleaved (dualv) derivatives")
-            self.b.store(s, p, align)
+            self.b.store(s, self.guarded(ptr, p, True), align)
         else:
             for k in range(self.n):
-                self.b.store(self.b.extract(s, k), self.b.extract(p, k), align)
+                self.b.store(self.b.extract(s, k), self.guarded(ptr, self.b.extract(p, k), True), align)
 
     def op_getelementptr(self, inst):
         self.copy(inst)

@@ -141,6 +141,8 @@ class _Writer:
         self.calls: dict[int, RevDerived] = {}
         self._recompute_cost: dict[str, tuple[int, frozenset] | None] = {}
         self.counted: dict[str, _Loop] = {}  # header -> loop
+        self.maybe: set[str] = set()  # pointers whose shadow may be missing (see guard)
+        self.uses_sink = False
         self.exits: dict[str, list[_Loop]] = {}  # exit block -> the counted loops it leaves
         self.affine: dict[str, tuple[_Loop, Operand, int]] = {}  # induction variable -> (loop, start, step)
         self._memtypes: dict[str, Type | None] = {}
@@ -214,6 +216,7 @@ class _Writer:
                 elif kind is not None:
                     self.floaty[inst.result] = kind
                     changed = True
+        self._find_maybe()
         self._find_useful()
         for inst in self.fn.instructions():
             self.inst = inst
@@ -229,6 +232,74 @@ class _Writer:
 
     def _on(self, op: Operand) -> bool:
         return op.value in self.floaty or op.value in self.pointers
+
+    def _has_shadow(self, op: Operand) -> bool:
+        return op.value in self.pointers or (op.value in self.params and self.pattern.active[self.params[op.value]])
+
+    def _find_maybe(self) -> None:
+        """Pointers that may point into memory without a shadow (a select or phi between an
+        argument with derivatives and a const one): their shadows are used behind a mask."""
+        def shadowless(o: Operand) -> bool:
+            return not self._has_shadow(o) and o.value not in ("null", "undef", "poison")
+
+        changed = True
+        while changed:
+            changed = False
+            for inst in self.fn.instructions():
+                if inst.result not in self.pointers or inst.result in self.maybe:
+                    continue
+                if inst.opcode == "phi":
+                    found = any(shadowless(v) or v.value in self.maybe for v, _ in inst.incoming)
+                elif inst.opcode == "select":
+                    found = any(shadowless(o) or o.value in self.maybe for o in inst.operands[1:])
+                else:
+                    found = inst.opcode in ("getelementptr", "freeze", "bitcast") and \
+                        inst.operands[0].value in self.maybe
+                if found:
+                    self.maybe.add(inst.result)
+                    changed = True
+
+    def mask_name(self, value: str) -> str:
+        return local(bare(value) + "'mask")
+
+    def mask_root(self, value: str) -> Instruction:
+        inst = self.cfg.defs[value]
+        while inst.opcode not in ("phi", "select"):
+            inst = self.cfg.defs[inst.operands[0].value]
+        return inst
+
+    def forward_mask(self, op: Operand) -> str:
+        """The mask of a pointer in the forward sweep: an i1 value, or true/false."""
+        if op.value in self.maybe:
+            return self.mask_name(self.mask_root(op.value).result)
+        return "true" if self._has_shadow(op) else "false"
+
+    def mask_value(self, op: Operand, blk: "_Block", b: Builder) -> V:
+        """The same in the reverse sweep: recomputed through selects, kept for phis."""
+        if op.value not in self.maybe:
+            return V(Type("i1", "int", 1), "true" if self._has_shadow(op) else "false")
+        root = self.mask_root(op.value)
+        key = self.mask_name(root.result)
+        if key in blk.made:
+            return blk.made[key]
+        if root.opcode == "select":
+            cond = self.value(root.operands[0], blk, b)
+            made = b.select(cond, self.mask_value(root.operands[1], blk, b), self.mask_value(root.operands[2], blk, b))
+        elif not self.cfg.in_loop(self.cfg.block_of[root.result]):
+            made = self._from_frame(key, Type("i1", "int", 1), b)
+        else:
+            made = self._pop(key, Type("i1", "int", 1), blk)
+        blk.made[key] = made
+        return made
+
+    def guard(self, op: Operand, p: V, blk: "_Block", b: Builder) -> V:
+        """A shadow address safe to use: the real one, or a scratch sink where there is none."""
+        if op.value not in self.maybe:
+            return p
+        self.uses_sink = True
+        sink = V(PTR, "%\"adgen'sink\"")
+        other = sink if p.type.kind != "vector" else b.splat(sink, self.n)
+        return b.select(self.mask_value(op, blk, b), p, other)
 
     def _varies(self, inst: Instruction):
         """None, "ptr" (a pointer with a shadow) or the float type of a value with an adjoint."""
@@ -518,6 +589,8 @@ class _Writer:
             params.append(f"{vector(fn.ret, self.n).text} %\"ret'seed\"")
         params.append("ptr %tape")
         out = [f"define internal {d.rev_ret.text} {d.rev}({', '.join(params)}) {{", "entry:"]
+        if self.maybe:
+            out.append("  %\"adgen'sink\" = alloca [64 x i64], align 64")
         b = Builder(self.mode.decls, out, prefix="e")
         for name in sorted(self.floaty):
             if self.active(name):
@@ -697,7 +770,7 @@ class _Writer:
         if inst.result is None or not self.active(inst.result):
             return
         dr = self.take(b, inst.result)
-        p = self.shadow(inst.operands[0], blk, b)
+        p = self.guard(inst.operands[0], self.shadow(inst.operands[0], blk, b), blk, b)
         t = self.floaty[inst.result]
         align = _align(inst)
         old = self.load_shadow(b, t, p, align)
@@ -718,16 +791,20 @@ class _Writer:
             self.memtype(ptr.value) if value.type.kind == "int" and value.type.bits in (32, 64) else None)
         if t is None or (value.type.kind == "int" and t.bits != value.type.bits):
             return  # integers and pointers: nothing flows back
-        p = self.shadow(ptr, blk, b)
+        p = self.guard(ptr, self.shadow(ptr, blk, b), blk, b)
         align = _align(inst)
         dv = self.load_shadow(b, t, p, align)
         self.store_shadow(b, V(vector(t, self.n), "zeroinitializer"), p, align)
+        if ptr.value in self.maybe:  # the sink holds nothing to pass on
+            dv = b.select(self.mask_value(ptr, blk, b), dv, V(dv.type, "zeroinitializer"))
         if self.active(value.value):
             self.add(b, value.value, dv)
 
     def reverse_call(self, inst, blk, b) -> None:
         name = callee_name(inst)
         args = inst.operands
+        if any(a.value in self.maybe for a in args) and not name.startswith(IGNORED_INTRINSICS):
+            raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
         if name.startswith(IGNORED_INTRINSICS):
             return
         if name.startswith(("llvm.memcpy", "llvm.memmove")) or name in ("memcpy", "memmove"):
@@ -840,10 +917,14 @@ class _Writer:
             for inst in phis:
                 out.append("  " + inst.text)
                 if inst.result in self.pointers:
+                    maybe = inst.result in self.maybe
                     parts = []
                     for v, frm in inst.incoming:
-                        parts.append(f"[ {self._forward_shadow(v, b).ref}, {frm} ]")
+                        parts.append(f"[ {self._forward_shadow(v, b, maybe).ref}, {frm} ]")
                     out.append(f"  {prime(inst.result)} = phi {self.shadows.of(PTR).text} {', '.join(parts)}")
+                    if maybe:
+                        masks = ", ".join(f"[ {self.forward_mask(v)}, {frm} ]" for v, frm in inst.incoming)
+                        out.append(f"  {self.mask_name(inst.result)} = phi i1 {masks}")
             preds = self.cfg.preds[block.label]
             loop = self.counted.get(block.label)
             if loop is not None:
@@ -860,6 +941,8 @@ class _Writer:
                 self._keep(inst.result, b)
                 if inst.result in self.pointers:
                     self._keep(prime(inst.result), b)
+                if inst.result in self.maybe:
+                    self._keep(self.mask_name(inst.result), b)
             body = block.instructions[len(phis):]
             for inst in body[:-1]:
                 self.inst = inst
@@ -916,21 +999,27 @@ class _Writer:
         b.store(V(t, name), at, 8)
 
     def _frame_type(self, name: str) -> Type:
+        if name.endswith("'mask\""):
+            return Type("i1", "int", 1)
         if name.endswith("'\"") or name.endswith("'"):
             return self.shadows.of(PTR)
         return self.cfg.defs[name].type
 
-    def _forward_shadow(self, op: Operand, b: Builder) -> V:
+    def _forward_shadow(self, op: Operand, b: Builder, missing_ok: bool = False) -> V:
         t = self.shadows.of(PTR)
         if op.value in self.pointers or op.value in self.params and self._on(op):
             return V(t, prime(op.value))
-        if op.value in ("null", "undef", "poison"):
+        if op.value in ("null", "undef", "poison") or missing_ok:
             return V(t, "zeroinitializer" if self.kind == LANES else "null")
         raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
 
     def forward(self, inst: Instruction, b: Builder) -> None:
         op = inst.opcode
         out = b.lines
+        if any(o.value in self.maybe for o in inst.operands) and (
+                op not in ("load", "store", "getelementptr", "select", "freeze", "bitcast", "icmp", "ptrtoint")
+                or (op == "load" and inst.type.kind == "ptr") or (op == "store" and inst.operands[0].type.kind == "ptr")):
+            raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
         if op == "alloca" and inst.result in self.pointers:
             return self._heap_alloca(inst, b)
         if op == "call":
@@ -949,8 +1038,13 @@ class _Writer:
             made = self._shadow_gep(inst, base, lambda o: V(o.type, o.value), b)
         elif op == "select":
             cond = inst.operands[0]
-            made = b.select(V(cond.type, cond.value), self._forward_shadow(inst.operands[1], b),
-                            self._forward_shadow(inst.operands[2], b))
+            maybe = inst.result in self.maybe
+            made = b.select(V(cond.type, cond.value), self._forward_shadow(inst.operands[1], b, maybe),
+                            self._forward_shadow(inst.operands[2], b, maybe))
+            if maybe:
+                b.emit(f"{self.mask_name(inst.result)} = select {cond}, i1 {self.forward_mask(inst.operands[1])}, "
+                       f"i1 {self.forward_mask(inst.operands[2])}")
+                self._keep(self.mask_name(inst.result), b)
         elif op == "load":
             if self.kind == INTERLEAVED:
                 raise self.fail("a pointer loaded from memory with interleaved (dupv) derivatives")

@@ -96,3 +96,26 @@ def test_progress_line_on_a_terminal():
     with Stages(progress=False, stream=quiet).stage("lower"):
         pass
     assert quiet.getvalue() == ""
+
+
+def test_selects_between_const_and_active_arrays_at_all_widths(adgen, tmp_path):
+    src = tmp_path / "mix.c"
+    src.write_text("""
+// @diff(mix_r2: reverse[2] (const, dup, active, const) -> active;
+//       mix_rv: reverse[2] (const, dupv, active, const) -> active;
+//       mix_f4: forward[4] (const, dual, dual, const) -> dual;
+//       mix_fv: forward[2] (const, dualv, dual, const) -> dual)
+double mix(const double *x, double *y, double t, int k)
+{
+    double s = 0;
+    for (int i = 0; i < 4; i++) {
+        s += (t * i > 1.0 ? x[i] : y[i]) * t;
+        y[i] = (t > 0.5 ? x[i] : y[(i + k) % 4]) * t;
+    }
+    return s;
+}
+""")
+    for seed in ("1", "2", "3"):
+        result = adgen("check", src, "--size", "x=4", "--size", "y=4", "--size", "k=1", "--seed", seed)
+        assert result.status == 0, result.out + result.err
+        assert result.out.count(" ok") == 6

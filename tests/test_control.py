@@ -79,6 +79,17 @@ double energy(const particle *p, int n)
     return e;
 }
 
+// @diff(mix_f: (const, dual, dual, const) -> dual; mix_r: (const, dup, active, const) -> active)
+double mix(const double *x, double *y, double t, int k)
+{
+    double s = 0;
+    for (int i = 0; i < 4; i++) {
+        s += (t * i > 1.0 ? x[i] : y[i]) * t;
+        y[i] = (t > 0.5 ? x[i] : y[(i + k) % 4]) * t;
+    }
+    return s;
+}
+
 // @diff(smooth_f: (dual, const, const); smooth_r: (dup, const, const))
 void smooth(float *x, int n, int sweeps)
 {
@@ -187,3 +198,36 @@ def test_in_place_float_sweeps(lib):
     jtv = arr(v, F)
     r(arr(x, F), jtv, n, sweeps)
     assert _dot(ju, v) == pytest.approx(_dot(u, jtv), rel=1e-5)
+
+
+@pytest.mark.parametrize("t", [0.3, 0.7, -0.4])
+def test_select_between_const_and_active_arrays(lib, t):
+    """c ? x[i] : y[i] with x const becomes a select of pointers: derivatives flow through y only."""
+    primal = fn(lib, "mix", D, P, P, D, I)
+    x, y = [0.3, -0.2, 0.5, 0.9], [0.1, 0.4, -0.6, 0.2]
+
+    def outputs(v):  # (return value, y after the call) from (y, t)
+        yy = arr(v[:4])
+        return [primal(arr(x), yy, v[4], 1)] + list(yy)
+
+    z = y + [t]
+    rng = random.Random(11)
+    u, w = [rng.uniform(-1, 1) for _ in range(5)], [rng.uniform(-1, 1) for _ in range(5)]
+    class R(C.Structure):
+        _fields_ = [("ret", D), ("d_ret", D)]
+
+    f = fn(lib, "mix_f", R, P, P, P, D, D, I)
+    dy = arr(u[:4])
+    jvp = [f(arr(x), arr(y), dy, t, u[4], 1).d_ret] + list(dy)
+    h = 1e-6
+    fd = [(a - b) / (2 * h) for a, b in zip(outputs([p + h * q for p, q in zip(z, u)]),
+                                           outputs([p - h * q for p, q in zip(z, u)]))]
+    assert jvp == pytest.approx(fd, rel=1e-6, abs=1e-8)
+
+    class G(C.Structure):
+        _fields_ = [("ret", D), ("d_t", D)]
+
+    r = fn(lib, "mix_r", G, P, P, P, D, I, D)
+    gy = arr(w[1:])
+    g = r(arr(x), arr(y), gy, t, 1, w[0])
+    assert _dot(jvp, w) == pytest.approx(_dot(u, list(gy) + [g.d_t]), rel=1e-12)
