@@ -119,3 +119,28 @@ double mix(const double *x, double *y, double t, int k)
         result = adgen("check", src, "--size", "x=4", "--size", "y=4", "--size", "k=1", "--seed", seed)
         assert result.status == 0, result.out + result.err
         assert result.out.count(" ok") == 6
+
+
+def test_loop_carried_pointer_from_const_input_to_active_layers(adgen, tmp_path):
+    src = tmp_path / "layers.c"
+    src.write_text("""#include <math.h>
+// @diff(layers_r: (dup, const, dup) -> activeonly; layers_f: (dual, const, dual) -> dualonly;
+//       layers_r2: reverse[2] (dup, const, dup) -> activeonly)
+double layers(const double *w, const double *xs, double *h)
+{
+    const double *in = xs;
+    double loss = 0;
+    for (int l = 0; l < 3; l++) {
+        double *out = h + 4 * l;
+        for (int k = 0; k < 4; k++)
+            out[k] = tanh(w[l * 4 + k] * in[k] + in[(k + 1) % 4]);
+        in = out;
+    }
+    for (int k = 0; k < 4; k++)
+        loss += in[k] * in[k];
+    return loss;
+}
+""")
+    result = adgen("check", src, "--size", "w=12", "--size", "xs=4", "--size", "h=12")
+    assert result.status == 0, result.out + result.err
+    assert result.out.count(" ok") == 4
