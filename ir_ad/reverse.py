@@ -142,7 +142,6 @@ class _Writer:
         self._recompute_cost: dict[str, tuple[int, frozenset] | None] = {}
         self.counted: dict[str, _Loop] = {}  # header -> loop
         self.maybe: set[str] = set()  # pointers whose shadow may be missing (see guard)
-        self.uses_sink = False
         self.exits: dict[str, list[_Loop]] = {}  # exit block -> the counted loops it leaves
         self.affine: dict[str, tuple[_Loop, Operand, int]] = {}  # induction variable -> (loop, start, step)
         self._memtypes: dict[str, Type | None] = {}
@@ -296,7 +295,6 @@ class _Writer:
         """A shadow address safe to use: the real one, or a scratch sink where there is none."""
         if op.value not in self.maybe:
             return p
-        self.uses_sink = True
         sink = V(PTR, "%\"adgen'sink\"")
         other = sink if p.type.kind != "vector" else b.splat(sink, self.n)
         return b.select(self.mask_value(op, blk, b), p, other)
