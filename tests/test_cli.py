@@ -241,3 +241,4 @@ def test_build_refuses_a_struct_by_value(adgen, c_file, tmp_path):
     result = adgen("build", src, "-o", tmp_path / "out")
     assert result.status == 1
     assert "src.c:2:10: error: 'f' passes or returns a struct by value" in result.err
+    assert not (tmp_path / "out" / "src.adgen.o").exists()
