@@ -30,6 +30,9 @@ IGNORED_INTRINSICS = ("llvm.dbg.", "llvm.lifetime.", "llvm.assume", "llvm.experi
                       "llvm.invariant.", "llvm.prefetch", "llvm.donothing", "llvm.sideeffect", "llvm.stacksave",
                       "llvm.stackrestore", "llvm.pseudoprobe", "llvm.var.annotation")
 ALLOCATORS = {"malloc", "calloc", "aligned_alloc"}
+# Both modes refuse a pointer whose shadow is known only on some paths; this says what to do instead.
+MIXED_POINTER = ("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of"
+                 " (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
 
 
 def callee_name(inst: Instruction) -> str:
@@ -265,7 +268,7 @@ class _FunctionWriter:
             for inst in block.instructions[len(phis):]:
                 self.inst = inst
                 if inst.opcode not in _MASKABLE and any(o.value in self.maybe for o in inst.operands):
-                    raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
+                    raise self.fail(MIXED_POINTER)
                 handler = getattr(self, "op_" + inst.opcode.replace("-", "_"), None)
                 if handler is None:
                     self.other(inst)
@@ -357,12 +360,6 @@ class _FunctionWriter:
         raise self.fail("an integer turned into a pointer (inttoptr): adgen cannot follow derivatives through it")
 
     # memory ----------------------------------------------------------------
-    def _align(self, inst) -> int | None:
-        import re
-
-        m = re.search(r"align (\d+)", inst.text)
-        return int(m.group(1)) if m else None
-
     def op_load(self, inst):
         self.copy(inst)
         if inst.result not in self.active:
@@ -374,10 +371,10 @@ class _FunctionWriter:
         st = self.shadows.of(t)
         if t.kind not in ("float", "ptr", "int"):
             raise self.fail(f"a load of '{t.text}' from memory holding derivatives")
-        align = self._align(inst)
+        align = inst.align
         ptr = inst.operands[0]
         if t.kind == "ptr" and ptr.value in self.maybe:
-            raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
+            raise self.fail(MIXED_POINTER)
         if self.kind == INTERLEAVED:
             if t.kind == "ptr":
                 raise self.fail("a pointer loaded from memory with interleaved (dualv) derivatives")
@@ -407,9 +404,9 @@ class _FunctionWriter:
             if t.kind == "ptr":
                 raise self.fail("a pointer into memory adgen keeps no derivatives of, stored where derivatives are kept")
             s = V(self.shadows.of(t) or vector(t, self.n), "zeroinitializer")
-        align = self._align(inst)
+        align = inst.align
         if value.value in self.maybe:
-            raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
+            raise self.fail(MIXED_POINTER)
         if self.kind == INTERLEAVED:
             if t.kind == "ptr":
                 raise self.fail("a pointer stored into memory with interleaved (dualv) derivatives")

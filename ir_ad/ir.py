@@ -288,6 +288,12 @@ class Instruction:
     def name(self) -> str | None:
         return self.result
 
+    @property
+    def align(self) -> int | None:
+        """The `align N` of a load or store, kept when adgen writes its shadow twin."""
+        m = re.search(r"align (\d+)", self.text)
+        return int(m.group(1)) if m else None
+
 
 def parse_instruction(line: str) -> Instruction:
     text, dbg = _strip_metadata(line)

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from .analysis import PURE, CFG, Memory
 from .builder import Builder, Declarations, V, bare, local, prime
 from .diagnose import Unsupported
-from .forward import ALLOCATORS, IGNORED_INTRINSICS, INACTIVE_CALLS, INTERLEAVED, LANES, ShadowTypes, callee_name
+from .forward import (ALLOCATORS, IGNORED_INTRINSICS, INACTIVE_CALLS, INTERLEAVED, LANES, MIXED_POINTER, ShadowTypes,
+                      callee_name)
 from .ir import I64, PTR, Function, Instruction, Module, Operand, Type, float_type, struct, vector
 from .rules import rule_for
 
@@ -770,7 +771,7 @@ class _Writer:
         dr = self.take(b, inst.result)
         p = self.guard(inst.operands[0], self.shadow(inst.operands[0], blk, b), blk, b)
         t = self.floaty[inst.result]
-        align = _align(inst)
+        align = inst.align
         old = self.load_shadow(b, t, p, align)
         self.store_shadow(b, b.fadd(old, dr), p, align)
 
@@ -790,7 +791,7 @@ class _Writer:
         if t is None or (value.type.kind == "int" and t.bits != value.type.bits):
             return  # integers and pointers: nothing flows back
         p = self.guard(ptr, self.shadow(ptr, blk, b), blk, b)
-        align = _align(inst)
+        align = inst.align
         dv = self.load_shadow(b, t, p, align)
         self.store_shadow(b, V(vector(t, self.n), "zeroinitializer"), p, align)
         if ptr.value in self.maybe:  # the sink holds nothing to pass on
@@ -802,7 +803,7 @@ class _Writer:
         name = callee_name(inst)
         args = inst.operands
         if any(a.value in self.maybe for a in args) and not name.startswith(IGNORED_INTRINSICS):
-            raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
+            raise self.fail(MIXED_POINTER)
         if name.startswith(IGNORED_INTRINSICS):
             return
         if name.startswith(("llvm.memcpy", "llvm.memmove")) or name in ("memcpy", "memmove"):
@@ -1009,7 +1010,7 @@ class _Writer:
             return V(t, prime(op.value))
         if op.value in ("null", "undef", "poison") or missing_ok:
             return V(t, "zeroinitializer" if self.kind == LANES else "null")
-        raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
+        raise self.fail(MIXED_POINTER)
 
     def forward(self, inst: Instruction, b: Builder) -> None:
         op = inst.opcode
@@ -1017,7 +1018,7 @@ class _Writer:
         if any(o.value in self.maybe for o in inst.operands) and (
                 op not in ("load", "store", "getelementptr", "select", "freeze", "bitcast", "icmp", "ptrtoint")
                 or (op == "load" and inst.type.kind == "ptr") or (op == "store" and inst.operands[0].type.kind == "ptr")):
-            raise self.fail("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
+            raise self.fail(MIXED_POINTER)
         if op == "alloca" and inst.result in self.pointers:
             return self._heap_alloca(inst, b)
         if op == "call":
@@ -1029,7 +1030,7 @@ class _Writer:
                 p = V(self.shadows.of(PTR), prime(inst.operands[1].value))
                 if self.kind == INTERLEAVED:
                     raise self.fail("a pointer stored into memory with interleaved (dupv) derivatives")
-                self.store_shadow(b, s, p, _align(inst))
+                self.store_shadow(b, s, p, inst.align)
             return
         if op == "getelementptr":
             base = self._forward_shadow(inst.operands[0], b)
@@ -1047,7 +1048,7 @@ class _Writer:
             if self.kind == INTERLEAVED:
                 raise self.fail("a pointer loaded from memory with interleaved (dupv) derivatives")
             p = self._forward_shadow(inst.operands[0], b)
-            made = b.gather([b.load(PTR, b.extract(p, k), _align(inst)) for k in range(self.n)])
+            made = b.gather([b.load(PTR, b.extract(p, k), inst.align) for k in range(self.n)])
         else:
             raise self.fail(f"a pointer made by '{op}' where derivatives are needed")
         b.emit(f"{prime(inst.result)} = select i1 true, {made}, {made}")
@@ -1116,8 +1117,3 @@ class _Lazy(V):
 
     def __str__(self) -> str:
         return f"{self.type.text} {self.ref}"
-
-
-def _align(inst: Instruction) -> int | None:
-    m = re.search(r"align (\d+)", inst.text)
-    return int(m.group(1)) if m else None
