@@ -420,23 +420,24 @@ LIBM = [("sin", 1, 0.7), ("cos", 1, 0.7), ("tan", 1, 0.7), ("asin", 1, 0.3), ("a
         ("erf", 1, 0.7), ("erfc", 1, 0.7), ("fma", 3, (0.7, -1.3, 2.1))]
 
 
-def _libm_source() -> str:
+def libm_source(prefix: str, activity: str, returns: str) -> str:
+    """One wrapper per libm function and precision, each annotated for one mode (the reverse tests reuse it)."""
     lines = ["#include <math.h>"]
     for name, arity, _ in LIBM:
         for t, suffix in (("double", ""), ("float", "f")):
             params = ", ".join(f"{t} a{i}" for i in range(arity))
-            acts = ", ".join(["dual"] * arity)
+            acts = ", ".join([activity] * arity)
             args = ", ".join(f"a{i}" for i in range(arity))
-            lines.append(f"// @diff(d_{name}{suffix}: ({acts}) -> dualonly)\n"
+            lines.append(f"// @diff({prefix}_{name}{suffix}: ({acts}) -> {returns})\n"
                          f"{t} m_{name}{suffix}({params}) {{ return {name}{suffix}({args}); }}")
-    lines.append("// @diff(d_powi: (dual, const) -> dualonly)\n"
+    lines.append(f"// @diff({prefix}_powi: ({activity}, const) -> {returns})\n"
                  "double m_powi(double x, int n) { return __builtin_powi(x, n); }")
     return "\n".join(lines) + "\n"
 
 
 @pytest.fixture(scope="module")
 def libm(tmp_path_factory):
-    return _build_module(tmp_path_factory, _libm_source())
+    return _build_module(tmp_path_factory, libm_source("d", "dual", "dualonly"))
 
 
 @pytest.mark.parametrize("name, arity, point", LIBM, ids=[n for n, _, _ in LIBM])

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from conftest import central_difference
-from test_forward import LIBM, SCALARS, D, F, I, P, _build_module, _grad_fd, _libm_exact, arr, close, fn
+from test_forward import LIBM, SCALARS, D, F, I, P, _build_module, _grad_fd, _libm_exact, arr, close, fn, libm_source
 
 
 def result(*fields):
@@ -282,23 +282,9 @@ def test_forward_against_reverse_on_a_map(kernels):
         assert sum(a * b for a, b in zip(ju, v)) == pytest.approx(sum(a * b for a, b in zip(u, jtv)), rel=1e-12)
 
 
-def _libm_reverse_source() -> str:
-    lines = ["#include <math.h>"]
-    for name, arity, _ in LIBM:
-        for t, suffix in (("double", ""), ("float", "f")):
-            params = ", ".join(f"{t} a{i}" for i in range(arity))
-            args = ", ".join(f"a{i}" for i in range(arity))
-            acts = ", ".join(["active"] * arity)
-            lines.append(f"// @diff(r_{name}{suffix}: ({acts}) -> activeonly)\n"
-                         f"{t} m_{name}{suffix}({params}) {{ return {name}{suffix}({args}); }}")
-    lines.append("// @diff(r_powi: (active, const) -> activeonly)\n"
-                 "double m_powi(double x, int n) { return __builtin_powi(x, n); }")
-    return "\n".join(lines) + "\n"
-
-
 @pytest.fixture(scope="module")
 def libm(tmp_path_factory):
-    return _build_module(tmp_path_factory, _libm_reverse_source())
+    return _build_module(tmp_path_factory, libm_source("r", "active", "activeonly"))
 
 
 @pytest.mark.parametrize("name, arity, point", LIBM, ids=[n for n, _, _ in LIBM])
