@@ -1,24 +1,32 @@
-"""adgen's benchmarks: `python -m bench [--quick] [--json FILE] [-o DIR] [--difftime]`.
+"""adgen's benchmarks: `python -m bench [--quick] [--enzyme PLUGIN] [--json FILE] [-o DIR] [--difftime]`.
 
 Builds bench/kernels.c with adgen (reverse gradient, width-1 and width-8 forward derivatives
-of each kernel), bench/hand.c (hand-written gradients, the reference) and bench/driver.c, all
-with --march native, then runs them in one process. Timing is in C: each measurement is the
-best of several repetitions. For each kernel it reports
+of each kernel), bench/hand.c (hand-written gradients, the reference where there is one) and
+bench/driver.c, all with --march native, then runs them in one process. With --enzyme, the
+same kernels are also differentiated by Enzyme (bench/enzyme.c, compiled by clang-19 with the
+plugin: `../shared/tools/build-enzyme.sh` builds it) and timed in the same run. Timing is in
+C: each measurement is the best of several repetitions. For each kernel it reports
 
-  reverse:  the primal, adgen's gradient, the hand-written gradient (gradient/primal and
-            adgen/hand ratios; the two gradients must agree);
-  forward8: forward[8] against eight width-1 calls (speedup_vs_scalar; the lanes must agree).
+  reverse:  the primal, adgen's gradient, the hand-written and Enzyme's gradients, and each
+            gradient's peak heap bytes (tape, caches and shadow memory: what the derivative
+            allocates); gradients are checked against the hand-written ones or, where there
+            is none, against central finite differences, and Enzyme's against adgen's;
+  forward8: forward[8] against eight width-1 calls and against Enzyme's forward[8] (the
+            lanes must agree).
 
 It writes DIR/bench.md (a Markdown table) and, with matplotlib installed
 (pip install 'adgen[bench]'), DIR/ratios.png; --json FILE writes one record per kernel and
-mode with the keys kernel, mode, primal_s, adgen_s, hand_s and, for forward8,
-speedup_vs_scalar. --difftime also measures differentiation time against IR size
-(DIR/difftime.png). --quick uses smaller sizes and finishes in under two minutes."""
+mode with the keys kernel, mode, primal_s, adgen_s, hand_s (None where there is no hand-written
+gradient, and for forward8), enzyme_s (None without --enzyme), difference, and for reverse
+adgen_bytes and enzyme_bytes, for forward8 speedup_vs_scalar. --difftime also measures
+differentiation time against IR size (DIR/difftime.png). --quick uses smaller sizes and
+finishes in under two minutes."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,53 +34,100 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+WRAPPED = ["malloc", "calloc", "realloc", "free"]
 
 
-def build(work: Path) -> Path:
+def build(work: Path, enzyme: Path | None, enzyme_cc: str) -> Path:
     cc = [sys.executable, "-m", "ziglang", "cc", "-O2", "-march=native"]
     steps = [
         [sys.executable, "-m", "adgen.frontend.cli", "build", "-q", "--march", "native", str(HERE / "kernels.c"),
          "-o", str(work)],
         [*cc, "-c", str(HERE / "kernels.c"), "-o", str(work / "kernels.o")],
         [*cc, "-c", str(HERE / "hand.c"), "-o", str(work / "hand.o")],
-        [*cc, "-I", str(work), str(HERE / "driver.c"), str(work / "kernels.o"), str(work / "hand.o"),
-         str(work / "kernels.adgen.o"), "-lm", "-o", str(work / "bench")],
     ]
+    objects = [work / "kernels.o", work / "hand.o", work / "kernels.adgen.o"]
+    defines = []
+    if enzyme is not None:
+        steps.append([enzyme_cc, "-O2", "-fno-math-errno", "-march=native", f"-fplugin={enzyme}", "-w", "-c",
+                      str(HERE / "enzyme.c"), "-o", str(work / "enzyme.o")])
+        objects.append(work / "enzyme.o")
+        defines.append("-DWITH_ENZYME")
+    steps.append([*cc, *defines, "-I", str(work), str(HERE / "driver.c"), *map(str, objects), "-lm",
+                  *(f"-Wl,--wrap={f}" for f in WRAPPED), "-o", str(work / "bench")])
     for step in steps:
         subprocess.run(step, check=True)
     return work / "bench"
 
 
-def measure(quick: bool) -> list[dict]:
+def parse(line: str) -> dict:
+    """One driver line (key=value fields) as a record."""
+    fields = dict(item.split("=", 1) for item in line.split())
+    number = lambda key, kind=float: kind(fields[key]) if key in fields else None
+    record = dict(kernel=fields["kernel"], mode=fields["mode"], primal_s=number("primal"), adgen_s=number("adgen"),
+                  hand_s=number("hand"), enzyme_s=number("enzyme"), difference=number("diff"),
+                  enzyme_difference=number("enzyme_diff"))
+    if record["mode"] == "reverse":
+        record["adgen_bytes"] = number("adgen_bytes", int)
+        record["enzyme_bytes"] = number("enzyme_bytes", int)
+    else:
+        record["scalar_s"] = number("scalar")
+        record["speedup_vs_scalar"] = record["scalar_s"] / record["adgen_s"]
+    return record
+
+
+def measure(quick: bool, enzyme: Path | None, enzyme_cc: str) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="adgen-bench-") as tmp:
-        program = build(Path(tmp))
+        program = build(Path(tmp), enzyme, enzyme_cc)
         out = subprocess.run([str(program), "quick" if quick else "full"], check=True, capture_output=True,
                              text=True)
-    records = []
-    for line in out.stdout.splitlines():
-        kernel, mode, primal, adgen, other, diff = line.split()
-        record = dict(kernel=kernel, mode=mode, primal_s=float(primal), adgen_s=float(adgen), difference=float(diff))
-        if mode == "reverse":
-            record["hand_s"] = float(other)
-        else:
-            record["hand_s"] = None  # no hand-written forward derivatives: compared with 8 width-1 calls
-            record["scalar_s"] = float(other)
-            record["speedup_vs_scalar"] = float(other) / float(adgen)
-        records.append(record)
-    return records
+    return [parse(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def _ms(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds * 1e3:.3f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+def _mb(count: int | None) -> str:
+    return "" if count is None else f"{count / 1e6:.2f}"
 
 
 def table(records: list[dict]) -> str:
-    rows = ["| kernel | primal ms | adgen gradient ms | hand-written ms | gradient/primal | adgen/hand "
-            "| forward[8] ms | 8 width-1 calls ms | forward[8] speedup |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    with_enzyme = any(r["enzyme_s"] is not None for r in records)
+    head = ["kernel", "primal ms", "adgen gradient ms", "hand-written ms"]
+    if with_enzyme:
+        head += ["Enzyme gradient ms"]
+    head += ["gradient/primal", "adgen/hand"]
+    if with_enzyme:
+        head += ["adgen/Enzyme", "Enzyme/primal"]
+    head += ["adgen peak MB"]
+    if with_enzyme:
+        head += ["Enzyme peak MB"]
+    head += ["forward[8] ms", "8 width-1 calls ms"]
+    if with_enzyme:
+        head += ["Enzyme forward[8] ms", "forward[8] adgen/Enzyme"]
+    head += ["forward[8] speedup"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     forward = {r["kernel"]: r for r in records if r["mode"] == "forward8"}
     for r in (r for r in records if r["mode"] == "reverse"):
-        f = forward.get(r["kernel"])
-        rows.append(f"| {r['kernel']} | {r['primal_s'] * 1e3:.3f} | {r['adgen_s'] * 1e3:.3f} | "
-                    f"{r['hand_s'] * 1e3:.3f} | {r['adgen_s'] / r['primal_s']:.2f} | {r['adgen_s'] / r['hand_s']:.2f} | "
-                    + (f"{f['adgen_s'] * 1e3:.3f} | {f['scalar_s'] * 1e3:.3f} | {f['speedup_vs_scalar']:.2f} |"
-                       if f else "| | |"))
+        f = forward.get(r["kernel"], {})
+        cells = [r["kernel"], _ms(r["primal_s"]), _ms(r["adgen_s"]), _ms(r["hand_s"])]
+        if with_enzyme:
+            cells += [_ms(r["enzyme_s"])]
+        cells += [_ratio(r["adgen_s"], r["primal_s"]), _ratio(r["adgen_s"], r["hand_s"])]
+        if with_enzyme:
+            cells += [_ratio(r["adgen_s"], r["enzyme_s"]), _ratio(r["enzyme_s"], r["primal_s"])]
+        cells += [_mb(r["adgen_bytes"])]
+        if with_enzyme:
+            cells += [_mb(r["enzyme_bytes"])]
+        cells += [_ms(f.get("adgen_s")), _ms(f.get("scalar_s"))]
+        if with_enzyme:
+            cells += [_ms(f.get("enzyme_s")), _ratio(f.get("adgen_s"), f.get("enzyme_s"))]
+        cells += [f"{f['speedup_vs_scalar']:.2f}" if f else ""]
+        rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
 
@@ -86,12 +141,16 @@ def plot(records: list[dict], path: Path) -> bool:
         return False
     reverse = [r for r in records if r["mode"] == "reverse"]
     names = [r["kernel"] for r in reverse]
+    series = [("adgen", [r["adgen_s"] / r["primal_s"] for r in reverse])]
+    if any(r["enzyme_s"] for r in reverse):
+        series.append(("Enzyme", [(r["enzyme_s"] or 0) / r["primal_s"] for r in reverse]))
+    series.append(("hand-written", [(r["hand_s"] or 0) / r["primal_s"] for r in reverse]))
     xs = range(len(names))
-    fig, ax = plt.subplots(figsize=(9, 4))
-    width = 0.4
-    ax.bar([x - width / 2 for x in xs], [r["adgen_s"] / r["primal_s"] for r in reverse], width, label="adgen")
-    ax.bar([x + width / 2 for x in xs], [r["hand_s"] / r["primal_s"] for r in reverse], width, label="hand-written")
-    ax.axhline(3.0, color="grey", linestyle="--", linewidth=1, label="goal: 3x the primal")
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    width = 0.8 / len(series)
+    for i, (label, values) in enumerate(series):
+        ax.bar([x + (i - (len(series) - 1) / 2) * width for x in xs], values, width, label=label)
+    ax.axhline(3.0, color="grey", linestyle="--", linewidth=1, label="3x the primal")
     ax.set_xticks(list(xs), names, rotation=30, ha="right")
     ax.set_ylabel("gradient time / primal time")
     ax.set_yscale("log")
@@ -107,13 +166,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions (under 2 minutes)")
+    parser.add_argument("--enzyme", type=Path, metavar="PLUGIN",
+                        help="Enzyme's clang plugin (ClangEnzyme-19.so): time Enzyme's derivatives in the same run")
+    parser.add_argument("--enzyme-cc", default="clang-19", metavar="CLANG",
+                        help="the clang the plugin was built for (default: clang-19)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the records as JSON")
     parser.add_argument("-o", dest="out", type=Path, default=Path("build/bench"),
                         help="where to write bench.md and the plots (default: build/bench)")
     parser.add_argument("--difftime", action="store_true", help="also measure differentiation time against IR size")
     args = parser.parse_args()
+    if args.enzyme is not None:
+        if not args.enzyme.is_file():
+            parser.error(f"--enzyme {args.enzyme}: no such file (../shared/tools/build-enzyme.sh builds it)")
+        if shutil.which(args.enzyme_cc) is None:
+            parser.error(f"--enzyme needs {args.enzyme_cc}, the clang the plugin was built for (--enzyme-cc CLANG)")
     start = time.perf_counter()
-    records = measure(args.quick)
+    records = measure(args.quick, args.enzyme.resolve() if args.enzyme else None, args.enzyme_cc)
     args.out.mkdir(parents=True, exist_ok=True)
     text = table(records)
     print(text)
@@ -132,7 +200,8 @@ def main() -> int:
         from bench import difftime
 
         difftime.run(args.out / "difftime.png", quick=args.quick)
-    disagree = [f"{r['kernel']} ({r['mode']})" for r in records if r["difference"] > 1e-6]
+    disagree = [f"{r['kernel']} ({r['mode']}{', Enzyme' if (r['enzyme_difference'] or 0) > 1e-6 else ''})"
+                for r in records if r["difference"] > 1e-6 or (r["enzyme_difference"] or 0) > 1e-6]
     print(f"done in {time.perf_counter() - start:.0f} s")
     if disagree:
         print(f"results disagree on: {', '.join(disagree)}", file=sys.stderr)

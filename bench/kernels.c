@@ -2,6 +2,7 @@
  * reverse-mode gradient (NAME_grad), a width-1 forward derivative (NAME_fwd) and a width-8
  * one (NAME_fwd8). bench/hand.c holds hand-written gradients of the same functions. */
 #include <math.h>
+#include <stdlib.h>
 
 /* Extended Rosenbrock. */
 // @diff(rosenbrock_grad: (dup, const) -> activeonly;
@@ -204,4 +205,150 @@ double sinexp(const double *x, int n)
     for (int i = 0; i < n; i++)
         s += sin(x[i]) * exp(0.5 * x[i]) * x[i];
     return s;
+}
+
+/* ADBench's GMM objective, shaped as its C code is: temporaries allocated once and reused for
+ * every point and component (so the reverse sweep needs values that are overwritten), icf
+ * holding each component's log-diagonal then the strictly lower triangle of its inverse
+ * Cholesky factor, log-sum-exp over components, and a Wishart prior. The result goes to *err. */
+static double arr_max(int n, const double *x)
+{
+    double m = x[0];
+    for (int i = 1; i < n; i++)
+        if (m < x[i])
+            m = x[i];
+    return m;
+}
+
+static double sqnorm(int n, const double *x)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += x[i] * x[i];
+    return s;
+}
+
+static void subtract(int d, const double *x, const double *y, double *out)
+{
+    for (int id = 0; id < d; id++)
+        out[id] = x[id] - y[id];
+}
+
+static double log_sum_exp(int n, const double *x)
+{
+    double mx = arr_max(n, x), s = 0;
+    for (int i = 0; i < n; i++)
+        s += exp(x[i] - mx);
+    return log(s) + mx;
+}
+
+/* out = L x, L lower triangular with diagonal qdiag and below it the entries of ltri by columns */
+static void qtimesx(int d, const double *qdiag, const double *ltri, const double *x, double *out)
+{
+    for (int id = 0; id < d; id++)
+        out[id] = qdiag[id] * x[id];
+    int at = 0;
+    for (int i = 0; i < d; i++)
+        for (int j = i + 1; j < d; j++)
+            out[j] += ltri[at++] * x[i];
+}
+
+// @diff(gmm_objective_grad: (const, const, const, dup, dup, dup, const, const, const, dup);
+//       gmm_objective_fwd: (const, const, const, dual, dual, dual, const, const, const, dual);
+//       gmm_objective_fwd8: forward[8] (const, const, const, dual, dual, dual, const, const, const, dual))
+void gmm_objective(int d, int k, int n, const double *alphas, const double *means, const double *icf,
+                   const double *x, double wishart_gamma, int wishart_m, double *err)
+{
+    int icf_sz = d * (d + 1) / 2;
+    double *qdiags = malloc(sizeof(double) * d * k), *sum_qs = malloc(sizeof(double) * k);
+    double *xcentered = malloc(sizeof(double) * d), *qxcentered = malloc(sizeof(double) * d);
+    double *main_term = malloc(sizeof(double) * k);
+    for (int ik = 0; ik < k; ik++) {
+        sum_qs[ik] = 0;
+        for (int id = 0; id < d; id++) {
+            double q = icf[ik * icf_sz + id];
+            sum_qs[ik] += q;
+            qdiags[ik * d + id] = exp(q);
+        }
+    }
+    double slse = 0;
+    for (int ix = 0; ix < n; ix++) {
+        for (int ik = 0; ik < k; ik++) {
+            subtract(d, &x[ix * d], &means[ik * d], xcentered);
+            qtimesx(d, &qdiags[ik * d], &icf[ik * icf_sz + d], xcentered, qxcentered);
+            main_term[ik] = alphas[ik] + sum_qs[ik] - 0.5 * sqnorm(d, qxcentered);
+        }
+        slse += log_sum_exp(k, main_term);
+    }
+    double lse_alphas = log_sum_exp(k, alphas);
+    double prior = 0;
+    for (int ik = 0; ik < k; ik++) {
+        double frobenius = sqnorm(d, &qdiags[ik * d]) + sqnorm(icf_sz - d, &icf[ik * icf_sz + d]);
+        prior += 0.5 * wishart_gamma * wishart_gamma * frobenius - wishart_m * sum_qs[ik];
+    }
+    *err = -0.5 * n * d * 1.8378770664093453 + slse - n * lse_alphas + prior;
+    free(qdiags);
+    free(sum_qs);
+    free(xcentered);
+    free(qxcentered);
+    free(main_term);
+}
+
+/* ADBench's bundle-adjustment residual for one observation, the function whose gradients
+ * build the Jacobian two rows at a time: a camera of 11 numbers (Rodrigues rotation, centre,
+ * focal length, principal point, two radial distortion coefficients), a 3-D point, a weight
+ * and the observed feature; err gets the weighted 2-D reprojection error. Small functions,
+ * called once per observation and output. */
+static void cross(const double *a, const double *b, double *out)
+{
+    out[0] = a[1] * b[2] - a[2] * b[1];
+    out[1] = a[2] * b[0] - a[0] * b[2];
+    out[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+static void rodrigues_rotate_point(const double *rot, const double *pt, double *rotated)
+{
+    double sqtheta = sqnorm(3, rot);
+    if (sqtheta != 0) {
+        double theta = sqrt(sqtheta), costheta = cos(theta), sintheta = sin(theta), inv = 1.0 / theta;
+        double w[3] = { rot[0] * inv, rot[1] * inv, rot[2] * inv }, w_cross_pt[3];
+        cross(w, pt, w_cross_pt);
+        double tmp = (w[0] * pt[0] + w[1] * pt[1] + w[2] * pt[2]) * (1.0 - costheta);
+        for (int i = 0; i < 3; i++)
+            rotated[i] = pt[i] * costheta + w_cross_pt[i] * sintheta + w[i] * tmp;
+    } else {
+        double rot_cross_pt[3];
+        cross(rot, pt, rot_cross_pt);
+        for (int i = 0; i < 3; i++)
+            rotated[i] = pt[i] + rot_cross_pt[i];
+    }
+}
+
+static void radial_distort(const double *rad, double *proj)
+{
+    double rsq = proj[0] * proj[0] + proj[1] * proj[1], l = 1.0 + rad[0] * rsq + rad[1] * rsq * rsq;
+    proj[0] *= l;
+    proj[1] *= l;
+}
+
+static void project(const double *cam, const double *X, double *proj)
+{
+    double Xo[3] = { X[0] - cam[3], X[1] - cam[4], X[2] - cam[5] }, Xcam[3];
+    rodrigues_rotate_point(cam, Xo, Xcam);
+    proj[0] = Xcam[0] / Xcam[2];
+    proj[1] = Xcam[1] / Xcam[2];
+    radial_distort(&cam[9], proj);
+    proj[0] = proj[0] * cam[6] + cam[7];
+    proj[1] = proj[1] * cam[6] + cam[8];
+}
+
+// @diff(reproj_error_grad: (dup, dup, dup, const, dup);
+//       reproj_error_fwd: (dual, dual, dual, const, dual);
+//       reproj_error_fwd8: forward[8] (dual, dual, dual, const, dual))
+void reproj_error(const double *cam, const double *X, const double *w, const double *feat, double *err)
+{
+    double proj[2];
+    project(cam, X, proj);
+    err[0] = *w * (proj[0] - feat[0]);
+    err[1] = *w * (proj[1] - feat[1]);
 }

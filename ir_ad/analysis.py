@@ -144,6 +144,9 @@ class CFG:
             out[b] = seen
         return out
 
+    def block_of_inst(self, inst: Instruction) -> str:
+        return self.index_in_block[id(inst)][0]
+
     def may_follow(self, first: Instruction, later: Instruction) -> bool:
         """Whether `later` can execute after `first` in the same call."""
         b1, i1 = self.index_in_block[id(first)]
@@ -152,10 +155,18 @@ class CFG:
 
 
 class Memory:
-    """Pointer bases and writes, for deciding whether a load may be repeated later."""
+    """Pointer bases and writes, for deciding whether a load may be repeated later.
 
-    def __init__(self, fn: Function, cfg: CFG, functions: dict[str, Function], attributes: dict[str, str]):
-        self.fn, self.cfg, self.functions, self.attributes = fn, cfg, functions, attributes
+    `overwritten` names the pointer arguments whose memory the caller may write after this call
+    returns, and `later_writes` says whether it may write anything at all (globals, memory
+    reached through loaded pointers): a load from such memory cannot be repeated in the reverse
+    sweep, which runs after the caller's writes."""
+
+    def __init__(self, fn: Function, cfg: CFG, module, overwritten: frozenset[str] = frozenset(),
+                 later_writes: bool = False):
+        self.fn, self.cfg, self.module = fn, cfg, module
+        self.functions, self.attributes = module.functions, module.attributes
+        self.overwritten, self.later_writes = overwritten, later_writes
         self.params = {p.name: p for p in fn.params}
         self._bases: dict[str, Base] = {}
         self.writes: list[tuple[Instruction, Base]] = []
@@ -192,9 +203,14 @@ class Memory:
         if "fresh" in (a.kind, b.kind):
             return False
         if a.kind == "global" and b.kind == "global":
-            return False
+            return "*" in (a.name, b.name)  # "*": whatever globals a callee writes
         return not any(self.params[x.name].attrs.get("noalias") is not None
                        for x in (a, b) if x.kind == "arg")
+
+    def types_may_alias(self, a: Instruction, b: Instruction) -> bool:
+        """C's type rules (clang's TBAA tags): a double and an int never overlap."""
+        ta, tb = self.module.tbaa_types(a.tbaa), self.module.tbaa_types(b.tbaa)
+        return not ta or not tb or ta[0] in tb or tb[0] in ta
 
     def _written(self, inst: Instruction) -> list[Base]:
         op = inst.opcode
@@ -207,7 +223,9 @@ class Memory:
         name = inst.callee.lstrip("@").strip('"')
         if name.startswith(("llvm.memcpy", "llvm.memmove", "llvm.memset")) or name in ("memcpy", "memmove", "memset"):
             return [self.base(inst.operands[0].value)]
-        if name.startswith("llvm.") or name in ("free", "malloc", "calloc", "printf", "puts", "fprintf"):
+        if name in ("free", "realloc"):  # the memory is gone (or moved) afterwards
+            return [self.base(inst.operands[0].value)]
+        if name.startswith("llvm.") or name in ("malloc", "calloc", "aligned_alloc", "printf", "puts", "fprintf"):
             return []
         target = self.functions.get(inst.callee)
         if target is not None and _reads_only(target, self.attributes):
@@ -217,13 +235,43 @@ class Memory:
             return pointers + [Base("unknown", inst.callee)]
         return pointers + [Base("global", "*")]  # a defined callee may write globals too
 
-    def unchanged_after(self, load: Instruction) -> bool:
-        """Whether the memory `load` reads is never written after it in this call."""
+    def unchanged_after(self, load: Instruction, ignored: set[int] = frozenset()) -> bool:
+        """Whether the memory `load` reads holds the same value when the reverse sweep runs: no
+        write in this call after it (but those in `ignored`, which the reverse sweep undoes or
+        performs itself), nor in the caller after this call."""
         base = self.base(load.operands[0].value)
+        if (base.kind == "arg" and base.name in self.overwritten) or \
+                (base.kind in ("global", "unknown") and self.later_writes):
+            return False
         for inst, target in self.writes:
-            if self.may_alias(base, target) and self.cfg.may_follow(load, inst):
-                return False
+            if id(inst) in ignored or not self.cfg.may_follow(load, inst) or not self.may_alias(base, target):
+                continue
+            if inst.opcode == "store" and not self.types_may_alias(load, inst):
+                continue
+            return False
         return True
+
+    def clobbering(self, load: Instruction, among: set[int]) -> list[Instruction]:
+        """The writes in `among` (by id) that may overwrite what `load` read, after it."""
+        base = self.base(load.operands[0].value)
+        return [inst for inst, target in self.writes
+                if id(inst) in among and self.cfg.may_follow(load, inst) and self.may_alias(base, target)
+                and (inst.opcode != "store" or self.types_may_alias(load, inst))]
+
+    def written_after(self, call: Instruction, ignored: set[int] = frozenset()) -> tuple[list[Base], bool]:
+        """What this call's caller may write after `call`: the bases written, and whether anything
+        at all is (for the callee's `Memory`)."""
+        found = [t for inst, t in self.writes if id(inst) not in ignored and self.cfg.may_follow(call, inst)]
+        return found, bool(found) or self.later_writes
+
+    def arg_overwritten(self, value: str, after: list[Base]) -> bool:
+        """Whether memory a pointer points into may be written after a call (see written_after)."""
+        base = self.base(value)
+        if base.kind == "arg" and base.name in self.overwritten:
+            return True
+        if base.kind in ("global", "unknown") and self.later_writes:
+            return True
+        return any(self.may_alias(base, t) for t in after)
 
 
 def _reads_only(fn: Function, attributes: dict[str, str]) -> bool:

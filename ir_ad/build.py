@@ -72,7 +72,8 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
 
 def differentiate(module: Module, generated: list[Generated]) -> str:
     """The module's text with the derivative functions and the kernels the stubs call."""
-    decls = Declarations(set(module.functions))
+    numbers = [int(k[1:]) for k in module.metadata if k[1:].isdigit()]
+    decls = Declarations(set(module.functions), max(numbers, default=0) + 1)
     forward = ForwardMode(module, decls)
     reverse = ReverseMode(module, decls)
     kernels: list[str] = []
@@ -93,7 +94,8 @@ def differentiate(module: Module, generated: list[Generated]) -> str:
         runtime.append(ZEROS)
     replaced = {kernel_name(s) for g in generated for s in g.signatures}
     lines = [line for line in module.text.split("\n") if not _dropped(line, replaced)]
-    return "\n".join(lines + decls.added + forward.definitions + reverse.definitions + runtime + kernels) + "\n"
+    return "\n".join(lines + decls.added + forward.definitions + reverse.definitions + runtime + kernels +
+                     decls.scopes.definitions()) + "\n"
 
 
 def _kept(module: Module, array: str) -> dict[str, str]:

@@ -52,12 +52,44 @@ def float_const(value: float, t: Type) -> str:
     return "0x%016X" % _struct.unpack("<Q", _struct.pack("<d", value))[0]
 
 
-class Declarations:
-    """The functions the module declares or defines, and the declarations to add."""
+PRIMAL, SHADOW, CACHE = "primal", "shadow", "cache"
 
-    def __init__(self, known: set[str]):
+
+class AliasScopes:
+    """Tells LLVM what the derivative code knows and alias analysis cannot see: primal memory,
+    shadow memory and the cache plan's storage never overlap (a shadow is its own memory by the
+    ABI's contract, and the storage is adgen's own). Each load and store the derivative code
+    makes is tagged with the one it touches, so that loops over primal and shadow arrays
+    vectorize without runtime checks and values carried in memory become registers."""
+
+    def __init__(self, first: int):
+        self.first = first
+        self.used = False
+
+    def tag(self, kind: str) -> str:
+        self.used = True
+        k = (PRIMAL, SHADOW, CACHE).index(kind)
+        return f", !alias.scope !{self.first + 4 + k}, !noalias !{self.first + 7 + k}"
+
+    def definitions(self) -> list[str]:
+        if not self.used:
+            return []
+        f = self.first
+        scopes = [f"!{f + 1 + k} = distinct !{{!{f + 1 + k}, !{f}, !\"adgen {kind}\"}}"
+                  for k, kind in enumerate((PRIMAL, SHADOW, CACHE))]
+        own = [f"!{f + 4 + k} = !{{!{f + 1 + k}}}" for k in range(3)]
+        others = [f"!{f + 7 + k} = !{{{', '.join(f'!{f + 1 + j}' for j in range(3) if j != k)}}}" for k in range(3)]
+        return [f"!{f} = distinct !{{!{f}, !\"adgen\"}}", *scopes, *own, *others]
+
+
+class Declarations:
+    """The functions the module declares or defines, the declarations to add, and the alias
+    scopes of the derivative code (numbered after the module's own metadata)."""
+
+    def __init__(self, known: set[str], first_metadata: int = 1_000_000):
         self.known = set(known)
         self.added: list[str] = []
+        self.scopes = AliasScopes(first_metadata)
 
     def need(self, name: str, ret: Type, params: list[Type]) -> None:
         if name not in self.known:
@@ -80,6 +112,14 @@ class Builder:
 
     def emit(self, text: str) -> None:
         self.lines.append("  " + text)
+
+    def reemit(self, inst, refs: dict[str, str]) -> V:
+        """A copy of a pure instruction, with some of its operands (by name) replaced."""
+        text = inst.text.split("=", 1)[1].strip()
+        if refs:
+            names = "|".join(re.escape(n) for n in sorted(refs, key=len, reverse=True))
+            text = re.sub(f"({names})(?![-\\w$.\"'])", lambda m: refs[m.group(1)], text)
+        return self.value(inst.type, text + (self.tag(PRIMAL) if inst.opcode == "load" else ""))
 
     def value(self, t: Type, text: str, hint: str = "") -> V:
         name = self.fresh(hint)
@@ -173,11 +213,15 @@ class Builder:
         return out
 
     # memory
-    def load(self, t: Type, ptr: V, align: int | None = None) -> V:
-        return self.value(t, f"load {t.text}, {ptr}" + (f", align {align}" if align else ""))
+    def load(self, t: Type, ptr: V, align: int | None = None, memory: str | None = None) -> V:
+        """`memory`: PRIMAL, SHADOW or CACHE, the memory it reads (see AliasScopes)."""
+        return self.value(t, f"load {t.text}, {ptr}" + (f", align {align}" if align else "") + self.tag(memory))
 
-    def store(self, v: V, ptr: V, align: int | None = None) -> None:
-        self.emit(f"store {v}, {ptr}" + (f", align {align}" if align else ""))
+    def store(self, v: V, ptr: V, align: int | None = None, memory: str | None = None) -> None:
+        self.emit(f"store {v}, {ptr}" + (f", align {align}" if align else "") + self.tag(memory))
+
+    def tag(self, memory: str | None) -> str:
+        return self.decls.scopes.tag(memory) if memory else ""
 
     def gep(self, source: Type, base: V, *indices: V, flags: str = "") -> V:
         """A pointer, or a vector of pointers when the base or an index is a vector."""

@@ -69,7 +69,7 @@ class Type:
 
 VOID = Type("void", "void")
 PTR = Type("ptr", "ptr")
-I1, I32, I64 = Type("i1", "int", 1), Type("i32", "int", 32), Type("i64", "int", 64)
+I1, I8, I32, I64 = Type("i1", "int", 1), Type("i8", "int", 8), Type("i32", "int", 32), Type("i64", "int", 64)
 
 
 def int_type(bits: int) -> Type:
@@ -283,6 +283,7 @@ class Instruction:
     call_args: list[tuple[Operand, dict]] = field(default_factory=list)
     dbg: str | None = None  # "!N"
     count: Operand | None = None  # alloca count
+    tbaa: str | None = None  # "!N", the access tag of a load or store
 
     @property
     def name(self) -> str | None:
@@ -297,6 +298,7 @@ class Instruction:
 
 def parse_instruction(line: str) -> Instruction:
     text, dbg = _strip_metadata(line)
+    tbaa = re.search(r",\s*!tbaa\s+(![0-9]+)", line)
     c = Cursor(text)
     result = None
     if c.peek().startswith("%") and c.peek(1) == "=":
@@ -305,7 +307,7 @@ def parse_instruction(line: str) -> Instruction:
     while c.peek() in ("tail", "musttail", "notail"):
         c.next()
     op = c.next()
-    inst = Instruction(text.strip(), result, op, VOID, dbg=dbg)
+    inst = Instruction(text.strip(), result, op, VOID, dbg=dbg, tbaa=tbaa.group(1) if tbaa else None)
     flags = lambda: [c.next() for _ in iter(lambda: c.peek() in _FLAGS, False)]
     if op in BINARY:
         flags()
@@ -627,6 +629,24 @@ class Module:
             t = self.struct_type(t)
             t = t.elems[0] if t.kind in ("array", "vector") else t.elems[i]
         return t
+
+    def tbaa_types(self, tag: str | None) -> tuple[str, ...]:
+        """The scalar type an access tag names and the types above it, nearest first
+        ("double", "omnipotent char", ...); empty when unknown."""
+        node = self.metadata.get(tag or "", "")
+        refs = re.findall(r"![0-9]+", node)
+        if len(refs) < 2:
+            return ()
+        chain, at = [], refs[1]  # the access type
+        for _ in range(16):
+            m = re.match(r'!\{!"([^"]*)"(?:, (![0-9]+))?', self.metadata.get(at, ""))
+            if not m:
+                break
+            chain.append(m.group(1))
+            if not m.group(2):
+                break
+            at = m.group(2)
+        return tuple(chain)
 
     def location(self, dbg: str | None) -> Location | None:
         """The C file, line and column of a !DILocation."""

@@ -17,7 +17,6 @@ from .reverse import RevPattern, ReverseMode
 
 _DUAL = {Activity.DUAL, Activity.DUALONLY}
 _DUP = {Activity.DUP, Activity.DUPONLY}
-TAPE = Type("{ ptr, i64, i64 }", "struct", 0, (PTR, I64, I64), 3)
 
 
 def kernel_name(sig: Signature) -> str:
@@ -88,7 +87,7 @@ def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: F
 
 
 def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Function) -> str:
-    """Runs the augmented forward sweep then the reverse sweep on a fresh tape, and frees it."""
+    """Runs the augmented forward sweep then the reverse sweep, their record on the stack."""
     d = sig.derivation
     n = d.width
     params, out, b = _start(mode.module, decls, sig)
@@ -98,37 +97,43 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
     for p, act in zip(d.primal.params, d.activities):
         primal_args.append(next(slots))
         if act in _DUP:
-            shadow_args.append(b.gather([next(slots) for _ in range(n)]))
+            shadow_args += [next(slots) for _ in range(n)]
         elif act is Activity.DUPV:
             kind = INTERLEAVED
             shadow_args.append(next(slots))
         active.append(act is not Activity.CONST)
         memtypes.append(p.ctype.element_float if act in _DUP | {Activity.DUPV} else "")
     ret_active = d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY)
-    seeds = [b.gather([next(slots) for _ in range(n)])] if ret_active else []
-    derived = mode.derive(RevPattern(fn.name, tuple(active), ret_active, n, kind, tuple(memtypes)))
-    tape = V(PTR, "%tape")
-    b.emit(f"%tape = alloca {TAPE.text}, align 8")
-    b.store(V(TAPE, "zeroinitializer"), tape, 8)
-    aug_args = ", ".join(str(a) for a in primal_args + shadow_args + [tape])
+    seeds = [next(slots) for _ in range(n)] if ret_active else []
+    if seeds and kind == INTERLEAVED:
+        seeds = [b.gather(seeds)]
+    returns = any(f.name == "ret" for f in sig.fields)
+    derived = mode.derive(RevPattern(fn.name, tuple(active), ret_active, n, kind, tuple(memtypes),
+                                     tuple(False for _ in active), False, returns))
+    record = V(PTR, "null")
+    if derived.record_size:
+        record = b.value(PTR, f"alloca [{derived.record_size} x i8], align 16")
+    aug_args = ", ".join(str(a) for a in primal_args + shadow_args + [record])
+    primal = None
     if derived.aug_ret.kind == "void":
         b.emit(f"call void {derived.aug}({aug_args})")
-        primal = None
     else:
         primal = b.value(derived.aug_ret, f"call {derived.aug_ret.text} {derived.aug}({aug_args})")
-    rev_args = ", ".join(str(a) for a in primal_args + shadow_args + seeds + [tape])
+    rev_args = ", ".join(str(a) for a in primal_args + shadow_args + seeds + [record])
     grads = None
     if derived.rev_ret.kind == "void":
         b.emit(f"call void {derived.rev}({rev_args})")
     else:
         grads = b.value(derived.rev_ret, f"call {derived.rev_ret.text} {derived.rev}({rev_args})")
-    b.call("@free", Type("void", "void"), [b.load(PTR, tape, 8)])
     if out is not None:
-        values = {}
+        values: dict[str, V | list[V]] = {}
         if primal is not None:
             values["ret"] = primal
+        parts = 1 if kind == INTERLEAVED else n
         for k, i in enumerate(derived.scalars):
-            values[f"d_{d.primal.params[i].name}"] = b.value(derived.rev_ret.elems[k], f"extractvalue {grads}, {k}")
+            lanes = [b.value(derived.rev_ret.elems[k * parts + j], f"extractvalue {grads}, {k * parts + j}")
+                     for j in range(parts)]
+            values[f"d_{d.primal.params[i].name}"] = lanes[0] if parts == 1 else lanes
         _store_result(b, sig, out, values, fn, n)
     return _finish(sig, params, out, b)
 
@@ -144,6 +149,10 @@ def _store_result(b: Builder, sig: Signature, out: V, values: dict[str, V], fn: 
     for k, f in enumerate(sig.fields):
         value = values[f.name]
         where = out if sig.result_struct is None else b.gep(layout, out, V(i32, "0"), V(i32, str(k)))
+        if isinstance(value, list):  # lanes apart: one element of the array each
+            for j, lane in enumerate(value):
+                b.store(lane, b.gep(field_types[k], where, V(i32, "0"), V(i32, str(j))) if j else where)
+            continue
         if value.type.kind == "vector" and f.count == 1:
             value = b.extract(value, 0)
         b.store(value, where, max(1, types[f.name].bits // 8) if value.type.kind == "vector" else None)

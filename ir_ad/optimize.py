@@ -63,14 +63,8 @@ def _run(module, tm, level: int, vectorize: bool) -> None:
 
 
 def prepare(module, tm) -> str:
-    """Optimize before differentiation and name every value; the text the AD core reads.
-    Loads are not carried across loop iterations in phis (GVN's in-loop load PRE): a phi must
-    be kept for the reverse sweep, where the load it replaced could simply be repeated."""
-    llvm.set_option("adgen", "-enable-load-in-loop-pre=false")
-    try:
-        _run(module, tm, 2, vectorize=False)
-    finally:
-        llvm.set_option("adgen", "-enable-load-in-loop-pre=true")
+    """Optimize before differentiation and name every value; the text the AD core reads."""
+    _run(module, tm, 2, vectorize=False)
     namer = llvm.create_new_module_pass_manager()
     namer.add_instruction_namer_pass()
     namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))

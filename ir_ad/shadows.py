@@ -1,0 +1,190 @@
+"""How the N derivatives of a value are held, in both modes.
+
+With separate shadows (`dual`, `dup`: the LANES layout) a value has N derivative *parts* of its
+own type: N doubles for a double, N pointers for a pointer, one per lane. Each lane is its own
+scalar stream, so a loop over arrays vectorizes across iterations, lane by lane, as the primal
+does; width 1 is plain scalar code. With the interleaved layout (`dualv`, `dupv`) a value has one
+part: `<N x T>` for a float of type T, one pointer for a pointer, into memory where the N lanes
+of the scalar at primal byte offset o lie together at byte offset N*o, so a lane vector is one
+load. `Layout` does the arithmetic on parts that both modes share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .builder import SHADOW as SHADOW_MEMORY, Builder, V, bare, local
+from .ir import I8, I64, PTR, Instruction, Module, Type, array, int_type, struct, vector
+
+LANES, INTERLEAVED = "lanes", "interleaved"
+Shadow = tuple  # of V: `Layout.parts` values
+
+# Calls that neither read nor write derivatives, whatever their arguments.
+INACTIVE_CALLS = {"printf", "fprintf", "puts", "fputs", "putchar", "fflush", "abort", "exit", "_exit", "rand", "srand",
+                  "time", "clock", "__assert_fail", "assert", "perror", "fwrite", "sprintf", "snprintf"}
+IGNORED_INTRINSICS = ("llvm.dbg.", "llvm.lifetime.", "llvm.assume", "llvm.experimental.noalias.scope.decl",
+                      "llvm.invariant.", "llvm.prefetch", "llvm.donothing", "llvm.sideeffect", "llvm.stacksave",
+                      "llvm.stackrestore", "llvm.pseudoprobe", "llvm.var.annotation")
+ALLOCATORS = {"malloc", "calloc", "aligned_alloc"}
+# Both modes refuse a pointer whose shadow is known only on some paths; this says what to do instead.
+MIXED_POINTER = ("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of"
+                 " (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
+VOID = Type("void", "void")
+
+
+def callee_name(inst: Instruction) -> str:
+    return inst.callee.lstrip("@").strip('"')
+
+
+def carries(module: Module, t: Type) -> bool:
+    """Whether values of this type carry derivatives of their own (integers only when loaded
+    from floating memory, which the modes decide)."""
+    if t.kind in ("float", "ptr"):
+        return True
+    if t.kind == "named":
+        return carries(module, module.struct_type(t))
+    if t.kind in ("struct", "array"):
+        return any(carries(module, e) for e in t.elems)
+    return False
+
+
+@dataclass(frozen=True)
+class Layout:
+    module: Module
+    width: int
+    kind: str
+
+    @property
+    def parts(self) -> int:
+        return self.width if self.kind == LANES else 1
+
+    def part_type(self, t: Type) -> Type | None:
+        """The type of each part of a value's derivative, or None when it has none."""
+        if self.kind == LANES:
+            if t.kind in ("float", "ptr") or (t.kind == "int" and t.bits in (32, 64)):
+                return t
+            if t.kind == "named":
+                return t if self.part_type(self.module.struct_type(t)) else None
+            if t.kind in ("struct", "array"):
+                return t if carries(self.module, t) else None
+            return None
+        n = self.width
+        if t.kind == "float":
+            return vector(t, n)
+        if t.kind == "ptr":
+            return PTR
+        if t.kind == "int" and t.bits in (32, 64):
+            return vector(t, n)  # the bits of floating data moved as integers
+        if t.kind == "named":
+            return self.part_type(self.module.struct_type(t))
+        if t.kind == "struct":
+            elems = [self.part_type(e) or vector(int_type(8), n) for e in t.elems]
+            return struct(*elems) if any(self.part_type(e) for e in t.elems) else None
+        if t.kind == "array":
+            e = self.part_type(t.elems[0])
+            return array(e, t.count) if e else None
+        return None
+
+    # ------------------------------------------------------------------ names and constants
+    def names(self, ref: str) -> list[str]:
+        """The canonical names of a value's derivative parts: %"x'" or %"x'0" … %"x'{N-1}"."""
+        if self.parts == 1:
+            return [local(bare(ref) + "'")]
+        return [local(f"{bare(ref)}'{k}") for k in range(self.parts)]
+
+    def named(self, ref: str, t: Type) -> Shadow:
+        pt = self.part_type(t)
+        return tuple(V(pt, name) for name in self.names(ref))
+
+    def zero(self, t: Type) -> Shadow:
+        pt = self.part_type(t)
+        text = "0" if pt.kind == "int" else "null" if pt.kind == "ptr" else \
+            "0.000000e+00" if pt.kind == "float" else "zeroinitializer"
+        return tuple(V(pt, text) for _ in range(self.parts))
+
+    def bind(self, b: Builder, ref: str, s: Shadow) -> Shadow:
+        """Gives a derivative its canonical names (so that phis can refer to it ahead)."""
+        out = []
+        for name, part in zip(self.names(ref), s):
+            b.emit(f"{name} = {_move(part)}")
+            out.append(V(part.type, name))
+        return tuple(out)
+
+    # ------------------------------------------------------------------ arithmetic
+    def scale(self, b: Builder, partial: V, s: Shadow) -> Shadow:
+        """partial * s, lane by lane (partial is a primal scalar)."""
+        if self.kind == LANES:
+            return tuple(b.fmul(partial, x) for x in s)
+        return (b.fmul(b.splat(partial, self.width), s[0]),)
+
+    def add(self, b: Builder, a: Shadow, c: Shadow) -> Shadow:
+        return tuple(b.fadd(x, y) for x, y in zip(a, c))
+
+    def select(self, b: Builder, cond: V, a: Shadow, c: Shadow) -> Shadow:
+        return tuple(b.select(cond, x, y) for x, y in zip(a, c))
+
+    def cast(self, b: Builder, op: str, s: Shadow, to: Type) -> Shadow:
+        pt = self.part_type(to)
+        return tuple(b.cast(op, x, pt) for x in s)
+
+    def convert(self, b: Builder, s: Shadow, to: Type) -> Shadow:
+        """Adjoints of one float type as another (fpext or fptrunc), where a value's type and its
+        adjoint's differ."""
+        pt = self.part_type(to)
+        if s[0].type == pt:
+            return s
+        bits = lambda t: (t.elems[0] if t.kind == "vector" else t).bits
+        return tuple(b.cast("fpext" if bits(x.type) < bits(pt) else "fptrunc", x, pt) for x in s)
+
+    # ------------------------------------------------------------------ memory
+    def load(self, b: Builder, t: Type, ptrs: Shadow, align: int | None) -> Shadow:
+        if self.kind == LANES:
+            return tuple(b.load(t, p, align, SHADOW_MEMORY) for p in ptrs)
+        return (b.load(self.part_type(t), ptrs[0], align, SHADOW_MEMORY),)
+
+    def store(self, b: Builder, s: Shadow, ptrs: Shadow, align: int | None) -> None:
+        for x, p in zip(s, ptrs):
+            b.store(x, p, align, SHADOW_MEMORY)
+
+    def gep(self, b: Builder, inst: Instruction, base: Shadow, value) -> Shadow:
+        """The shadow of `getelementptr`: the same indices on each lane's pointer, or for the
+        interleaved layout the primal byte offset times N. `value(operand)` gives primal operands."""
+        if self.kind == LANES:
+            flags = " ".join(w for w in inst.text.split("getelementptr", 1)[1].split()[:3]
+                             if w in ("inbounds", "nuw", "nusw"))
+            indices = [value(o) for o in inst.operands[1:]]
+            return tuple(b.gep(inst.source_type, p, *indices, flags=flags) for p in base)
+        primal, origin = value(_result(inst)), value(inst.operands[0])
+        offset = b.binary("sub", b.cast("ptrtoint", primal, I64), b.cast("ptrtoint", origin, I64))
+        return (b.gep(I8, base[0], b.binary("mul", offset, V(I64, str(self.width)))),)
+
+    def lanes_of(self, b: Builder, memory: V, size: V) -> Shadow:
+        """Shadow pointers into one allocation of N * size bytes."""
+        if self.kind == INTERLEAVED:
+            return (memory,)
+        if self.width == 1:
+            return (memory,)
+        return tuple(b.gep(I8, memory, b.binary("mul", size, V(I64, str(k)))) if k else memory
+                     for k in range(self.width))
+
+    def zero_memory(self, b: Builder, ptrs: Shadow, length: V) -> None:
+        """Zeroes `length` primal bytes' worth of shadow memory."""
+        if self.kind == INTERLEAVED:
+            b.memset0(ptrs[0], b.binary("mul", length, V(I64, str(self.width))))
+        else:
+            for p in ptrs:
+                b.memset0(p, length)
+
+
+def _result(inst: Instruction):
+    from .ir import Operand
+
+    return Operand(PTR, inst.result)
+
+
+def _move(value: V) -> str:
+    """An instruction whose result is `value` (so a derivative can be given its own name)."""
+    t = value.type
+    if t.kind == "float" or (t.kind == "vector" and t.elems[0].kind == "float"):
+        zero = "-0.000000e+00" if t.kind == "float" else f"splat ({t.elems[0].text} -0.000000e+00)"
+        return f"fadd {value}, {zero}"
+    return f"select i1 true, {value}, {value}"
