@@ -253,16 +253,16 @@ static void report(struct record r)
 #define FORWARD8(name, primal_time, one_call, eight_call, enzyme_call)                             \
     do {                                                                                           \
         double lanes[8], singles[8], elanes[8] = { 0 };                                            \
-        struct record r = { name, "forward8", primal_time };                                       \
-        BEST(r.adgen, { eight_call; });                                                            \
-        BEST(r.scalar, for (int lane = 0; lane < 8; lane++) { one_call; });                        \
-        ENZYME(BEST(r.enzyme, { enzyme_call; }));                                                  \
+        struct record fr = { name, "forward8", primal_time };                                      \
+        BEST(fr.adgen, { eight_call; });                                                           \
+        BEST(fr.scalar, for (int lane = 0; lane < 8; lane++) { one_call; });                       \
+        ENZYME(BEST(fr.enzyme, { enzyme_call; }));                                                 \
         for (int lane = 0; lane < 8; lane++) {                                                     \
-            r.diff = fmax(r.diff, relative(lanes[lane], singles[lane]));                           \
-            ENZYME(r.enzyme_diff = fmax(r.enzyme_diff, relative(elanes[lane], lanes[lane])));      \
+            fr.diff = fmax(fr.diff, relative(lanes[lane], singles[lane]));                         \
+            ENZYME(fr.enzyme_diff = fmax(fr.enzyme_diff, relative(elanes[lane], lanes[lane])));    \
         }                                                                                          \
         (void)elanes;                                                                              \
-        report(r);                                                                                 \
+        report(fr);                                                                                \
     } while (0)
 
 /* ------------------------------------------------------------------ the kernels */

@@ -285,8 +285,7 @@ class AugmentedWriter:
         self._shadow_memory(inst.result, size, b)
 
     def _shadow_memory(self, name: str, size: V, b: Builder) -> None:
-        memory = b.call("@calloc", PTR, [V(I64, str(self.layout.width)), size])
-        self.layout.bind(b, name, self.layout.lanes_of(b, memory, size))
+        self.layout.bind(b, name, self.layout.allocate(b, size, on_stack=False))
 
     def forward_call(self, inst: Instruction, b: Builder) -> None:
         name = callee_name(inst)

@@ -54,32 +54,35 @@ def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: F
     d = sig.derivation
     n = d.width
     params, out, b = _start(mode.module, decls, sig)
-    primal_args, shadow_args, active = [], [], []
-    kind = LANES
+    primal_args, tangents, active = [], [], []
     slots = iter(zip(sig.params, params))
+    kind = INTERLEAVED if any(act is Activity.DUALV and p.ctype.is_pointer
+                              for p, act in zip(d.primal.params, d.activities)) else LANES
     for p, act in zip(d.primal.params, d.activities):
         _, value = next(slots)
         primal_args.append(value)
-        if act in _DUAL:
+        if act in _DUAL:  # N separate tangents: a vector of them where the lanes go together
             lanes = [next(slots)[1] for _ in range(n)]
-            shadow_args.append(b.gather(lanes))
-        elif act is Activity.DUALV:
+            tangents += [b.gather(lanes)] if kind == INTERLEAVED and not p.ctype.is_pointer else lanes
+        elif act is Activity.DUALV:  # one tangent holding the N lanes: apart where they go apart
             (_, given) = next(slots)
             if p.ctype.is_pointer:
-                kind = INTERLEAVED
-                shadow_args.append(given)
+                tangents.append(given)
             else:
-                shadow_args.append(b.load(vector(value.type, n), given))
+                lanes = b.load(vector(value.type, n), given)
+                tangents += [lanes] if kind == INTERLEAVED else [b.extract(lanes, k) for k in range(n)]
         active.append(act is not Activity.CONST)
+    shadow_args = tangents
     derived = mode.derive(Pattern(fn.name, tuple(active), n, kind))
     call_args = ", ".join(str(a) for a in primal_args + shadow_args)
     call = f"call {derived.ret_type.text} {derived.name}({call_args})"
     result = b.value(derived.ret_type, call) if derived.ret_type.kind != "void" else b.emit(call)
     if out is not None:
-        values = {}
+        values: dict[str, V | list[V]] = {}
         if derived.returns_shadow:
             values["ret"] = b.value(fn.ret, f"extractvalue {result}, 0")
-            values["d_ret"] = b.value(derived.ret_type.elems[1], f"extractvalue {result}, 1")
+            parts = [b.value(t, f"extractvalue {result}, {k + 1}") for k, t in enumerate(derived.ret_type.elems[1:])]
+            values["d_ret"] = parts[0] if len(parts) == 1 else parts
         else:
             values["ret"] = result
         _store_result(b, sig, out, values, fn, n)

@@ -522,11 +522,7 @@ class ReverseSweep:
             count = V(inst.count.type, inst.count.value) if inst.count else V(I64, "1")
             if count.type.text != "i64":
                 count = b.cast("zext", count, I64)
-            size = b.size_of(inst.source_type, count)
-            total = b.binary("mul", size, V(I64, str(self.layout.width)))
-            memory = b.value(PTR, f"alloca i8, i64 {total.ref}, align 16")
-            b.memset0(memory, total)
-            self.local_shadow[name] = self.layout.lanes_of(b, memory, size)
+            self.local_shadow[name] = self.layout.allocate(b, b.size_of(inst.source_type, count), on_stack=True)
 
     # ------------------------------------------------------------------ materializing
     # A key is materialized at a site, or at a site as it was some iterations earlier: the

@@ -17,6 +17,7 @@ from .ir import I8, I64, PTR, Instruction, Module, Type, array, int_type, struct
 
 LANES, INTERLEAVED = "lanes", "interleaved"
 Shadow = tuple  # of V: `Layout.parts` values
+ALIGN = 16  # the alignment shadow memory adgen allocates has (calloc's), and its accesses assume
 
 # Calls that neither read nor write derivatives, whatever their arguments.
 INACTIVE_CALLS = {"printf", "fprintf", "puts", "fputs", "putchar", "fflush", "abort", "exit", "_exit", "rand", "srand",
@@ -137,11 +138,13 @@ class Layout:
 
     # ------------------------------------------------------------------ memory
     def load(self, b: Builder, t: Type, ptrs: Shadow, align: int | None) -> Shadow:
+        align = min(align or 1, ALIGN)  # the primal's alignment, as far as shadow memory has it
         if self.kind == LANES:
             return tuple(b.load(t, p, align, SHADOW_MEMORY) for p in ptrs)
         return (b.load(self.part_type(t), ptrs[0], align, SHADOW_MEMORY),)
 
     def store(self, b: Builder, s: Shadow, ptrs: Shadow, align: int | None) -> None:
+        align = min(align or 1, ALIGN)
         for x, p in zip(s, ptrs):
             b.store(x, p, align, SHADOW_MEMORY)
 
@@ -157,13 +160,21 @@ class Layout:
         offset = b.binary("sub", b.cast("ptrtoint", primal, I64), b.cast("ptrtoint", origin, I64))
         return (b.gep(I8, base[0], b.binary("mul", offset, V(I64, str(self.width)))),)
 
-    def lanes_of(self, b: Builder, memory: V, size: V) -> Shadow:
-        """Shadow pointers into one allocation of N * size bytes."""
-        if self.kind == INTERLEAVED:
+    def allocate(self, b: Builder, size: V, on_stack: bool) -> Shadow:
+        """Zeroed shadow memory for `size` primal bytes: one allocation for all lanes (on the heap,
+        with calloc, or on the stack), the lanes apart by a multiple of 16 bytes so that each is
+        as aligned as the allocation (see ALIGN)."""
+        stride = size if self.parts == 1 else \
+            b.binary("and", b.binary("add", size, V(I64, str(ALIGN - 1))), V(I64, str(-ALIGN)))
+        if on_stack:
+            total = b.binary("mul", stride, V(I64, str(self.width)))
+            memory = b.value(PTR, f"alloca i8, {total}, align {ALIGN}")
+            b.memset0(memory, total)
+        else:
+            memory = b.call("@calloc", PTR, [V(I64, str(self.width)), stride])
+        if self.parts == 1:
             return (memory,)
-        if self.width == 1:
-            return (memory,)
-        return tuple(b.gep(I8, memory, b.binary("mul", size, V(I64, str(k)))) if k else memory
+        return tuple(b.gep(I8, memory, b.binary("mul", stride, V(I64, str(k)))) if k else memory
                      for k in range(self.width))
 
     def zero_memory(self, b: Builder, ptrs: Shadow, length: V) -> None:

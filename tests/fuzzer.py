@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import ctypes as C
+import json
 import math
+import os
 import random
 import re
 import subprocess
@@ -299,11 +301,8 @@ def run_batch(batch: list[tuple[Function, dict]], rng: random.Random, outcome: O
         if not batch:
             return
         lib, errors = build(batch, work)
-    for f, acts in batch:
-        try:
-            why = check(lib, f, acts, rng)
-        except Exception as exc:  # a crash in the derivative code is a failure too
-            why = f"{type(exc).__name__}: {exc}"
+    seeds = [rng.getrandbits(64) for _ in batch]
+    for (f, acts), why in zip(batch, checked(lib, [(f, acts, [seed]) for (f, acts), seed in zip(batch, seeds)])):
         if why is None:
             outcome.passed += 1
         elif why == "skip":
@@ -312,6 +311,38 @@ def run_batch(batch: list[tuple[Function, dict]], rng: random.Random, outcome: O
             outcome.failures.append(f"{f.name} {acts['on']}: {why}")
             if keep_failures:
                 minimize_and_keep(f, acts, work)
+
+
+def checked(lib, cases: list[tuple[Function, dict, list[int]]]) -> list[str | None]:
+    """`check` of each case (a function, its activities, the seeds of its inputs), in a child
+    process, so that derivative code that crashes is a failure of its function, not of the run."""
+    results: list[str | None] = []
+    while len(results) < len(cases):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: one line of JSON per case, as each is done
+            os.close(read)
+            out = os.fdopen(write, "w")
+            for f, acts, seeds in cases[len(results):]:
+                whys = []
+                for seed in seeds:
+                    try:
+                        whys.append(check(lib, f, acts, random.Random(seed)))
+                    except Exception as exc:  # a Python-level failure in the derivative's call
+                        whys.append(f"{type(exc).__name__}: {exc}")
+                why = next((w for w in whys if w not in (None, "skip")), "skip" if "skip" in whys else None)
+                out.write(json.dumps(why) + "\n")
+                out.flush()
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read) as lines:
+            done = [json.loads(line) for line in lines]
+        _, status = os.waitpid(pid, 0)
+        results += done
+        if len(results) < len(cases):  # the child died on the next case
+            signal = os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            results.append(f"the derivative code crashed (signal {signal})")
+    return results
 
 
 def minimize_and_keep(f: Function, acts: dict, work: Path) -> Path:
@@ -339,8 +370,7 @@ def _fails(f: Function, acts: dict, work: Path) -> bool:
     lib, _ = build([(f, acts)], work)
     if lib is None:
         return False
-    results = [check(lib, f, acts, random.Random(s)) for s in range(3)]
-    return any(r not in (None, "skip") for r in results)
+    return checked(lib, [(f, acts, [0, 1, 2])])[0] not in (None, "skip")
 
 
 def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = True, progress=None) -> Outcome:
@@ -384,9 +414,8 @@ def check_regression(path: Path, work: Path) -> str | None:
     lib = work / f"{path.stem}.so"
     subprocess.run([*cc, "-shared", str(work / "fuzz.o"), str(out / "fuzz.adgen.o"), "-o", str(lib), "-lm"], check=True)
     acts = {"on": on}
-    results = [check(C.CDLL(str(lib)), f, acts, random.Random(s)) for s in range(3)]
-    failed = [r for r in results if r not in (None, "skip")]
-    return failed[0] if failed else None
+    why = checked(C.CDLL(str(lib)), [(f, acts, [0, 1, 2])])[0]
+    return None if why in (None, "skip") else why
 
 
 def main() -> int:
