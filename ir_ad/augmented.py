@@ -11,6 +11,8 @@ sweep, and local arrays whose shadow the forward sweep needs move to the heap.""
 
 from __future__ import annotations
 
+import re
+
 from . import storage
 from .builder import CACHE, PRIMAL, Builder, V, bare, local
 from .cache_plan import GROWABLE, INDEXED, Group, Slot, descriptor_types
@@ -35,6 +37,8 @@ class AugmentedWriter:
         for slot in self.plan.slots.values():
             self.stores.setdefault(slot.key, []).append(slot)
         self.out: list[str] = []
+        self.after: list[str] = []  # blocks written after the function's own: the exit edges
+        self.split = self._edges()
 
     def fail(self, what: str):
         return self.d.fail(what)
@@ -55,7 +59,7 @@ class AugmentedWriter:
                 self._entry(b)
             phis = [i for i in block.instructions if i.opcode == "phi"]
             for inst in phis:
-                self.out.append("  " + inst.text)
+                self.out.append("  " + self._relabeled(inst, block.label))
                 d.inst = inst
                 self._phi_shadow(inst, b)
             self._control(block, b)
@@ -80,9 +84,50 @@ class AugmentedWriter:
                 if derived.aug_ret.kind == "void":
                     self.out.append("  ret void")
                     continue
-            self.out.append("  " + term.text)
+            self.out.append("  " + self._split_edges(block, term, b))
+        self.out += self.after
         self.out.append("}")
         return "\n".join(self.out)
+
+    # ------------------------------------------------------------------ edges that store exit counts
+    def _edges(self) -> dict[tuple[str, str], list[Key]]:
+        """The edges leaving loops whose iteration counts the plan stores: each gets a block of
+        its own, where the count is stored once per exit (the block after it may be a loop
+        header, which would see it every iteration)."""
+        found = {}
+        for p, succs in self.d.cfg.succs.items():
+            for e in succs:
+                keys = [Key(EXIT, l.header, e) for l in self.d.loops.exited(p, e) if Key(EXIT, l.header, e) in self.stores]
+                if keys:
+                    found[(p, e)] = keys
+        return found
+
+    def via(self, p: str, block: str) -> str:
+        """The label a phi of `block` names for predecessor `p` (its exit edge block, if split)."""
+        return local(f"xe'{bare(p)}'{bare(block)}") if (p, block) in self.split else p
+
+    def _relabeled(self, inst: Instruction, block: str) -> str:
+        if not any((frm, block) in self.split for _, frm in inst.incoming):
+            return inst.text
+        parts = list(dict.fromkeys(f"[ {v.value}, {self.via(frm, block)} ]" for v, frm in inst.incoming))
+        return f"{inst.result} = phi {inst.type.text} {', '.join(parts)}"
+
+    def _split_edges(self, block, term: Instruction, b: Builder) -> str:
+        """The terminator, branching to the exit edge blocks instead; writes those blocks."""
+        text = term.text
+        for succ in self.d.cfg.succs[block.label]:
+            if (block.label, succ) not in self.split:
+                continue
+            edge = self.via(block.label, succ)
+            text = re.sub(re.escape(succ) + r"(?![-\w$.\"'])", edge, text)
+            self.after.append(f"{edge[1:]}:")
+            eb = Builder(self.d.decls, self.after, prefix=f"xe{bare(block.label)}.{bare(succ)}.")
+            for key in self.split[(block.label, succ)]:
+                loop = self.d.loops.by_header[key.name]
+                for slot in self.stores[key]:
+                    eb.store(V(I64, _count(loop)), self._address(slot, eb), memory=CACHE)
+            eb.emit(f"br label {succ}")
+        return text
 
     def _entry(self, b: Builder) -> None:
         """Slots for the growable buffers, in the entry block."""
@@ -100,22 +145,16 @@ class AugmentedWriter:
         preds = d.cfg.preds[block.label]
         loop = d.loops.by_header.get(block.label)
         if loop is not None:
-            parts = [f"[ 0, {p} ]" for p in loop.entries] + [f"[ {_count(loop, '.next')}, {p} ]" for p in loop.latches]
+            parts = [f"[ 0, {self.via(p, block.label)} ]" for p in loop.entries] + \
+                [f"[ {_count(loop, '.next')}, {p} ]" for p in loop.latches]
             b.emit(f"{_count(loop)} = phi i64 {', '.join(parts)}")
         kept = []
         if len(preds) > 1 and Key(CAME, block.label) in self.stores:
             t = came_type(len(preds))
             came = local(f"came'{bare(block.label)}")
-            b.emit(f"{came} = phi {t.text} " + ", ".join(f"[ {i}, {p} ]" for i, p in enumerate(preds)))
+            b.emit(f"{came} = phi {t.text} " + ", ".join(f"[ {i}, {self.via(p, block.label)} ]"
+                                                          for i, p in enumerate(preds)))
             kept.append((Key(CAME, block.label), V(t, came)))
-        for header in sorted({l.header for p in preds for l in d.loops.exited(p, block.label)}):
-            key = Key(EXIT, header, block.label)
-            if key in self.stores:
-                left = d.loops.by_header[header]
-                count = local(f"exit'{bare(header)}'{bare(block.label)}")
-                parts = ", ".join(f"[ {_count(left) if p in left.body else '0'}, {p} ]" for p in preds)
-                b.emit(f"{count} = phi i64 {parts}")
-                kept.append((key, V(I64, count)))
         for key, value in kept:  # after every phi
             self._keep(key, b, value)
         if loop is not None:
@@ -224,10 +263,12 @@ class AugmentedWriter:
         names = self.layout.names(inst.result)
         pt = self.layout.part_type(PTR)
         for k, name in enumerate(names):
-            parts = ", ".join(f"[ {self.shadow(v, maybe)[k].ref}, {frm} ]" for v, frm in inst.incoming)
+            parts = ", ".join(dict.fromkeys(f"[ {self.shadow(v, maybe)[k].ref}, {self.via(frm, self.block.label)} ]"
+                                            for v, frm in inst.incoming))
             b.emit(f"{name} = phi {pt.text} {parts}")
         if maybe:
-            masks = ", ".join(f"[ {self.mask(v)}, {frm} ]" for v, frm in inst.incoming)
+            masks = ", ".join(dict.fromkeys(f"[ {self.mask(v)}, {self.via(frm, self.block.label)} ]"
+                                            for v, frm in inst.incoming))
             b.emit(f"{_mask_name(inst.result)} = phi i1 {masks}")
 
     def forward(self, inst: Instruction, b: Builder) -> None:

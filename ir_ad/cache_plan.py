@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from .analysis import PURE
 from .ir import I64, PTR, Operand
-from .keys import BLOB, DESC, Key, Keys, align_of, size_of
+from .keys import BLOB, DESC, EXIT, Key, Keys, align_of, size_of
 from .loops import Loop, LoopForest, common
 from .mincut import INF, min_vertex_cut
 
@@ -120,11 +120,20 @@ def _id(loop: Loop | None) -> int:
     return 0 if loop is None else id(loop)
 
 
+def home(keys: Keys, key: Key) -> Loop | None:
+    """The innermost loop a key is defined in, once per iteration. An exit count is defined on
+    the edge that leaves its loop: outside that loop, and outside the block it goes to if that
+    block is the header of another loop (which would see it many times)."""
+    if key.kind == EXIT:
+        return common(keys.loops.by_header[key.name], keys.loops.loop_of.get(key.sub))
+    block = keys[key].block
+    return keys.loops.loop_of.get(block) if block else None
+
+
 def scope_of(keys: Keys, key: Key, site: Loop | None) -> Loop | None:
     """Where a key needed at `site` is stored: the innermost loop around both its definition and
     the site."""
-    block = keys[key].block
-    return common(keys.loops.loop_of.get(block), site) if block else None
+    return common(home(keys, key), site)
 
 
 def make_plan(function: str, keys: Keys, loops: LoopForest, needs: dict[Key, set], forced: list[Key],
@@ -185,8 +194,7 @@ def make_plan(function: str, keys: Keys, loops: LoopForest, needs: dict[Key, set
         scope = scope_of(keys, key, site.loop)
         entries[(key, _id(scope))] = scope
     for key in forced:
-        block = keys[key].block
-        scope = loops.loop_of.get(block) if block else None
+        scope = home(keys, key)
         entries[(key, _id(scope))] = scope
 
     groups = _groups(keys, loops, entries)

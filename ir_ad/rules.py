@@ -67,7 +67,7 @@ RULES: dict[str, Rule] = {
     "fadd": R(2, lambda b, x, r: [_c(b, r, 1.0), _c(b, r, 1.0)]),
     "fsub": R(2, lambda b, x, r: [_c(b, r, 1.0), _c(b, r, -1.0)]),
     "fmul": R(2, lambda b, x, r: [x[1], x[0]]),
-    "fdiv": R(2, lambda b, x, r: [_recip(b, x[1]), b.fneg(b.fdiv(r, x[1]))]),
+    "fdiv": R(2, lambda b, x, r: (lambda inv: [inv, b.fneg(b.fmul(b.fmul(x[0], inv), inv))])(_recip(b, x[1]))),
     "frem": R(2, lambda b, x, r: _rem(b, x, r)),
     "fneg": R(1, lambda b, x, r: [_c(b, r, -1.0)]),
     # powers and roots
