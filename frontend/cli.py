@@ -56,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
                              "machine's; default: the generic CPU of the target)")
     common.add_argument("--emit-llvm", action="store_true",
                         help="build: also write the differentiated module as DIR/<stem>.adgen.ll")
+    common.add_argument("--explain", action="store_true",
+                        help="build: print the cache plan of each reverse-mode derivative: what the forward sweep "
+                             "stores for the reverse sweep, where, why, and how many bytes per call or iteration")
     common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
 
     parser = argparse.ArgumentParser(prog="adgen", description=DESCRIPTION, epilog=EXAMPLES,
@@ -139,8 +142,10 @@ def _run(args, extra: list[str], stages: Stages) -> int:
     if args.command == "build":
         from adgen.ir_ad.build import build
 
-        written, generated = build(args.sources, args.out_dir, flags, user, extra, compiler, stages, args.target,
-                                   args.march, args.emit_llvm)
+        written, generated, plans = build(args.sources, args.out_dir, flags, user, extra, compiler, stages,
+                                          args.target, args.march, args.emit_llvm)
+        if args.explain:
+            print(plans, end="")
         if args.depfile:
             write_depfile(args.depfile, [p for paths, _ in written for p in paths if p.suffix == ".o"], generated)
         if not args.quiet:

@@ -17,7 +17,8 @@ from . import storage
 from .builder import CACHE, PRIMAL, Builder, V, bare, local
 from .cache_plan import GROWABLE, INDEXED, Group, Slot, descriptor_types
 from .ir import I1, I64, PTR, Instruction, Operand
-from .keys import BLOB, CAME, DESC, EXIT, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, instruction_key
+from .keys import BLOB, CAME, CHOICE, DESC, EXIT, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, instruction_key
+from .rules import rule_for
 from .loops import Loop
 from .reverse import Derivation, size_global
 from .shadows import ALLOCATORS, INTERLEAVED, MIXED_POINTER, VOID, Shadow, callee_name
@@ -73,6 +74,10 @@ class AugmentedWriter:
                 self.forward(inst, b)
                 if inst.result:
                     self._keep(Key(VALUE, inst.result), b)
+                    if Key(CHOICE, inst.result) in self.stores:
+                        rule = rule_for(inst.callee)
+                        self._keep(Key(CHOICE, inst.result), b, rule.choice(
+                            b, [V(o.type, o.value) for o in inst.operands], V(inst.type, inst.result)))
                     if inst.result in self.activity.pointers:
                         self._keep(Key(SHADOW, inst.result), b)
                         self._keep(Key(MASK, inst.result), b)

@@ -16,6 +16,7 @@ from adgen.frontend.toolchain import Compiler
 from . import optimize
 from .builder import Declarations
 from .diagnose import Unsupported, located
+from .explain import explain
 from .forward import ZEROS, ForwardMode
 from .ir import Module
 from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel
@@ -24,9 +25,11 @@ from .reverse import ReverseMode
 
 def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
           compiler: Compiler, stages: Stages, target: str | None = None, march: str | None = None,
-          emit_llvm: bool = False) -> tuple[list[tuple[list[Path], list[str]]], list[Generated]]:
+          emit_llvm: bool = False) -> tuple[list[tuple[list[Path], list[str]]], list[Generated], str]:
     """`read_flags` are what libclang reads the sources with; `flags` (-I, -D) and `extra` (after
-    --) what clang lowers them with."""
+    --) what clang lowers them with. Returns what was written (paths and derived functions per
+    source), the frontend's results, and the cache plans of the reverse-mode derivatives as text
+    (`--explain`)."""
     generated = generate(sources, out_dir, read_flags + extra, stages)
     with stages.stage("write"):
         write_all({path: text for g in generated for path, text in g.files.items()})
@@ -51,7 +54,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         module = Module(text)
         note.text = f"{plural(module.instruction_count(), 'instruction')} in the optimized sources"
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")):
-        text = differentiate(module, generated)
+        text, plans = differentiate(module, generated)
     objects, written = {}, []
     for i, (src, g) in enumerate(zip(sources, generated)):
         stem = src.stem
@@ -67,16 +70,18 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
                         [s.name for s in g.signatures]))
     write_all(objects)
-    return written, generated
+    return written, generated, explain(module, plans) if plans else ""
 
 
-def differentiate(module: Module, generated: list[Generated]) -> str:
-    """The module's text with the derivative functions and the kernels the stubs call."""
+def differentiate(module: Module, generated: list[Generated]) -> tuple[str, list]:
+    """The module's text with the derivative functions and the kernels the stubs call, and the
+    cache plans of the reverse-mode ones (titled)."""
     numbers = [int(k[1:]) for k in module.metadata if k[1:].isdigit()]
     decls = Declarations(set(module.functions), max(numbers, default=0) + 1)
     forward = ForwardMode(module, decls)
     reverse = ReverseMode(module, decls)
     kernels: list[str] = []
+    top: dict[str, str] = {}  # the derived function of each annotation -> its title
     for i, g in enumerate(generated):
         primals = _kept(module, keep_array(i))
         for sig in g.signatures:
@@ -87,6 +92,7 @@ def differentiate(module: Module, generated: list[Generated]) -> str:
                     kernels.append(forward_kernel(forward, decls, sig, fn))
                 else:
                     kernels.append(reverse_kernel(reverse, decls, sig, fn))
+                    top[reverse.explained[-1][0].aug] = f"{sig.name}: reverse mode of {d.primal.name}"
             except Unsupported as exc:
                 raise located(exc, module, sig.name)
     runtime = [reverse.runtime_text()] if reverse.definitions else []
@@ -94,8 +100,18 @@ def differentiate(module: Module, generated: list[Generated]) -> str:
         runtime.append(ZEROS)
     replaced = {kernel_name(s) for g in generated for s in g.signatures}
     lines = [line for line in module.text.split("\n") if not _dropped(line, replaced)]
-    return "\n".join(lines + decls.added + forward.definitions + reverse.definitions + runtime + kernels +
-                     decls.scopes.definitions()) + "\n"
+    text = "\n".join(lines + decls.added + forward.definitions + reverse.definitions + runtime + kernels +
+                      decls.scopes.definitions()) + "\n"
+    plans = [(top[d.aug], plan) for d, plan in reverse.explained if d.aug in top]
+    callees = [d for d, _ in reverse.explained if d.aug not in top]
+    plans += [(f"{module.functions[d.pattern.function].name.lstrip('@')}, as a callee of the derivatives above"
+               f" ({_activities(d.pattern)})", plan) for d, plan in reverse.explained if d in callees]
+    return text, plans
+
+
+def _activities(pattern) -> str:
+    marks = ", ".join("active" if on else "const" for on in pattern.active)
+    return f"arguments ({marks})" + (", active result" if pattern.ret_active else "")
 
 
 def _kept(module: Module, array: str) -> dict[str, str]:

@@ -19,7 +19,8 @@ from .loops import Loop, LoopForest
 from .rules import rule_for
 from .shadows import INTERLEAVED, Layout
 
-VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD = "value", "shadow", "mask", "came", "exit", "blob", "desc", "old"
+VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD, CHOICE = ("value", "shadow", "mask", "came", "exit", "blob", "desc",
+                                                           "old", "choice")
 RETURNS = "%<return>"  # the pseudo-block after every return: its CAME says which return was taken
 # Intrinsics that are pure (no memory, no side effects) and so can be recomputed.
 PURE_INTRINSICS = re.compile(r"@llvm\.(fmuladd|fma|fabs|copysign|minnum|maxnum|minimum|maximum|minimumnum|maximumnum|"
@@ -239,6 +240,12 @@ class Keys:
         else:
             d.why = "whether a pointer phi has a shadow"
         return d
+
+    def _choice(self, key: Key) -> Def:
+        """Which piece of a piecewise primitive applied (see rules.Rule.choice)."""
+        inst = self.cfg.defs[key.name]
+        return Def(key, (I1,), self.cfg.block_of[key.name], self._operands(inst.operands) + (Key(VALUE, key.name),),
+                   recomputable=True, inst=inst)
 
     # ------------------------------------------------------------------ control flow
     def _came(self, key: Key) -> Def:

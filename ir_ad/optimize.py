@@ -57,14 +57,23 @@ def _run(module, tm, level: int, vectorize: bool) -> None:
     options = llvm.create_pipeline_tuning_options(level)
     options.loop_vectorization = vectorize
     options.slp_vectorization = vectorize
-    options.loop_unrolling = vectorize
+    options.loop_unrolling = True  # before differentiation, full unrolling only (see prepare)
     builder = llvm.create_pass_builder(tm, options)
     builder.getModulePassManager().run(module, builder)
 
 
 def prepare(module, tm) -> str:
-    """Optimize before differentiation and name every value; the text the AD core reads."""
-    _run(module, tm, 2, vectorize=False)
+    """Optimize before differentiation and name every value; the text the AD core reads. Loops
+    with a small constant trip count are unrolled, which puts small local arrays in registers;
+    others stay loops (partial and runtime unrolling come after differentiation), and nothing is
+    vectorized yet."""
+    llvm.set_option("adgen", "-unroll-runtime=false")
+    llvm.set_option("adgen", "-unroll-allow-partial=false")
+    try:
+        _run(module, tm, 2, vectorize=False)
+    finally:
+        llvm.set_option("adgen", "-unroll-runtime=true")
+        llvm.set_option("adgen", "-unroll-allow-partial=true")
     namer = llvm.create_new_module_pass_manager()
     namer.add_instruction_namer_pass()
     namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))

@@ -20,7 +20,7 @@ from . import storage
 from .builder import CACHE, PRIMAL, Builder, V, bare, local
 from .cache_plan import CachePlan, PlanSite, Slot, descriptor_types
 from .ir import I1, I64, PTR, Instruction, Operand, Type
-from .keys import BLOB, CAME, DESC, EXIT, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, instruction_key
+from .keys import BLOB, CAME, CHOICE, DESC, EXIT, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, instruction_key
 from .loops import Loop
 from .reverse import Derivation
 from .rules import rule_for
@@ -291,9 +291,14 @@ class ReverseSweep:
         rule = rule_for(name)
         if rule is None:
             raise self.d.fail(f"'{name.lstrip('@')}', which has no derivative rule")
-        lazy = [_Lazy(a.type, lambda a=a: self.value(a, site)) for a in args]
-        result = _Lazy(inst.type, lambda: self.value(Operand(inst.type, inst.result), site))
-        for a, partial in zip(args, rule.partials(b, lazy, result)):
+        if rule.choice is not None:
+            partials = rule.from_choice(b, self.need(Key(CHOICE, inst.result), site, (I1,))[0],
+                                        V(inst.type, "poison"))
+        else:
+            lazy = [_Lazy(a.type, lambda a=a: self.value(a, site)) for a in args]
+            result = _Lazy(inst.type, lambda: self.value(Operand(inst.type, inst.result), site))
+            partials = rule.partials(b, lazy, result)
+        for a, partial in zip(args, partials):
             if partial is not None and self.activity.active(a.value):
                 self.add(b, a.value, self.layout.scale(b, partial, dr))
 
@@ -643,6 +648,11 @@ class ReverseSweep:
             return V(I1, "true" if o.value in self.activity.pointers else "false")
 
         return (b.select(cond, mask(root.operands[1]), mask(root.operands[2])),)
+
+    def _remake_choice(self, key: Key, site: Site, b: Builder, shift: tuple) -> Shadow:
+        inst = self.d.cfg.defs[key.name]
+        args = [self._operand(o, site, b, shift) for o in inst.operands]
+        return (rule_for(inst.callee).choice(b, args, self._operand(Operand(inst.type, inst.result), site, b, shift)),)
 
     def _remake_came(self, key: Key, site: Site, b: Builder, shift: tuple) -> Shadow:
         cond, sides = self.d.keys.splitting_branch(key.name)

@@ -23,6 +23,11 @@ Partials = Callable[[Builder, list[V], V], list[V | None]]
 class Rule:
     arity: int
     partials: Partials
+    # For piecewise primitives whose partials depend only on which piece applies (min, max): that
+    # choice as an i1 from the arguments and result, and the partials from it. Reverse mode asks
+    # for the choice, a byte to store where the arguments would be words.
+    choice: Callable[[Builder, list[V], V], V] | None = None
+    from_choice: Callable[[Builder, V, V], list[V | None]] | None = None
 
 
 def _c(b: Builder, like: V, value: float) -> V:
@@ -37,11 +42,22 @@ def _one_minus_sq(b, x):  # 1 - x*x
     return b.fsub(_c(b, x, 1.0), b.fmul(x, x))
 
 
-def _pick_by_result(b, x, r):
+def _first_won(b, x, r):  # min/max: whether the result is the first argument
+    return b.fcmp("oeq", r, x[0])
+
+
+def _by_winner(b, first, like):
     """min/max: the argument the result came from gets the whole derivative (ties: the first)."""
-    first = b.fcmp("oeq", r, x[0])
-    one, zero = _c(b, r, 1.0), _c(b, r, 0.0)
+    one, zero = _c(b, like, 1.0), _c(b, like, 0.0)
     return [b.select(first, one, zero), b.select(first, zero, one)]
+
+
+def _pick_by_result(b, x, r):
+    return _by_winner(b, _first_won(b, x, r), r)
+
+
+def _min_max() -> "Rule":
+    return Rule(2, _pick_by_result, _first_won, _by_winner)
 
 
 def _sign(b, x):  # -1, 0 or 1
@@ -108,8 +124,8 @@ RULES: dict[str, Rule] = {
     "fabs": R(1, lambda b, x, r: [_sign(b, x[0])]),
     "copysign": R(2, lambda b, x, r: [b.fmul(_sign(b, x[0]), b.math("copysign", _c(b, r, 1.0), x[1])), None]),
     "fmod": R(2, lambda b, x, r: _rem(b, x, r)),
-    "minnum": R(2, lambda b, x, r: _pick_by_result(b, x, r)),
-    "maxnum": R(2, lambda b, x, r: _pick_by_result(b, x, r)),
+    "minnum": _min_max(),
+    "maxnum": _min_max(),
     "floor": R(1, lambda b, x, r: [None]),
     "ceil": R(1, lambda b, x, r: [None]),
     "trunc": R(1, lambda b, x, r: [None]),
