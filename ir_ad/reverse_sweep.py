@@ -163,7 +163,7 @@ class ReverseSweep:
         value = self.layout.convert(b, value, self.activity.floaty[name])
         t = self.part(name)
         for slot, v in zip(self.slots(name), value):
-            b.store(self.layout.add(b, (b.load(t, slot),), (v,), accumulate=True)[0], slot)
+            b.store(self.layout.add(b, (b.load(t, slot),), (v,))[0], slot)
 
     # ------------------------------------------------------------------ blocks
     def _block(self, block) -> None:
@@ -309,7 +309,7 @@ class ReverseSweep:
         p = self.guard(inst.operands[0], self.shadow(inst.operands[0], site), site, b)
         t = self.activity.floaty[inst.result]
         old = self.layout.load(b, t, p, inst.align)
-        self.layout.store(b, self.layout.add(b, old, dr, accumulate=True), p, inst.align)
+        self.layout.store(b, self.layout.add(b, old, dr), p, inst.align)
 
     def reverse_store(self, inst, site, b) -> None:
         value, ptr = inst.operands

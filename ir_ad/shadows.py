@@ -111,18 +111,18 @@ class Layout:
         return tuple(out)
 
     # ------------------------------------------------------------------ arithmetic
-    # Derivative arithmetic may fuse into FMAs (`contract`), and sums of adjoints, which a loop
-    # accumulates, may be reassociated (`reassoc`), which vectorizes them: the result changes
-    # by rounding only, as any reordering of a sum does.
+    # Derivative arithmetic may fuse into FMAs (`contract`), and its sums, which loops
+    # accumulate (a tangent of a running sum, an adjoint of a value used every iteration), may be
+    # reassociated (`reassoc`), which vectorizes them: the result changes by rounding only, as
+    # any reordering of a sum does. The primal computation keeps its own flags.
     def scale(self, b: Builder, partial: V, s: Shadow) -> Shadow:
         """partial * s, lane by lane (partial is a primal scalar)."""
         if self.kind == LANES:
             return tuple(b.binary("fmul contract", partial, x) for x in s)
         return (b.binary("fmul contract", b.splat(partial, self.width), s[0]),)
 
-    def add(self, b: Builder, a: Shadow, c: Shadow, accumulate: bool = False) -> Shadow:
-        op = "fadd reassoc contract" if accumulate else "fadd contract"
-        return tuple(b.binary(op, x, y) for x, y in zip(a, c))
+    def add(self, b: Builder, a: Shadow, c: Shadow) -> Shadow:
+        return tuple(b.binary("fadd reassoc contract", x, y) for x, y in zip(a, c))
 
     def select(self, b: Builder, cond: V, a: Shadow, c: Shadow) -> Shadow:
         return tuple(b.select(cond, x, y) for x, y in zip(a, c))
