@@ -12,7 +12,7 @@ from adgen.frontend.render import KERNEL_PREFIX
 
 from .builder import Builder, Declarations, V, local
 from .forward import INTERLEAVED, LANES, ForwardMode, Pattern
-from .ir import I64, PTR, Function, Module, Type, array, struct, vector
+from .ir import PTR, Function, Module, Type, array, struct, vector
 from .reverse import RevPattern, ReverseMode
 
 _DUAL = {Activity.DUAL, Activity.DUALONLY}

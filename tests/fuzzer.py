@@ -55,11 +55,15 @@ class Function:
         body = "\n".join("    " + s for s in self.body)
         return (f"// @diff({entries})\n"
                 f"double {self.name}(double *x, double *y, double a, double b)\n{{\n"
-                f"    double t0 = a, t1 = b, t2 = x[0], t3 = y[1];\n{body}\n"
+                f"    double t0 = a, t1 = b, t2 = x[0], t3 = y[1];\n"
+                f"    int n = {L} - (b > 1e9); /* {L}, though the compiler cannot know it */\n{body}\n"
                 f"    return t0 + t1 * t2 - t3 + y[0];\n}}\n")
 
 
 class Generator:
+    """Random statements and expressions. `loops` holds the variables of the loops around the
+    code being generated (innermost last); each runs from 0 to below L."""
+
     def __init__(self, rng: random.Random, index: int, scalars=("a", "b", "t0", "t1", "t2", "t3"),
                  arrays=("x", "y"), calls: bool = True):
         self.rng, self.index = rng, index
@@ -67,74 +71,84 @@ class Generator:
         self.helpers: list[str] = []
         self.uses_float = False
 
-    def leaf(self, loop: bool) -> str:
+    def leaf(self, loops: tuple = ()) -> str:
         r = self.rng
         choices = [*self.scalars, *(f"{a}[{r.randrange(L)}]" for a in self.arrays), f"{r.uniform(-2, 2):.3f}"]
-        if loop:
-            choices += ["x[i]", "y[i]", f"x[(i + {r.randrange(1, L)}) % {L}]", "(double)i"]
+        for v in loops:
+            choices += [f"x[{v}]", f"y[{v}]", f"x[({v} + {r.randrange(1, L)}) % {L}]", f"(double){v}"]
         return r.choice(choices)
 
-    def expr(self, depth: int, loop: bool) -> str:
+    def expr(self, depth: int, loops: tuple = ()) -> str:
         r = self.rng
         if depth <= 0 or r.random() < 0.25:
-            return self.leaf(loop)
+            return self.leaf(loops)
         k = r.random()
         if k < 0.4:
-            a, b = self.expr(depth - 1, loop), self.expr(depth - 1, loop)
+            a, b = self.expr(depth - 1, loops), self.expr(depth - 1, loops)
             return r.choice(BINARY).format(a, b)
         if k < 0.75:
-            return r.choice(UNARY).format(self.expr(depth - 1, loop))
+            return r.choice(UNARY).format(self.expr(depth - 1, loops))
         if k < 0.82:
-            return f"(-({self.expr(depth - 1, loop)}))"
+            return f"(-({self.expr(depth - 1, loops)}))"
         if k < 0.88:  # floats hold bounded values: finite differences then see float rounding as noise
             self.uses_float = True
-            return f"(double)(float)tanh({self.expr(depth - 1, loop)})"
+            return f"(double)(float)tanh({self.expr(depth - 1, loops)})"
         if k < 0.94 and self.calls and len(self.helpers) < 2:
-            return self.call(depth, loop)
-        c, d = self.expr(depth - 1, loop), self.expr(depth - 1, loop)
-        return f"({self.expr(depth - 1, loop)} > {r.uniform(-1, 1):.2f} ? {c} : {d})"
+            return self.call(depth, loops)
+        c, d = self.expr(depth - 1, loops), self.expr(depth - 1, loops)
+        return f"({self.expr(depth - 1, loops)} > {r.uniform(-1, 1):.2f} ? {c} : {d})"
 
-    def call(self, depth: int, loop: bool) -> str:
+    def call(self, depth: int, loops: tuple) -> str:
         """A helper function, out of line or not, taking a scalar and the array x."""
         name = f"h{self.index}_{len(self.helpers)}"
         inline = "static" if self.rng.random() < 0.5 else "__attribute__((noinline)) static"
         inner = Generator(self.rng, self.index, scalars=("u",), arrays=("x",), calls=False)
-        body = inner.expr(2, False)
+        body = inner.expr(2)
         self.uses_float |= inner.uses_float
         self.helpers.append(f"{inline} double {name}(double u, const double *x)\n{{\n    return {body};\n}}\n")
-        return f"{name}({self.expr(depth - 1, loop)}, x)"
+        return f"{name}({self.expr(depth - 1, loops)}, x)"
 
-    def statement(self, depth: int, loop: bool) -> str:
+    def statement(self, depth: int, loops: tuple = ()) -> str:
         r = self.rng
         k = r.random()
         target = r.choice(["t0", "t1", "t2", "t3"])
-        if k < 0.3:
-            return f"{target} = {self.expr(3, loop)};"
-        if k < 0.45:
-            index = "i" if loop and r.random() < 0.6 else str(r.randrange(L))
+        v = loops[-1] if loops else None
+        if k < 0.27:
+            return f"{target} = {self.expr(3, loops)};"
+        if k < 0.4:
+            index = v if v and r.random() < 0.6 else str(r.randrange(L))
             op = r.choice(["=", "+=", "*="])
-            value = self.expr(2, loop)
+            value = self.expr(2, loops)
             if op == "*=":
                 value = f"tanh({value})"
             return f"y[{index}] {op} {value};"
-        if k < 0.6 and depth > 0:
-            cond = f"{self.expr(2, loop)} > {r.uniform(-1, 1):.2f}"
-            return f"if ({cond}) {{ {self.statement(depth - 1, loop)} }} else {{ {self.statement(depth - 1, loop)} }}"
-        if k < 0.8 and depth > 0 and not loop:
-            inner = " ".join(self.statement(depth - 1, True) for _ in range(r.randint(1, 3)))
-            return f"for (int i = 0; i < {L}; i++) {{ {inner} }}"
-        if k < 0.88 and depth > 0 and not loop:
-            inner = self.statement(depth - 1, False)
-            return f"{{ int k = 0; while (k < 3 && {self.expr(1, False)} < {r.uniform(0.5, 3):.2f}) {{ {inner} k++; }} }}"
-        if k < 0.94:
+        if k < 0.52 and depth > 0:
+            cond = f"{self.expr(2, loops)} > {r.uniform(-1, 1):.2f}"
+            return f"if ({cond}) {{ {self.statement(depth - 1, loops)} }} else {{ {self.statement(depth - 1, loops)} }}"
+        if k < 0.7 and depth > 0 and len(loops) < 2:
+            w = "ij"[len(loops)]
+            # a constant trip count (unrolled before differentiation), one known only at run time
+            # (n is L, but the compiler cannot see it), or a triangular inner loop
+            bound = r.choice([f"{w} < {L}", f"{w} < n", f"{w} < n"] + ([f"{w} <= {v}"] if v else []))
+            inner = " ".join(self.statement(depth - 1, loops + (w,)) for _ in range(r.randint(1, 3)))
+            return f"for (int {w} = 0; {bound}; {w}++) {{ {inner} }}"
+        if k < 0.75 and loops:
+            return f"if ({self.expr(1, loops)} > {r.uniform(0.5, 1.5):.2f}) break;"
+        if k < 0.81 and depth > 0 and not loops:
+            inner = self.statement(depth - 1)
+            return f"{{ int k = 0; while (k < 3 && {self.expr(1)} < {r.uniform(0.5, 3):.2f}) {{ {inner} k++; }} }}"
+        if k < 0.86 and not loops:  # a local array, filled by a loop and read back
+            return (f"{{ double w[{L}]; for (int i = 0; i < n; i++) w[i] = {self.expr(2, ('i',))}; "
+                    f"{target} = {target} * 0.5 + w[{r.randrange(L)}] * w[{r.randrange(L)}]; }}")
+        if k < 0.92:
             self.uses_float = True
-            return f"{{ float f = (float)tanh({self.expr(2, loop)}); {target} = {target} * 0.5 + (double)(f * f); }}"
-        return f"{target} = {target} * {self.expr(2, loop)} + {self.leaf(loop)};"
+            return f"{{ float f = (float)tanh({self.expr(2, loops)}); {target} = {target} * 0.5 + (double)(f * f); }}"
+        return f"{target} = {target} * {self.expr(2, loops)} + {self.leaf(loops)};"
 
 
 def generate(rng: random.Random, index: int) -> Function:
     g = Generator(rng, index)
-    body = [g.statement(2, False) for _ in range(rng.randint(2, 6))]
+    body = [g.statement(2) for _ in range(rng.randint(2, 6))]
     return Function(f"f{index}", body, g.helpers, g.uses_float)
 
 
