@@ -111,7 +111,10 @@ def _where(module: Module, dbg: str | None) -> str:
     loc = module.location(dbg)
     if loc is None or loc.line == 0:  # line 0: code the compiler made up
         return ""
-    return f"{os.path.relpath(loc.file) if os.path.isabs(loc.file) else loc.file}:{loc.line}"
+    path = loc.file
+    if os.path.isabs(path) and not os.path.relpath(path).startswith(".."):
+        path = os.path.relpath(path)  # short when under the current directory
+    return f"{path}:{loc.line}"
 
 
 def _source(module: Module, dbg: str | None) -> str:

@@ -1,0 +1,102 @@
+"""Loop analysis (ir_ad/loops.py): which loops have a trip count known when they start, and that
+reverse mode gets every loop shape right, whether its storage is allocated ahead (known trip
+count) or grows (unknown)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from test_forward import D, I, P, _grad_fd, arr, close, fn
+
+SHAPES = {
+    # name: (loop, whether its trip count is known on entry)
+    "up": ("for (int i = 0; i < n; i++)", True),
+    "up_from_two": ("for (int i = 2; i < n; i++)", True),
+    "up_inclusive": ("for (int i = 1; i <= n - 1; i++)", True),
+    "down": ("for (int i = n - 1; i >= 0; i--)", True),
+    "unsigned_up": ("for (unsigned i = 0; i < (unsigned)n; i++)", True),
+    "long_up": ("for (long i = 0; i < (long)n; i++)", True),
+    "step_two": ("for (int i = 0; i < n; i += 2)", False),
+    "early_exit": ("for (int i = 0; i < n && x[i] < 10.0; i++)", False),
+}
+
+
+def source(name: str, loop: str) -> str:
+    return f"""#include <math.h>
+// @diff({name}_grad: (dup, const) -> activeonly)
+double {name}(const double *x, int n)
+{{
+    double s = 0.5;
+    {loop}
+        s = s * cos(x[i]) + x[i] * x[i];
+    return s;
+}}
+"""
+
+
+def optimized(text: str, tmp_path):
+    """The module adgen differentiates: the source lowered by clang, then optimized."""
+    from adgen.ir_ad import optimize
+    from adgen.ir_ad.ir import Module
+    from adgen.ir_ad.lower import BASE_FLAGS
+
+    src = tmp_path / "loop.c"
+    src.write_text(text)
+    bc = tmp_path / "loop.bc"
+    subprocess.run([sys.executable, "-m", "ziglang", "cc", *BASE_FLAGS, str(src), "-o", str(bc)], check=True)
+    tm = optimize.target_machine(None, None)
+    return Module(optimize.prepare(optimize.link([bc.read_bytes()]), tm))
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_trip_count_known_on_entry(name, tmp_path):
+    from adgen.ir_ad.analysis import CFG
+    from adgen.ir_ad.loops import LoopForest
+
+    loop, known = SHAPES[name]
+    module = optimized(source(name, loop), tmp_path)
+    fn_ = module.functions[f"@{name}"]
+    forest = LoopForest(fn_, CFG(fn_))
+    assert len(forest.loops) == 1
+    assert (forest.loops[0].trip is not None) == known
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_gradient_for_each_loop_shape(name, build_lib):
+    loop, _ = SHAPES[name]
+    lib = build_lib(source(name, loop))
+    primal = fn(lib, name, D, P, I)
+    grad = fn(lib, f"{name}_grad", D, P, P, I, D)
+    for n in (1, 2, 7):
+        x = [0.2 + 0.3 * k * (-1) ** k for k in range(n)]
+        g = arr([0.0] * n)
+        grad(arr(x), g, n, 1.0)
+        for k in range(n):
+            assert close(g[k], _grad_fd(lambda v: primal(arr(v), n), x, k)), (n, k)
+
+
+def test_irreducible_loop_is_a_located_error(adgen, c_file):
+    src = c_file("""
+// @diff(f_grad: (active, const) -> activeonly)
+double f(double x, int n)
+{
+    int i = 0;
+    if (n > 3)
+        goto inside;
+    while (i < n) {
+        x = x * 1.5;
+    inside:
+        x = x + 0.25;
+        i++;
+    }
+    return x;
+}
+""")
+    result = adgen("build", src, "-o", src.parent / "out")
+    assert result.status == 1
+    assert "error: cannot differentiate a loop with more than one way in" in result.err
+    assert f"{src.name}:" in result.err and "f_grad" in result.err
+    assert not (src.parent / "out" / "src.adgen.o").exists()
