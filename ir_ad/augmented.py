@@ -235,7 +235,7 @@ class AugmentedWriter:
         if key.kind == SHADOW:
             return self.layout.named(key.name, PTR)
         if key.kind == MASK:
-            return (V(I1, _mask_name(key.name)),)
+            return (V(I1, self.mask(Operand(PTR, key.name))),)
         raise AssertionError(key)
 
     def _address(self, slot: Slot, b: Builder) -> V:
