@@ -12,6 +12,7 @@ from .ir import I1, I64, PTR, Type, vector
 INTRINSIC_MATH = {"sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "pow",
                   "exp", "exp2", "exp10", "log", "log10", "log2", "fabs", "copysign", "floor", "ceil", "trunc",
                   "rint", "nearbyint", "round", "roundeven", "minnum", "maxnum", "fma", "fmuladd"}
+_PIECES = re.compile(r'%(?:"[^"]*"|[-a-zA-Z$._0-9]+)|c?"[^"]*"|[^%"c]+|.')  # local names, strings, the rest
 _SIMPLE_NAME = re.compile(r"[-a-zA-Z$._][-a-zA-Z$._0-9]*\Z")
 
 
@@ -122,9 +123,8 @@ class Builder:
     def reemit(self, inst, refs: dict[str, str]) -> V:
         """A copy of a pure instruction, with some of its operands (by name) replaced."""
         text = inst.text.split("=", 1)[1].strip()
-        if refs:
-            names = "|".join(re.escape(n) for n in sorted(refs, key=len, reverse=True))
-            text = re.sub(f"({names})(?![-\\w$.\"'])", lambda m: refs[m.group(1)], text)
+        if refs:  # token by token, so that %a is not replaced inside %ab
+            text = "".join(refs.get(piece, piece) for piece in _PIECES.findall(text))
         return self.value(inst.type, text + (self.tag(PRIMAL) if inst.opcode == "load" else ""))
 
     def value(self, t: Type, text: str, hint: str = "") -> V:

@@ -151,22 +151,25 @@ def make_plan(function: str, keys: Keys, loops: LoopForest, needs: dict[Key, set
         return (keys[key].bytes or 8) * LOOP_WEIGHT ** (scope.depth if scope else 0)
 
     def visit(key: Key, site: PlanSite) -> None:
-        node = (key, site)
-        if node in nodes:
-            return
-        d = keys[key]
-        nodes[node] = weight(key, site)
-        if d.recomputable and (d.loop_bound is None or d.loop_bound.contains(site.loop)) and \
-                not (d.clobbers & site.before):
-            for op in d.operands:
-                visit(op, site)
-                edges.add(((op, site), node))
-            if d.shifted is not None:
-                earlier = site.earlier(d.loop_bound)
-                visit(d.shifted, earlier)
-                edges.add(((d.shifted, earlier), node))
-        else:
-            roots.add(node)
+        """Adds a node and, through what it is recomputed from, all it depends on."""
+        work = [(key, site)]
+        while work:
+            node = work.pop()
+            if node in nodes:
+                continue
+            key, site = node
+            d = keys[key]
+            nodes[node] = weight(key, site)
+            if d.recomputable and (d.loop_bound is None or d.loop_bound.contains(site.loop)) and \
+                    not (d.clobbers & site.before):
+                uses = [(op, site) for op in d.operands]
+                if d.shifted is not None:
+                    uses.append((d.shifted, site.earlier(d.loop_bound)))
+                for use in uses:
+                    edges.add((use, node))
+                    work.append(use)
+            else:
+                roots.add(node)
 
     required = set()
     for key, sites in needs.items():

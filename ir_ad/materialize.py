@@ -40,6 +40,7 @@ class Materializer:
         memo = (id(site), key, shift)
         if memo in self.made:
             return self.made[memo]
+        self._operands_first(key, site, b, shift)
         slot = self.plan.stored(key, PlanSite(site.loop, site.before, shift[0]))
         if slot is not None:
             made = self._load(key, slot, site, b, shift)
@@ -47,6 +48,26 @@ class Materializer:
             made = getattr(self, "_remake_" + key.kind)(key, site, b, shift)
         self.made[memo] = made
         return made
+
+    def _operands_first(self, key: Key, site: "Site", b: Builder, shift: tuple) -> None:
+        """Materializes what `key` is recomputed from before it, deepest first and without
+        recursion, so that long chains of recomputed values (straight-line code of thousands of
+        statements) do not recurse as deep. Values of earlier iterations are left to their own
+        branch (see _remake_value)."""
+        order, seen, work = [], set(), [(key, False)]
+        while work:
+            k, done = work.pop()
+            if done:
+                order.append(k)
+                continue
+            if k in seen or (id(site), k, shift) in self.made:
+                continue
+            seen.add(k)
+            work.append((k, True))
+            if self.plan.stored(k, PlanSite(site.loop, site.before, shift[0])) is None:
+                work += [(op, False) for op in self.d.keys[k].operands]
+        for k in order[:-1]:
+            self.materialize(k, site, b, shift)
 
     def _load(self, key: Key, slot: Slot, site: Site, b: Builder, shift: tuple) -> Shadow:
         at = storage.address(b, slot, V(PTR, "%rec"), self.counters(site, b, shift),
