@@ -147,6 +147,8 @@ def make_plan(function: str, keys: Keys, loops: LoopForest, needs: dict[Key, set
     recomputed: set[Key] = set()
 
     def weight(key: Key, site: PlanSite) -> float:
+        if not keys[key].storable:
+            return INF
         scope = scope_of(keys, key, site.loop)
         return (keys[key].bytes or 8) * LOOP_WEIGHT ** (scope.depth if scope else 0)
 

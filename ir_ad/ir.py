@@ -266,7 +266,7 @@ _FLAGS = {"nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast", "
           "nneg", "samesign", "inbounds", "nusw", "volatile", "tail", "musttail", "notail", "atomic"}
 
 
-@dataclass
+@dataclass(eq=False)  # one instruction is not another with the same text (peeled loops copy code)
 class Instruction:
     text: str  # the line as printed, metadata attachments removed
     result: str | None  # "%x" or None

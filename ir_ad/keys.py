@@ -50,6 +50,7 @@ class Def:
     inst: Instruction | None = None  # the instruction it comes from, for its C line
     loop_bound: Loop | None = None  # recomputable only inside this loop, from its iteration count
     shifted: Key | None = None  # recomputed from this key as it was one iteration of loop_bound earlier
+    storable: bool = True  # False: the forward sweep does not have it (a shadow of the reverse sweep's own)
     clobbers: frozenset = frozenset()  # stores the reverse sweep undoes that overwrite this load's memory:
     # it can be repeated only where they are undone (at sites whose `before` has none of them)
 
@@ -210,6 +211,7 @@ class Keys:
         types = (pt,) * self.layout.parts
         inst = self.cfg.defs[key.name]
         d = Def(key, types, self.cfg.block_of[key.name], inst=inst)
+        d.storable = self.memory.base(key.name).name not in self.reverse_local
         op = inst.opcode
         shadowed = [o for o in inst.operands if o.value in self.activity.pointers]
         if op == "getelementptr":

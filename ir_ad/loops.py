@@ -150,8 +150,9 @@ class LoopForest:
             if inst.opcode != "phi" or inst.type.kind != "int" or len(inst.incoming) != 2:
                 continue
             start = next(v for v, frm in inst.incoming if frm == loop.entries[0])
-            nxt = cfg.defs.get(next(v for v, frm in inst.incoming if frm == loop.latches[0]).value)
-            if nxt is None or nxt.opcode not in ("add", "sub") or nxt.operands[0].value != inst.result:
+            nxt = self._step_of(cfg.defs.get(next(v for v, frm in inst.incoming if frm == loop.latches[0]).value),
+                                inst.result)
+            if nxt is None:
                 continue
             step = nxt.operands[1]
             if not self.invariant(step, loop) or not self.invariant(start, loop):
@@ -162,6 +163,22 @@ class LoopForest:
                 step = Operand(step.type, str(-int(step.value)))
             loop.inductions[inst.result] = Induction(start, step)
         loop.trip = self._trip(loop)
+
+    def _step_of(self, inst: Instruction | None, iv: str) -> Instruction | None:
+        """The `add iv, step` (or sub) an induction variable's next value is: the instruction
+        itself, or the one every incoming value of a phi is (the same step on every path, which
+        GVN leaves as a phi of copies)."""
+        if inst is not None and inst.opcode == "phi":
+            steps = [self.cfg.defs.get(v.value) for v, _ in inst.incoming]
+            if not steps or any(s is None or s.opcode not in ("add", "sub") or s.operands[0].value != iv
+                                for s in steps):
+                return None
+            if len({(s.opcode, s.operands[1].value) for s in steps}) != 1:
+                return None
+            return steps[0]
+        if inst is None or inst.opcode not in ("add", "sub") or inst.operands[0].value != iv:
+            return None
+        return inst
 
     def block(self, label: str):
         return next(b for b in self.fn.blocks if b.label == label)
