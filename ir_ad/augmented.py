@@ -16,7 +16,7 @@ import re
 from . import storage
 from .builder import CACHE, PRIMAL, Builder, V, bare, local
 from .cache_plan import GROWABLE, INDEXED, Group, Slot, descriptor_types
-from .ir import I1, I64, PTR, Instruction, Operand
+from .ir import I1, I8, I64, PTR, Instruction, Operand
 from .keys import BLOB, CAME, CHOICE, DESC, EXIT, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, instruction_key
 from .rules import rule_for
 from .loops import Loop
@@ -194,8 +194,11 @@ class AugmentedWriter:
         for loop in group.members:
             start, bound = (self._hoist(o, group.root, b, memo) for o in loop.trip.operands)
             trips.append(storage.trip_count(b, loop.trip, start, bound))
-        _, size = storage.array_bases(b, group, V(PTR, "null"), trips)
-        buffer = b.call('@"adgen.alloc"', PTR, [size])
+        if group.in_record is not None:  # small and of constant size: in the record
+            buffer = b.gep(I8, V(PTR, "%rec"), V(I64, str(group.in_record)))
+        else:
+            _, size = storage.array_bases(b, group, V(PTR, "null"), trips)
+            buffer = b.call('@"adgen.alloc"', PTR, [size])
         desc = (buffer, *trips)
         self.descriptors[id(group)] = desc
         self._keep(group.desc, b, *desc)

@@ -33,6 +33,8 @@ from .loops import Loop, LoopForest, common
 from .mincut import INF, min_vertex_cut
 
 ALWAYS_STORED = (BLOB, DESC, "old")  # records the plan itself adds
+ARRAY_ALIGN = 64  # each array of an indexed group starts on a cache line
+RECORD_NEST_LIMIT = 4096  # bytes of constant-size nest storage kept in the record (on the stack)
 LOOP_WEIGHT = 1000  # a byte stored per iteration costs this much more than one stored outside the loop
 INDEXED, GROWABLE = "indexed", "growable"
 
@@ -46,6 +48,7 @@ class Group:
     members: list[Loop]  # root first, each loop after the loop around it
     slots: list["Slot"] = field(default_factory=list)  # indexed: one array each; growable: the fields
     stride: int = 0  # growable: bytes per iteration
+    in_record: int | None = None  # an indexed nest of constant trip counts, small: its offset in the record
 
     @property
     def desc(self) -> Key:
@@ -283,7 +286,42 @@ def _layout(keys: Keys, entries: dict, groups: list[Group], sizes: dict[Key, int
                 offset = _aligned(offset, align(s.key))
                 s.offset, offset = offset, offset + s.size
             g.stride = _aligned(max(offset, 1), 8)
+    for g in groups:  # small nests of constant trip counts at the top level: in the record, on the stack
+        size = _static_bytes(g)
+        if g.root.parent is None and size is not None and size <= RECORD_NEST_LIMIT:
+            record = _aligned(record, ARRAY_ALIGN)
+            g.in_record, record = record, record + size
     return slots, _aligned(record, 8) if record else 0
+
+
+def trip_value(trip, start: int, bound: int, bits: int) -> int:
+    """A trip count from constant start and bound (what storage.trip_count computes at run time)."""
+    first, second = (bound, start) if trip.sign == 1 else (start, bound)
+    if trip.exact:
+        return (first - second) % (1 << bits) + trip.offset
+    return max(first - second + trip.offset, 1)
+
+
+def _static_bytes(group: Group) -> int | None:
+    """The bytes an indexed group needs, when all its trip counts are constants."""
+    if group.kind != INDEXED:
+        return None
+    trips = []
+    for loop in group.members:
+        start, bound = loop.trip.operands
+        if not (start.is_constant and bound.is_constant and start.type.kind == "int"):
+            return None
+        bits = start.type.bits
+        value = lambda o: int(o.value) if loop.trip.signed else int(o.value) % (1 << bits)
+        trips.append(trip_value(loop.trip, value(start), value(bound), bits))
+    offset = 0
+    for slot in group.slots:
+        count = 1
+        for loop, t in zip(group.members, trips):
+            if loop.contains(slot.scope):
+                count *= t
+        offset = _aligned(offset + count * element_size(slot), ARRAY_ALIGN)
+    return offset
 
 
 def _aligned(n: int, a: int) -> int:

@@ -34,9 +34,14 @@ def _one(module: Module, title: str, plan: CachePlan) -> str:
         lines += [_slot(module, plan, s) for s in sorted(top, key=lambda s: s.offset)]
     for g in plan.groups:
         root = g.root
-        how = (f"{_loop(module, plan, root)}: one buffer, allocated before it starts, for it and the "
-               f"{len(g.members) - 1} loop(s) inside it whose trip counts are known then") if g.kind == INDEXED else \
-              (f"{_loop(module, plan, root)} (trip count known only when it ends): a buffer growing as it runs")
+        inner = "" if len(g.members) == 1 else \
+            f", with the {len(g.members) - 1} loop(s) inside it whose trip counts are known then"
+        if g.kind != INDEXED:
+            how = f"{_loop(module, plan, root)} (trip count known only when it ends): a buffer growing as it runs"
+        elif g.in_record is not None:
+            how = f"{_loop(module, plan, root)}: constant trip counts, so in the record at byte {g.in_record}{inner}"
+        else:
+            how = f"{_loop(module, plan, root)}: one buffer, allocated before it starts{inner}"
         lines.append(f"  {how}")
         for member in g.members:
             slots = [s for s in g.slots if s.scope is member]

@@ -226,7 +226,7 @@ class ReverseSweep:
         for block in fn.blocks:  # a group's buffer is freed once its loops are reversed
             loop = d.loops.by_header.get(block.label)
             group = plan.group_of(loop) if loop is not None else None
-            if group is not None and group.root is loop:
+            if group is not None and group.root is loop and group.in_record is None:
                 for p in loop.entries:
                     self.edges[(p, block.label)].frees.append(group.desc)
         out = [f"define internal {derived.rev_ret.text} {derived.rev}({', '.join(d.mode.rev_params(fn, derived))}) {{"]

@@ -6,12 +6,11 @@ reverse sweep with what it reads back (counter slots, descriptors it loads)."""
 from __future__ import annotations
 
 from .builder import Builder, V
-from .cache_plan import INDEXED, Group, Slot, element_size
+from .cache_plan import ARRAY_ALIGN, INDEXED, Group, Slot, element_size
 from .keys import align_of, size_of
 from .ir import I8, I64, Type
 from .loops import Loop, Trip
 
-ARRAY_ALIGN = 64  # each array of an indexed group starts on a cache line
 
 
 def trip_count(b: Builder, trip: Trip, start: V, bound: V) -> V:

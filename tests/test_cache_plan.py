@@ -75,6 +75,16 @@ void out(const double *x, double *err, int n)
     err[1] = s * x[0];
 }
 
+/* a constant trip count: the storage is small and in the record, on the stack */
+// @diff(st_grad: (dup) -> activeonly)
+double st(const double *x)
+{
+    double p = 1;
+    for (int i = 0; i < 100; i++)
+        p = p * sin(x[i % 7]) + 0.25;
+    return p;
+}
+
 /* a running maximum: a byte per iteration says which argument won */
 // @diff(mx_grad: (dup, const) -> activeonly)
 double mx(const double *x, int n)
@@ -114,6 +124,9 @@ int main(void)
     before = allocations;
     tri_grad(x, g, 16, 1.0);
     printf("tri %d\n", allocations - before);
+    before = allocations;
+    st_grad(x, g, 1.0);
+    printf("st %d\n", allocations - before);
     return 0;
 }
 """
@@ -174,6 +187,22 @@ def test_stores_after_the_loads_are_undone_not_the_loads_stored(built):
     assert "the value overwritten by a store" in plan and "per iteration" not in plan
 
 
+def test_a_small_nest_of_constant_trip_count_is_in_the_record(built):
+    _, text, _ = built
+    plan = _plan(text, "st_grad")
+    assert "constant trip counts, so in the record at byte" in plan and "allocated" not in plan
+
+
+def test_constant_trip_count_gradient(built):
+    _, _, lib = built
+    primal, grad = fn(lib, "st", D, P), fn(lib, "st_grad", D, P, P, D)
+    x = [0.3 + 0.1 * k for k in range(7)]
+    g = arr([0.0] * 7)
+    grad(arr(x), g, 1.0)
+    for k in range(7):
+        assert close(g[k], _grad_fd(lambda v: primal(arr(v)), x, k)), k
+
+
 def test_a_maximum_stores_one_byte_per_iteration(built):
     _, text, _ = built
     plan = _plan(text, "mx_grad")
@@ -190,7 +219,7 @@ def test_allocations(built, tmp_path):
               *(f"-Wl,--wrap={f}" for f in ("malloc", "calloc", "realloc")), "-o", tmp_path / "count")
     done = subprocess.run([str(tmp_path / "count")], capture_output=True, text=True, check=True)
     counts = dict(line.split() for line in done.stdout.splitlines())
-    assert counts == {"rosen": "0", "prod": "1", "out": "0", "tri": str(1 + 16)}
+    assert counts == {"rosen": "0", "prod": "1", "out": "0", "tri": str(1 + 16), "st": "0"}
 
 
 @pytest.mark.parametrize("name", ["rosen", "prod", "tri", "mx"])
