@@ -1,4 +1,4 @@
-"""adgen's benchmarks: `python -m bench [--quick] [--enzyme PLUGIN] [--json FILE] [-o DIR] [--difftime]`.
+"""adgen's benchmarks: `python -m bench [--quick] [--enzyme PLUGIN] [--json FILE] [-o DIR] [--difftime] [--only KERNEL]`.
 
 Builds bench/kernels.c with adgen (reverse gradient, width-1 and width-8 forward derivatives
 of each kernel), bench/hand.c (hand-written gradients, the reference where there is one) and
@@ -8,7 +8,7 @@ plugin: `../shared/tools/build-enzyme.sh` builds it) and timed in the same run. 
 C: each measurement is the best of several repetitions. For each kernel it reports
 
   reverse:  the primal, adgen's gradient, the hand-written and Enzyme's gradients, and each
-            gradient's peak heap bytes (tape, caches and shadow memory: what the derivative
+            gradient's peak heap bytes (stored values, caches and shadow memory: what the derivative
             allocates); gradients are checked against the hand-written ones or, where there
             is none, against central finite differences, and Enzyme's against adgen's;
   forward8: forward[8] against eight width-1 calls and against Enzyme's forward[8] (the
@@ -35,6 +35,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 WRAPPED = ["malloc", "calloc", "realloc", "free"]
+
+
+KERNELS = ("rosenbrock", "norm", "logsumexp", "gmm", "gmm_objective", "ba", "reproj_error", "lstm", "nbody", "heat",
+           "sinexp")  # the driver's bench_KERNEL functions
 
 
 def build(work: Path, enzyme: Path | None, enzyme_cc: str) -> Path:
@@ -75,11 +79,11 @@ def parse(line: str) -> dict:
     return record
 
 
-def measure(quick: bool, enzyme: Path | None, enzyme_cc: str) -> list[dict]:
+def measure(quick: bool, enzyme: Path | None, enzyme_cc: str, only: str | None = None) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="adgen-bench-") as tmp:
         program = build(Path(tmp), enzyme, enzyme_cc)
-        out = subprocess.run([str(program), "quick" if quick else "full"], check=True, capture_output=True,
-                             text=True)
+        out = subprocess.run([str(program), "quick" if quick else "full", "0", *([only] if only else [])],
+                             check=True, capture_output=True, text=True)
     return [parse(line) for line in out.stdout.splitlines() if line.strip()]
 
 
@@ -174,6 +178,8 @@ def main() -> int:
     parser.add_argument("-o", dest="out", type=Path, default=Path("build/bench"),
                         help="where to write bench.md and the plots (default: build/bench)")
     parser.add_argument("--difftime", action="store_true", help="also measure differentiation time against IR size")
+    parser.add_argument("--only", choices=KERNELS, metavar="KERNEL",
+                        help=f"run one kernel alone, with more repetitions to spare ({', '.join(KERNELS)})")
     args = parser.parse_args()
     if args.enzyme is not None:
         if not args.enzyme.is_file():
@@ -181,7 +187,7 @@ def main() -> int:
         if shutil.which(args.enzyme_cc) is None:
             parser.error(f"--enzyme needs {args.enzyme_cc}, the clang the plugin was built for (--enzyme-cc CLANG)")
     start = time.perf_counter()
-    records = measure(args.quick, args.enzyme.resolve() if args.enzyme else None, args.enzyme_cc)
+    records = measure(args.quick, args.enzyme.resolve() if args.enzyme else None, args.enzyme_cc, args.only)
     args.out.mkdir(parents=True, exist_ok=True)
     text = table(records)
     print(text)

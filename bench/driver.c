@@ -8,11 +8,12 @@
  * Times are seconds. For reverse mode, diff compares adgen's gradient with the hand-written
  * one where there is one, else with central finite differences on a few components;
  * enzyme_diff compares Enzyme's gradient with adgen's. *_bytes is the peak of heap memory in
- * use during one gradient call, above what was in use before it (the tape, caches and shadow
+ * use during one gradient call, above what was in use before it (stored values, caches and shadow
  * memory the derivative allocates): malloc, calloc, realloc and free are wrapped at link time
  * (-Wl,--wrap=...). For forward8, scalar is eight width-1 calls, diff compares forward[8]'s
  * lanes with them and enzyme_diff Enzyme's lanes with adgen's. Enzyme's columns are there when
- * built with -DWITH_ENZYME and bench/enzyme.c. Usage: bench [quick] [reps] */
+ * built with -DWITH_ENZYME and bench/enzyme.c. Usage: bench [quick|full] [reps|0] [KERNEL], where
+ * 0 repetitions means the default (3 quick, 10 full) and KERNEL runs that kernel alone. */
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
@@ -92,6 +93,12 @@ void reproj_error_enzyme_fwd8(const double *cam, double **dc, const double *X, d
 #endif
 
 static int reps = 10;
+static const char *only; /* run this kernel alone (NULL: all) */
+
+static int wanted(const char *kernel)
+{
+    return only == NULL || strcmp(only, kernel) == 0;
+}
 static void run_all(int quick);
 static volatile double sink;
 
@@ -286,27 +293,35 @@ static void print(struct record r)
     } while (0)
 
 /* ------------------------------------------------------------------ the kernels */
-static void bench_rosenbrock(int n)
-{
-    double *x = filled(n, 2.0, 1), *g1 = zeros(n), *g2 = zeros(n), *g3 = zeros(n), *d[8];
-    struct record r = { "rosenbrock", "reverse" };
-    directions(d, n, 2);
-    BEST(r.primal, sink += rosenbrock(x, n));
-    BEST(r.adgen, memset(g1, 0, n * sizeof *g1); rosenbrock_grad(x, g1, n, 1.0));
-    PEAK(r.adgen_bytes, rosenbrock_grad(x, g1, n, 1.0));
-    BEST(r.hand, memset(g2, 0, n * sizeof *g2); rosenbrock_hand(x, g2, n, 1.0));
-    ENZYME(BEST(r.enzyme, memset(g3, 0, n * sizeof *g3); rosenbrock_enzyme_grad(x, g3, n));
-           PEAK(r.enzyme_bytes, rosenbrock_enzyme_grad(x, g3, n)); memset(g3, 0, n * sizeof *g3);
-           rosenbrock_enzyme_grad(x, g3, n); r.enzyme_diff = difference(g3, g2, n));
-    memset(g1, 0, n * sizeof *g1);
-    rosenbrock_grad(x, g1, n, 1.0);
-    r.diff = difference(g1, g2, n);
-    report(r);
-    FORWARD8("rosenbrock", r.primal, singles[lane] = rosenbrock_fwd(x, d[lane], n),
-             rosenbrock_fwd8_result f = rosenbrock_fwd8(x, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], n);
-             memcpy(lanes, f.d_ret, sizeof lanes),
-             lanes8 e = rosenbrock_enzyme_fwd8(x, d, n); memcpy(elanes, e.d, sizeof elanes));
-}
+
+/* A kernel of one array giving one number (rosenbrock, logsumexp, sinexp): bench_KERNEL(n) times
+ * the primal, adgen's, the hand-written and Enzyme's gradients, and forward[8]. */
+#define ONE_ARRAY_BENCH(kernel, scale, seed)                                                       \
+    static void bench_##kernel(int n)                                                              \
+    {                                                                                              \
+        double *x = filled(n, scale, seed), *g1 = zeros(n), *g2 = zeros(n), *g3 = zeros(n), *d[8]; \
+        struct record r = { #kernel, "reverse" };                                                  \
+        directions(d, n, seed + 1);                                                                \
+        BEST(r.primal, sink += kernel(x, n));                                                      \
+        BEST(r.adgen, memset(g1, 0, n * sizeof *g1); kernel##_grad(x, g1, n, 1.0));                \
+        PEAK(r.adgen_bytes, kernel##_grad(x, g1, n, 1.0));                                         \
+        BEST(r.hand, memset(g2, 0, n * sizeof *g2); kernel##_hand(x, g2, n, 1.0));                 \
+        ENZYME(BEST(r.enzyme, memset(g3, 0, n * sizeof *g3); kernel##_enzyme_grad(x, g3, n));      \
+               PEAK(r.enzyme_bytes, kernel##_enzyme_grad(x, g3, n)); memset(g3, 0, n * sizeof *g3); \
+               kernel##_enzyme_grad(x, g3, n); r.enzyme_diff = difference(g3, g2, n));             \
+        memset(g1, 0, n * sizeof *g1);                                                             \
+        kernel##_grad(x, g1, n, 1.0);                                                              \
+        r.diff = difference(g1, g2, n);                                                            \
+        report(r);                                                                                 \
+        FORWARD8(#kernel, r.primal, singles[lane] = kernel##_fwd(x, d[lane], n),                   \
+                 kernel##_fwd8_result f = kernel##_fwd8(x, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], n); \
+                 memcpy(lanes, f.d_ret, sizeof lanes),                                             \
+                 lanes8 e = kernel##_enzyme_fwd8(x, d, n); memcpy(elanes, e.d, sizeof elanes));    \
+    }
+
+ONE_ARRAY_BENCH(rosenbrock, 2.0, 1)
+ONE_ARRAY_BENCH(logsumexp, 8.0, 4)
+ONE_ARRAY_BENCH(sinexp, 2.0, 29)
 
 static void bench_norm(int n)
 {
@@ -350,27 +365,6 @@ static void bench_norm(int n)
     report(f);
 }
 
-static void bench_logsumexp(int n)
-{
-    double *x = filled(n, 8.0, 4), *g1 = zeros(n), *g2 = zeros(n), *g3 = zeros(n), *d[8];
-    struct record r = { "logsumexp", "reverse" };
-    directions(d, n, 5);
-    BEST(r.primal, sink += logsumexp(x, n));
-    BEST(r.adgen, memset(g1, 0, n * sizeof *g1); logsumexp_grad(x, g1, n, 1.0));
-    PEAK(r.adgen_bytes, logsumexp_grad(x, g1, n, 1.0));
-    BEST(r.hand, memset(g2, 0, n * sizeof *g2); logsumexp_hand(x, g2, n, 1.0));
-    ENZYME(BEST(r.enzyme, memset(g3, 0, n * sizeof *g3); logsumexp_enzyme_grad(x, g3, n));
-           PEAK(r.enzyme_bytes, logsumexp_enzyme_grad(x, g3, n)); memset(g3, 0, n * sizeof *g3);
-           logsumexp_enzyme_grad(x, g3, n); r.enzyme_diff = difference(g3, g2, n));
-    memset(g1, 0, n * sizeof *g1);
-    logsumexp_grad(x, g1, n, 1.0);
-    r.diff = difference(g1, g2, n);
-    report(r);
-    FORWARD8("logsumexp", r.primal, singles[lane] = logsumexp_fwd(x, d[lane], n),
-             logsumexp_fwd8_result f = logsumexp_fwd8(x, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], n);
-             memcpy(lanes, f.d_ret, sizeof lanes),
-             lanes8 e = logsumexp_enzyme_fwd8(x, d, n); memcpy(elanes, e.d, sizeof elanes));
-}
 
 static void bench_gmm(int n, int k, int d)
 {
@@ -562,27 +556,6 @@ static void bench_heat(int n, int steps)
              lanes8 e = heat_enzyme_fwd8(u, du, s, ds, n, 0.2, dalpha, steps); memcpy(elanes, e.d, sizeof elanes));
 }
 
-static void bench_sinexp(int n)
-{
-    double *x = filled(n, 2.0, 29), *g1 = zeros(n), *g2 = zeros(n), *g3 = zeros(n), *d[8];
-    struct record r = { "sinexp", "reverse" };
-    directions(d, n, 30);
-    BEST(r.primal, sink += sinexp(x, n));
-    BEST(r.adgen, memset(g1, 0, n * sizeof *g1); sinexp_grad(x, g1, n, 1.0));
-    PEAK(r.adgen_bytes, sinexp_grad(x, g1, n, 1.0));
-    BEST(r.hand, memset(g2, 0, n * sizeof *g2); sink += sinexp_hand(x, g2, n, 1.0));
-    ENZYME(BEST(r.enzyme, memset(g3, 0, n * sizeof *g3); sinexp_enzyme_grad(x, g3, n));
-           PEAK(r.enzyme_bytes, sinexp_enzyme_grad(x, g3, n)); memset(g3, 0, n * sizeof *g3);
-           sinexp_enzyme_grad(x, g3, n); r.enzyme_diff = difference(g3, g2, n));
-    memset(g1, 0, n * sizeof *g1);
-    sinexp_grad(x, g1, n, 1.0);
-    r.diff = difference(g1, g2, n);
-    report(r);
-    FORWARD8("sinexp", r.primal, singles[lane] = sinexp_fwd(x, d[lane], n),
-             sinexp_fwd8_result f = sinexp_fwd8(x, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], n);
-             memcpy(lanes, f.d_ret, sizeof lanes),
-             lanes8 e = sinexp_enzyme_fwd8(x, d, n); memcpy(elanes, e.d, sizeof elanes));
-}
 
 static double gmm_objective_value(int d, int k, int n, const double *al, const double *mu, const double *icf,
                                   const double *x)
@@ -751,7 +724,8 @@ static void bench_reproj_error(int n_cams, int n_pts, int n_obs)
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
-    reps = argc > 2 ? atoi(argv[2]) : quick ? 3 : 10;
+    reps = argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : quick ? 3 : 10;
+    only = argc > 3 ? argv[3] : NULL;
     for (int round = 0; round < 2; round++)
         run_all(quick);
     for (int i = 0; i < n_results; i++)
@@ -761,17 +735,30 @@ int main(int argc, char **argv)
 
 static void run_all(int quick)
 {
-    bench_rosenbrock(quick ? 100000 : 1000000);
-    bench_norm(20000);
-    bench_norm(80000);
-    bench_logsumexp(quick ? 100000 : 1000000);
-    bench_gmm(quick ? 200 : 1000, 25, 10);
-    bench_gmm_objective(10, 25, quick ? 200 : 1000);
-    bench_gmm_objective(64, 50, quick ? 20 : 1000);
-    bench_ba(quick ? 20 : 100, quick ? 400 : 2000, quick ? 2000 : 10000);
-    bench_reproj_error(quick ? 20 : 100, quick ? 400 : 2000, quick ? 2000 : 20000);
-    bench_lstm(quick ? 30 : 100, 32, 2);
-    bench_nbody(quick ? 60 : 200);
-    bench_heat(quick ? 64 : 128, quick ? 10 : 20);
-    bench_sinexp(100000);
+    if (wanted("rosenbrock"))
+        bench_rosenbrock(quick ? 100000 : 1000000);
+    if (wanted("norm"))
+        bench_norm(20000);
+    if (wanted("norm"))
+        bench_norm(80000);
+    if (wanted("logsumexp"))
+        bench_logsumexp(quick ? 100000 : 1000000);
+    if (wanted("gmm"))
+        bench_gmm(quick ? 200 : 1000, 25, 10);
+    if (wanted("gmm_objective"))
+        bench_gmm_objective(10, 25, quick ? 200 : 1000);
+    if (wanted("gmm_objective"))
+        bench_gmm_objective(64, 50, quick ? 20 : 1000);
+    if (wanted("ba"))
+        bench_ba(quick ? 20 : 100, quick ? 400 : 2000, quick ? 2000 : 10000);
+    if (wanted("reproj_error"))
+        bench_reproj_error(quick ? 20 : 100, quick ? 400 : 2000, quick ? 2000 : 20000);
+    if (wanted("lstm"))
+        bench_lstm(quick ? 30 : 100, 32, 2);
+    if (wanted("nbody"))
+        bench_nbody(quick ? 60 : 200);
+    if (wanted("heat"))
+        bench_heat(quick ? 64 : 128, quick ? 10 : 20);
+    if (wanted("sinexp"))
+        bench_sinexp(100000);
 }

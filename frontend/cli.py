@@ -145,7 +145,7 @@ def _run(args, extra: list[str], stages: Stages) -> int:
         written, generated, plans = build(args.sources, args.out_dir, flags, user, extra, compiler, stages,
                                           args.target, args.march, args.emit_llvm)
         if args.explain:
-            print(plans, end="", flush=True)
+            print(plans or "no reverse-mode derivatives: nothing is stored for a reverse sweep\n", end="", flush=True)
         if args.depfile:
             write_depfile(args.depfile, [p for paths, _ in written for p in paths if p.suffix == ".o"], generated)
         if not args.quiet:

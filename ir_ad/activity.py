@@ -9,7 +9,7 @@ from .analysis import CFG, Memory
 from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand, Type, float_type
 from .rules import rule_for
-from .shadows import ALLOCATORS, callee_name, carries
+from .shadows import ALLOCATORS, callee_name, carries, mask_name
 
 
 class Activity:
@@ -147,6 +147,12 @@ class Activity:
                 if found:
                     self.maybe.add(inst.result)
                     changed = True
+
+    def mask(self, op: Operand) -> str:
+        """The i1 saying whether a pointer operand has a real shadow ("true"/"false" when known)."""
+        if op.value in self.maybe:
+            return mask_name(self.mask_root(op.value).result)
+        return "true" if op.value in self.pointers else "false"
 
     def mask_root(self, value: str) -> Instruction:
         """The select or phi a maybe-shadowed pointer comes from."""

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .builder import PRIMAL, Builder, V, bare, local
-from .ir import I1, I64, PTR, Instruction, Operand, Type
+from .ir import I1, I64, PTR, VOID, Instruction, Operand, Type
 from .keys import CHOICE, OLD, Key, instruction_key
 from .rules import rule_for
-from .shadows import ALLOCATORS, IGNORED_INTRINSICS, INACTIVE_CALLS, INTERLEAVED, MIXED_POINTER, VOID, Shadow, \
+from .shadows import ALLOCATORS, IGNORED_INTRINSICS, INACTIVE_CALLS, INTERLEAVED, MIXED_POINTER, Shadow, \
     callee_name
 
 if TYPE_CHECKING:
@@ -241,6 +241,7 @@ class Adjoints:
         shadow = self.sweep.shadow(Operand(PTR, name), site)
         b.call("@free", VOID, [primal])
         b.call("@free", VOID, [shadow[0]])
+
 
 class _Lazy(V):
     """A primal value the reverse sweep asks for only if a rule's partial uses it."""

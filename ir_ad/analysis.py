@@ -120,17 +120,6 @@ class CFG:
         return loops
 
     @cached_property
-    def loop_depth(self) -> dict[str, int]:
-        depth = {b: 0 for b in self.blocks}
-        for body in self.loops.values():
-            for b in body:
-                depth[b] += 1
-        return depth
-
-    def in_loop(self, block: str) -> bool:
-        return self.loop_depth.get(block, 0) > 0
-
-    @cached_property
     def reachable(self) -> dict[str, set[str]]:
         """Blocks reachable from each block by one or more edges."""
         out: dict[str, set[str]] = {}

@@ -23,6 +23,7 @@ from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel
 from .lower import keep_array, lower_source, lower_stubs
 from .reverse import ReverseMode
 
+
 def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
           compiler: Compiler, stages: Stages, target: str | None = None, march: str | None = None,
           emit_llvm: bool = False) -> tuple[list[tuple[list[Path], list[str]]], list[Generated], str]:
@@ -81,7 +82,8 @@ def differentiate(module: Module, generated: list[Generated]) -> tuple[str, list
     forward = ForwardMode(module, decls)
     reverse = ReverseMode(module, decls)
     kernels: list[str] = []
-    top: dict[str, str] = {}  # the derived function of each annotation -> its title
+    top: dict[str, list[str]] = {}  # a derived function -> the annotations that call it
+    primal_of: dict[str, str] = {}
     for i, g in enumerate(generated):
         primals = _kept(module, keep_array(i))
         for sig in g.signatures:
@@ -91,8 +93,10 @@ def differentiate(module: Module, generated: list[Generated]) -> tuple[str, list
                 if d.mode is Mode.FORWARD:
                     kernels.append(forward_kernel(forward, decls, sig, fn))
                 else:
-                    kernels.append(reverse_kernel(reverse, decls, sig, fn))
-                    top[reverse.explained[-1][0].aug] = f"{sig.name}: reverse mode of {d.primal.name}"
+                    kernel, derived = reverse_kernel(reverse, decls, sig, fn)
+                    kernels.append(kernel)
+                    top.setdefault(derived.aug, []).append(sig.name)
+                    primal_of[derived.aug] = d.primal.name
             except Unsupported as exc:
                 raise located(exc, module, sig.name)
     runtime = [reverse.runtime_text()] if reverse.definitions else []
@@ -102,10 +106,10 @@ def differentiate(module: Module, generated: list[Generated]) -> tuple[str, list
     lines = [line for line in module.text.split("\n") if not _dropped(line, replaced)]
     text = "\n".join(lines + decls.added + forward.definitions + reverse.definitions + runtime + kernels +
                       decls.scopes.definitions()) + "\n"
-    plans = [(top[d.aug], plan) for d, plan in reverse.explained if d.aug in top]
-    callees = [d for d, _ in reverse.explained if d.aug not in top]
-    plans += [(f"{module.functions[d.pattern.function].name.lstrip('@')}, as a callee of the derivatives above"
-               f" ({_activities(d.pattern)})", plan) for d, plan in reverse.explained if d in callees]
+    plans = [(f"{', '.join(top[d.aug])}: reverse mode of {primal_of[d.aug]}", plan)
+             for d, plan in reverse.explained if d.aug in top]
+    plans += [(f"{d.pattern.function.lstrip('@')}, as a callee of the derivatives above ({_activities(d.pattern)})",
+               plan) for d, plan in reverse.explained if d.aug not in top]
     return text, plans
 
 

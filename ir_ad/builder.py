@@ -27,11 +27,6 @@ def bare(ref: str) -> str:
     return name[1:-1] if name.startswith('"') else name
 
 
-def prime(ref: str) -> str:
-    """The name of the derivative (tangent, shadow or adjoint) of a value: `%x` -> `%"x'"`."""
-    return local(bare(ref) + "'")
-
-
 @dataclass(frozen=True)
 class V:
     """A typed IR value: a reference or a constant."""

@@ -15,7 +15,9 @@ of that loop and the loops around it.
   (a stack slot of the kernel, or a field of the caller's own storage): no allocation.
 - A loop nest whose trip counts are all known when its outer loop starts gets one buffer,
   allocated there and indexed by the iteration numbers (`cache[i*m + j]`): an *indexed* group,
-  laid out as one array per value, so that both sweeps read and write it with unit stride.
+  laid out as one array per value, so that both sweeps read and write it with unit stride. A
+  top-level nest of constant trip counts needing little storage (RECORD_NEST_LIMIT bytes in
+  all) is kept in the record instead.
 - A loop whose trip count is known only when it ends gets a *growable* group: one record per
   iteration in a buffer that doubles as needed.
 
@@ -28,13 +30,13 @@ from dataclasses import dataclass, field
 
 from .analysis import PURE
 from .ir import I64, PTR, Operand
-from .keys import BLOB, DESC, EXIT, Key, Keys, align_of, size_of
+from .keys import BLOB, DESC, EXIT, OLD, Key, Keys, align_of
 from .loops import Loop, LoopForest, common
 from .mincut import INF, min_vertex_cut
 
-ALWAYS_STORED = (BLOB, DESC, "old")  # records the plan itself adds
+ALWAYS_STORED = (BLOB, DESC, OLD)  # records the plan itself adds
 ARRAY_ALIGN = 64  # each array of an indexed group starts on a cache line
-RECORD_NEST_LIMIT = 4096  # bytes of constant-size nest storage kept in the record (on the stack)
+RECORD_NEST_LIMIT = 4096  # bytes of constant-size nest storage a record may hold (it is on the stack)
 LOOP_WEIGHT = 1000  # a byte stored per iteration costs this much more than one stored outside the loop
 INDEXED, GROWABLE = "indexed", "growable"
 
@@ -111,9 +113,6 @@ class CachePlan:
             if loop in g.members:
                 return g
         return None
-
-    def slots_at(self, scope: Loop | None) -> list[Slot]:
-        return [s for s in self.slots.values() if s.scope is scope]
 
     def stores_nothing(self) -> bool:
         return not self.slots
@@ -286,11 +285,12 @@ def _layout(keys: Keys, entries: dict, groups: list[Group], sizes: dict[Key, int
                 offset = _aligned(offset, align(s.key))
                 s.offset, offset = offset, offset + s.size
             g.stride = _aligned(max(offset, 1), 8)
+    room = RECORD_NEST_LIMIT
     for g in groups:  # small nests of constant trip counts at the top level: in the record, on the stack
         size = _static_bytes(g)
-        if g.root.parent is None and size is not None and size <= RECORD_NEST_LIMIT:
+        if g.root.parent is None and size is not None and size <= room:
             record = _aligned(record, ARRAY_ALIGN)
-            g.in_record, record = record, record + size
+            g.in_record, record, room = record, record + size, room - size
     return slots, _aligned(record, 8) if record else 0
 
 
@@ -338,5 +338,4 @@ def element_size(slot: Slot) -> int:
     return _aligned(slot.size, 8 if slot.size >= 8 else 1 << (slot.size - 1).bit_length())
 
 
-__all__ = ["CachePlan", "Group", "Slot", "make_plan", "INDEXED", "GROWABLE", "descriptor_types", "element_size",
-           "size_of", "INF"]
+__all__ = ["CachePlan", "Group", "Slot", "make_plan", "INDEXED", "GROWABLE", "descriptor_types", "element_size"]

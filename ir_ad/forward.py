@@ -15,17 +15,16 @@ from dataclasses import dataclass
 
 from .builder import PRIMAL, Builder, Declarations, V, bare, local
 from .diagnose import Unsupported
-from .ir import I64, PTR, Function, Instruction, Module, Operand, Type, struct
+from .ir import I64, PTR, VOID, Function, Instruction, Module, Operand, Type, struct
 from .rules import rule_for
-from .shadows import (ALLOCATORS, IGNORED_INTRINSICS, INACTIVE_CALLS, INTERLEAVED, LANES, MIXED_POINTER, VOID,
-                      Layout, Shadow, callee_name, carries)
+from .shadows import (ALLOCATORS, IGNORED_INTRINSICS, INACTIVE_CALLS, INTERLEAVED, MIXED_POINTER, Layout, Shadow,
+                      callee_name, carries, mask_name)
 
 # What may use a pointer whose shadow is behind a mask (see _FunctionWriter.guarded).
 _MASKABLE = {"load", "store", "getelementptr", "phi", "select", "freeze", "bitcast", "icmp", "ptrtoint"}
 ZEROS = '@"adgen.zeros" = internal constant [64 x i64] zeroinitializer, align 64'  # 512 bytes to read
 
-__all__ = ["ForwardMode", "Pattern", "Derived", "LANES", "INTERLEAVED", "ZEROS", "ALLOCATORS", "INACTIVE_CALLS",
-           "IGNORED_INTRINSICS", "MIXED_POINTER", "callee_name"]
+__all__ = ["ForwardMode", "Pattern", "Derived", "ZEROS"]
 
 
 @dataclass(frozen=True)
@@ -128,7 +127,7 @@ class _FunctionWriter:
         if op.value in self.maybe:
             inst = self.cfg_defs[op.value]
             if inst.opcode in ("phi", "select"):
-                return local(bare(op.value) + "'mask")
+                return mask_name(op.value)
             return self.mask(inst.operands[0])
         return "true" if op.value in self.active else "false"
 

@@ -51,18 +51,6 @@ class Type:
     elems: tuple["Type", ...] = ()
     count: int = 0
 
-    @property
-    def is_float(self) -> bool:
-        return self.kind == "float"
-
-    @property
-    def is_ptr(self) -> bool:
-        return self.kind == "ptr"
-
-    @property
-    def is_int(self) -> bool:
-        return self.kind == "int"
-
     def __str__(self) -> str:
         return self.text
 
@@ -93,6 +81,7 @@ def struct(*elems: Type) -> Type:
 
 
 # ----------------------------------------------------------------------------------------------- tokens
+
 
 class Cursor:
     """Walks the tokens of one line of IR."""

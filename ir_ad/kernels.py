@@ -11,9 +11,10 @@ from adgen.frontend.model import Activity
 from adgen.frontend.render import KERNEL_PREFIX
 
 from .builder import Builder, Declarations, V, local
-from .forward import INTERLEAVED, LANES, ForwardMode, Pattern
+from .forward import ForwardMode, Pattern
 from .ir import PTR, Function, Module, Type, array, struct, vector
-from .reverse import RevPattern, ReverseMode
+from .reverse import RevDerived, RevPattern, ReverseMode
+from .shadows import INTERLEAVED, LANES
 
 _DUAL = {Activity.DUAL, Activity.DUALONLY}
 _DUP = {Activity.DUP, Activity.DUPONLY}
@@ -72,9 +73,8 @@ def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: F
                 lanes = b.load(vector(value.type, n), given)
                 tangents += [lanes] if kind == INTERLEAVED else [b.extract(lanes, k) for k in range(n)]
         active.append(act is not Activity.CONST)
-    shadow_args = tangents
     derived = mode.derive(Pattern(fn.name, tuple(active), n, kind))
-    call_args = ", ".join(str(a) for a in primal_args + shadow_args)
+    call_args = ", ".join(str(a) for a in primal_args + tangents)
     call = f"call {derived.ret_type.text} {derived.name}({call_args})"
     result = b.value(derived.ret_type, call) if derived.ret_type.kind != "void" else b.emit(call)
     if out is not None:
@@ -89,8 +89,9 @@ def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: F
     return _finish(sig, params, out, b)
 
 
-def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Function) -> str:
-    """Runs the augmented forward sweep then the reverse sweep, their record on the stack."""
+def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Function) -> tuple[str, RevDerived]:
+    """Runs the augmented forward sweep then the reverse sweep, their record on the stack; also
+    gives the derived pair it calls (several annotations may share one)."""
     d = sig.derivation
     n = d.width
     params, out, b = _start(mode.module, decls, sig)
@@ -138,7 +139,7 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
                      for j in range(parts)]
             values[f"d_{d.primal.params[i].name}"] = lanes[0] if parts == 1 else lanes
         _store_result(b, sig, out, values, fn, n)
-    return _finish(sig, params, out, b)
+    return _finish(sig, params, out, b), derived
 
 
 def _store_result(b: Builder, sig: Signature, out: V, values: dict[str, V], fn: Function, n: int) -> None:

@@ -2,8 +2,9 @@
 
 A `Key` names one such thing: a primal value, the shadow of a pointer, the mask of a pointer
 that may lack a shadow, which predecessor a block was entered from, how many iterations a loop
-ran before an exit, and the records the cache plan itself adds (a callee's record, a loop
-group's descriptor, the old value of memory a store overwrote). Its `Def` says where the
+ran before an exit, which argument of a minimum or maximum won, and the records the cache plan
+itself adds (a callee's record, a loop group's descriptor, the old value of memory a store
+overwrote). Its `Def` says where the
 forward sweep has it, its type, and whether and from which other keys it can be recomputed;
 when it cannot, why (for `--explain`)."""
 
@@ -68,14 +69,20 @@ def size_of(t: Type) -> int:
         return t.count * size_of(t.elems[0])
     if t.kind == "array":
         return t.count * size_of(t.elems[0])
-    if t.kind == "struct":
-        return sum(_round(size_of(e), min(8, size_of(e) or 1)) for e in t.elems) or 1
+    if t.kind == "struct":  # laid out as LLVM does: each field at its alignment
+        offset = 0
+        for e in t.elems:
+            offset = _round(offset, align_of(e)) + size_of(e)
+        return _round(offset, align_of(t)) or 1
     return 8
 
 
 def align_of(t: Type) -> int:
+    """The alignment a stored value gets (at most 8: what a cache record's slots guarantee)."""
+    if t.kind == "struct":
+        return max((align_of(e) for e in t.elems), default=1)
     size = size_of(t.elems[0]) if t.kind in ("vector", "array") else size_of(t)
-    return 8 if t.kind == "struct" else min(8, 1 << (max(1, size) - 1).bit_length())
+    return min(8, 1 << (max(1, size) - 1).bit_length())
 
 
 def _round(n: int, a: int) -> int:
@@ -283,14 +290,20 @@ class Keys:
         sides = []
         for target in term.targets:
             owned = [i for i, p in enumerate(preds) if
-                     (target == block and p == top) or
-                     (target != block and self.cfg.preds[target] == [top] and self.cfg.dominates(target, p))]
+                     (target == block and p == top) or (target != block and self._edge_dominates(top, target, p))]
             if len(owned) != 1:
                 return None
             sides.append(owned[0])
         if sides[0] == sides[1]:
             return None
         return term.operands[0], sides
+
+    def _edge_dominates(self, top: str, target: str, block: str) -> bool:
+        """Whether every path from `top` to `block` leaves `top` by its edge to `target` (which
+        may start a loop: `target`'s other predecessors are inside what it dominates)."""
+        cfg = self.cfg
+        return (cfg.dominates(target, block) and not cfg.dominates(target, top) and cfg.preds[target].count(top) == 1
+                and all(q == top or cfg.dominates(target, q) for q in cfg.preds[target]))
 
     def _exit(self, key: Key) -> Def:
         loop = self.loops.by_header[key.name]

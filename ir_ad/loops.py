@@ -9,7 +9,6 @@ is known on entry can have its storage allocated once, before it starts."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from .analysis import CFG
 from .ir import Function, Instruction, Operand
@@ -73,7 +72,7 @@ class Loop:
 
     @property
     def preheader(self) -> str | None:
-        """The one block entering the loop, when it has one and that block goes nowhere else."""
+        """The one block entering the loop from outside, when there is one (it may branch elsewhere too)."""
         return self.entries[0] if len(self.entries) == 1 else None
 
     def ancestors(self) -> list["Loop"]:
@@ -191,7 +190,7 @@ class LoopForest:
         """The trip count of a rotated loop whose latch is its only exit and compares an induction
         variable stepping by 1 with a bound fixed before the loop."""
         latch = loop.latches[0]
-        if [b for b, _ in loop.exits] != [latch] * len(loop.exits) or len(loop.exits) != 1:
+        if len(loop.exits) != 1 or loop.exits[0][0] != latch:
             return None
         term = self.block(latch).instructions[-1]
         cond = self.cfg.defs.get(term.operands[0].value) if term.opcode == "br" and term.operands else None
@@ -236,11 +235,6 @@ class LoopForest:
                     return iv, 1
         return None
 
-    @cached_property
-    def order(self) -> list[Loop]:
-        """Inner loops before the loops containing them."""
-        return sorted(self.loops, key=lambda l: -l.depth)
-
     def exited(self, inside: str, outside: str) -> list[Loop]:
         """The loops the edge inside -> outside leaves, innermost first."""
         loop, out = self.loop_of[inside], []
@@ -248,7 +242,3 @@ class LoopForest:
             out.append(loop)
             loop = loop.parent
         return out
-
-
-def is_induction(inst: Instruction, loop: Loop) -> bool:
-    return inst.result in loop.inductions

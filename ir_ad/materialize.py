@@ -16,7 +16,7 @@ from . import storage
 from .builder import CACHE, Builder, V, bare, local
 from .cache_plan import CachePlan, PlanSite, Slot, descriptor_types
 from .ir import I1, I64, PTR, Operand
-from .keys import BLOB, DESC, MASK, SHADOW, Key
+from .keys import BLOB, DESC, MASK, SHADOW, Key, align_of
 from .loops import Loop
 from .reverse import Derivation
 from .rules import rule_for
@@ -77,7 +77,7 @@ class Materializer:
             return (b.load(PTR, at, 8),) if call.indirect else (at,)
         types = descriptor_types(self.plan.groups[[g.desc for g in self.plan.groups].index(key)]) \
             if key.kind == DESC else self.d.keys[key].types
-        return tuple(b.load(t, p, memory=CACHE) for t, p in zip(types, storage.parts_at(b, types, at)))
+        return tuple(b.load(t, p, align_of(t), memory=CACHE) for t, p in zip(types, storage.parts_at(b, types, at)))
 
     def counters(self, site: Site, b: Builder, shift: tuple = ((), 0)) -> dict[int, V]:
         """The iteration numbers of the site's loops (some iterations earlier: only computed
@@ -188,8 +188,6 @@ class Materializer:
         trip = self.d.loops.by_header[key.name].trip
         start, bound = (self._operand(o, site, b, shift) for o in trip.operands)
         return (b.binary("sub", storage.trip_count(b, trip, start, bound), V(I64, "1")),)
-
-
 
 
 def counter(loop: Loop) -> V:

@@ -15,6 +15,15 @@ from typing import Hashable
 INF = float("inf")
 
 
+class NoCut(Exception):
+    """A required node that no finite cut separates from the roots: it, and every value it is
+    recomputed from back to a root, may not be stored."""
+
+    def __init__(self, node: Hashable):
+        super().__init__(node)
+        self.node = node
+
+
 def min_vertex_cut(nodes: dict[Hashable, float], edges: set[tuple[Hashable, Hashable]], roots: set[Hashable],
                    required: set[Hashable]) -> set[Hashable]:
     """The nodes to store. `nodes` maps each node to its weight (INF: never store it)."""
@@ -54,7 +63,7 @@ def min_vertex_cut(nodes: dict[Hashable, float], edges: set[tuple[Hashable, Hash
             v = parent[v]
         flow = min(graph[u][v] for u, v in path)
         if flow == INF:
-            raise ValueError("a required value depends on a root that may not be stored")
+            raise NoCut(path[0][0][1])  # the path's last arc leaves a required node for the sink
         for u, v in path:
             graph[u][v] -= flow
             graph[v][u] += flow

@@ -57,7 +57,7 @@ def _run(module, tm, level: int, vectorize: bool) -> None:
     options = llvm.create_pipeline_tuning_options(level)
     options.loop_vectorization = vectorize
     options.slp_vectorization = vectorize
-    options.loop_unrolling = True  # before differentiation, full unrolling only (see prepare)
+    options.loop_unrolling = True  # before differentiation full unrolling only, after it all kinds (see prepare)
     builder = llvm.create_pass_builder(tm, options)
     builder.getModulePassManager().run(module, builder)
 
@@ -65,8 +65,9 @@ def _run(module, tm, level: int, vectorize: bool) -> None:
 def prepare(module, tm) -> str:
     """Optimize before differentiation and name every value; the text the AD core reads. Loops
     with a small constant trip count are unrolled, which puts small local arrays in registers;
-    others stay loops (partial and runtime unrolling come after differentiation), and nothing is
-    vectorized yet."""
+    others stay loops, and nothing is vectorized yet. Partial and runtime unrolling are off here
+    and then set on (not back to LLVM's per-target default) for the optimization after
+    differentiation, where the derivative's loops gain from them."""
     llvm.set_option("adgen", "-unroll-runtime=false")
     llvm.set_option("adgen", "-unroll-allow-partial=false")
     try:

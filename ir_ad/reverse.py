@@ -22,12 +22,11 @@ from .analysis import CFG, Memory
 from .builder import Declarations, bare, local
 from .cache_plan import CachePlan, make_plan
 from .diagnose import Unsupported
-from .ir import I1, I64, PTR, Function, Instruction, Module, Type, struct, vector
-from .keys import BLOB, OLD, Key, Keys, instruction_key
+from .ir import I1, I8, I64, PTR, VOID, Function, Instruction, Module, Type, struct
+from .keys import BLOB, OLD, SHADOW, Key, Keys, instruction_key
 from .loops import Irreducible, LoopForest
-from .shadows import INTERLEAVED, Layout, callee_name
-
-VOID = Type("void", "void")
+from .mincut import NoCut
+from .shadows import Layout, callee_name
 
 
 @dataclass(frozen=True)
@@ -107,7 +106,6 @@ class Derivation:
         return Unsupported(self.fn.name, self.inst, what)
 
 
-I8 = Type("i8", "int", 8)
 # What the helpers of templates/runtime.ll.j2 call.
 RUNTIME_DECLARATIONS = [
     ("@realloc", PTR, [PTR, I64]), ("@abort", VOID, []), ("@malloc", PTR, [I64]), ("@free", VOID, [PTR]),
@@ -153,7 +151,13 @@ class ReverseMode:
         needs = sweep.collect()
         forced = [c.blob for c in d.calls.values()] + [Key(OLD, instruction_key(fn, s)) for s in d.undoable]
         sizes = {c.blob: 8 if c.indirect else c.derived.record_size for c in d.calls.values()}
-        d.plan = make_plan(fn.name, d.keys, d.loops, needs, forced, sizes)
+        try:
+            d.plan = make_plan(fn.name, d.keys, d.loops, needs, forced, sizes)
+        except NoCut as exc:
+            key, _ = exc.node
+            what = f"the shadow of {key.name}" if key.kind == SHADOW else key.name
+            raise Unsupported(fn.name, d.keys[key].inst, f"{what}, a value the reverse sweep needs but can neither "
+                              "store nor recompute") from None
         rev = sweep.write(d.plan)
         aug = write_augmented(d)
         derived.plan = d.plan
@@ -238,10 +242,8 @@ class ReverseMode:
         ret_active = inst.result is not None and activity.active(inst.result)
         pattern = RevPattern(target.name, tuple(activity.on(a) for a in args), ret_active, d.pattern.width,
                              d.pattern.kind, memtypes, overwritten, later, used)
-        indirect = pattern in self.memo and self.memo[pattern].plan is None
-        derived = self.derive(pattern)
-        indirect = indirect or derived.plan is None
-        return CallSite(derived, Key(BLOB, instruction_key(d.fn, inst)), indirect)
+        derived = self.derive(pattern)  # no plan yet: a recursive call, whose record goes on the heap
+        return CallSite(derived, Key(BLOB, instruction_key(d.fn, inst)), derived.plan is None)
 
     # ------------------------------------------------------------------ signatures
     def aug_params(self, fn: Function, derived: RevDerived) -> list[str]:
@@ -276,11 +278,16 @@ def _frees(inst: Instruction, d: Derivation) -> bool:
 
 def _forward_shadow_uses(d: Derivation) -> set[str]:
     """The local arrays whose shadow the forward sweep itself uses (pointers stored into or
-    loaded from shadowed memory, shadows passed to calls): those keep their shadow on the heap."""
+    loaded from shadowed memory, shadows passed to calls, merged by a phi or select, whose
+    shadow may have to be stored): those keep their shadow on the heap."""
     activity, used = d.activity, set()
     for inst in d.fn.instructions():
         ops = []
-        if inst.opcode == "store" and inst.operands[0].type.kind == "ptr":
+        if inst.opcode == "phi" and inst.type.kind == "ptr":
+            ops = [v for v, _ in inst.incoming]
+        elif inst.opcode == "select" and inst.type.kind == "ptr":
+            ops = inst.operands[1:]
+        elif inst.opcode == "store" and inst.operands[0].type.kind == "ptr":
             ops = inst.operands
         elif inst.opcode == "load" and inst.type.kind == "ptr":
             ops = inst.operands[:1]
@@ -293,4 +300,4 @@ def _forward_shadow_uses(d: Derivation) -> set[str]:
     return used
 
 
-__all__ = ["ReverseMode", "RevPattern", "RevDerived", "Derivation", "CallSite", "INTERLEAVED", "vector", "PTR"]
+__all__ = ["ReverseMode", "RevPattern", "RevDerived", "Derivation", "CallSite"]

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from .adjoints import Adjoints
 from .builder import PRIMAL, Builder, V, bare, local
 from .cache_plan import CachePlan, PlanSite
-from .ir import I1, I64, PTR, Instruction, Operand, Type
+from .ir import I1, I64, PTR, VOID, Instruction, Operand, Type
 from .keys import CAME, EXIT, MASK, RETURNS, SHADOW, VALUE, Key, came_type
 from .loops import Loop
 from .materialize import Materializer, counter
 from .reverse import Derivation
-from .shadows import VOID, Shadow
+from .shadows import Shadow
 
 SINK = V(PTR, "%\"adgen'sink\"")
 
@@ -128,7 +128,6 @@ class ReverseSweep:
         m = self.mask(op, site)
         return tuple(b.select(m, x, SINK) for x in p)
 
-    # ------------------------------------------------------------------ adjoints
     # ------------------------------------------------------------------ blocks
     def _block(self, block) -> None:
         d = self.d
@@ -248,10 +247,9 @@ class ReverseSweep:
             eb.emit(f"%\"undo'{k}.on\" = alloca i1")
             eb.store(V(I1, "false"), V(PTR, f"%\"undo'{k}.on\""))
         self._local_shadows(eb)
-        sites = self.sites
-        for site in sites:
+        for number, site in enumerate(self.sites):
             prologue: list[str] = []
-            pb = Builder(d.decls, prologue, prefix=f"p{sites.index(site)}.")
+            pb = Builder(d.decls, prologue, prefix=f"p{number}.")
             mat.label = site.label or mat.label
             mat.counters(site, pb)  # before any branch of the prologue
             for key, names in site.wants.items():

@@ -30,11 +30,15 @@ ALLOCATORS = {"malloc", "calloc", "aligned_alloc"}
 # Both modes refuse a pointer whose shadow is known only on some paths; this says what to do instead.
 MIXED_POINTER = ("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of"
                  " (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
-VOID = Type("void", "void")
 
 
 def callee_name(inst: Instruction) -> str:
     return inst.callee.lstrip("@").strip('"')
+
+
+def mask_name(value: str) -> str:
+    """The i1 saying whether a pointer made by a phi or select has a real shadow."""
+    return local(bare(value) + "'mask")
 
 
 def carries(module: Module, t: Type) -> bool:

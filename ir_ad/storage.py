@@ -12,7 +12,6 @@ from .ir import I8, I64, Type
 from .loops import Loop, Trip
 
 
-
 def trip_count(b: Builder, trip: Trip, start: V, bound: V) -> V:
     """The number of iterations (i64), from the loop's start and bound values."""
     first, second = (bound, start) if trip.sign == 1 else (start, bound)

@@ -156,6 +156,28 @@ def _plan(text: str, name: str) -> str:
     return re.search(rf"^{name}: .*?(?=^\S|\Z)", text, re.M | re.S).group(0)
 
 
+def test_explain_without_reverse_mode_says_so(tmp_path, capsys):
+    from adgen.frontend.cli import main
+
+    src = tmp_path / "fwd.c"
+    src.write_text("// @diff(sq_tangent: (dual) -> dual)\ndouble sq(double x) { return x * x; }\n")
+    assert main(["build", "-q", "--explain", str(src), "-o", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "no reverse-mode derivatives: nothing is stored for a reverse sweep\n"
+
+
+def test_annotations_sharing_a_derivative_share_its_plan(tmp_path, capsys):
+    from adgen.frontend.cli import main
+
+    src = tmp_path / "two.c"
+    src.write_text("// @diff(a_grad: (dup, const) -> active; b_grad: (dup, const) -> activeonly;\n"
+                   "//       c_grad: (duponly, const) -> active)\n"
+                   "double sq(const double *x, int n)\n{\n    double s = 1;\n"
+                   "    for (int i = 0; i < n; i++)\n        s = s * x[i] + 0.5;\n    return s;\n}\n")
+    assert main(["build", "-q", "--explain", str(src), "-o", str(tmp_path)]) == 0
+    titles = [line.split(" (")[0] for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
+    assert titles == ["a_grad, c_grad: reverse mode of sq", "b_grad: reverse mode of sq"]
+
+
 def test_a_derivative_that_needs_nothing_stores_nothing(built):
     _, text, _ = built
     assert "stores nothing" in _plan(text, "rosen_grad")

@@ -131,6 +131,23 @@ double branchy(const double *x, int n)
     return s;
 }
 
+/* a pointer walking a stack array: its shadow is a phi the reverse sweep needs per iteration */
+// @diff(walk_grad: (dup, const) -> activeonly)
+double walk(const double *x, int n)
+{
+    double w[64];
+    double *p = w;
+    for (int i = 0; i < n; i++) {
+        *p++ = sin(x[i]);
+        if (x[i] > 0.5)
+            *p++ = x[i] * x[i];
+    }
+    double s = 0;
+    for (double *q = w; q < p; q++)
+        s += *q * *q;
+    return s;
+}
+
 // @diff(map_grad: (dup, dup, const); map_fwd: (dual, dual, const))
 void map(const double *x, double *y, int n)
 {
@@ -260,6 +277,16 @@ def test_branches_breaks_and_stack_arrays(kernels):
     primal = fn(kernels, "branchy", D, P, I)
     grad = fn(kernels, "branchy_grad", None, P, P, I, D)
     x = [0.5, -1.5, 0.25, 2.0, -0.75, 1.0, -0.1]
+    dx = arr([0.0] * len(x))
+    grad(arr(x), dx, len(x), 1.0)
+    for k in range(len(x)):
+        assert close(dx[k], _grad_fd(lambda v: primal(arr(v), len(v)), x, k))
+
+
+def test_pointer_walking_a_stack_array(kernels):
+    primal = fn(kernels, "walk", D, P, I)
+    grad = fn(kernels, "walk_grad", None, P, P, I, D)
+    x = [0.3 + 0.11 * k for k in range(8)]
     dx = arr([0.0] * len(x))
     grad(arr(x), dx, len(x), 1.0)
     for k in range(len(x)):
