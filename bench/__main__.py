@@ -100,38 +100,32 @@ def _mb(count: int | None) -> str:
 
 
 def table(records: list[dict]) -> str:
-    with_enzyme = any(r["enzyme_s"] is not None for r in records)
-    head = ["kernel", "primal ms", "adgen gradient ms", "hand-written ms"]
-    if with_enzyme:
-        head += ["Enzyme gradient ms"]
-    head += ["gradient/primal", "adgen/hand"]
-    if with_enzyme:
-        head += ["adgen/Enzyme", "Enzyme/primal"]
-    head += ["adgen peak MB"]
-    if with_enzyme:
-        head += ["Enzyme peak MB"]
-    head += ["forward[8] ms", "8 width-1 calls ms"]
-    if with_enzyme:
-        head += ["Enzyme forward[8] ms", "forward[8] adgen/Enzyme"]
-    head += ["forward[8] speedup"]
-    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    forward = {r["kernel"]: r for r in records if r["mode"] == "forward8"}
-    for r in (r for r in records if r["mode"] == "reverse"):
-        f = forward.get(r["kernel"], {})
-        cells = [r["kernel"], _ms(r["primal_s"]), _ms(r["adgen_s"]), _ms(r["hand_s"])]
-        if with_enzyme:
-            cells += [_ms(r["enzyme_s"])]
-        cells += [_ratio(r["adgen_s"], r["primal_s"]), _ratio(r["adgen_s"], r["hand_s"])]
-        if with_enzyme:
-            cells += [_ratio(r["adgen_s"], r["enzyme_s"]), _ratio(r["enzyme_s"], r["primal_s"])]
-        cells += [_mb(r["adgen_bytes"])]
-        if with_enzyme:
-            cells += [_mb(r["enzyme_bytes"])]
-        cells += [_ms(f.get("adgen_s")), _ms(f.get("scalar_s"))]
-        if with_enzyme:
-            cells += [_ms(f.get("enzyme_s")), _ratio(f.get("adgen_s"), f.get("enzyme_s"))]
-        cells += [f"{f['speedup_vs_scalar']:.2f}" if f else ""]
-        rows.append("| " + " | ".join(cells) + " |")
+    """Two Markdown tables: reverse-mode gradients (time and peak heap), then forward[8]."""
+    enzyme = any(r["enzyme_s"] is not None for r in records)
+    reverse = [r for r in records if r["mode"] == "reverse"]
+    forward = [r for r in records if r["mode"] == "forward8"]
+    columns = [("kernel", lambda r: r["kernel"]), ("primal ms", lambda r: _ms(r["primal_s"])),
+               ("adgen ms", lambda r: _ms(r["adgen_s"]))]
+    columns += [("Enzyme ms", lambda r: _ms(r["enzyme_s"]))] if enzyme else []
+    columns += [("hand-written ms", lambda r: _ms(r["hand_s"])),
+                ("adgen/primal", lambda r: _ratio(r["adgen_s"], r["primal_s"]))]
+    columns += [("Enzyme/primal", lambda r: _ratio(r["enzyme_s"], r["primal_s"])),
+                ("adgen/Enzyme", lambda r: _ratio(r["adgen_s"], r["enzyme_s"]))] if enzyme else []
+    columns += [("adgen/hand", lambda r: _ratio(r["adgen_s"], r["hand_s"])),
+                ("adgen peak MB", lambda r: _mb(r["adgen_bytes"]))]
+    columns += [("Enzyme peak MB", lambda r: _mb(r["enzyme_bytes"]))] if enzyme else []
+    text = "Reverse mode, the gradient:\n\n" + _markdown(columns, reverse)
+    columns = [("kernel", lambda r: r["kernel"]), ("adgen forward[8] ms", lambda r: _ms(r["adgen_s"]))]
+    columns += [("Enzyme forward[8] ms", lambda r: _ms(r["enzyme_s"])),
+                ("adgen/Enzyme", lambda r: _ratio(r["adgen_s"], r["enzyme_s"]))] if enzyme else []
+    columns += [("8 width-1 calls ms", lambda r: _ms(r["adgen_s"] * r["speedup_vs_scalar"])),
+                ("speedup over 8 calls", lambda r: f"{r['speedup_vs_scalar']:.2f}")]
+    return text + "\nForward mode, 8 directions in one call:\n\n" + _markdown(columns, forward)
+
+
+def _markdown(columns, records: list[dict]) -> str:
+    rows = ["| " + " | ".join(name for name, _ in columns) + " |", "|" + "---|" * len(columns)]
+    rows += ["| " + " | ".join(cell(r) for _, cell in columns) + " |" for r in records]
     return "\n".join(rows) + "\n"
 
 
