@@ -14,7 +14,7 @@ C: each measurement is the best of several repetitions. For each kernel it repor
   forward8: forward[8] against eight width-1 calls and against Enzyme's forward[8] (the
             lanes must agree).
 
-It writes DIR/bench.md (a Markdown table) and, with matplotlib installed
+It writes DIR/bench.md (Markdown tables, reverse and forward[8]) and, with matplotlib installed
 (pip install 'adgen[bench]'), DIR/ratios.png; --json FILE writes one record per kernel and
 mode with the keys kernel, mode, primal_s, adgen_s, hand_s (None where there is no hand-written
 gradient, and for forward8), enzyme_s (None without --enzyme), difference, and for reverse
