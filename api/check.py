@@ -9,13 +9,15 @@ same directions; reverse mode through <gradient, u> = d/dt <seeds, F(z + t u)>."
 
 from __future__ import annotations
 
+import os
 import random
 import sys
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
-from .library import BuildError, load
+from .library import NUMPY_DTYPES, BuildError, load
 
 
 class CheckError(Exception):
@@ -42,8 +44,28 @@ def parse_sizes(items: list[str]) -> dict[str, str]:
 
 
 class Checker:
-    def __init__(self, lib, sizes: dict[str, str], seed: int):
-        self.lib, self.sizes, self.seed = lib, sizes, seed
+    def __init__(self, lib, sizes: dict[str, str], seed: int, timeout: float = 10.0):
+        self.lib, self.sizes, self.seed, self.timeout = lib, sizes, seed, timeout
+
+    def call(self, name: str, args: list):
+        """One call into the library. C code cannot be interrupted from Python, but ctypes lets
+        go of the interpreter while it runs: a timer thread reports a call that never returns
+        (a Newton loop on a bad random input) and ends the process."""
+        def hung():
+            shown = ", ".join(_show(a) for a in args)
+            sys.stderr.write(f"adgen: error: {name}({shown}) has not returned after {self.timeout:g} s; "
+                             f"the random input (--seed {self.seed}) may make it loop forever: try another "
+                             "--seed, other --size values, or a longer --timeout\n")
+            sys.stderr.flush()
+            os._exit(1)
+
+        timer = threading.Timer(self.timeout, hung)
+        timer.daemon = True
+        timer.start()
+        try:
+            return getattr(self.lib, name)(*args)
+        finally:
+            timer.cancel()
 
     # inputs ---------------------------------------------------------------------------------------
     def inputs(self, primal: str, rng: random.Random) -> list:
@@ -71,18 +93,25 @@ class Checker:
             raise CheckError(f"'{primal}' has pointer parameter '{p['name']}': its length is needed, pass "
                              f"--size {p['name']}=N (or --size {p['name']}=n to use parameter n's value)")
         length = ints[given] if given in ints else int(given)
-        element = p["ffi"].partition(":")[2]
-        if element in ("double", "float"):
-            dtype = np.float64 if element == "double" else np.float32
-            return np.array([rng.uniform(-1, 1) for _ in range(length)], dtype=dtype)
-        dtype = {"int": np.int32, "long": np.int64, "uint": np.uint32}.get(element, np.uint8)
-        return np.zeros(length, dtype=dtype)
+        floating = _element_floating(p)
+        if floating:  # doubles or floats, one or several per element (a struct, a row)
+            per = max(_element(p)["size"] // (8 if floating == "double" else 4), 1)
+            dtype = np.float64 if floating == "double" else np.float32
+            return np.array([rng.uniform(-1, 1) for _ in range(length * per)], dtype=dtype)
+        dtype = NUMPY_DTYPES.get(p["ffi"].partition(":")[2])
+        if dtype is not None:  # integers: zeros
+            return np.zeros(length, dtype=dtype)
+        size = _element(p)["size"]
+        if size <= 0:
+            raise CheckError(f"'{primal}' has pointer parameter '{p['name']}' to elements of unknown size: "
+                             "adgen check cannot make a buffer for it")
+        return np.zeros(length * size, dtype=np.uint8)  # bytes of elements that hold no floating data
 
     # the primal as a map ----------------------------------------------------------------------------
     def outputs(self, primal: str, values: list) -> np.ndarray:
         spec = self.lib._specs[primal]
         args = [v.copy() if isinstance(v, np.ndarray) else v for v in values]
-        ret = getattr(self.lib, primal)(*args)
+        ret = self.call(primal, args)
         parts = [np.atleast_1d(np.float64(ret))] if spec["returns"]["ffi"] in ("double", "float") else []
         parts += [a.astype(np.float64) for a, p in zip(args, spec["params"]) if _floating_array(p)]
         return np.concatenate(parts) if parts else np.zeros(0)
@@ -113,8 +142,8 @@ class Checker:
         values = self.inputs(primal, rng)
         n = spec["width"]
         acts = spec["activities"]
-        precision = "float" if any(p["ffi"] in ("float", "ptr:float") for p in pspec["params"]) or \
-            pspec["returns"]["ffi"] == "float" else "double"
+        floats = [p["ffi"] == "float" or _element_floating(p) == "float" for p in pspec["params"]]
+        precision = "float" if any(floats) or pspec["returns"]["ffi"] == "float" else "double"
         directions = [[self._direction(v, a, rng) for v, a in zip(values, acts)] for _ in range(n)]
         if spec["mode"] == "forward":
             lanes = self.forward(name, spec, pspec, values, directions)
@@ -136,6 +165,10 @@ class Checker:
     def _direction(self, value, activity: str, rng: random.Random):
         if activity == "const":
             return None
+        if isinstance(value, np.ndarray) and value.dtype == np.uint8:
+            raise CheckError("adgen check fills a pointer's elements with random numbers only when they hold "
+                             f"nothing but doubles or nothing but floats; an argument marked '{activity}' "
+                             "points to elements that mix floating and other fields")
         if isinstance(value, np.ndarray):
             return np.array([rng.uniform(-1, 1) for _ in range(len(value))])
         return rng.uniform(-1, 1)
@@ -143,7 +176,7 @@ class Checker:
     def forward(self, name, spec, pspec, values, directions) -> list[np.ndarray]:
         n = spec["width"]
         args, tangents = self._derived_args(spec, pspec, values, directions, seeds_for=None)
-        result = getattr(self.lib, name)(*args)
+        result = self.call(name, args)
         lanes = []
         for k in range(n):
             parts = []
@@ -165,7 +198,7 @@ class Checker:
                 offsets[i] = position
                 position += len(values[i])
         args, shadows = self._derived_args(spec, pspec, values, None, seeds_for=(seeds, offsets, ret_floating))
-        result = getattr(self.lib, name)(*args)
+        result = self.call(name, args)
         grads = []
         for k in range(n):
             g = []
@@ -265,8 +298,26 @@ def cross_check(checker: "Checker", forward: str, reverse: str) -> Row:
     return Row(f"{forward} ~ {reverse}", "fwd/rev", 1, error, error <= 1e-8)
 
 
+def _show(value) -> str:
+    if isinstance(value, np.ndarray):
+        head = ", ".join(f"{v:.6g}" for v in value[:4]) + (", ..." if len(value) > 4 else "")
+        return f"[{head}]"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _element(p: dict) -> dict:
+    """A pointer's element as the manifest gives it (older manifests: from the ffi alone)."""
+    kind = p["ffi"].partition(":")[2]
+    scalar = {"double": 8, "float": 4}.get(kind, 0)
+    return p.get("element", {"size": scalar, "floating": kind if scalar else ""})
+
+
+def _element_floating(p: dict) -> str:
+    return _element(p)["floating"] if p["ffi"].startswith("ptr") else ""
+
+
 def _floating_array(p: dict) -> bool:
-    return p["ffi"] in ("ptr:double", "ptr:float")
+    return bool(_element_floating(p))
 
 
 def _error(got: np.ndarray, expected: np.ndarray) -> float:
@@ -288,7 +339,8 @@ def annotated_sizes(sources: list) -> list[str]:
     return found
 
 
-def run(sources: list, flags: list[str], only: str | None, sizes: list[str], seed: int, quiet: bool) -> int:
+def run(sources: list, flags: list[str], only: str | None, sizes: list[str], seed: int, quiet: bool,
+        timeout: float = 10.0) -> int:
     """The command: builds, checks, prints the table; 0 when every derivative matches."""
     try:
         lib = load(sources, flags=flags)
@@ -298,7 +350,7 @@ def run(sources: list, flags: list[str], only: str | None, sizes: list[str], see
             if only not in derived:
                 raise CheckError(f"no derived function named '{only}'; there are {', '.join(derived) or 'none'}")
             derived = [only]
-        checker = Checker(lib, size_map, seed)
+        checker = Checker(lib, size_map, seed, timeout)
         rows = [checker.check(name) for name in derived]
         for fwd in (n for n in derived if lib._specs[n]["mode"] == "forward"):
             rev = next((n for n in derived if lib._specs[n]["mode"] == "reverse" and

@@ -24,7 +24,7 @@ _SCALARS = {
     "int": ctypes.c_int, "uint": ctypes.c_uint, "long": ctypes.c_long, "ulong": ctypes.c_ulong,
     "longlong": ctypes.c_longlong, "ulonglong": ctypes.c_ulonglong,
 }
-_NUMPY_DTYPES = {"double": "float64", "float": "float32", "int": "int32", "uint": "uint32", "long": "int64",
+NUMPY_DTYPES = {"double": "float64", "float": "float32", "int": "int32", "uint": "uint32", "long": "int64",
                  "ulong": "uint64", "longlong": "int64", "ulonglong": "uint64", "short": "int16", "ushort": "uint16",
                  "byte": "int8", "ubyte": "uint8", "bool": "bool"}
 
@@ -179,7 +179,7 @@ def _argument(value, param: dict, function: str):
         raise TypeError(f"{function}(): pointer parameter '{param['name']}' takes a NumPy array (written in place), "
                         f"not {type(value).__name__}")
     element = ffi.partition(":")[2]
-    wanted = _NUMPY_DTYPES.get(element)
+    wanted = NUMPY_DTYPES.get(element)
     if wanted and value.dtype != np.dtype(wanted):
         raise TypeError(f"{function}(): '{param['name']}' must be a NumPy array of {wanted}, not {value.dtype}")
     if not value.flags["C_CONTIGUOUS"]:

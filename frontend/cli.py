@@ -94,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="the length of pointer parameter NAME (a number, or the name of an integer parameter), "
                             "or the value of integer parameter NAME (default 4)")
     check.add_argument("--seed", type=int, default=0, help="the random inputs' seed (default 0)")
+    check.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="give up on a call that has not returned after this long, naming the function and "
+                            "its input (default 10)")
     return parser
 
 
@@ -138,7 +141,7 @@ def _run(args, extra: list[str], stages: Stages) -> int:
     if args.command == "check":
         from adgen.check import run
 
-        return run(args.sources, [*user, *extra], args.only, args.size, args.seed, args.quiet)
+        return run(args.sources, [*user, *extra], args.only, args.size, args.seed, args.quiet, args.timeout)
     if args.command == "build":
         from adgen.ir_ad.build import build
 

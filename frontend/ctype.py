@@ -35,6 +35,7 @@ class CType:
     decls: tuple["DeclRef", ...]  # the typedefs/structs/enums it names, outermost only
     element_float: str = ""  # for pointers: "double" or "float" when the pointee holds only that
     ffi: str = ""  # how Python's ctypes passes it: "double", "int", "ptr:double", "ptr", "" (not at all)
+    element_size: int = 0  # for pointers: the pointee's size in bytes (a struct, a row `double [3]`), 0 if unknown
 
     def declare(self, name: str) -> str:
         return declare(self.spelling, name)
@@ -92,6 +93,7 @@ def from_clang(t: Type, parameter: bool = False) -> CType:
         element_float=_uniform_float(pointee) if pointee is not None else "",
         decls=tuple(dict.fromkeys(_decls(t))),
         ffi=_ffi(canonical, pointee),
+        element_size=max(pointee.get_canonical().get_size(), 0) if pointee is not None else 0,
     )
 
 

@@ -15,7 +15,7 @@ def manifest(source: str, version: str, signatures: list[Signature]) -> str:
         primal = sig.derivation.primal
         functions.setdefault(primal.name, {
             "kind": "primal",
-            "params": [{"name": p.name, "ffi": p.ctype.ffi, "role": ""} for p in primal.params],
+            "params": [_primal_param(p) for p in primal.params],
             "returns": {"ffi": primal.returns.ffi},
         })
     for sig in signatures:
@@ -33,6 +33,15 @@ def manifest(source: str, version: str, signatures: list[Signature]) -> str:
                         if sig.fields else {"ffi": "void"}),
         }
     return json.dumps({"adgen": version, "source": source, "functions": functions}, indent=1, sort_keys=True) + "\n"
+
+
+def _primal_param(p) -> dict:
+    """A pointer's element also says its size and, when it holds only doubles or only floats,
+    which: what `adgen check` needs to fill a buffer of structs or rows with random numbers."""
+    entry = {"name": p.name, "ffi": p.ctype.ffi, "role": ""}
+    if p.ctype.is_pointer:
+        entry["element"] = {"size": p.ctype.element_size, "floating": p.ctype.element_float}
+    return entry
 
 
 def _slot(slot: Slot) -> dict:

@@ -77,6 +77,19 @@ def _rem(b, x, r):  # x - trunc(x/y)*y
     return [_c(b, r, 1.0), b.fneg(b.math("trunc", b.fdiv(x[0], x[1])))]
 
 
+def _remainder(b, x, r):  # x - n*y, n = x/y rounded to the nearest integer, ties to even
+    return [_c(b, r, 1.0), b.fneg(b.math("roundeven", b.fdiv(x[0], x[1])))]
+
+
+def _fdim(b, x, r):  # x - y where x > y, else 0
+    above, one, zero = b.fcmp("ogt", x[0], x[1]), _c(b, r, 1.0), _c(b, r, 0.0)
+    return [b.select(above, one, zero), b.select(above, _c(b, r, -1.0), zero)]
+
+
+def _scaled(b, x, r):  # ldexp(x, n) = x * 2^n: 2^n, and nothing for the integer n
+    return [b.call(f"@ldexp{'f' if r.type.text == 'float' else ''}", r.type, [_c(b, r, 1.0), x[1]]), None]
+
+
 R = Rule
 RULES: dict[str, Rule] = {
     # IR opcodes
@@ -95,6 +108,8 @@ RULES: dict[str, Rule] = {
                                          b.powi(x[0], b.binary("sub", x[1], V(x[1].type, "1")))), None]),
     "hypot": R(2, lambda b, x, r: [b.fdiv(x[0], r), b.fdiv(x[1], r)]),
     "fma": R(3, lambda b, x, r: [x[1], x[0], _c(b, r, 1.0)]),
+    "ldexp": R(2, _scaled),
+    "scalbn": R(2, _scaled),
     "fmuladd": R(3, lambda b, x, r: [x[1], x[0], _c(b, r, 1.0)]),
     # exponentials and logarithms
     "exp": R(1, lambda b, x, r: [r]),
@@ -117,6 +132,9 @@ RULES: dict[str, Rule] = {
     "sinh": R(1, lambda b, x, r: [b.math("cosh", x[0])]),
     "cosh": R(1, lambda b, x, r: [b.math("sinh", x[0])]),
     "tanh": R(1, lambda b, x, r: [b.fsub(_c(b, r, 1.0), b.fmul(r, r))]),
+    "asinh": R(1, lambda b, x, r: [_recip(b, b.math("sqrt", b.fadd(b.fmul(x[0], x[0]), _c(b, r, 1.0))))]),
+    "acosh": R(1, lambda b, x, r: [_recip(b, b.math("sqrt", b.fsub(b.fmul(x[0], x[0]), _c(b, r, 1.0))))]),
+    "atanh": R(1, lambda b, x, r: [_recip(b, _one_minus_sq(b, x[0]))]),
     # special functions
     "erf": R(1, lambda b, x, r: [_erf_slope(b, x[0])]),
     "erfc": R(1, lambda b, x, r: [b.fneg(_erf_slope(b, x[0]))]),
@@ -124,6 +142,8 @@ RULES: dict[str, Rule] = {
     "fabs": R(1, lambda b, x, r: [_sign(b, x[0])]),
     "copysign": R(2, lambda b, x, r: [b.fmul(_sign(b, x[0]), b.math("copysign", _c(b, r, 1.0), x[1])), None]),
     "fmod": R(2, lambda b, x, r: _rem(b, x, r)),
+    "remainder": R(2, _remainder),
+    "fdim": R(2, _fdim),
     "minnum": _min_max(),
     "maxnum": _min_max(),
     "floor": R(1, lambda b, x, r: [None]),
@@ -133,6 +153,7 @@ RULES: dict[str, Rule] = {
     "roundeven": R(1, lambda b, x, r: [None]),
     "rint": R(1, lambda b, x, r: [None]),
     "nearbyint": R(1, lambda b, x, r: [None]),
+    "logb": R(1, lambda b, x, r: [None]),
 }
 # Other spellings of the same primitives.
 ALIASES = {"fmin": "minnum", "fmax": "maxnum", "minimum": "minnum", "maximum": "maxnum", "minimumnum": "minnum",

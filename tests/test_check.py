@@ -144,3 +144,107 @@ double layers(const double *w, const double *xs, double *h)
     result = adgen("check", src, "--size", "w=12", "--size", "xs=4", "--size", "h=12")
     assert result.status == 0, result.out + result.err
     assert result.out.count(" ok") == 4
+
+
+STRUCTS = r"""
+#include <math.h>
+typedef struct { double x, y, z; } vec3;
+typedef struct { float re, im; } cf;
+typedef struct { int id; double w; } tagged;
+
+// @size(p=3, out=3, m=2, c=4, t=2)
+// @diff(centre_grad: (dup, dup) -> activeonly; centre_fwd: (dual, dual) -> dual)
+double centre(const vec3 *p, vec3 *out)
+{
+    double s = 0;
+    for (int i = 0; i < 3; i++) {
+        out[i].x = p[i].y * p[i].z, out[i].y = sin(p[i].x), out[i].z = p[i].x + p[i].z;
+        s += p[i].x * p[i].y;
+    }
+    return s;
+}
+
+// @diff(rows_grad: (dup) -> activeonly)
+double rows(const double m[][3])
+{
+    return m[0][0] * m[1][2] + m[1][0] * m[0][2] + exp(m[1][1]);
+}
+
+// @diff(cmag_grad: (dup) -> activeonly)
+float cmag(const cf *c)
+{
+    float s = 0;
+    for (int i = 0; i < 4; i++)
+        s += c[i].re * c[i].re - c[i].im;
+    return s;
+}
+
+// @diff(weights_grad: (const, active) -> activeonly)
+double weights(const tagged *t, double s)
+{
+    return s * (t[0].w + t[1].w + t[1].id);
+}
+"""
+
+
+def test_pointers_to_structs_and_rows_are_sized_by_element(adgen, tmp_path):
+    src = tmp_path / "structs.c"
+    src.write_text(STRUCTS)
+    result = adgen("check", src)
+    assert result.status == 0, result.out + result.err
+    rows = {line.split()[0]: line.split()[-1] for line in result.out.splitlines()[1:] if line.split()}
+    assert all(rows[n] == "ok" for n in ("centre_grad", "centre_fwd", "rows_grad", "cmag_grad", "weights_grad"))
+
+
+def test_random_elements_fill_whole_structs(tmp_path):
+    src = tmp_path / "structs.c"
+    src.write_text(STRUCTS)
+    lib = adgen.load(src)
+    import random
+
+    checker = Checker(lib, {"p": "3", "out": "3", "m": "2", "c": "4", "t": "2"}, 1)
+    p, out = checker.inputs("centre", random.Random(0))
+    assert p.dtype.name == "float64" and len(p) == 9 and len(out) == 9 and all(p != 0)
+    (m,) = checker.inputs("rows", random.Random(0))
+    assert len(m) == 6
+    (c,) = checker.inputs("cmag", random.Random(0))
+    assert c.dtype.name == "float32" and len(c) == 8
+    t, _ = checker.inputs("weights", random.Random(0))
+    assert t.dtype.name == "uint8" and len(t) == 32  # two 16-byte structs mixing int and double: zeros
+
+
+def test_an_active_pointer_to_mixed_structs_is_refused_clearly(adgen, tmp_path):
+    src = tmp_path / "mixed.c"
+    src.write_text("typedef struct { int id; double w; } tagged;\n"
+                   "// @size(t=2)\n// @diff(w_grad: (dup) -> activeonly)\n"
+                   "double w(const tagged *t) { return t[0].w * t[1].w; }\n")
+    result = adgen("check", src)
+    assert result.status == 1 and "Traceback" not in result.err
+    assert "points to elements that mix floating and other fields" in result.err
+
+
+def test_a_primal_that_never_returns_is_named_with_its_input(tmp_path):
+    """In a process of its own: a hung call ends the process it runs in."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "newton.c"
+    src.write_text("// @diff(root_grad: (active) -> activeonly)\n"
+                   "double root(double a)\n{\n    double x = a;\n"
+                   "    while (1) {  /* x tends to 2 and never passes a + 5: a loop that never ends */\n"
+                   "        if (x > a + 5.0)\n            break;\n"
+                   "        x = 0.5 * x + 1.0;\n    }\n    return x;\n}\n")
+    result = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "check", str(src), "--timeout", "1"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "adgen: error: root(" in result.stderr and "has not returned after 1 s" in result.stderr
+    assert "--seed 0" in result.stderr
+
+
+def test_a_pointer_to_elements_of_unknown_size_is_refused_clearly(adgen, tmp_path):
+    src = tmp_path / "opaque.c"
+    src.write_text("// @size(ctx=1)\n// @diff(g_grad: (active, const) -> activeonly)\n"
+                   "double g(double x, const void *ctx) { return x * x + (ctx != 0); }\n")
+    result = adgen("check", src)
+    assert result.status == 1
+    assert "'g' has pointer parameter 'ctx' to elements of unknown size" in result.err

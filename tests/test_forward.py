@@ -417,7 +417,8 @@ LIBM = [("sin", 1, 0.7), ("cos", 1, 0.7), ("tan", 1, 0.7), ("asin", 1, 0.3), ("a
         ("log1p", 1, 1.7), ("pow", 2, (1.7, 2.3)), ("sqrt", 1, 1.7), ("cbrt", 1, 1.7), ("hypot", 2, (1.7, -0.4)),
         ("fabs", 1, -0.7), ("fmin", 2, (0.7, 1.3)), ("fmax", 2, (0.7, 1.3)), ("fmod", 2, (5.3, 1.7)),
         ("floor", 1, 1.7), ("ceil", 1, 1.7), ("round", 1, 1.7), ("trunc", 1, 1.7), ("copysign", 2, (1.7, -2.0)),
-        ("erf", 1, 0.7), ("erfc", 1, 0.7), ("fma", 3, (0.7, -1.3, 2.1))]
+        ("erf", 1, 0.7), ("erfc", 1, 0.7), ("fma", 3, (0.7, -1.3, 2.1)), ("asinh", 1, -0.7), ("acosh", 1, 1.7),
+        ("atanh", 1, 0.3), ("fdim", 2, (1.7, 0.4)), ("remainder", 2, (5.3, 1.7)), ("logb", 1, 5.3)]
 
 
 def libm_source(prefix: str, activity: str, returns: str) -> str:
@@ -432,6 +433,11 @@ def libm_source(prefix: str, activity: str, returns: str) -> str:
                          f"{t} m_{name}{suffix}({params}) {{ return {name}{suffix}({args}); }}")
     lines.append(f"// @diff({prefix}_powi: ({activity}, const) -> {returns})\n"
                  "double m_powi(double x, int n) { return __builtin_powi(x, n); }")
+    for name, t, suffix in (("ldexp", "double", ""), ("ldexp", "float", "f"), ("scalbn", "double", "")):
+        lines.append(f"// @diff({prefix}_{name}{suffix}: ({activity}, const) -> {returns})\n"
+                     f"{t} m_{name}{suffix}({t} x, int n) {{ return {name}{suffix}(x, n); }}")
+    lines.append(f"// @diff({prefix}_fdim_below: ({activity}, {activity}) -> {returns})\n"
+                 "double m_fdim_below(double x, double y) { return fdim(x, y) + 0.5 * x; }")
     return "\n".join(lines) + "\n"
 
 
@@ -460,7 +466,8 @@ def test_libm(libm, name, arity, point, precision):
 def _libm_exact(name, point, k):
     """Derivatives at the float test points, from Python's double-precision math."""
     f = {"fmin": min, "fmax": max, "fma": lambda a, b, c: a * b + c, "exp2": lambda x: 2 ** x,
-         "cbrt": lambda x: x ** (1 / 3), "round": round, "fabs": abs}.get(name) or getattr(math, name)
+         "cbrt": lambda x: x ** (1 / 3), "round": round, "fabs": abs, "fdim": lambda x, y: max(x - y, 0.0),
+         "logb": lambda x: float(math.floor(math.log2(abs(x))))}.get(name) or getattr(math, name)
     return _grad_fd(lambda v: f(*v), list(point), k)
 
 
@@ -468,6 +475,18 @@ def test_powi_intrinsic(libm):
     d = fn(libm, "d_powi", D, D, D, I)
     assert close(d(1.3, 1.0, 5), 5 * 1.3 ** 4)
     assert close(d(1.3, 1.0, -2), -2 * 1.3 ** -3)
+
+
+@pytest.mark.parametrize("name, t", [("ldexp", D), ("ldexpf", F), ("scalbn", D)])
+def test_scaling_by_a_power_of_two(libm, name, t):
+    d = fn(libm, f"d_{name}", t, t, t, I)
+    for x, n in ((1.3, 5), (-0.7, -3), (0.0, 2)):
+        assert close(d(x, 1.0, n), 2.0 ** n)
+
+
+def test_fdim_below_its_kink_is_flat(libm):
+    d = fn(libm, "d_fdim_below", D, D, D, D, D)
+    assert close(d(0.4, 1.0, 1.7, 0.0), 0.5) and close(d(0.4, 0.0, 1.7, 1.0), 0.0)
 
 
 BATCHED = r"""

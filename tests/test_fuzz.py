@@ -56,6 +56,22 @@ def test_overflow_inside_the_primal_is_inconclusive_not_wrong(tmp_path):
     assert not fuzzer._overflows(primal("f43_449371"), z)
 
 
+def test_an_output_the_step_does_not_resolve_is_inconclusive_not_wrong(tmp_path):
+    """One output oscillates within the finite-difference step while a much larger one makes
+    the steps look settled together: the fuzzer must not call its derivative wrong, and the
+    derivative is right (a step of 1e-9 agrees with it)."""
+    lib, f, acts, (seed,) = fuzzer.build_regression(fuzzer.REGRESSIONS / "f1185_unresolved.c", tmp_path)
+    assert fuzzer.check(lib, f, acts, random.Random(seed)) == "skip"
+    rng = random.Random(seed)
+    z = [rng.uniform(-1, 1) for _ in range(2 * fuzzer.L + 2)]
+    u = [rng.uniform(-1, 1) for _ in z]  # every input is active here
+    primal = getattr(lib, f.name)
+    primal.restype, primal.argtypes = fuzzer.D, [fuzzer.P, fuzzer.P, fuzzer.D, fuzzer.D]
+    tiny = fuzzer._fd(primal, z, u, 1e-9)
+    jvp = fuzzer.forward(lib, f, acts["on"], z, u)
+    assert abs(jvp[4] - tiny[4]) < 1e-3 * abs(tiny[4]) and abs(jvp[4]) > 1e4
+
+
 def test_generator_is_deterministic():
     a = [fuzzer.generate(random.Random(5), k).body for k in range(3)]
     b = [fuzzer.generate(random.Random(5), k).body for k in range(3)]

@@ -335,6 +335,17 @@ def test_powi_reverse(libm):
     assert close(fn(libm, "r_powi", D, D, I, D)(1.3, 5, 1.0), 5 * 1.3 ** 4)
 
 
+@pytest.mark.parametrize("name, t", [("ldexp", D), ("ldexpf", F), ("scalbn", D)])
+def test_scaling_by_a_power_of_two_reverse(libm, name, t):
+    for x, n in ((1.3, 5), (-0.7, -3), (0.0, 2)):
+        assert close(fn(libm, f"r_{name}", t, t, I, t)(x, n, 1.0), 2.0 ** n)
+
+
+def test_fdim_below_its_kink_is_flat_reverse(libm):
+    got = fn(libm, "r_fdim_below", result(("d_x", D), ("d_y", D)), D, D, D)(0.4, 1.7, 1.0)
+    assert close(got.d_x, 0.5) and close(got.d_y, 0.0)
+
+
 WIDTHS = r"""
 #include <math.h>
 
