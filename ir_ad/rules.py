@@ -73,6 +73,31 @@ def _erf_slope(b, x):  # 2/sqrt(pi) * exp(-x^2)
     return b.fmul(_c(b, x, _TWO_OVER_SQRT_PI), b.math("exp", b.fneg(b.fmul(x, x))))
 
 
+# psi(y) ~ log y - 1/(2y) - sum B_2k / (2k y^2k), k = 1..6: below 1e-11 relative error for y >= 6
+_DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760)
+
+
+def _digamma(b, x):
+    """psi(x) = Gamma'(x)/Gamma(x), straight-line: reflected to x >= 0.5 (psi(1-x) - pi cot(pi x)),
+    moved up by six (psi(y) = psi(y+6) - sum 1/(y+k)), then the asymptotic series."""
+    half, one = _c(b, x, 0.5), _c(b, x, 1.0)
+    low = b.fcmp("olt", x, half)
+    y = b.select(low, b.fsub(one, x), x)
+    shift = _c(b, x, 0.0)
+    for k in range(6):
+        shift = b.fadd(shift, _recip(b, b.fadd(y, _c(b, x, float(k)))))
+    z = b.fadd(y, _c(b, x, 6.0))
+    inv2 = _recip(b, b.fmul(z, z))
+    series, power = _c(b, x, 0.0), inv2
+    for coefficient in _DIGAMMA_SERIES:
+        series = b.fadd(series, b.fmul(_c(b, x, coefficient), power))
+        power = b.fmul(power, inv2)
+    psi = b.fsub(b.fsub(b.fsub(b.math("log", z), b.fdiv(half, z)), series), shift)
+    pi = _c(b, x, math.pi)
+    cot = _recip(b, b.math("tan", b.fmul(pi, x)))
+    return b.select(low, b.fsub(psi, b.fmul(pi, cot)), psi)
+
+
 def _rem(b, x, r):  # x - trunc(x/y)*y
     return [_c(b, r, 1.0), b.fneg(b.math("trunc", b.fdiv(x[0], x[1])))]
 
@@ -138,6 +163,8 @@ RULES: dict[str, Rule] = {
     # special functions
     "erf": R(1, lambda b, x, r: [_erf_slope(b, x[0])]),
     "erfc": R(1, lambda b, x, r: [b.fneg(_erf_slope(b, x[0]))]),
+    "lgamma": R(1, lambda b, x, r: [_digamma(b, x[0])]),
+    "tgamma": R(1, lambda b, x, r: [b.fmul(r, _digamma(b, x[0]))]),
     # piecewise
     "fabs": R(1, lambda b, x, r: [_sign(b, x[0])]),
     "copysign": R(2, lambda b, x, r: [b.fmul(_sign(b, x[0]), b.math("copysign", _c(b, r, 1.0), x[1])), None]),

@@ -418,7 +418,8 @@ LIBM = [("sin", 1, 0.7), ("cos", 1, 0.7), ("tan", 1, 0.7), ("asin", 1, 0.3), ("a
         ("fabs", 1, -0.7), ("fmin", 2, (0.7, 1.3)), ("fmax", 2, (0.7, 1.3)), ("fmod", 2, (5.3, 1.7)),
         ("floor", 1, 1.7), ("ceil", 1, 1.7), ("round", 1, 1.7), ("trunc", 1, 1.7), ("copysign", 2, (1.7, -2.0)),
         ("erf", 1, 0.7), ("erfc", 1, 0.7), ("fma", 3, (0.7, -1.3, 2.1)), ("asinh", 1, -0.7), ("acosh", 1, 1.7),
-        ("atanh", 1, 0.3), ("fdim", 2, (1.7, 0.4)), ("remainder", 2, (5.3, 1.7)), ("logb", 1, 5.3)]
+        ("atanh", 1, 0.3), ("fdim", 2, (1.7, 0.4)), ("remainder", 2, (5.3, 1.7)), ("logb", 1, 5.3),
+        ("lgamma", 1, 2.3), ("tgamma", 1, 2.3)]
 
 
 def libm_source(prefix: str, activity: str, returns: str) -> str:
@@ -467,7 +468,7 @@ def _libm_exact(name, point, k):
     """Derivatives at the float test points, from Python's double-precision math."""
     f = {"fmin": min, "fmax": max, "fma": lambda a, b, c: a * b + c, "exp2": lambda x: 2 ** x,
          "cbrt": lambda x: x ** (1 / 3), "round": round, "fabs": abs, "fdim": lambda x, y: max(x - y, 0.0),
-         "logb": lambda x: float(math.floor(math.log2(abs(x))))}.get(name) or getattr(math, name)
+         "logb": lambda x: float(math.floor(math.log2(abs(x)))), "tgamma": math.gamma}.get(name) or getattr(math, name)
     return _grad_fd(lambda v: f(*v), list(point), k)
 
 
@@ -482,6 +483,18 @@ def test_scaling_by_a_power_of_two(libm, name, t):
     d = fn(libm, f"d_{name}", t, t, t, I)
     for x, n in ((1.3, 5), (-0.7, -3), (0.0, 2)):
         assert close(d(x, 1.0, n), 2.0 ** n)
+
+
+# digamma, the derivative of lgamma, at points of each branch of its evaluation (reflected below
+# 0.5, shifted and summed above), from mpmath at 50 digits
+DIGAMMA = [(0.1, -10.423754940411076), (1.0, -0.5772156649015329), (10.3, 2.282815446439123),
+           (-0.3, 2.113309779635399), (-2.7, -1.1153471291406896), (1e-3, -1000.5755719318103)]
+
+
+@pytest.mark.parametrize("x, psi", DIGAMMA)
+def test_lgamma_and_tgamma_derivatives_are_digamma(libm, x, psi):
+    assert close(fn(libm, "d_lgamma", D, D, D)(x, 1.0), psi, rtol=1e-12, atol=1e-12)
+    assert close(fn(libm, "d_tgamma", D, D, D)(x, 1.0), math.gamma(x) * psi, rtol=1e-12, atol=1e-12)
 
 
 def test_fdim_below_its_kink_is_flat(libm):
