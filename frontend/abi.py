@@ -53,10 +53,10 @@ def signature(d: Derivation) -> Signature:
     fields: list[Slot] = []
     for p, act in zip(d.primal.params, d.activities):
         ffi = p.ctype.ffi
-        params.append(Slot(p.name, p.ctype.spelling, ffi=ffi))
+        params.append(Slot(p.name, p.ctype.declared, ffi=ffi))
         what = "shadow" if d.mode is Mode.REVERSE else "tangent"
         if act in _SHADOWED:
-            spelling = p.ctype.shadow_spelling if d.mode is Mode.REVERSE else p.ctype.spelling
+            spelling = p.ctype.declared_shadow if d.mode is Mode.REVERSE else p.ctype.declared
             names = shadow_names(p.name, n)
             params += [Slot(s, spelling, role=f"{what} of {p.name}" + (f", lane {k}" if n > 1 else ""), ffi=ffi)
                        for k, s in enumerate(names)]
@@ -65,17 +65,17 @@ def signature(d: Derivation) -> Signature:
                                role=f"{what}s of {p.name}, {n} lanes interleaved" if n > 1 else f"{what} of {p.name}",
                                ffi=ffi if p.ctype.is_pointer else f"ptr:{ffi}"))
         elif act is Activity.ACTIVE:
-            fields.append(Slot(f"d_{p.name}", p.ctype.spelling, n, ffi=ffi))
+            fields.append(Slot(f"d_{p.name}", p.ctype.declared, n, ffi=ffi))
     r = d.primal.returns
     if d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY):
-        params += [Slot(s, r.spelling, role="seed: the adjoint of the return value" + (f", lane {k}" if n > 1 else ""),
+        params += [Slot(s, r.declared, role="seed: the adjoint of the return value" + (f", lane {k}" if n > 1 else ""),
                         ffi=r.ffi)
                    for k, s in enumerate(shadow_names("ret", n))]
     head: list[Slot] = []
     if d.returns in (Activity.CONST, Activity.ACTIVE, Activity.DUAL):
-        head.append(Slot("ret", r.spelling, ffi=r.ffi))
+        head.append(Slot("ret", r.declared, ffi=r.ffi))
     if d.returns in (Activity.DUAL, Activity.DUALONLY):
-        head.append(Slot("d_ret", r.spelling, n, ffi=r.ffi))
+        head.append(Slot("d_ret", r.declared, n, ffi=r.ffi))
     fields = head + fields
     if not fields:
         returns, struct = "void", None
@@ -88,5 +88,5 @@ def signature(d: Derivation) -> Signature:
 
 def _interleaved(t: CType, mode: Mode) -> str:
     if not t.is_pointer:  # a scalar dualv: a pointer to its N tangents
-        return f"const {drop_const(t.spelling)} *"
-    return t.shadow_spelling if mode is Mode.REVERSE else t.spelling
+        return f"const {drop_const(t.declared)} *"
+    return t.declared_shadow if mode is Mode.REVERSE else t.declared

@@ -5,7 +5,7 @@ files declare the names it uses (so the generated header can include them)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clang.cindex import CursorKind, Type, TypeKind
 
@@ -36,6 +36,20 @@ class CType:
     element_float: str = ""  # for pointers: "double" or "float" when the pointee holds only that
     ffi: str = ""  # how Python's ctypes passes it: "double", "int", "ptr:double", "ptr", "" (not at all)
     element_size: int = 0  # for pointers: the pointee's size in bytes (a struct, a row `double [3]`), 0 if unknown
+    # Spellings for generated declarations when the type names the source's own typedefs,
+    # structs or enums ("" when `spelling` will do), and the struct tags to declare ahead.
+    portable: str = ""
+    portable_shadow: str = ""
+    ahead: tuple[str, ...] = ()
+
+    @property
+    def declared(self) -> str:
+        """How the generated header spells it: compilable in any file that includes the header."""
+        return self.portable or self.spelling
+
+    @property
+    def declared_shadow(self) -> str | None:
+        return self.portable_shadow or self.shadow_spelling
 
     def declare(self, name: str) -> str:
         return declare(self.spelling, name)
@@ -68,7 +82,20 @@ def drop_const(spelling: str) -> str:
     return re.sub(r"^const\s+", "", spelling, count=1)
 
 
-def from_clang(t: Type, parameter: bool = False) -> CType:
+def from_clang(t: Type, parameter: bool = False, local=None) -> CType:
+    """`local(decl)`: whether a declaration is the source's own, which the header cannot see."""
+    ctype = _from_clang(t, parameter)
+    if local is None or not any(local(d) for d in ctype.decls):
+        return ctype
+    spelled = _portable(t, ctype, parameter)
+    if spelled is None:  # an anonymous struct by value: the header needs its definition
+        return ctype
+    spelling, shadow, ahead = spelled
+    return replace(ctype, portable=spelling, portable_shadow=shadow, ahead=ahead,
+                   decls=tuple(d for d in ctype.decls if not local(d)))
+
+
+def _from_clang(t: Type, parameter: bool) -> CType:
     canonical = t.get_canonical()
     kind = canonical.kind
     is_array_param = parameter and kind in _ARRAYS
@@ -95,6 +122,55 @@ def from_clang(t: Type, parameter: bool = False) -> CType:
         ffi=_ffi(canonical, pointee),
         element_size=max(pointee.get_canonical().get_size(), 0) if pointee is not None else 0,
     )
+
+
+def _portable(t: Type, ctype: CType, parameter: bool):
+    """The type and its shadow spelled without the source's own names: typedefs by what they
+    stand for, a struct or union by its tag (declared ahead), an enum by its integer type, a
+    pointer to an anonymous struct as a pointer to void. None where that cannot be done."""
+    ahead: list[str] = []
+    canonical = t.get_canonical()
+    if not ctype.is_pointer:
+        spelling = _spell(canonical, ahead)
+        return None if spelling is None else (spelling, "", tuple(ahead))
+    pointee = canonical.element_type if parameter and canonical.kind in _ARRAYS else canonical.get_pointee()
+    inner = _spell(pointee, ahead)
+    if inner is None:
+        if pointee.get_canonical().kind != TypeKind.RECORD:
+            return None
+        inner = "const void" if pointee.is_const_qualified() else "void"
+    def qualified(pointer: str) -> str:
+        if not (canonical.is_restrict_qualified() or t.is_restrict_qualified()):
+            return pointer
+        return pointer + ("restrict" if pointer.endswith("*") else " restrict")
+
+    spelling = qualified(pointer_to(inner))
+    shadow = qualified(pointer_to(drop_const(inner))) if _const_data(pointee) else spelling
+    return spelling, shadow, tuple(ahead)
+
+
+def _spell(t: Type, ahead: list[str]) -> str | None:
+    """`t` spelled without typedefs; a struct's tag goes to `ahead`; None for an anonymous struct."""
+    c = t.get_canonical()
+    const = "const " if c.is_const_qualified() else ""
+    if c.kind == TypeKind.RECORD:
+        decl = c.get_declaration()
+        tag = f"{'union' if decl.kind == CursorKind.UNION_DECL else 'struct'} {decl.spelling}"
+        if tag not in c.spelling:  # `typedef struct { ... } name;`: no tag to name it by
+            return None
+        ahead.append(tag)
+        return const + tag
+    if c.kind == TypeKind.ENUM:
+        return const + c.get_declaration().enum_type.get_canonical().spelling
+    if c.kind == TypeKind.POINTER:
+        inner = _spell(c.get_pointee(), ahead)
+        if inner is None:
+            return None
+        return pointer_to(inner) + (" const" if c.is_const_qualified() else "")
+    if c.kind == TypeKind.CONSTANTARRAY:
+        inner = _spell(c.element_type, ahead)
+        return None if inner is None or "(" in inner or "[" in inner else f"{inner}[{c.element_count}]"
+    return c.spelling
 
 
 def _pointee(t: Type) -> Type:

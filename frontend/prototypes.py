@@ -90,8 +90,13 @@ def read_unit(source: SourceFile, flags: list[str], generated_headers: dict[str,
 
 def _function(cursor, source: SourceFile) -> Function:
     named = cursor.get_definition() or cursor  # parameter names: the definition's, if any
+    main = os.path.realpath(source.path)
+
+    def local(decl) -> bool:  # declared in the source itself, where the header cannot see it
+        return os.path.realpath(decl.file) == main
+
     params = tuple(
-        Param(arg.spelling or f"arg{i}", from_clang(arg.type, parameter=True))
+        Param(arg.spelling or f"arg{i}", from_clang(arg.type, parameter=True, local=local))
         for i, arg in enumerate(named.get_arguments())
     )
     if cursor.type.kind != TypeKind.FUNCTIONPROTO:  # `double f()`: no prototype, no parameters
@@ -100,7 +105,7 @@ def _function(cursor, source: SourceFile) -> Function:
     return Function(
         name=cursor.spelling,
         params=params,
-        returns=from_clang(cursor.result_type),
+        returns=from_clang(cursor.result_type, local=local),
         variadic=cursor.type.kind == TypeKind.FUNCTIONPROTO and cursor.type.is_function_variadic(),
         start=source.offset(start.line, start.column),
         span=Span(source, source.offset(cursor.location.line, cursor.location.column), len(cursor.spelling)),

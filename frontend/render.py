@@ -57,6 +57,7 @@ def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str)
         guard="ADGEN_" + re.sub(r"[^A-Za-z0-9]", "_", header).upper(),
         includes=_includes(unit, decls, out_dir),
         local_types=_local_types(unit, decls),
+        ahead=sorted({tag for s in signatures for t in _types(s.derivation.primal) for tag in t.ahead}),
         uses_restrict=any(re.search(r"\brestrict\b", s.prototype()) for s in signatures),
         signatures=signatures,
         where=lambda f: f"{source.path.name}:{source.line_col(f.span.offset)[0]}",

@@ -63,11 +63,12 @@ def test_signature(adgen, c_file, annotation, decl, expected):
 
 def test_typedefd_pointer_to_const_is_spelled_out(adgen, c_file):
     h = prototypes(adgen, c_file, "typedef const double *creals;\n// @diff(g: (dup) -> activeonly)\ndouble f(creals x);\n")
-    assert "void g(creals x, double *d_x, double d_ret);" in h
+    assert "void g(const double *x, double *d_x, double d_ret);" in h  # the source's own typedef
 
 
-def test_typedefd_pointer_kept_for_tangents(adgen, c_file):
-    h = prototypes(adgen, c_file, "typedef double *reals;\n// @diff(g: (dup); h: (dual))\nvoid f(reals x);\n")
+def test_typedefd_pointer_kept_for_tangents(adgen, c_file, tmp_path):
+    (tmp_path / "reals.h").write_text("typedef double *reals;\n")
+    h = prototypes(adgen, c_file, '#include "reals.h"\n// @diff(g: (dup); h: (dual))\nvoid f(reals x);\n')
     assert "void g(reals x, reals d_x);" in h and "void h(reals x, reals d_x);" in h
 
 
@@ -103,10 +104,8 @@ def test_golden_headers_compile_alone(stem, language, adgen, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path / "g")
     assert adgen("generate", "-q", f"{stem}.c", "-o", "out").status == 0
     user = tmp_path / "g" / "out" / ("user.cpp" if language == "c++" else "user.c")
-    # self_include.c defines its type itself: the header must come after it (specs/abi.md)
-    local = {"self_include": "typedef struct particle { double pos[3]; double mass; } particle;\n"}
     twice = f'#include "{stem}.adgen.h"\n' * 2  # the include guard holds
-    user.write_text(local.get(stem, "") + twice + "int main(void) { return 0; }\n")
+    user.write_text(twice + "int main(void) { return 0; }\n")
     flags = ["-std=c11", "-pedantic"] if language == "c" else ["-std=c++17"]
     cc = subprocess.run(zig_cc("-c", "-Wall", "-Wextra", "-Werror", *flags, str(user), "-o", str(user) + ".o",
                                cxx=language == "c++"), capture_output=True, text=True)
@@ -125,3 +124,46 @@ def test_stubs_lower_only_for_adgen(stem, adgen, tmp_path, monkeypatch):
     refused = subprocess.run(zig_cc("-c", str(stubs), "-o", str(stubs) + ".o"), capture_output=True, text=True)
     assert refused.returncode != 0
     assert "holds stubs that `adgen build` fills" in refused.stderr
+
+
+LOCAL_TYPES = r"""
+typedef double *dptr;
+typedef double real;
+typedef struct { double a, b; } pair;
+typedef struct named_s { double a[2]; } named;
+typedef enum { SLOW, FAST } speed;
+
+// @diff(f_grad: (dup, active, dup, dup, const) -> active; f_fwd: (dual, dual, dual, dual, const) -> dual)
+real f(dptr x, real s, const pair *p, named *q, speed v)
+{
+    q->a[0] = x[0] * p->b;
+    return x[0] * x[1] * s + p->a + (v == FAST);
+}
+"""
+
+
+def test_types_the_source_defines_are_spelled_so_the_header_compiles_anywhere(adgen, c_file, tmp_path):
+    src = c_file(LOCAL_TYPES)
+    out = tmp_path / "out"
+    assert adgen("generate", "-q", src, "-o", out).status == 0
+    h = (out / "src.adgen.h").read_text()
+    assert "defines itself" not in h and "struct named_s;" in h
+    assert "f_grad_result f_grad(double *x, double *d_x, double s, const void *p, void *d_p, " \
+           "struct named_s *q, struct named_s *d_q, unsigned int v, double d_ret);" in h
+    # from another file, which cannot see the source's types ...
+    other = tmp_path / "other.c"
+    other.write_text('#include "src.adgen.h"\n'
+                     "double use(double *x, double *dx, void *p, void *dp, struct named_s *q, struct named_s *dq)\n"
+                     "{\n    return f_grad(x, dx, 2.0, p, dp, q, dq, 0, 1.0).ret;\n}\n")
+    # ... and from a file that has them, with its own typed pointers
+    same = tmp_path / "same.c"
+    same.write_text(LOCAL_TYPES.split("// @diff")[0] + '#include "src.adgen.h"\n'
+                    "double use(dptr x, dptr dx, pair *p, pair *dp, named *q, named *dq)\n"
+                    "{\n    return f_grad(x, dx, 2.0, p, dp, q, dq, FAST, 1.0).ret\n"
+                    "        + f_fwd(x, dx, 1, 0, p, dp, q, dq, SLOW).ret;\n}\n")
+    for user in (other, same):
+        for language in ("c", "c++"):
+            flags = ["-std=c11", "-pedantic"] if language == "c" else ["-std=c++17", "-x", "c++"]
+            cc = subprocess.run(zig_cc("-c", "-Wall", "-Wextra", "-Werror", *flags, "-I", str(out), str(user),
+                                       "-o", str(user) + ".o", cxx=language == "c++"), capture_output=True, text=True)
+            assert cc.returncode == 0, (user.name, language, cc.stderr)

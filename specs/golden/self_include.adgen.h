@@ -3,19 +3,18 @@
 #ifndef ADGEN_SELF_INCLUDE_ADGEN_H
 #define ADGEN_SELF_INCLUDE_ADGEN_H
 
-/* Uses types that self_include.c defines itself (particle):
- * include this header after their definitions, or move them to a header. */
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+struct particle;
 
 /* energy_grad: reverse mode, width 1, of energy (self_include.c:7)
  *   @diff(energy_grad: reverse[1] (dup, const) -> activeonly)
  *   d_p: shadow of p
  *   d_ret: seed: the adjoint of the return value
  */
-void energy_grad(const particle *p, particle *d_p, int n, double d_ret);
+void energy_grad(const struct particle *p, struct particle *d_p, int n, double d_ret);
 
 #ifdef __cplusplus
 }
