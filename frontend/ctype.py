@@ -12,6 +12,7 @@ from clang.cindex import CursorKind, Type, TypeKind
 _FLOATING = (TypeKind.FLOAT, TypeKind.DOUBLE)
 _ARRAYS = (TypeKind.CONSTANTARRAY, TypeKind.INCOMPLETEARRAY, TypeKind.VARIABLEARRAY, TypeKind.DEPENDENTSIZEDARRAY)
 _SUGAR = (TypeKind.ELABORATED, TypeKind.TYPEDEF)
+_FUNCTIONS = (TypeKind.FUNCTIONPROTO, TypeKind.FUNCTIONNOPROTO)
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,8 @@ def _from_clang(t: Type, parameter: bool) -> CType:
 def _portable(t: Type, ctype: CType, parameter: bool):
     """The type and its shadow spelled without the source's own names: typedefs by what they
     stand for, a struct or union by its tag (declared ahead), an enum by its integer type, a
-    pointer to an anonymous struct as a pointer to void. None where that cannot be done."""
+    pointer to an anonymous struct as a pointer to void. None where that cannot be done (a
+    struct without a tag by value, function pointers): the header then keeps the source's names."""
     ahead: list[str] = []
     canonical = t.get_canonical()
     if not ctype.is_pointer:
@@ -136,9 +138,10 @@ def _portable(t: Type, ctype: CType, parameter: bool):
     pointee = canonical.element_type if parameter and canonical.kind in _ARRAYS else canonical.get_pointee()
     inner = _spell(pointee, ahead)
     if inner is None:
-        if pointee.get_canonical().kind != TypeKind.RECORD:
+        if pointee.get_canonical().kind != TypeKind.RECORD:  # function pointers: their typedef names
             return None
         inner = "const void" if pointee.is_const_qualified() else "void"
+
     def qualified(pointer: str) -> str:
         if not (canonical.is_restrict_qualified() or t.is_restrict_qualified()):
             return pointer
@@ -150,7 +153,8 @@ def _portable(t: Type, ctype: CType, parameter: bool):
 
 
 def _spell(t: Type, ahead: list[str]) -> str | None:
-    """`t` spelled without typedefs; a struct's tag goes to `ahead`; None for an anonymous struct."""
+    """`t` spelled without typedefs; a struct's tag goes to `ahead`; None for an anonymous struct
+    or a function type."""
     c = t.get_canonical()
     const = "const " if c.is_const_qualified() else ""
     if c.kind == TypeKind.RECORD:
@@ -162,6 +166,8 @@ def _spell(t: Type, ahead: list[str]) -> str | None:
         return const + tag
     if c.kind == TypeKind.ENUM:
         return const + c.get_declaration().enum_type.get_canonical().spelling
+    if c.kind in _FUNCTIONS:  # declarators inside out: not composed here
+        return None
     if c.kind == TypeKind.POINTER:
         inner = _spell(c.get_pointee(), ahead)
         if inner is None:

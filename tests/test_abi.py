@@ -167,3 +167,11 @@ def test_types_the_source_defines_are_spelled_so_the_header_compiles_anywhere(ad
             cc = subprocess.run(zig_cc("-c", "-Wall", "-Wextra", "-Werror", *flags, "-I", str(out), str(user),
                                        "-o", str(user) + ".o", cxx=language == "c++"), capture_output=True, text=True)
             assert cc.returncode == 0, (user.name, language, cc.stderr)
+
+
+def test_function_pointer_types_of_the_source_keep_their_names(adgen, c_file):
+    """Declarators inside out are not rewritten: the header names them, to be included after them."""
+    h = prototypes(adgen, c_file, "typedef double (*unary)(double);\ntypedef double real;\n"
+                                  "// @diff(g: (active, const) -> activeonly)\nreal f(real x, unary u);\n")
+    assert "double g(double x, unary u, double d_ret);" in h
+    assert "Uses types that src.c defines itself (unary)" in h
