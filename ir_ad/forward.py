@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from .builder import PRIMAL, Builder, Declarations, V, bare, local
 from .diagnose import Unsupported
 from .ir import I64, PTR, VOID, Function, Instruction, Module, Operand, Type, struct
+from .forward_activity import TangentFlow
 from .rules import rule_for
 from .shadows import (ALLOCATORS, IGNORED_INTRINSICS, INACTIVE_CALLS, INTERLEAVED, MIXED_POINTER, Layout, Shadow,
-                      callee_name, carries, mask_name)
+                      callee_name, carries)
 
 # What may use a pointer whose shadow is behind a mask (see _FunctionWriter.guarded).
 _MASKABLE = {"load", "store", "getelementptr", "phi", "select", "freeze", "bitcast", "icmp", "ptrtoint"}
@@ -78,58 +79,10 @@ class _FunctionWriter:
         self.n = derived.pattern.width
         self.lines: list[str] = []
         self.b = Builder(mode.decls, self.lines)
-        self.active: set[str] = set()
-        self.maybe: set[str] = set()
-        self.cfg_defs = {i.result: i for i in fn.instructions() if i.result}
+        self.flow = TangentFlow(mode.module, fn, derived.pattern.active, layout)
+        self.active, self.maybe = self.flow.active, self.flow.maybe
+        self._on, self.mask = self.flow.on, self.flow.mask
         self.inst: Instruction | None = None
-
-    # ------------------------------------------------------------------ analysis
-    def analyze(self) -> None:
-        """Which values carry derivatives: a fixpoint, since phis see values from later blocks."""
-        for p, on in zip(self.fn.params, self.derived.pattern.active):
-            if on:
-                self.active.add(p.name)
-        changed = True
-        while changed:
-            changed = False
-            for inst in self.fn.instructions():
-                if inst.result and inst.result not in self.active and self._carries(inst):
-                    self.active.add(inst.result)
-                    changed = True
-        # Pointers that may point into memory without shadow (a select or phi between an active
-        # pointer and a const one): their shadow is used only behind a mask.
-        changed = True
-        while changed:
-            changed = False
-            for inst in self.fn.instructions():
-                if inst.result in self.active and inst.result not in self.maybe and inst.type.kind == "ptr" \
-                        and self._maybe(inst):
-                    self.maybe.add(inst.result)
-                    changed = True
-
-    def _on(self, op: Operand) -> bool:
-        return op.value in self.active
-
-    def _shadowless(self, op: Operand) -> bool:
-        return op.value not in self.active and op.value not in ("null", "undef", "poison")
-
-    def _maybe(self, inst: Instruction) -> bool:
-        if inst.opcode == "phi":
-            return any(self._shadowless(v) or v.value in self.maybe for v, _ in inst.incoming)
-        if inst.opcode == "select":
-            return any(self._shadowless(o) or o.value in self.maybe for o in inst.operands[1:])
-        if inst.opcode in ("getelementptr", "freeze", "bitcast"):
-            return inst.operands[0].value in self.maybe
-        return False
-
-    def mask(self, op: Operand) -> str:
-        """An i1 telling whether a pointer has a real shadow ("true"/"false" when known)."""
-        if op.value in self.maybe:
-            inst = self.cfg_defs[op.value]
-            if inst.opcode in ("phi", "select"):
-                return mask_name(op.value)
-            return self.mask(inst.operands[0])
-        return "true" if op.value in self.active else "false"
 
     def guarded(self, op: Operand, lanes: Shadow, store: bool) -> Shadow:
         """Shadow addresses safe to use: the real ones where the pointer has a shadow, else zeros
@@ -139,40 +92,6 @@ class _FunctionWriter:
         other = "%\"adgen'sink\"" if store else "@\"adgen.zeros\""
         self.mode.uses_zeros = True
         return tuple(self.b.value(PTR, f"select i1 {self.mask(op)}, {p}, ptr {other}") for p in lanes)
-
-    def _carries(self, inst: Instruction) -> bool:
-        op = inst.opcode
-        ops = inst.operands
-        has = lambda t: self.layout.part_type(t) is not None
-        if op == "phi":
-            return any(v.value in self.active for v, _ in inst.incoming)
-        if op == "select":
-            return self._on(ops[1]) or self._on(ops[2])
-        if op in ("fadd", "fsub", "fmul", "fdiv", "frem", "fneg"):
-            return any(self._on(o) for o in ops)
-        if op in ("fpext", "fptrunc", "bitcast", "freeze"):
-            return self._on(ops[0]) and has(inst.type)
-        if op == "load":
-            return self._on(ops[0]) and has(inst.type)
-        if op == "getelementptr":
-            return self._on(ops[0])
-        if op == "alloca":
-            return True
-        if op == "extractvalue":
-            return self._on(ops[0]) and carries(self.mode.module, inst.type)
-        if op == "insertvalue":
-            return self._on(ops[0]) or self._on(ops[1])
-        if op == "call":
-            name = callee_name(inst)
-            if name in ALLOCATORS:
-                return True
-            if not any(self._on(o) for o in ops):
-                return False
-            target = self.mode.module.functions.get(inst.callee)
-            if target is not None and not target.declaration:
-                return carries(self.mode.module, inst.type)
-            return rule_for(inst.callee) is not None
-        return False
 
     # ------------------------------------------------------------------ values
     def shadow(self, op: Operand) -> Shadow | None:
@@ -192,7 +111,6 @@ class _FunctionWriter:
 
     # ------------------------------------------------------------------ writing
     def write(self) -> str:
-        self.analyze()
         fn, d = self.fn, self.derived
         params = [f"{p.type.text} {p.name}" for p in fn.params]
         for p, on in zip(fn.params, d.pattern.active):
