@@ -306,7 +306,8 @@ def _show(value) -> str:
 
 
 def _element(p: dict) -> dict:
-    """A pointer's element as the manifest gives it (older manifests: from the ffi alone)."""
+    """A pointer's element as the manifest gives it; from the ffi alone in a manifest written before
+    elements were recorded (one that adgen.load cached under the same version)."""
     kind = p["ffi"].partition(":")[2]
     scalar = {"double": 8, "float": 4}.get(kind, 0)
     return p.get("element", {"size": scalar, "floating": kind if scalar else ""})

@@ -112,7 +112,7 @@ def _fdim(b, x, r):  # x - y where x > y, else 0
 
 
 def _scaled(b, x, r):  # ldexp(x, n) = x * 2^n: 2^n, and nothing for the integer n
-    return [b.call(f"@ldexp{'f' if r.type.text == 'float' else ''}", r.type, [_c(b, r, 1.0), x[1]]), None]
+    return [b.math("ldexp", _c(b, r, 1.0), x[1]), None]
 
 
 R = Rule
