@@ -176,8 +176,13 @@ def build(functions: list[tuple[Function, dict]], work: Path) -> tuple[C.CDLL | 
     for f, acts in functions:
         parts += f.helpers
         parts.append(f.source({k: v for k, v in acts.items() if k != "on"}))
+    return build_source("\n".join(parts), work)
+
+
+def build_source(text: str, work: Path) -> tuple[C.CDLL | None, str]:
+    """adgen and the C compiler on one source, as one library; or None and adgen's errors."""
     src = work / "fuzz.c"
-    src.write_text("\n".join(parts))
+    src.write_text(text)
     out = work / "out"
     done = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "build", "-q", str(src), "-o", str(out)],
                           capture_output=True, text=True)
@@ -462,19 +467,8 @@ def build_regression(path: Path, work: Path):
     name = re.search(r"^double (f\d+)\(double \*x", text, re.M).group(1)
     f = Function(name, [], uses_float="; float" in text.split("\n", 1)[0])
     seed = re.search(r"; seed (\d+) \*/", text)
-    src = work / "fuzz.c"
-    src.write_text(text)
-    out = work / "out"
-    done = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "build", "-q", str(src), "-o", str(out)],
-                          capture_output=True, text=True)
-    acts, seeds = {"on": on}, [int(seed.group(1))] if seed else []
-    if done.returncode != 0:
-        return done.stderr, f, acts, seeds
-    cc = [sys.executable, "-m", "ziglang", "cc"]
-    subprocess.run([*cc, "-c", "-O2", "-fPIC", str(src), "-o", str(work / "fuzz.o")], check=True)
-    lib = work / f"{path.stem}.so"
-    subprocess.run([*cc, "-shared", str(work / "fuzz.o"), str(out / "fuzz.adgen.o"), "-o", str(lib), "-lm"], check=True)
-    return C.CDLL(str(lib)), f, acts, seeds
+    lib, errors = build_source(text, work)
+    return (errors if lib is None else lib), f, {"on": on}, [int(seed.group(1))] if seed else []
 
 
 def main() -> int:
