@@ -126,17 +126,18 @@ class Function:
     def __init__(self, name: str, spec: dict, c_function):
         self.name, self.spec, self._c = name, spec, c_function
         self._params = spec["params"]
-        c_function.argtypes = [_argtype(p["ffi"]) for p in self._params]
+        self._types = [_argtype(p) for p in self._params]
+        c_function.argtypes = self._types
         returns = spec["returns"]
         self._result = None
         if "struct" in returns:
-            fields = [(f["name"], _scalar(f["ffi"]) * f["count"] if f["count"] > 1 else _scalar(f["ffi"]))
+            fields = [(f["name"], _value_type(f) * f["count"] if f["count"] > 1 else _value_type(f))
                       for f in returns["fields"]]
             self._struct = type(returns["struct"], (ctypes.Structure,), {"_fields_": fields})
             self._result = namedtuple(returns["struct"], [f["name"] for f in returns["fields"]])
             c_function.restype = self._struct
         else:
-            c_function.restype = None if returns["ffi"] == "void" else _scalar(returns["ffi"])
+            c_function.restype = None if returns["ffi"] == "void" else _value_type(returns)
         params = ", ".join(f"{p['name']}: {p['ffi']}" for p in self._params)
         self.__doc__ = f"{name}({params})" + (f"  [{spec['mode']} mode, width {spec['width']}, derivative of "
                                              f"{spec['of']}]" if spec["kind"] == "derived" else "")
@@ -145,10 +146,10 @@ class Function:
         if len(args) != len(self._params):
             names = ", ".join(p["name"] for p in self._params)
             raise TypeError(f"{self.name}() takes {len(self._params)} arguments ({names}), not {len(args)}")
-        converted = [_argument(a, p, self.name) for a, p in zip(args, self._params)]
+        converted = [_argument(a, p, t, self.name) for a, p, t in zip(args, self._params, self._types)]
         value = self._c(*converted)
         if self._result is None:
-            return value
+            return _field(value)
         return self._result(*(_field(getattr(value, f)) for f in self._result._fields))
 
     def __repr__(self) -> str:
@@ -161,14 +162,28 @@ def _scalar(ffi: str):
     return _SCALARS[ffi]
 
 
-def _argtype(ffi: str):
-    return ctypes.c_void_p if ffi.startswith("ptr") else _scalar(ffi)
+def _argtype(param: dict):
+    return ctypes.c_void_p if param["ffi"].startswith("ptr") else _value_type(param)
 
 
-def _argument(value, param: dict, function: str):
+def _value_type(entry: dict):
+    """The ctypes type of a value passed or returned by value: a scalar, a struct (a ctypes
+    Structure of its fields, nested alike) or a complex number (a pair, as C lays it out)."""
+    ffi = entry["ffi"]
+    if ffi == "struct":
+        fields = [(f["name"], _value_type(f) * f["count"] if f["count"] > 1 else _value_type(f))
+                  for f in entry["fields"]]
+        return type("struct", (ctypes.Structure,), {"_fields_": fields})
+    if ffi.startswith("complex:"):
+        part = _scalar(ffi.partition(":")[2])
+        return type(ffi, (ctypes.Structure,), {"_fields_": [("real", part), ("imag", part)]})
+    return _scalar(ffi)
+
+
+def _argument(value, param: dict, ctype, function: str):
     ffi = param["ffi"]
     if not ffi.startswith("ptr"):
-        return value
+        return _to_c(value, ctype, param["name"], function)
     if value is None or isinstance(value, (ctypes.Array, ctypes._Pointer, int)):
         return ctypes.cast(value, ctypes.c_void_p) if isinstance(value, (ctypes.Array, ctypes._Pointer)) else value
     try:
@@ -187,7 +202,35 @@ def _argument(value, param: dict, function: str):
     return value.ctypes.data
 
 
+def _to_c(value, t, name: str, function: str):
+    """A Python value as ctypes type `t`: a struct from a dict of its fields, an array from a
+    sequence, a complex number from any number."""
+    if isinstance(value, t) or not issubclass(t, (ctypes.Structure, ctypes.Array)):
+        return value
+    if issubclass(t, ctypes.Array):
+        return t(*(_to_c(x, t._type_, name, function) for x in value))
+    if t.__name__.startswith("complex:"):
+        value = complex(value)
+        return t(value.real, value.imag)
+    if not isinstance(value, dict):
+        raise TypeError(f"{function}(): struct '{name}' takes a dict of its fields, not {type(value).__name__}")
+    known = dict(t._fields_)
+    out = t()
+    for key, v in value.items():
+        if key not in known:
+            raise TypeError(f"{function}(): struct '{name}' has no field '{key}' (its fields: {', '.join(known)})")
+        setattr(out, key, _to_c(v, known[key], f"{name}.{key}", function))
+    return out
+
+
 def _field(value):
+    """A returned C value as Python's: arrays as NumPy arrays, structs as dicts, complex numbers."""
+    if isinstance(value, ctypes.Structure):
+        if type(value).__name__.startswith("complex:"):
+            return complex(value.real, value.imag)
+        return {name: _field(getattr(value, name)) for name, _ in value._fields_}
+    if isinstance(value, ctypes.Array) and issubclass(value._type_, ctypes.Structure):
+        return [_field(v) for v in value]
     if isinstance(value, ctypes.Array):
         try:
             import numpy as np

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ctype import CType, declare, drop_const
+from .ctype import CType, declare, drop_const, pointer_to
 from .model import Activity, Derivation, Mode
 
+KERNEL_OUT = "__adgen_out_"  # the kernel's parameters for the returned values: this and the field's name
 _SHADOWED = {Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY}
 _INTERLEAVED = {Activity.DUPV, Activity.DUALV}
 
@@ -21,9 +22,15 @@ class Slot:
     count: int = 1  # >1: an array of that many (result fields only)
     role: str = ""  # what it is, for the header's comment; "" for the primal's own parameters
     ffi: str = ""  # how ctypes passes it (see CType.ffi), for the manifest
+    by_value: bool = False  # a struct or complex number: the kernel takes its address
+    fields: tuple = ()  # a struct's fields (CType.fields), for the manifest
 
     def declaration(self) -> str:
         return declare(self.spelling, self.name + (f"[{self.count}]" if self.count > 1 else ""))
+
+    def kernel_declaration(self) -> str:
+        """As the kernel takes it: a struct by value by its address."""
+        return declare(pointer_to(self.spelling), self.name) if self.by_value else self.declaration()
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,16 @@ class Signature:
         params = ", ".join(p.declaration() for p in self.params) or "void"
         return declare(self.returns, f"{self.name}({params})")
 
+    def kernel_params(self) -> list[tuple[str, str]]:
+        """The kernel the stub calls, as (declaration, argument) pairs: first the address of each
+        returned value in the stub's `__adgen_out` (where the kernel stores it, or where the
+        derivative code writes a struct), then the parameters, structs by their addresses."""
+        out = []
+        for f in self.fields:
+            where = f"__adgen_out.{f.name}" if self.result_struct else "__adgen_out"
+            out.append((declare(pointer_to(f.spelling), KERNEL_OUT + f.name), where if f.count > 1 else "&" + where))
+        return out + [(p.kernel_declaration(), ("&" if p.by_value else "") + p.name) for p in self.params]
+
 
 def shadow_names(name: str, width: int) -> list[str]:
     return [f"d_{name}"] if width == 1 else [f"d_{name}_{k}" for k in range(width)]
@@ -52,30 +69,31 @@ def signature(d: Derivation) -> Signature:
     params: list[Slot] = []
     fields: list[Slot] = []
     for p, act in zip(d.primal.params, d.activities):
-        ffi = p.ctype.ffi
-        params.append(Slot(p.name, p.ctype.declared, ffi=ffi))
+        ffi, value = p.ctype.ffi, dict(by_value=p.ctype.by_value, fields=p.ctype.fields)
+        params.append(Slot(p.name, p.ctype.declared, ffi=ffi, **value))
         what = "shadow" if d.mode is Mode.REVERSE else "tangent"
         if act in _SHADOWED:
             spelling = p.ctype.declared_shadow if d.mode is Mode.REVERSE else p.ctype.declared
             names = shadow_names(p.name, n)
-            params += [Slot(s, spelling, role=f"{what} of {p.name}" + (f", lane {k}" if n > 1 else ""), ffi=ffi)
-                       for k, s in enumerate(names)]
+            params += [Slot(s, spelling, role=f"{what} of {p.name}" + (f", lane {k}" if n > 1 else ""), ffi=ffi,
+                            **value) for k, s in enumerate(names)]
         elif act in _INTERLEAVED:
             params.append(Slot(f"d_{p.name}", _interleaved(p.ctype, d.mode),
                                role=f"{what}s of {p.name}, {n} lanes interleaved" if n > 1 else f"{what} of {p.name}",
                                ffi=ffi if p.ctype.is_pointer else f"ptr:{ffi}"))
         elif act is Activity.ACTIVE:
-            fields.append(Slot(f"d_{p.name}", p.ctype.declared, n, ffi=ffi))
+            fields.append(Slot(f"d_{p.name}", p.ctype.declared, n, ffi=ffi, **value))
     r = d.primal.returns
+    rvalue = dict(ffi=r.ffi, by_value=r.by_value, fields=r.fields)
     if d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY):
         params += [Slot(s, r.declared, role="seed: the adjoint of the return value" + (f", lane {k}" if n > 1 else ""),
-                        ffi=r.ffi)
+                        **rvalue)
                    for k, s in enumerate(shadow_names("ret", n))]
     head: list[Slot] = []
     if d.returns in (Activity.CONST, Activity.ACTIVE, Activity.DUAL):
-        head.append(Slot("ret", r.declared, ffi=r.ffi))
+        head.append(Slot("ret", r.declared, **rvalue))
     if d.returns in (Activity.DUAL, Activity.DUALONLY):
-        head.append(Slot("d_ret", r.declared, n, ffi=r.ffi))
+        head.append(Slot("d_ret", r.declared, n, **rvalue))
     fields = head + fields
     if not fields:
         returns, struct = "void", None

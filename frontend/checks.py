@@ -114,9 +114,10 @@ _INTERLEAVED = {Activity.DUPV, Activity.DUALV}
 
 def _check_layouts(entry: Entry, acts, f: Function, problems: Collector) -> None:
     """Pointer shadows are either all separate (dup, dual) or all interleaved (dupv, dualv):
-    the derivative code follows one memory layout."""
+    the derivative code follows one memory layout. A struct by value is memory to it, with
+    separate derivatives."""
     pointers = [(w, a, p) for w, a, p in zip(entry.activities, acts, f.params)
-                if p.ctype.is_pointer and a.value.param is not None and a is not Activity.CONST]
+                if (p.ctype.is_pointer or p.ctype.by_value) and a.value.param is not None and a is not Activity.CONST]
     interleaved = [x for x in pointers if x[1] in _INTERLEAVED]
     separate = [x for x in pointers if x[1] not in _INTERLEAVED]
     if interleaved and separate:

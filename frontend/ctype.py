@@ -37,6 +37,12 @@ class CType:
     element_float: str = ""  # for pointers: "double" or "float" when the pointee holds only that
     ffi: str = ""  # how Python's ctypes passes it: "double", "int", "ptr:double", "ptr", "" (not at all)
     element_size: int = 0  # for pointers: the pointee's size in bytes (a struct, a row `double [3]`), 0 if unknown
+    # A struct or complex number passed by value: adgen passes it by pointer inside (whatever
+    # the target's ABI does with it), and its derivative is a value of the same type.
+    by_value: bool = False
+    size: int = 0  # bytes, 0 if unknown (void, an incomplete type)
+    holds_floating: bool = False  # a float/double scalar, or an aggregate by value holding them
+    fields: tuple = ()  # a struct by value: (name, ffi, count, fields) each, for adgen.load
     # Spellings for generated declarations when the type names the source's own typedefs,
     # structs or enums ("" when `spelling` will do), and the struct tags to declare ahead.
     portable: str = ""
@@ -111,6 +117,7 @@ def _from_clang(t: Type, parameter: bool) -> CType:
                 shadow += "restrict" if shadow.endswith("*") else " restrict"
         else:
             shadow = spelling
+    by_value = not is_pointer and kind in (TypeKind.RECORD, TypeKind.COMPLEX)
     return CType(
         spelling=spelling,
         is_void=kind == TypeKind.VOID,
@@ -118,10 +125,14 @@ def _from_clang(t: Type, parameter: bool) -> CType:
         is_pointer=is_pointer,
         points_to_floating=pointee is not None and holds_floating(pointee),
         shadow_spelling=shadow,
-        element_float=_uniform_float(pointee) if pointee is not None else "",
+        element_float=_uniform_float(pointee if pointee is not None else t) if pointee is not None or by_value else "",
         decls=tuple(dict.fromkeys(_decls(t))),
         ffi=_ffi(canonical, pointee),
         element_size=max(pointee.get_canonical().get_size(), 0) if pointee is not None else 0,
+        by_value=by_value,
+        size=max(canonical.get_size(), 0) if not is_array_param else 8,
+        holds_floating=(kind in _FLOATING or by_value) and holds_floating(t),
+        fields=(_fields(canonical) or ()) if by_value else (),
     )
 
 
@@ -211,13 +222,41 @@ _FFI_SCALARS = {
 
 
 def _ffi(canonical: Type, pointee: Type | None) -> str:
-    """The ctypes spelling adgen.load uses: a scalar, a pointer to one, an opaque pointer, or ""."""
+    """The ctypes spelling adgen.load uses: a scalar, a pointer to one, an opaque pointer, a
+    struct (its `fields`), a complex number, or "" (not at all)."""
     if pointee is not None:
         inner = _FFI_SCALARS.get(pointee.get_canonical().kind)
         return f"ptr:{inner}" if inner else "ptr"
     if canonical.kind == TypeKind.VOID:
         return "void"
+    if canonical.kind == TypeKind.COMPLEX:
+        inner = _FFI_SCALARS.get(canonical.element_type.get_canonical().kind)
+        return f"complex:{inner}" if inner in ("double", "float") else ""
+    if canonical.kind == TypeKind.RECORD:
+        ok = canonical.get_declaration().kind == CursorKind.STRUCT_DECL and _fields(canonical) is not None
+        return "struct" if ok else ""
     return _FFI_SCALARS.get(canonical.kind, "")
+
+
+def _fields(c: Type) -> tuple | None:
+    """A struct's fields as (name, ffi, count, fields), arrays flattened to a count; None when
+    ctypes cannot spell one (a union, a bit-field, a pointer to a function...)."""
+    if c.kind == TypeKind.COMPLEX:
+        return ()
+    out = []
+    for f in c.get_fields():
+        t, count = f.type.get_canonical(), 1
+        while t.kind == TypeKind.CONSTANTARRAY:
+            count *= t.element_count
+            t = t.element_type.get_canonical()
+        if f.is_bitfield():
+            return None
+        sub = _fields(t) if t.kind == TypeKind.RECORD else ()
+        ffi = "ptr" if t.kind == TypeKind.POINTER else _ffi(t, None)
+        if not ffi or sub is None:
+            return None
+        out.append((f.spelling, ffi, count, sub))
+    return tuple(out)
 
 
 def _uniform_float(t: Type) -> str:
@@ -227,7 +266,7 @@ def _uniform_float(t: Type) -> str:
         return "double"
     if c.kind == TypeKind.FLOAT:
         return "float"
-    if c.kind in _ARRAYS:
+    if c.kind in _ARRAYS or c.kind == TypeKind.COMPLEX:
         return _uniform_float(c.element_type)
     if c.kind == TypeKind.RECORD and c.get_declaration().kind == CursorKind.STRUCT_DECL:
         kinds = {_uniform_float(f.type) for f in c.get_fields()}
@@ -239,7 +278,7 @@ def holds_floating(t: Type) -> bool:
     c = t.get_canonical()
     if c.kind in _FLOATING:
         return True
-    if c.kind in _ARRAYS:
+    if c.kind in _ARRAYS or c.kind == TypeKind.COMPLEX:
         return holds_floating(c.element_type)
     if c.kind == TypeKind.RECORD:
         decl = c.get_declaration()

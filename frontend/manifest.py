@@ -16,7 +16,7 @@ def manifest(source: str, version: str, signatures: list[Signature]) -> str:
         functions.setdefault(primal.name, {
             "kind": "primal",
             "params": [_primal_param(p) for p in primal.params],
-            "returns": {"ffi": primal.returns.ffi},
+            "returns": _value(primal.returns.ffi, primal.returns.fields),
         })
     for sig in signatures:
         d = sig.derivation
@@ -29,7 +29,7 @@ def manifest(source: str, version: str, signatures: list[Signature]) -> str:
             "returns_activity": d.returns.word if d.returns else None,
             "params": [_slot(p) for p in sig.params],
             "returns": ({"struct": sig.result_struct, "fields": [_slot(f) for f in sig.fields]}
-                        if sig.result_struct else {"ffi": sig.fields[0].ffi, "field": sig.fields[0].name}
+                        if sig.result_struct else {**_slot(sig.fields[0]), "field": sig.fields[0].name}
                         if sig.fields else {"ffi": "void"}),
         }
     return json.dumps({"adgen": version, "source": source, "functions": functions}, indent=1, sort_keys=True) + "\n"
@@ -38,11 +38,18 @@ def manifest(source: str, version: str, signatures: list[Signature]) -> str:
 def _primal_param(p) -> dict:
     """A pointer's element also says its size and, when it holds only doubles or only floats,
     which: what `adgen check` needs to fill a buffer of structs or rows with random numbers."""
-    entry = {"name": p.name, "ffi": p.ctype.ffi, "role": ""}
+    entry = {"name": p.name, "role": "", **_value(p.ctype.ffi, p.ctype.fields)}
     if p.ctype.is_pointer:
         entry["element"] = {"size": p.ctype.element_size, "floating": p.ctype.element_float}
     return entry
 
 
 def _slot(slot: Slot) -> dict:
-    return {"name": slot.name, "ffi": slot.ffi, "count": slot.count, "role": slot.role}
+    return {"name": slot.name, "count": slot.count, "role": slot.role, **_value(slot.ffi, slot.fields)}
+
+
+def _value(ffi: str, fields: tuple) -> dict:
+    """How ctypes passes a value; a struct by value also lists its fields, nested the same way."""
+    if ffi != "struct":
+        return {"ffi": ffi}
+    return {"ffi": ffi, "fields": [{"name": n, "count": c, **_value(f, sub)} for n, f, c, sub in fields]}

@@ -26,11 +26,14 @@ class TypeRule:
 
 
 ANY = TypeRule(lambda t: True, "any type")
-FLOATING = TypeRule(lambda t: t.is_floating, "a float or double")
+FLOATING = TypeRule(lambda t: t.holds_floating, "a float or double, or a struct holding them")
 FLOATING_POINTER = TypeRule(
     lambda t: t.is_pointer and t.points_to_floating,
     "a pointer to floating-point data (float, double, or structs or arrays holding them)")
 FLOATING_OR_POINTER = TypeRule(
+    lambda t: t.holds_floating or (t.is_pointer and t.points_to_floating),
+    "a float or double, a struct holding them, or a pointer to floating-point data")
+SCALAR_OR_POINTER = TypeRule(
     lambda t: t.is_floating or (t.is_pointer and t.points_to_floating),
     "a float or double, or a pointer to floating-point data")
 
@@ -52,7 +55,7 @@ class Activity(Enum):
     DUPV = ActivityRule("dupv", frozenset({Mode.REVERSE}), FLOATING_POINTER, None)
     DUAL = ActivityRule("dual", frozenset({Mode.FORWARD}), FLOATING_OR_POINTER, FLOATING)
     DUALONLY = ActivityRule("dualonly", frozenset({Mode.FORWARD}), FLOATING_OR_POINTER, FLOATING)
-    DUALV = ActivityRule("dualv", frozenset({Mode.FORWARD}), FLOATING_OR_POINTER, None)
+    DUALV = ActivityRule("dualv", frozenset({Mode.FORWARD}), SCALAR_OR_POINTER, None)
 
     @property
     def word(self) -> str:

@@ -32,6 +32,12 @@ class Function:
     start: int  # offset where the declaration starts (attributes and specifiers included)
     span: Span  # the function's name in this declaration
 
+    @property
+    def by_value(self) -> bool:
+        """Whether it passes or returns a struct (or complex number) by value: adgen then
+        differentiates a wrapper taking them by address (see templates/lowering.c.j2)."""
+        return self.returns.by_value or any(p.ctype.by_value for p in self.params)
+
 
 @dataclass(frozen=True)
 class Declared:

@@ -12,12 +12,13 @@ from pathlib import Path
 import jinja2
 
 from .abi import Signature
-from .ctype import DeclRef
+from .ctype import DeclRef, declare, pointer_to
 from . import __version__
 from .prototypes import Function, Unit
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 KERNEL_PREFIX = "__adgen_kernel_"  # the stub of NAME calls KERNEL_PREFIX + NAME, which `adgen build` defines
+BY_ADDRESS_PREFIX = "__adgen_by_address_"  # wraps an annotated function passing structs by value
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,10 @@ def output_names(source: Path) -> tuple[str, str]:
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, extensions=["jinja2.ext.do"],
                              undefined=jinja2.StrictUndefined, autoescape=False)
-    env.filters["declare_slot"] = lambda slot: slot.declaration()
+    env.filters["declare"] = declare
+    env.filters["pointer_to"] = pointer_to
     return env
 
 

@@ -5,11 +5,12 @@ all (`useful`), and the floating type of the memory a pointer points into."""
 
 from __future__ import annotations
 
+
 from .analysis import CFG, Memory
 from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand, Type, float_type
 from .rules import rule_for
-from .shadows import ALLOCATORS, callee_name, carries, mask_name
+from .shadows import ALLOCATORS, VECTOR_VALUES, callee_name, carries, mask_name
 
 
 class Activity:
@@ -91,6 +92,10 @@ class Activity:
                                 "mode only)")
             return None
         float_t = t if t.kind == "float" else None
+        if t.kind == "other" and any(v in self.floaty or v in self.pointers for v in inst.mentions()):
+            raise self.fail(f"the '{op}' instruction")
+        if t.kind == "vector" and t.elems[0].kind == "float" and any(self.on(o) for o in ops):
+            raise self.fail(f"a vector value ('{t.text}') carrying derivatives: {VECTOR_VALUES}")
         if op == "load" and self.on(ops[0]):
             if float_t:
                 return float_t
@@ -112,6 +117,10 @@ class Activity:
         if float_t is None:
             if op in ("extractvalue", "insertvalue") or (op == "call" and any(self.on(o) for o in ops)
                                                          and carries(self.module, t)):
+                if op == "call" and any(self.on(o) for o in ops):
+                    raise self.fail(f"a call to '{callee_name(inst)}', which returns a struct by value ('{t.text}') "
+                                    "and could not be inlined (noinline, or recursive; reverse mode has no "
+                                    "adjoints of struct values, so let it write its result through a pointer)")
                 if any(self.on(o) for o in ops):
                     raise self.fail(f"a value of type '{t.text}' carrying derivatives (aggregates are supported in "
                                     "forward mode only)")

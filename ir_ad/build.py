@@ -10,6 +10,7 @@ from pathlib import Path
 from adgen.frontend.generate import Generated, generate
 from adgen.frontend.model import Mode
 from adgen.frontend.outputs import write_all
+from adgen.frontend.render import BY_ADDRESS_PREFIX
 from adgen.frontend.timing import Stages, plural
 from adgen.frontend.toolchain import Compiler
 
@@ -20,7 +21,7 @@ from .explain import explain
 from .forward import ZEROS, ForwardMode
 from .ir import Module
 from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel
-from .lower import keep_array, lower_source, lower_stubs
+from .lower import COMPLEX_FUNCTIONS, keep_array, lower_complex, lower_source, lower_stubs
 from .reverse import ReverseMode
 
 
@@ -38,17 +39,20 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     target_flags = ["-target", target] if target else []
     if march:
         target_flags.append(f"-march={march}")
-    with tempfile.TemporaryDirectory(prefix="adgen-") as tmp, stages.stage("lower", plural(len(sources), "source")):
+    with tempfile.TemporaryDirectory(prefix="adgen-") as tmp:
         work = Path(tmp)
-        bitcode = []
-        for i, (src, g) in enumerate(zip(sources, generated)):
-            primals = list(dict.fromkeys(s.derivation.primal.name for s in g.signatures))
-            bitcode.append(lower_source(compiler, src, primals, i, flags + target_flags, extra, work))
-        for g in generated:
-            stubs = next(p for p in g.files if p.suffix == ".c")
-            bitcode.append(lower_stubs(compiler, stubs, flags + target_flags, extra, work))
-    with stages.stage("link"):
-        linked = optimize.link(bitcode)
+        with stages.stage("lower", plural(len(sources), "source")):
+            bitcode = []
+            for i, (src, g) in enumerate(zip(sources, generated)):
+                primals = list({s.derivation.primal.name: s.derivation.primal for s in g.signatures}.values())
+                bitcode.append(lower_source(compiler, src, primals, i, flags + target_flags, extra, work))
+            for g in generated:
+                stubs = next(p for p in g.files if p.suffix == ".c")
+                bitcode.append(lower_stubs(compiler, stubs, flags + target_flags, extra, work))
+        with stages.stage("link"):
+            linked = optimize.link(bitcode)
+            if optimize.declared(linked) & COMPLEX_FUNCTIONS:  # their code, to differentiate
+                optimize.link_into(linked, lower_complex(compiler, flags + target_flags, extra, work))
     with stages.stage("optimize", "before differentiation"):
         text = optimize.prepare(linked, tm)
     with stages.stage("analyze") as note:
@@ -88,7 +92,8 @@ def differentiate(module: Module, generated: list[Generated]) -> tuple[str, list
         primals = _kept(module, keep_array(i))
         for sig in g.signatures:
             d = sig.derivation
-            fn = check_primal(module, sig, primals.get(d.primal.name, "@" + d.primal.name))
+            kept = (BY_ADDRESS_PREFIX if d.primal.by_value else "") + d.primal.name
+            fn = check_primal(module, sig, primals.get(kept, "@" + kept))
             try:
                 if d.mode is Mode.FORWARD:
                     kernels.append(forward_kernel(forward, decls, sig, fn))

@@ -18,8 +18,8 @@ from .diagnose import Unsupported
 from .ir import I64, PTR, VOID, Function, Instruction, Module, Operand, Type, struct
 from .forward_activity import TangentFlow
 from .rules import rule_for
-from .shadows import (ALLOCATORS, IGNORED_INTRINSICS, INACTIVE_CALLS, INTERLEAVED, MIXED_POINTER, Layout, Shadow,
-                      callee_name, carries)
+from .shadows import (ALLOCATORS, IGNORED_INTRINSICS, INACTIVE_CALLS, INTERLEAVED, MIXED_POINTER, VECTOR_VALUES,
+                      Layout, Shadow, callee_name, carries)
 
 # What may use a pointer whose shadow is behind a mask (see _FunctionWriter.guarded).
 _MASKABLE = {"load", "store", "getelementptr", "phi", "select", "freeze", "bitcast", "icmp", "ptrtoint"}
@@ -159,8 +159,11 @@ class _FunctionWriter:
             self.lines.append(f"  {self.mask(Operand(PTR, inst.result))} = phi i1 {masks}")
 
     def other(self, inst: Instruction) -> None:
-        if any(self._on(o) for o in inst.operands) or (inst.result in self.active):
-            raise self.fail(f"the '{inst.opcode}' instruction")
+        if any(self._on(o) for o in inst.operands) or inst.result in self.active or \
+                any(v in self.active for v in inst.mentions()):
+            vector = next((t for t in [inst.type, *(o.type for o in inst.operands)] if t.kind == "vector"), None)
+            raise self.fail(f"the '{inst.opcode}' instruction" +
+                            (f" on a vector value ('{vector.text}'): {VECTOR_VALUES}" if vector else ""))
         self.copy(inst)
 
     def bind(self, inst: Instruction, value: Shadow) -> None:

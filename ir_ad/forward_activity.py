@@ -4,9 +4,10 @@ the forward writer emits anything."""
 
 from __future__ import annotations
 
+from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand
 from .rules import rule_for
-from .shadows import ALLOCATORS, Layout, callee_name, carries, mask_name
+from .shadows import ALLOCATORS, VECTOR_VALUES, Layout, callee_name, carries, mask_name
 
 
 class TangentFlow:
@@ -29,6 +30,10 @@ class TangentFlow:
                 if inst.result and inst.result not in self.active and self.has_tangent(inst):
                     self.active.add(inst.result)
                     changed = True
+                elif inst.type.kind == "vector" and inst.type.elems[0].kind == "float" and \
+                        any(self.on(o) for o in inst.operands):
+                    raise Unsupported(self.fn.name, inst, f"a vector value ('{inst.type.text}') carrying "
+                                                          f"derivatives: {VECTOR_VALUES}")
         # Pointers that may point into memory without shadow (a select or phi between an active
         # pointer and a const one): their shadow is used only behind a mask.
         changed = True

@@ -274,6 +274,10 @@ class Instruction:
     count: Operand | None = None  # alloca count
     tbaa: str | None = None  # "!N", the access tag of a load or store
 
+    def mentions(self) -> set[str]:
+        """The local values its text names: all there is to go on for an opcode not parsed."""
+        return set(re.findall(r"%[-\w.$]+", self.text))
+
     @property
     def name(self) -> str | None:
         return self.result
@@ -431,10 +435,21 @@ def parse_instruction(line: str) -> Instruction:
         while c.accept(","):
             inst.indices.append(int(c.next()))
         inst.type = agg.type if op == "insertvalue" else None
+    elif op in ("extractelement", "insertelement", "shufflevector"):
+        inst.operands = [parse_operand(c)]
+        while c.accept(","):
+            inst.operands.append(parse_operand(c))
+        vec = inst.operands[0].type
+        if op == "extractelement":
+            inst.type = vec.elems[0] if vec.elems else Type("?", "other")
+        elif op == "insertelement":
+            inst.type = vec
+        else:
+            inst.type = vector(vec.elems[0], inst.operands[2].type.count) if vec.elems else Type("?", "other")
     elif op == "unreachable":
         pass
-    else:
-        inst.type = Type("?", "other")  # unsupported opcodes are reported where they matter
+    else:  # unsupported opcodes: activity analysis refuses them where derivatives reach them
+        inst.type = Type("?", "other")
     return inst
 
 

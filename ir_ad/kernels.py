@@ -1,7 +1,9 @@
 """The glue between the C ABI and the derivative functions: for each derived function, the
-kernel its stub calls (`__adgen_kernel_NAME(out, params…)`). The kernel gathers the C-level
-shadows into the derivative code's form (`<N x T>` tangents, `<N x ptr>` lane pointers),
-calls the derivative function, and stores the returned values through `out`."""
+kernel its stub calls (`__adgen_kernel_NAME(&out.field…, params…)`). The kernel gathers the
+C-level shadows into the derivative code's form (`<N x T>` tangents, `<N x ptr>` lane
+pointers), calls the derivative function, and stores the returned values through their
+addresses. Structs by value arrive by address and are memory to the derivative code: a
+gradient or tangent of a struct is written in place, in the stub's result."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from adgen.frontend.render import KERNEL_PREFIX
 
 from .builder import Builder, Declarations, V, local
 from .forward import ForwardMode, Pattern
-from .ir import PTR, Function, Module, Type, array, struct, vector
+from .ir import I8, I64, PTR, Function, Module, Type, vector
 from .reverse import RevDerived, RevPattern, ReverseMode
 from .shadows import INTERLEAVED, LANES
 
@@ -25,68 +27,113 @@ def kernel_name(sig: Signature) -> str:
 
 
 def check_primal(module: Module, sig: Signature, primal: str) -> Function:
-    """The primal's IR must take the C parameters one to one (no by-value structs)."""
+    """The primal's IR must take the C parameters one to one: a function passing structs by
+    value is differentiated through its wrapper taking them by address (the result last)."""
     d = sig.derivation
     fn = module.functions.get(primal)
     if fn is None or fn.declaration:
         raise AdgenError(error(f"'{d.primal.name}' is declared but not defined in the sources given to adgen build, "
                                f"so '{sig.name}' cannot be made: pass the file that defines it too", d.entry.name.span))
-    by_value = [p.name for p in fn.params if "byval" in p.attrs or "sret" in p.attrs]
-    if len(fn.params) != len(d.primal.params) or by_value or fn.ret.kind in ("struct", "array", "named"):
-        raise AdgenError(error(f"'{d.primal.name}' passes or returns a struct by value, which adgen cannot "
-                               f"differentiate yet; pass a pointer instead", d.entry.name.span))
+    expected = len(d.primal.params) + (1 if d.primal.returns.by_value else 0)
+    if len(fn.params) != expected or fn.ret.kind in ("struct", "array", "named") or \
+            any("byval" in p.attrs or "sret" in p.attrs for p in fn.params):
+        raise AdgenError(error(f"'{d.primal.name}' passes a parameter in a way adgen does not recognize "
+                               f"(its IR takes {len(fn.params)} parameters, not {expected})", d.entry.name.span))
     return fn
 
 
-def _start(module: Module, decls: Declarations, sig: Signature) -> tuple[list[V], V | None, Builder]:
-    """The kernel's parameters as the stub declares them (the result pointer apart) and a builder."""
-    kdecl = module.functions[kernel_name(sig)]
-    params = [V(p.type, local(f"k{i}")) for i, p in enumerate(kdecl.params)]
-    out = params.pop(0) if sig.returns != "void" else None
-    return params, out, Builder(decls, [])
+class _Kernel:
+    """The kernel's parameters as the stub declares them (specs/abi.md): the address of each
+    returned value, then the derived function's parameters (structs by address)."""
+
+    def __init__(self, module: Module, decls: Declarations, sig: Signature):
+        self.sig = sig
+        kdecl = module.functions[kernel_name(sig)]
+        self.params = [V(p.type, local(f"k{i}")) for i, p in enumerate(kdecl.params)]
+        self.out = dict(zip((f.name for f in sig.fields), self.params))
+        self.slots = iter(self.params[len(sig.fields):])
+        self.b = Builder(decls, [])
+
+    def take(self, count: int = 1) -> list[V]:
+        return [next(self.slots) for _ in range(count)]
+
+    def result_memory(self, field: str, size: int, lane: int = 0) -> V:
+        """Where a struct-typed result is written: its field of the result, lane `lane` of an
+        array (structs of `size` bytes), or scratch memory for a result nobody asked for."""
+        if field not in self.out:
+            return self.b.value(PTR, f"alloca [{size} x i8], align 16")
+        base = self.out[field]
+        return self.b.gep(I8, base, V(I64, str(lane * size))) if lane else base
+
+    def store(self, values: dict[str, V | list[V]], types: dict[str, Type]) -> None:
+        """Stores the returned scalars through their addresses (lanes into the field's array)."""
+        b = self.b
+        for f in self.sig.fields:
+            if f.by_value:  # written in place by the derivative code
+                continue
+            value, where = values[f.name], self.out[f.name]
+            if isinstance(value, list):  # lanes apart: one element of the array each
+                for j, lane in enumerate(value):
+                    b.store(lane, b.gep(types[f.name], where, V(I64, str(j))) if j else where)
+                continue
+            if value.type.kind == "vector" and f.count == 1:
+                value = b.extract(value, 0)
+            b.store(value, where, max(1, types[f.name].bits // 8) if value.type.kind == "vector" else None)
+
+    def text(self) -> str:
+        head = f"define internal void {kernel_name(self.sig)}({', '.join(str(p) for p in self.params)}) {{"
+        return "\n".join([head, "entry:", *self.b.lines, "  ret void", "}"])
 
 
-def _finish(sig: Signature, params: list[V], out: V | None, b: Builder) -> str:
-    head = f"define internal void {kernel_name(sig)}({', '.join(str(p) for p in ([out] if out else []) + params)}) {{"
-    return "\n".join([head, "entry:", *b.lines, "  ret void", "}"])
+def _scalar_types(sig: Signature, fn: Function) -> dict[str, Type]:
+    types = {"ret": fn.ret, "d_ret": fn.ret}
+    for p, ir_param in zip(sig.derivation.primal.params, fn.params):
+        types[f"d_{p.name}"] = ir_param.type
+    return types
 
 
 def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: Function) -> str:
     d = sig.derivation
     n = d.width
-    params, out, b = _start(mode.module, decls, sig)
+    k = _Kernel(mode.module, decls, sig)
+    b = k.b
     primal_args, tangents, active = [], [], []
-    slots = iter(zip(sig.params, params))
     kind = INTERLEAVED if any(act is Activity.DUALV and p.ctype.is_pointer
                               for p, act in zip(d.primal.params, d.activities)) else LANES
     for p, act in zip(d.primal.params, d.activities):
-        _, value = next(slots)
+        (value,) = k.take()
         primal_args.append(value)
         if act in _DUAL:  # N separate tangents: a vector of them where the lanes go together
-            lanes = [next(slots)[1] for _ in range(n)]
-            tangents += [b.gather(lanes)] if kind == INTERLEAVED and not p.ctype.is_pointer else lanes
+            lanes = k.take(n)
+            scalar = not (p.ctype.is_pointer or p.ctype.by_value)
+            tangents += [b.gather(lanes)] if kind == INTERLEAVED and scalar else lanes
         elif act is Activity.DUALV:  # one tangent holding the N lanes: apart where they go apart
-            (_, given) = next(slots)
+            (given,) = k.take()
             if p.ctype.is_pointer:
                 tangents.append(given)
             else:
                 lanes = b.load(vector(value.type, n), given)
-                tangents += [lanes] if kind == INTERLEAVED else [b.extract(lanes, k) for k in range(n)]
+                tangents += [lanes] if kind == INTERLEAVED else [b.extract(lanes, j) for j in range(n)]
         active.append(act is not Activity.CONST)
+    r = d.primal.returns
+    if r.by_value:  # the wrapper's last parameter: where the struct goes, its tangents beside
+        primal_args.append(k.result_memory("ret", r.size))
+        dual = d.returns in _DUAL
+        tangents += [k.result_memory("d_ret", r.size, j) for j in range(n)] if dual else []
+        active.append(dual)
     derived = mode.derive(Pattern(fn.name, tuple(active), n, kind))
     call_args = ", ".join(str(a) for a in primal_args + tangents)
     call = f"call {derived.ret_type.text} {derived.name}({call_args})"
     result = b.value(derived.ret_type, call) if derived.ret_type.kind != "void" else b.emit(call)
-    if out is not None:
-        values: dict[str, V | list[V]] = {}
-        if derived.returns_shadow:
-            values["ret"] = b.value(fn.ret, f"extractvalue {result}, 0")
-            parts = [b.value(t, f"extractvalue {result}, {k + 1}") for k, t in enumerate(derived.ret_type.elems[1:])]
-            values["d_ret"] = parts[0] if len(parts) == 1 else parts
-        else:
-            values["ret"] = result
-        _store_result(b, sig, out, values, fn, n)
-    return _finish(sig, params, out, b)
+    values: dict[str, V | list[V]] = {}
+    if derived.returns_shadow:
+        values["ret"] = b.value(fn.ret, f"extractvalue {result}, 0")
+        parts = [b.value(t, f"extractvalue {result}, {j + 1}") for j, t in enumerate(derived.ret_type.elems[1:])]
+        values["d_ret"] = parts[0] if len(parts) == 1 else parts
+    elif result is not None:
+        values["ret"] = result
+    k.store(values, _scalar_types(sig, fn))
+    return k.text()
 
 
 def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Function) -> tuple[str, RevDerived]:
@@ -94,69 +141,55 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
     gives the derived pair it calls (several annotations may share one)."""
     d = sig.derivation
     n = d.width
-    params, out, b = _start(mode.module, decls, sig)
-    slots = iter(params)
+    k = _Kernel(mode.module, decls, sig)
+    b = k.b
     primal_args, shadow_args, active, memtypes = [], [], [], []
     kind = LANES
     for p, act in zip(d.primal.params, d.activities):
-        primal_args.append(next(slots))
+        primal_args += k.take()
         if act in _DUP:
-            shadow_args += [next(slots) for _ in range(n)]
+            shadow_args += k.take(n)
         elif act is Activity.DUPV:
             kind = INTERLEAVED
-            shadow_args.append(next(slots))
+            shadow_args += k.take()
+        elif act is Activity.ACTIVE and p.ctype.by_value:  # its gradient accumulates in the result
+            shadow_args += [k.result_memory(f"d_{p.name}", p.ctype.size, j) for j in range(n)]
         active.append(act is not Activity.CONST)
-        memtypes.append(p.ctype.element_float if act in _DUP | {Activity.DUPV} else "")
+        shadowed = act in _DUP | {Activity.DUPV} or p.ctype.by_value
+        memtypes.append(p.ctype.element_float if shadowed else "")
     ret_active = d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY)
-    seeds = [next(slots) for _ in range(n)] if ret_active else []
+    seeds = k.take(n) if ret_active else []
+    r = d.primal.returns
+    if r.by_value:  # the wrapper's last parameter, whose shadow holds the seed
+        primal_args.append(k.result_memory("ret", r.size))
+        shadow_args += seeds
+        active.append(ret_active)
+        memtypes.append(r.element_float)
+        seeds, ret_active = [], False
     if seeds and kind == INTERLEAVED:
         seeds = [b.gather(seeds)]
-    returns = any(f.name == "ret" for f in sig.fields)
+    returns = any(f.name == "ret" for f in sig.fields) and not r.by_value
     derived = mode.derive(RevPattern(fn.name, tuple(active), ret_active, n, kind, tuple(memtypes),
                                      tuple(False for _ in active), False, returns))
     record = V(PTR, "null")
     if derived.record_size:
         record = b.value(PTR, f"alloca [{derived.record_size} x i8], align 16")
     aug_args = ", ".join(str(a) for a in primal_args + shadow_args + [record])
-    primal = None
+    values: dict[str, V | list[V]] = {}
     if derived.aug_ret.kind == "void":
         b.emit(f"call void {derived.aug}({aug_args})")
     else:
-        primal = b.value(derived.aug_ret, f"call {derived.aug_ret.text} {derived.aug}({aug_args})")
+        values["ret"] = b.value(derived.aug_ret, f"call {derived.aug_ret.text} {derived.aug}({aug_args})")
     rev_args = ", ".join(str(a) for a in primal_args + shadow_args + seeds + [record])
     grads = None
     if derived.rev_ret.kind == "void":
         b.emit(f"call void {derived.rev}({rev_args})")
     else:
         grads = b.value(derived.rev_ret, f"call {derived.rev_ret.text} {derived.rev}({rev_args})")
-    if out is not None:
-        values: dict[str, V | list[V]] = {}
-        if primal is not None:
-            values["ret"] = primal
-        parts = 1 if kind == INTERLEAVED else n
-        for k, i in enumerate(derived.scalars):
-            lanes = [b.value(derived.rev_ret.elems[k * parts + j], f"extractvalue {grads}, {k * parts + j}")
-                     for j in range(parts)]
-            values[f"d_{d.primal.params[i].name}"] = lanes[0] if parts == 1 else lanes
-        _store_result(b, sig, out, values, fn, n)
-    return _finish(sig, params, out, b), derived
-
-
-def _store_result(b: Builder, sig: Signature, out: V, values: dict[str, V], fn: Function, n: int) -> None:
-    """Stores the named values in the C layout of the result (struct or single scalar)."""
-    types = {"ret": fn.ret, "d_ret": fn.ret}
-    for p, ir_param in zip(sig.derivation.primal.params, fn.params):
-        types[f"d_{p.name}"] = ir_param.type
-    field_types = [array(types[f.name], n) if f.count > 1 else types[f.name] for f in sig.fields]
-    layout = struct(*field_types)
-    i32 = Type("i32", "int", 32)
-    for k, f in enumerate(sig.fields):
-        value = values[f.name]
-        where = out if sig.result_struct is None else b.gep(layout, out, V(i32, "0"), V(i32, str(k)))
-        if isinstance(value, list):  # lanes apart: one element of the array each
-            for j, lane in enumerate(value):
-                b.store(lane, b.gep(field_types[k], where, V(i32, "0"), V(i32, str(j))) if j else where)
-            continue
-        if value.type.kind == "vector" and f.count == 1:
-            value = b.extract(value, 0)
-        b.store(value, where, max(1, types[f.name].bits // 8) if value.type.kind == "vector" else None)
+    parts = 1 if kind == INTERLEAVED else n
+    for j, i in enumerate(derived.scalars):
+        lanes = [b.value(derived.rev_ret.elems[j * parts + m], f"extractvalue {grads}, {j * parts + m}")
+                 for m in range(parts)]
+        values[f"d_{d.primal.params[i].name}"] = lanes[0] if parts == 1 else lanes
+    k.store(values, _scalar_types(sig, fn))
+    return k.text(), derived

@@ -13,7 +13,8 @@ import tempfile
 from pathlib import Path
 
 from adgen.frontend.diagnostics import AdgenError, error
-from adgen.frontend.render import render_text
+from adgen.frontend.prototypes import Function
+from adgen.frontend.render import BY_ADDRESS_PREFIX, render_text
 from adgen.frontend.toolchain import Compiler
 
 BASE_FLAGS = ["-x", "c", "-c", "-emit-llvm", "-O2", "-Xclang", "-disable-llvm-passes", "-gline-tables-only",
@@ -25,12 +26,26 @@ def keep_array(index: int) -> str:
     return f"__adgen_primals_{index}"
 
 
-def lower_source(compiler: Compiler, source: Path, primals: list[str], index: int, flags: list[str],
+def lower_source(compiler: Compiler, source: Path, primals: list[Function], index: int, flags: list[str],
                  extra: list[str], workdir: Path) -> bytes:
+    """`primals`: the annotated functions, kept (by a wrapper where they pass structs by value)."""
     wrapper = workdir / f"{index}-{source.stem}.c"
     wrapper.write_text(render_text("lowering.c.j2", source=source.name, path=_c_string(source.resolve()),
-                                   primals=primals, keep=keep_array(index)))
+                                   primals=primals, keep=keep_array(index), by_address=BY_ADDRESS_PREFIX))
     return _clang(compiler, wrapper, flags, extra, workdir, shown=str(source))
+
+
+# What templates/complex.c.j2 defines: linked in when the sources call one of them.
+COMPLEX_FUNCTIONS = frozenset(f"{name}{suffix}" for name in ("cabs", "carg", "cexp", "clog", "csqrt", "csin", "ccos",
+                                                             "cpow") for suffix in ("", "f")) | \
+    {"__muldc3", "__divdc3", "__mulsc3", "__divsc3"}
+
+
+def lower_complex(compiler: Compiler, flags: list[str], extra: list[str], workdir: Path) -> bytes:
+    """adgen's C definitions of complex arithmetic, for the target the sources are lowered for."""
+    path = workdir / "adgen-complex.c"
+    path.write_text(render_text("complex.c.j2"))
+    return _clang(compiler, path, flags, extra, workdir, shown="adgen's complex arithmetic")
 
 
 def lower_stubs(compiler: Compiler, stubs: Path, flags: list[str], extra: list[str], workdir: Path) -> bytes:

@@ -53,6 +53,15 @@ def link(bitcodes: list[bytes]):
     return main
 
 
+def declared(module) -> set[str]:
+    """The functions the module calls without defining them."""
+    return {fn.name for fn in module.functions if fn.is_declaration}
+
+
+def link_into(module, code: bytes) -> None:
+    module.link_in(llvm.parse_bitcode(code))
+
+
 def _run(module, tm, level: int, vectorize: bool) -> None:
     options = llvm.create_pipeline_tuning_options(level)
     options.loop_vectorization = vectorize
@@ -68,6 +77,7 @@ def prepare(module, tm) -> str:
     others stay loops, and nothing is vectorized yet. Partial and runtime unrolling are off here
     and then set on (not back to LLVM's per-target default) for the optimization after
     differentiation, where the derivative's loops gain from them."""
+    inline_aggregates(module)
     llvm.set_option("adgen", "-unroll-runtime=false")
     llvm.set_option("adgen", "-unroll-allow-partial=false")
     try:
@@ -79,6 +89,20 @@ def prepare(module, tm) -> str:
     namer.add_instruction_namer_pass()
     namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
     return strip_target_attributes(str(module))
+
+
+def inline_aggregates(module) -> None:
+    """Functions that pass or return structs as values (`{ double, double }`, `<2 x float>`, as
+    the target's ABI has them) are inlined wherever they are called, unless marked noinline
+    (or recursive), so the values of their parts are scalars to reverse mode, which has no
+    adjoints of aggregates (forward mode has tangents of them)."""
+    for fn in module.functions:
+        if fn.is_declaration or any(b"noinline" in a for a in fn.attributes):
+            continue
+        kind = str(fn.global_value_type)
+        result, _, params = kind.partition(" (")
+        if result[:1] in "{[<%" or any(t in params for t in ("{", "[", "<", "%")):
+            fn.add_function_attribute("alwaysinline")
 
 
 def strip_target_attributes(text: str) -> str:

@@ -27,6 +27,9 @@ IGNORED_INTRINSICS = ("llvm.dbg.", "llvm.lifetime.", "llvm.assume", "llvm.experi
                       "llvm.invariant.", "llvm.prefetch", "llvm.donothing", "llvm.sideeffect", "llvm.stacksave",
                       "llvm.stackrestore", "llvm.pseudoprobe", "llvm.var.annotation")
 ALLOCATORS = {"malloc", "calloc", "aligned_alloc"}
+# Both modes refuse vector values carrying derivatives, and say where they come from.
+VECTOR_VALUES = ("adgen differentiates scalar code (vector values come from vector types in the source, or from a "
+                 "struct of two floats passed by value, which the target passes as one vector)")
 # Both modes refuse a pointer whose shadow is known only on some paths; this says what to do instead.
 MIXED_POINTER = ("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of"
                  " (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")

@@ -74,8 +74,8 @@ def _annotate_last(decl: str, acts: str) -> str:
 
 
 @pytest.mark.parametrize("decl, acts, message", [
-    ("void f(double *p);", "(active)", "activity 'active' needs a float or double, but parameter 'p' has type 'double *'"),
-    ("void f(long double x);", "(active)", "activity 'active' needs a float or double, but parameter 'x' has type 'long double'"),
+    ("void f(double *p);", "(active)", "activity 'active' needs a float or double, or a struct holding them, but parameter 'p' has type 'double *'"),
+    ("void f(long double x);", "(active)", "activity 'active' needs a float or double, or a struct holding them, but parameter 'x' has type 'long double'"),
     ("void f(int x);", "(active)", "parameter 'x' has type 'int'"),
     ("void f(void *p);", "(dup)", "activity 'dup' needs a pointer to floating-point data"),
     ("void f(int *p);", "(dupv)", "parameter 'p' has type 'int *'"),
@@ -83,8 +83,13 @@ def _annotate_last(decl: str, acts: str) -> str:
     ("union U { double d; long l; }; void f(union U *p);", "(dup)", "parameter 'p' has type 'union U *'"),
     ("struct opaque; void f(struct opaque *p);", "(duponly)", "parameter 'p' has type 'struct opaque *'"),
     ("void f(double x);", "(dup)", "parameter 'x' has type 'double'"),
-    ("void f(int n);", "(dual)", "activity 'dual' needs a float or double, or a pointer to floating-point data, but parameter 'n' has type 'int'"),
+    ("void f(int n);", "(dual)", "activity 'dual' needs a float or double, a struct holding them, or a pointer to floating-point data, but parameter 'n' has type 'int'"),
     ("void f(char *s);", "(dualonly)", "parameter 's' has type 'char *'"),
+    ("typedef struct { int a, b; } ip; void f(ip s);", "(active)", "parameter 's' has type 'ip'"),
+    ("typedef struct { double a, b; } dp; void f(dp s);", "(dup)", "activity 'dup' needs a pointer"),
+    ("typedef struct { double a, b; } dp; void f(dp s);", "(dualv)", "activity 'dualv' needs a float or double, or a "
+     "pointer to floating-point data, but parameter 's' has type 'dp'"),
+    ("union U { double d; long l; }; void f(union U u);", "(active)", "parameter 'u' has type 'union U'"),
 ])
 def test_rejected_types(adgen, c_file, decl, acts, message):
     (e,) = errors(adgen, c_file, _annotate_last(decl, acts))
@@ -101,14 +106,16 @@ def test_return_rules(adgen, c_file):
     es = errors(adgen, c_file, """
 // @diff(a: (const) -> active)
 int f(int n);
-typedef struct { double x, y; } pair;
+typedef struct { int x, y; } pair;
 // @diff(b: (const) -> dual)
 pair g(int n);
 // @diff(c: (const) -> dupv)
 double h(int n);
 """)
-    assert "src.c:2:24: error: return activity 'active' needs a float or double, but 'f' returns 'int'" in es
-    assert "src.c:5:24: error: return activity 'dual' needs a float or double, but 'g' returns 'pair'" in es
+    assert "src.c:2:24: error: return activity 'active' needs a float or double, or a struct holding them, but 'f' " \
+           "returns 'int'" in es
+    assert "src.c:5:24: error: return activity 'dual' needs a float or double, or a struct holding them, but 'g' " \
+           "returns 'pair'" in es
     assert any("'dupv' cannot be a return activity; in reverse mode use one of const, active, activeonly" in e for e in es)
 
 

@@ -235,10 +235,11 @@ def test_build_needs_the_definition(adgen, c_file, tmp_path):
     assert not (tmp_path / "out" / "src.adgen.o").exists()
 
 
-def test_build_refuses_a_struct_by_value(adgen, c_file, tmp_path):
-    src = c_file("typedef struct { double a, b, c; } big;\n// @diff(g: (const, active) -> activeonly)\n"
-                 "double f(big s, double x) { return s.a * x; }\n")
+def test_build_refuses_mixed_layouts_with_a_struct_by_value(adgen, c_file, tmp_path):
+    src = c_file("typedef struct { double a, b; } pair;\n// @diff(g: reverse[2] (active, dupv) -> active)\n"
+                 "double f(pair s, double *x) { return s.a * x[0]; }\n")
     result = adgen("build", src, "-o", tmp_path / "out")
     assert result.status == 1
-    assert "src.c:2:10: error: 'f' passes or returns a struct by value" in result.err
-    assert not (tmp_path / "out" / "src.adgen.o").exists()
+    assert "src.c:2:33: error: 'g' mixes interleaved and separate pointer shadows: 'x' is 'dupv', 's' is " \
+           "'active'" in result.err
+    assert not (tmp_path / "out").exists()

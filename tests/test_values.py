@@ -1,0 +1,266 @@
+"""Structs and complex numbers passed by value (specs/abi.md): as parameters and results of an
+annotated function in both modes and at width 2, through helpers that take or return them
+inside the differentiated code, and complex arithmetic with the <complex.h> functions, each
+against central finite differences and forward mode against reverse mode."""
+
+from __future__ import annotations
+
+import cmath
+import math
+
+import numpy as np
+import pytest
+
+import adgen
+
+H = 1e-6
+
+STRUCTS = r"""
+typedef struct { double lo, hi; } range;
+typedef struct { double gamma; int m; } wishart;                  /* a double and an int */
+typedef struct { double a[5]; float f; } big;                     /* passed in memory (byval, sret) */
+
+// @diff(span_rev: (active, active) -> active; span_fwd: (dual, dual) -> dual)
+// @diff(span_rev2: reverse[2] (active, const) -> activeonly; span_fwd2: forward[2] (dual, const) -> dualonly)
+range span(double a, double b) { range r = { a < b ? a : b, a * b * b }; return r; }
+
+// @diff(prior_rev: (active, active) -> active; prior_const: (active, const) -> active)
+// @diff(prior_fwd: (dual, dual) -> dual)
+double prior(double x, wishart w) { return 0.5 * w.gamma * w.gamma * x * x - w.m * log(w.gamma); }
+
+// @diff(big_rev: (active, active) -> active; big_fwd: (dual, dual) -> dual)
+big scale(big s, double t)
+{
+    big r;
+    for (int i = 0; i < 5; i++)
+        r.a[i] = s.a[i] * t * s.a[(i + 1) % 5];
+    r.f = s.f * (float)t;
+    return r;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def structs(tmp_path_factory):
+    src = tmp_path_factory.mktemp("structs") / "structs.c"
+    src.write_text("#include <math.h>\n" + STRUCTS)
+    return adgen.load(src, build_dir=src.parent / "build")
+
+
+def test_struct_results_and_parameters_in_both_modes(structs):
+    a, b = 1.3, 0.7
+    fwd = structs.span_fwd(a, 0.25, b, -0.5)
+    plus, minus = structs.span(a + 0.25 * H, b - 0.5 * H), structs.span(a - 0.25 * H, b + 0.5 * H)
+    for k in ("lo", "hi"):
+        assert fwd.d_ret[k] == pytest.approx((plus[k] - minus[k]) / (2 * H), rel=1e-7)
+    assert fwd.ret == structs.span(a, b)
+    seed = {"lo": 0.3, "hi": -1.1}
+    rev = structs.span_rev(a, b, seed)
+    # <J u, v> = <u, J^T v> for u = (0.25, -0.5)
+    assert 0.25 * rev.d_a - 0.5 * rev.d_b == pytest.approx(sum(fwd.d_ret[k] * seed[k] for k in seed), rel=1e-12)
+    assert rev.ret == structs.span(a, b)
+
+
+def test_struct_derivatives_at_width_two(structs):
+    a, b = 0.4, 0.9
+    fwd = structs.span_fwd2(a, 1.0, 2.0, b)
+    assert [d["hi"] for d in fwd.d_ret] == pytest.approx([b * b, 2 * b * b])
+    assert [d["lo"] for d in fwd.d_ret] == pytest.approx([1.0, 2.0])
+    rev = structs.span_rev2(a, b, {"lo": 1.0, "hi": 0.0}, {"lo": 0.0, "hi": 1.0})
+    assert list(rev.d_a) == pytest.approx([1.0, b * b])  # lo = a (a < b), hi = a b^2
+
+
+def test_a_struct_with_an_int_field(structs):
+    x, w = 0.8, {"gamma": 1.7, "m": 3}
+    g = structs.prior_rev(x, w, 1.0)
+    f = lambda x, gamma: structs.prior(x, {"gamma": gamma, "m": 3})
+    assert g.d_x == pytest.approx((f(x + H, 1.7) - f(x - H, 1.7)) / (2 * H), rel=1e-7)
+    assert g.d_w["gamma"] == pytest.approx((f(x, 1.7 + H) - f(x, 1.7 - H)) / (2 * H), rel=1e-7)
+    assert g.d_w["m"] == 0  # an integer field carries no derivative
+    assert structs.prior_const(x, w, 1.0).d_x == pytest.approx(g.d_x)
+    assert structs.prior_fwd(x, 0.5, w, {"gamma": 2.0, "m": 0}).d_ret == pytest.approx(0.5 * g.d_x + 2.0 * g.d_w["gamma"])
+
+
+def test_structs_passed_in_memory(structs):
+    s = {"a": [0.3, -0.6, 0.9, 0.2, 1.4], "f": 1.5}
+    t = 0.9
+    seed = {"a": [0.5, -1.0, 0.25, 2.0, 1.0], "f": 0.75}
+    rev = structs.big_rev(s, t, seed)
+
+    def loss(a, f, t):
+        r = structs.scale({"a": a, "f": f}, t)
+        return float(np.dot(r["a"], seed["a"]) + r["f"] * seed["f"])
+
+    for i in range(5):
+        up, down = list(s["a"]), list(s["a"])
+        up[i] += H
+        down[i] -= H
+        assert rev.d_s["a"][i] == pytest.approx((loss(up, s["f"], t) - loss(down, s["f"], t)) / (2 * H), rel=1e-6)
+    h = 1e-3  # the loss is linear in t, but its float field rounds t: a step far above float's
+    assert rev.d_t == pytest.approx((loss(s["a"], s["f"], t + h) - loss(s["a"], s["f"], t - h)) / (2 * h), rel=1e-5)
+    assert rev.d_s["f"] == pytest.approx(seed["f"] * t, rel=1e-6)
+    u = {"a": [1.0, 0.0, -1.0, 0.5, 0.0], "f": 0.0}
+    fwd = structs.big_fwd(s, u, t, 0.3)
+    ju = float(np.dot(fwd.d_ret["a"], seed["a"]) + fwd.d_ret["f"] * seed["f"])
+    assert ju == pytest.approx(float(np.dot(rev.d_s["a"], u["a"])) + 0.3 * rev.d_t, rel=1e-6)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("g: (active) -> active", "cannot differentiate a vector value ('<2 x float>') carrying derivatives: "),
+    ("g: (dual) -> dual", "cannot differentiate a vector value ('<2 x float>') carrying derivatives: "),
+])
+def test_a_float_pair_by_value_is_refused(adgen, c_file, tmp_path, entry, message):
+    """x86-64 passes a struct of two floats as one <2 x float>, and neither mode has derivatives
+    of vector values: a located error, never a silent zero."""
+    src = c_file(f"typedef struct {{ float x, y; }} vec2f;\n// @diff({entry})\nfloat f(vec2f v) {{ return v.x * v.y; }}\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1
+    assert "src.c:3:" in result.err and message + "adgen differentiates scalar code" in result.err
+    assert not (tmp_path / "out" / "src.adgen.o").exists()
+
+
+HELPERS = r"""
+typedef struct { double re, im; } cpx;
+typedef struct { double v[6]; } six;
+
+static cpx cmul(cpx a, cpx b) { cpx r = { a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re }; return r; }
+
+static six twist(six s, double t)
+{
+    six r;
+    for (int i = 0; i < 6; i++)
+        r.v[i] = s.v[(i + 1) % 6] * t + s.v[i] * s.v[i];
+    return r;
+}
+
+// @diff(chain_grad: (dup, const) -> active; chain_fwd: (dual, const) -> dual)
+double chain(const double *z, int n)
+{
+    cpx acc = { 1, 0 };
+    six s = { { 0 } };
+    for (int i = 0; i < n; i++) {
+        cpx t = { z[2 * i], z[2 * i + 1] };
+        acc = cmul(acc, t);
+        s.v[i % 6] += acc.re;
+        s = twist(s, z[i]);
+    }
+    double out = acc.re + acc.im;
+    for (int i = 0; i < 6; i++)
+        out += s.v[i];
+    return out;
+}
+"""
+
+
+def test_helpers_taking_and_returning_structs(tmp_path):
+    src = tmp_path / "helpers.c"
+    src.write_text(HELPERS)
+    lib = adgen.load(src, build_dir=tmp_path / "build")
+    z = np.array([0.3, 0.5, -0.7, 0.2, 0.6, 0.4, -0.1, 0.3])
+    dz = np.zeros_like(z)
+    assert lib.chain_grad(z, dz, 4, 1.0) == pytest.approx(lib.chain(z, 4), rel=1e-14)
+    for i in range(len(z)):
+        up, down, u = z.copy(), z.copy(), np.zeros_like(z)
+        up[i] += H
+        down[i] -= H
+        u[i] = 1.0
+        assert dz[i] == pytest.approx((lib.chain(up, 4) - lib.chain(down, 4)) / (2 * H), rel=1e-6, abs=1e-9)
+        assert lib.chain_fwd(z, u, 4).d_ret == pytest.approx(dz[i], rel=1e-12)
+
+
+def test_a_struct_returned_by_a_call_reverse_mode_cannot_inline(adgen, c_file, tmp_path):
+    src = c_file("typedef struct { double re, im; } cpx;\n"
+                 "__attribute__((noinline)) static cpx twice(cpx a) { cpx r = { 2 * a.re, 2 * a.im }; return r; }\n"
+                 "// @diff(g: (active, active) -> active)\n"
+                 "double f(double x, double y) { cpx a = { x, y }; cpx b = twice(a); return b.re * b.im; }\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1
+    assert "src.c:4:" in result.err
+    assert "error: cannot differentiate a call to 'twice', which returns a struct by value ('{ double, double }') " \
+           "and could not be inlined (noinline, or recursive;" in result.err
+    assert not (tmp_path / "out" / "src.adgen.o").exists()
+
+
+COMPLEX = r"""
+#include <complex.h>
+
+// @diff(ops_grad: (dup, const) -> active; ops_fwd: (dual, const) -> dual)
+double ops(const double *x, int which)
+{
+    double complex a = x[0] + I * x[1], b = x[2] + I * x[3], r;
+    switch (which) {
+    case 0: r = a * b; break;
+    case 1: r = a / b; break;
+    case 2: r = cexp(a); break;
+    case 3: r = clog(a); break;
+    case 4: r = csqrt(a); break;
+    case 5: r = csin(a); break;
+    case 6: r = ccos(a); break;
+    case 7: r = cpow(a, b); break;
+    case 8: r = cabs(a) + I * carg(b); break;
+    default: r = conj(a) * b + a * 2.5; break;
+    }
+    return 1.5 * creal(r) - 0.7 * cimag(r);
+}
+
+// @diff(fops_grad: (dup, const) -> active; fops_fwd: (dual, const) -> dual)
+float fops(const float *x, int which)
+{
+    float complex a = x[0] + I * x[1], b = x[2] + I * x[3], r;
+    switch (which) {
+    case 0: r = a * b; break;
+    case 1: r = a / b; break;
+    case 2: r = cexpf(a); break;
+    case 3: r = clogf(a); break;
+    case 4: r = csqrtf(a); break;
+    case 5: r = csinf(a); break;
+    case 6: r = ccosf(a); break;
+    case 7: r = cpowf(a, b); break;
+    case 8: r = cabsf(a) + I * cargf(b); break;
+    default: r = conjf(a) * b + a * 2.5f; break;
+    }
+    return 1.5f * crealf(r) - 0.7f * cimagf(r);
+}
+
+// @diff(mobius_grad: (active, active) -> active; mobius_fwd: (dual, const) -> dual)
+double complex mobius(double complex z, double complex c) { return (z - c) / (1.0 - conj(c) * z); }
+"""
+
+
+@pytest.fixture(scope="module")
+def complex_lib(tmp_path_factory):
+    src = tmp_path_factory.mktemp("complex") / "cplx.c"
+    src.write_text(COMPLEX)
+    return adgen.load(src, build_dir=src.parent / "build")
+
+
+@pytest.mark.parametrize("which", range(10))
+@pytest.mark.parametrize("precision", ["double", "float"])
+def test_complex_arithmetic_and_functions(complex_lib, which, precision):
+    f, grad, fwd = ((complex_lib.ops, complex_lib.ops_grad, complex_lib.ops_fwd) if precision == "double" else
+                    (complex_lib.fops, complex_lib.fops_grad, complex_lib.fops_fwd))
+    dtype, h, rel = (np.float64, H, 1e-6) if precision == "double" else (np.float32, 1e-2, 2e-3)
+    x = np.array([0.7, -0.4, 0.3, 0.9], dtype=dtype)
+    dx = np.zeros_like(x)
+    assert grad(x, dx, which, 1.0) == pytest.approx(f(x, which), rel=1e-6)
+    for i in range(4):
+        up, down, u = x.astype(np.float64), x.astype(np.float64), np.zeros_like(x)
+        up[i] += h
+        down[i] -= h
+        u[i] = 1
+        fd = (f(up.astype(dtype), which) - f(down.astype(dtype), which)) / (2 * h)
+        assert dx[i] == pytest.approx(fd, rel=rel, abs=rel)
+        assert fwd(x, u, which).d_ret == pytest.approx(dx[i], rel=1e-6 if precision == "double" else 1e-5)
+
+
+def test_complex_parameters_and_results(complex_lib):
+    z, c = 0.3 + 0.2j, -0.1 + 0.4j
+    assert complex_lib.mobius(z, c) == pytest.approx((z - c) / (1 - c.conjugate() * z))
+    g = complex_lib.mobius_grad(z, c, 1.0)  # seed 1: the gradient of the real part
+    re = lambda z, c: complex_lib.mobius(z, c).real
+    assert g.d_z.real == pytest.approx((re(z + H, c) - re(z - H, c)) / (2 * H), rel=1e-7)
+    assert g.d_z.imag == pytest.approx((re(z + 1j * H, c) - re(z - 1j * H, c)) / (2 * H), rel=1e-7)
+    assert g.d_c.imag == pytest.approx((re(z, c + 1j * H) - re(z, c - 1j * H)) / (2 * H), rel=1e-7)
+    d = complex_lib.mobius_fwd(z, 1.0, c).d_ret  # holomorphic in z: the tangent is f'(z)
+    assert d == pytest.approx((1 - abs(c) ** 2) / (1 - c.conjugate() * z) ** 2)
+    assert cmath.isclose(g.ret, complex_lib.mobius(z, c))
