@@ -140,9 +140,11 @@ def _portable(t: Type, ctype: CType, parameter: bool):
     """The type and its shadow spelled without the source's own names: typedefs by what they
     stand for, a struct or union by its tag (declared ahead), an enum by its integer type, a
     pointer to an anonymous struct as a pointer to void. None where that cannot be done (a
-    struct without a tag by value, function pointers): the header then keeps the source's names."""
+    struct by value, function pointers): the header then keeps the source's names."""
     ahead: list[str] = []
     canonical = t.get_canonical()
+    if ctype.by_value and canonical.kind == TypeKind.RECORD:  # by value: only its definition will do
+        return None
     if not ctype.is_pointer:
         spelling = _spell(canonical, ahead)
         return None if spelling is None else (spelling, "", tuple(ahead))

@@ -193,7 +193,8 @@ class Keys:
         elif op in PURE and op != "inttoptr":
             d.recomputable, d.operands = True, self._operands(inst.operands)
         elif op == "call" and (PURE_INTRINSICS.match(inst.callee) or
-                               (rule_for(inst.callee) is not None and not inst.callee.startswith("@llvm."))):
+                               (rule_for(inst.callee) is not None and not inst.callee.startswith("@llvm.")
+                                and not any(o.type.kind == "ptr" for o in inst.operands))):  # frexp writes
             d.recomputable, d.operands = True, self._operands(inst.operands)
         elif op == "load":
             base = self.memory.base(inst.operands[0].value)

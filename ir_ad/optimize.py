@@ -92,16 +92,18 @@ def prepare(module, tm) -> str:
 
 
 def inline_aggregates(module) -> None:
-    """Functions that pass or return structs as values (`{ double, double }`, `<2 x float>`, as
-    the target's ABI has them) are inlined wherever they are called, unless marked noinline
-    (or recursive), so the values of their parts are scalars to reverse mode, which has no
-    adjoints of aggregates (forward mode has tangents of them)."""
+    """Functions that pass or return structs as values (`{ double, double }`, `<2 x float>`, or
+    a copy in memory, `byval`, as the target's ABI has them) are inlined wherever they are
+    called, unless marked noinline (or recursive): the values of their parts are then scalars
+    to reverse mode, which has no adjoints of aggregates, and neither mode sees a copy the
+    callee owns."""
     for fn in module.functions:
         if fn.is_declaration or any(b"noinline" in a for a in fn.attributes):
             continue
         kind = str(fn.global_value_type)
         result, _, params = kind.partition(" (")
-        if result[:1] in "{[<%" or any(t in params for t in ("{", "[", "<", "%")):
+        byval = any(b"byval" in attr for arg in fn.arguments for attr in arg.attributes)
+        if result[:1] in "{[<%" or any(t in params for t in ("{", "[", "<", "%")) or byval:
             fn.add_function_attribute("alwaysinline")
 
 

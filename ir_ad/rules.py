@@ -111,6 +111,11 @@ def _fdim(b, x, r):  # x - y where x > y, else 0
     return [b.select(above, one, zero), b.select(above, _c(b, r, -1.0), zero)]
 
 
+def _mantissa(b, x, r):  # frexp(x, &e) = x * 2^-e: r/x (exactly 2^-e), 1 at x = 0; nothing for &e
+    zero = b.fcmp("oeq", x[0], _c(b, r, 0.0))
+    return [b.select(zero, _c(b, r, 1.0), b.fdiv(r, x[0])), None]
+
+
 def _scaled(b, x, r):  # ldexp(x, n) = x * 2^n: 2^n, and nothing for the integer n
     return [b.math("ldexp", _c(b, r, 1.0), x[1]), None]
 
@@ -135,6 +140,7 @@ RULES: dict[str, Rule] = {
     "fma": R(3, lambda b, x, r: [x[1], x[0], _c(b, r, 1.0)]),
     "ldexp": R(2, _scaled),
     "scalbn": R(2, _scaled),
+    "frexp": R(2, _mantissa),
     "fmuladd": R(3, lambda b, x, r: [x[1], x[0], _c(b, r, 1.0)]),
     # exponentials and logarithms
     "exp": R(1, lambda b, x, r: [r]),
@@ -181,6 +187,7 @@ RULES: dict[str, Rule] = {
     "rint": R(1, lambda b, x, r: [None]),
     "nearbyint": R(1, lambda b, x, r: [None]),
     "logb": R(1, lambda b, x, r: [None]),
+    "nextafter": R(2, lambda b, x, r: [_c(b, r, 1.0), None]),  # the next number: x's own slope
 }
 # Other spellings of the same primitives.
 ALIASES = {"fmin": "minnum", "fmax": "maxnum", "minimum": "minnum", "maximum": "maxnum", "minimumnum": "minnum",

@@ -419,7 +419,7 @@ LIBM = [("sin", 1, 0.7), ("cos", 1, 0.7), ("tan", 1, 0.7), ("asin", 1, 0.3), ("a
         ("floor", 1, 1.7), ("ceil", 1, 1.7), ("round", 1, 1.7), ("trunc", 1, 1.7), ("copysign", 2, (1.7, -2.0)),
         ("erf", 1, 0.7), ("erfc", 1, 0.7), ("fma", 3, (0.7, -1.3, 2.1)), ("asinh", 1, -0.7), ("acosh", 1, 1.7),
         ("atanh", 1, 0.3), ("fdim", 2, (1.7, 0.4)), ("remainder", 2, (5.3, 1.7)), ("logb", 1, 5.3),
-        ("lgamma", 1, 2.3), ("tgamma", 1, 2.3)]
+        ("lgamma", 1, 2.3), ("tgamma", 1, 2.3), ("nextafter", 2, (0.7, 1.3))]
 
 
 def libm_source(prefix: str, activity: str, returns: str) -> str:
@@ -437,6 +437,9 @@ def libm_source(prefix: str, activity: str, returns: str) -> str:
     for name, t, suffix in (("ldexp", "double", ""), ("ldexp", "float", "f"), ("scalbn", "double", "")):
         lines.append(f"// @diff({prefix}_{name}{suffix}: ({activity}, const) -> {returns})\n"
                      f"{t} m_{name}{suffix}({t} x, int n) {{ return {name}{suffix}(x, n); }}")
+    for t, suffix in (("double", ""), ("float", "f")):  # the mantissa, and the exponent through memory
+        lines.append(f"// @diff({prefix}_frexp{suffix}: ({activity}) -> {returns})\n"
+                     f"{t} m_frexp{suffix}({t} x) {{ int e; {t} m = frexp{suffix}(x, &e); return m * m + e; }}")
     lines.append(f"// @diff({prefix}_fdim_below: ({activity}, {activity}) -> {returns})\n"
                  "double m_fdim_below(double x, double y) { return fdim(x, y) + 0.5 * x; }")
     return "\n".join(lines) + "\n"
@@ -468,7 +471,8 @@ def _libm_exact(name, point, k):
     """Derivatives at the float test points, from Python's double-precision math."""
     f = {"fmin": min, "fmax": max, "fma": lambda a, b, c: a * b + c, "exp2": lambda x: 2 ** x,
          "cbrt": lambda x: x ** (1 / 3), "round": round, "fabs": abs, "fdim": lambda x, y: max(x - y, 0.0),
-         "logb": lambda x: float(math.floor(math.log2(abs(x)))), "tgamma": math.gamma}.get(name) or getattr(math, name)
+         "logb": lambda x: float(math.floor(math.log2(abs(x)))), "tgamma": math.gamma,
+         "nextafter": lambda x, y: x}.get(name) or getattr(math, name)
     return _grad_fd(lambda v: f(*v), list(point), k)
 
 
@@ -483,6 +487,14 @@ def test_scaling_by_a_power_of_two(libm, name, t):
     d = fn(libm, f"d_{name}", t, t, t, I)
     for x, n in ((1.3, 5), (-0.7, -3), (0.0, 2)):
         assert close(d(x, 1.0, n), 2.0 ** n)
+
+
+@pytest.mark.parametrize("name, t", [("frexp", D), ("frexpf", F)])
+def test_frexp_mantissa(libm, name, t):
+    d = fn(libm, f"d_{name}", t, t, t)
+    for x in (5.3, -0.3, 1e-3):  # m = x 2^-e, m in [0.5, 1): dm/dx = 2^-e
+        scale = 2.0 ** -math.frexp(x)[1]
+        assert close(d(x, 1.0), 2 * x * scale * scale, rtol=1e-6)
 
 
 # digamma, the derivative of lgamma, at points of each branch of its evaluation (reflected below

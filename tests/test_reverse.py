@@ -341,6 +341,13 @@ def test_scaling_by_a_power_of_two_reverse(libm, name, t):
         assert close(fn(libm, f"r_{name}", t, t, I, t)(x, n, 1.0), 2.0 ** n)
 
 
+@pytest.mark.parametrize("name, t", [("frexp", D), ("frexpf", F)])
+def test_frexp_mantissa_reverse(libm, name, t):
+    for x in (5.3, -0.3, 1e-3):
+        scale = 2.0 ** -math.frexp(x)[1]
+        assert close(fn(libm, f"r_{name}", t, t, t)(x, 1.0), 2 * x * scale * scale, rtol=1e-6)
+
+
 def test_fdim_below_its_kink_is_flat_reverse(libm):
     got = fn(libm, "r_fdim_below", result(("d_x", D), ("d_y", D)), D, D, D)(0.4, 1.7, 1.0)
     assert close(got.d_x, 0.5) and close(got.d_y, 0.0)

@@ -264,3 +264,134 @@ def test_complex_parameters_and_results(complex_lib):
     d = complex_lib.mobius_fwd(z, 1.0, c).d_ret  # holomorphic in z: the tangent is f'(z)
     assert d == pytest.approx((1 - abs(c) ** 2) / (1 - c.conjugate() * z) ** 2)
     assert cmath.isclose(g.ret, complex_lib.mobius(z, c))
+
+
+GMM = r"""
+#include <math.h>
+#include <stdlib.h>
+
+/* ADBench's GMM objective in the shape of its C reference: the Wishart prior's parameters in a
+ * struct passed by value, to the objective and on to the prior's helper. */
+typedef struct { double gamma; int m; } Wishart;
+
+static double log_gamma_distrib(double a, double p)
+{
+    double out = 0.25 * p * (p - 1) * log(M_PI);
+    for (int j = 1; j <= p; j++)
+        out += lgamma(a + 0.5 * (1 - j));
+    return out;
+}
+
+static double sqnorm(int n, const double *x)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += x[i] * x[i];
+    return s;
+}
+
+static double arr_max(int n, const double *x)
+{
+    double m = x[0];
+    for (int i = 1; i < n; i++)
+        if (m < x[i])
+            m = x[i];
+    return m;
+}
+
+static double log_sum_exp(int n, const double *x)
+{
+    double mx = arr_max(n, x), s = 0;
+    for (int i = 0; i < n; i++)
+        s += exp(x[i] - mx);
+    return log(s) + mx;
+}
+
+static double log_wishart_prior(int p, int k, Wishart wishart, const double *sum_qs, const double *Qdiags,
+                                const double *icf)
+{
+    int n = p + wishart.m + 1, icf_sz = p * (p + 1) / 2;
+    double C = n * p * (log(wishart.gamma) - 0.5 * log(2)) - log_gamma_distrib(0.5 * n, p), out = 0;
+    for (int ik = 0; ik < k; ik++) {
+        double frobenius = sqnorm(p, &Qdiags[ik * p]) + sqnorm(icf_sz - p, &icf[ik * icf_sz + p]);
+        out += 0.5 * wishart.gamma * wishart.gamma * frobenius - wishart.m * sum_qs[ik];
+    }
+    return out - k * C;
+}
+
+static void Qtimesx(int d, const double *Qdiag, const double *ltri, const double *x, double *out)
+{
+    for (int id = 0; id < d; id++)
+        out[id] = Qdiag[id] * x[id];
+    int Lparamsidx = 0;
+    for (int i = 0; i < d; i++)
+        for (int j = i + 1; j < d; j++)
+            out[j] += ltri[Lparamsidx++] * x[i];
+}
+
+// @diff(gmm_grad: (const, const, const, dup, dup, dup, const, const, dup))
+// @diff(gmm_fwd: (const, const, const, dual, dual, dual, const, const, dual))
+void gmm_objective(int d, int k, int n, const double *alphas, const double *means, const double *icf,
+                   const double *x, Wishart wishart, double *err)
+{
+    int icf_sz = d * (d + 1) / 2;
+    double *Qdiags = malloc(d * k * sizeof(double)), *sum_qs = malloc(k * sizeof(double));
+    double *xcentered = malloc(d * sizeof(double)), *Qxcentered = malloc(d * sizeof(double));
+    double *main_term = malloc(k * sizeof(double));
+    for (int ik = 0; ik < k; ik++) {
+        sum_qs[ik] = 0;
+        for (int id = 0; id < d; id++) {
+            sum_qs[ik] += icf[ik * icf_sz + id];
+            Qdiags[ik * d + id] = exp(icf[ik * icf_sz + id]);
+        }
+    }
+    double slse = 0;
+    for (int ix = 0; ix < n; ix++) {
+        for (int ik = 0; ik < k; ik++) {
+            for (int id = 0; id < d; id++)
+                xcentered[id] = x[ix * d + id] - means[ik * d + id];
+            Qtimesx(d, &Qdiags[ik * d], &icf[ik * icf_sz + d], xcentered, Qxcentered);
+            main_term[ik] = alphas[ik] + sum_qs[ik] - 0.5 * sqnorm(d, Qxcentered);
+        }
+        slse += log_sum_exp(k, main_term);
+    }
+    double lse_alphas = log_sum_exp(k, alphas);
+    *err = -0.5 * n * d * log(2 * M_PI) + slse - n * lse_alphas + log_wishart_prior(d, k, wishart, sum_qs, Qdiags, icf);
+    free(Qdiags);
+    free(sum_qs);
+    free(xcentered);
+    free(Qxcentered);
+    free(main_term);
+}
+"""
+
+
+def test_adbench_gmm_objective_as_written(tmp_path):
+    src = tmp_path / "gmm.c"
+    src.write_text(GMM)
+    lib = adgen.load(src, build_dir=tmp_path / "build")
+    d, k, n = 3, 4, 5
+    rng = np.random.default_rng(7)
+    alphas, means, icf = rng.normal(size=k), rng.normal(size=k * d), rng.normal(size=k * d * (d + 1) // 2) * 0.3
+    x, wishart = rng.normal(size=n * d), {"gamma": 1.3, "m": 2}
+
+    def value(a, m, q):
+        err = np.zeros(1)
+        lib.gmm_objective(d, k, n, a, m, q, x, wishart, err)
+        return err[0]
+
+    grads = [np.zeros_like(alphas), np.zeros_like(means), np.zeros_like(icf)]
+    err, derr = np.zeros(1), np.ones(1)
+    lib.gmm_grad(d, k, n, alphas, grads[0], means, grads[1], icf, grads[2], x, wishart, err, derr)
+    assert err[0] == pytest.approx(value(alphas, means, icf), rel=1e-14)
+    params = [alphas, means, icf]
+    for which, g in enumerate(grads):
+        for i in range(len(g)):
+            up, down = [p.copy() for p in params], [p.copy() for p in params]
+            up[which][i] += H
+            down[which][i] -= H
+            assert g[i] == pytest.approx((value(*up) - value(*down)) / (2 * H), rel=1e-6, abs=1e-8)
+    u = [rng.normal(size=p.shape) for p in params]  # forward against reverse: <J u, 1> = <u, J^T 1>
+    fwd_err, d_err = np.zeros(1), np.zeros(1)
+    lib.gmm_fwd(d, k, n, alphas, u[0], means, u[1], icf, u[2], x, wishart, fwd_err, d_err)
+    assert d_err[0] == pytest.approx(sum(float(np.dot(gi, ui)) for gi, ui in zip(grads, u)), rel=1e-12)
