@@ -1,4 +1,5 @@
-"""Parses `@diff(...)` annotations out of C comments into plain dataclasses.
+"""Parses `@diff(...)`, `@inactive` and `@derivative(...)` annotations out of C comments into
+plain dataclasses.
 
 The grammar lives in annotations.lark; a Lark Transformer turns its tree into `Entry`
 records whose words still carry their positions, so later checks can point at them."""
@@ -16,7 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from .comments import Comment, find_comments
 from .diagnostics import AdgenError, SourceFile, Span, error
 
-MARKER = "@diff"
+MARKERS = r"@(?:diff|inactive|derivative)\b"
 
 
 @dataclass(frozen=True)
@@ -41,12 +42,14 @@ class Entry:
 
 @dataclass(frozen=True)
 class Annotation:
-    entries: tuple[Entry, ...]
-    span: Span  # the whole `@diff(...)`
+    entries: tuple[Entry, ...]  # none for `@inactive`
+    span: Span  # the whole annotation
     comment: Comment
+    marker: str = "@diff"  # or "@inactive", "@derivative"
 
 
-_DESCRIBE = {"WORD": "a name", "NUMBER": "a number", "$END": "the end of the annotation"}
+_DESCRIBE = {"WORD": "a name", "NUMBER": "a number", "$END": "the end of the annotation",
+             "<END-OF-FILE>": "the end of the annotation"}
 
 
 @cache
@@ -94,16 +97,17 @@ def find_annotations(source: SourceFile) -> list[Annotation]:
     problems = []
     for comment in find_comments(source.text):
         body = comment.body(source.text)
-        for m in re.finditer(re.escape(MARKER) + r"\b", body):
+        for m in re.finditer(MARKERS, body):
             start = comment.start + m.start()
-            end = comment.start + _annotation_end(body, m.end())
+            bare = m.group() == "@inactive" and not body[m.end():].lstrip().startswith("(")
+            end = comment.start + (m.end() if bare else _annotation_end(body, m.end()))
             try:
                 tree = _parser().parse(body[m.start() : end - comment.start])
                 entries = _ToEntries(source, start).transform(tree)
             except UnexpectedInput as exc:
                 problems.append(_syntax_error(exc, source, start, end))
                 continue
-            found.append(Annotation(entries, Span(source, start, end - start), comment))
+            found.append(Annotation(entries, Span(source, start, end - start), comment, m.group()))
     if problems:
         raise AdgenError(problems)
     return found
@@ -138,7 +142,8 @@ def _syntax_error(exc: UnexpectedInput, source: SourceFile, start: int, end: int
         expected = exc.expected if isinstance(exc, (UnexpectedEOF, UnexpectedToken)) else set()
     wanted = sorted(_describe(t) for t in expected)
     what = wanted[0] if len(wanted) == 1 else "one of " + ", ".join(wanted)
-    return error(f"syntax error in @diff annotation: expected {what}, found {found}", Span(source, at, length))
+    marker = re.match(MARKERS, source.text[start:]).group()
+    return error(f"syntax error in {marker} annotation: expected {what}, found {found}", Span(source, at, length))
 
 
 def _describe(terminal: str) -> str:

@@ -5,6 +5,7 @@ return activities, widths, and the derived names."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from .abi import Signature, signature
 from .annotations import Annotation, Entry, Word
@@ -22,8 +23,10 @@ thread_local true typeof typeof_unqual _BitInt _Decimal32 _Decimal64 _Decimal128
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> list[tuple[Entry, Function]]:
-    """Pairs each entry with the function its annotation stands before."""
+def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> list[tuple[Annotation, Entry | None,
+                                                                                      Function]]:
+    """Pairs each entry with the function its annotation stands before (with the annotation,
+    whose marker says what the entry means); an `@inactive` annotation has no entry."""
     text = unit.source.text
     by_start = {f.start: f for f in reversed(unit.functions)}  # first declaration at a position
     annotation_comments = {a.comment.start: a.comment for a in annotations}
@@ -40,11 +43,11 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
         function = by_start.get(at)
         if function is None:
             problems.add(error(
-                "@diff annotation is not followed by a function declaration (only whitespace and "
+                f"{a.marker} annotation is not followed by a function declaration (only whitespace and "
                 "other @diff comments may stand between them)", a.span,
                 [note("what follows it is here", Span(unit.source, at))] if at < len(text) else []))
             continue
-        pairs += [(e, function) for e in a.entries]
+        pairs += [(a, e, function) for e in a.entries] or [(a, None, function)]
     return pairs
 
 
@@ -187,3 +190,109 @@ def check_names(derived: list[tuple[Derivation, Unit]], problems: Collector) -> 
                                    [note(f"'{d.primal.name}' is declared here", d.primal.span)]))
         signatures.append(sig)
     return signatures
+
+
+@dataclass(frozen=True)
+class Custom:
+    """A derivative written by hand: `function` is `primal`'s derivative as `derivation` says,
+    with exactly the signature adgen would generate for it (`signature`)."""
+
+    primal: Function
+    function: Function
+    derivation: Derivation
+    signature: Signature
+
+    @property
+    def active(self) -> tuple[bool, ...]:
+        return tuple(a is not Activity.CONST for a in self.derivation.activities)
+
+    def partials(self) -> list[tuple[list[str], str]]:
+        """How to get the partial derivative of the result with respect to each active parameter
+        from the hand-written function: its arguments (a seed of 1, or tangents 1 for that
+        parameter and 0 for the others) and the field of its result holding the partial."""
+        sig, d = self.signature, self.derivation
+        actives = [p.name for p, on in zip(d.primal.params, self.active) if on]
+
+        def args(lit: str) -> list[str]:
+            out = []
+            for slot in sig.params:
+                if not slot.role:
+                    out.append(slot.name)
+                elif slot.role.startswith("seed"):
+                    out.append("1")
+                else:  # "tangent of P"
+                    out.append("1" if slot.role.split(" of ", 1)[1] == lit else "0")
+            return out
+
+        def field(name: str) -> str:
+            return f"__adgen_r.{name}" if sig.result_struct else "__adgen_r"
+
+        if d.mode is Mode.REVERSE:
+            return [(args(""), field(f"d_{p}")) for p in actives]
+        return [(args(p), field("d_ret")) for p in actives]
+
+
+_CUSTOM_ACTIVITIES = {Activity.CONST, Activity.ACTIVE, Activity.DUAL}
+
+
+def check_custom(entry: Entry, function: Function, unit: Unit, problems: Collector) -> Custom | None:
+    """`@derivative(f: ...)` above `function`: f must be declared, the activities must suit f
+    (as for @diff), and `function` must have the signature adgen would give that entry."""
+    before = len(problems.diagnostics)
+    primal = next((f for f in unit.functions if f.name == entry.name.text), None)
+    if primal is None:
+        problems.add(error(f"@derivative names '{entry.name.text}', which is not a function declared in this file "
+                           "(declare it before the derivative)", entry.name.span))
+        return None
+    named = Entry(Word(function.name, entry.name.span), entry.mode, entry.width, entry.activities, entry.returns,
+                  entry.params_span)
+    d = check_entry(named, primal, problems)
+    if d is None:
+        return None
+    where = [note(f"'{primal.name}' is declared here", primal.span)]
+    if d.width != 1:
+        problems.add(error("a derivative written by hand has width 1 (adgen calls it once per lane)",
+                           entry.width.span))
+    floating = {p.ctype.spelling for p, a in zip(primal.params, d.activities) if a is not Activity.CONST}
+    for word, act, p in zip(entry.activities, d.activities, primal.params):
+        if act not in _CUSTOM_ACTIVITIES or p.ctype.by_value or (act is not Activity.CONST and not p.ctype.is_floating):
+            problems.add(error(f"a derivative written by hand takes parameters as const, active (reverse mode) or "
+                               f"dual (forward mode), floating ones by value, not '{act.word}' on "
+                               f"'{p.ctype.spelling} {p.name}'", word.span, where))
+    if d.returns in (None, Activity.CONST) or not primal.returns.is_floating:
+        problems.add(error(f"a derivative written by hand is of a function returning float or double, with an "
+                           f"active or dual return", entry.returns.span if entry.returns else entry.params_span,
+                           where))
+    elif len(floating | {primal.returns.spelling}) > 1:
+        problems.add(error(f"a derivative written by hand needs the function's floating parameters and result of "
+                           f"one type, not {' and '.join(sorted(floating | {primal.returns.spelling}))}",
+                           entry.params_span, where))
+    if len(problems.diagnostics) > before:
+        return None
+    sig = signature(d)
+    if not _same_signature(sig, function):
+        problems.add(error(f"'{function.name}' is declared as the derivative of '{primal.name}', but its signature is "
+                           f"not the one adgen gives that entry: {sig.prototype()}"
+                           + (f", with {sig.returns} a struct of {', '.join(_field(f) for f in sig.fields)}"
+                              if sig.result_struct else ""), function.span, where))
+        return None
+    return Custom(primal, function, d, sig)
+
+
+def _field(slot) -> str:
+    return slot.declaration()
+
+
+def _same_signature(sig: Signature, f: Function) -> bool:
+    def same(a: str, b: str) -> bool:
+        norm = lambda s: re.sub(r"\s+", " ", re.sub(r"\brestrict\b", "", s)).replace(" *", "*").strip()
+        return norm(a) == norm(b)
+
+    if len(sig.params) != len(f.params) or not all(same(s.spelling, p.ctype.declared)
+                                                   for s, p in zip(sig.params, f.params)):
+        return False
+    if sig.result_struct is None:
+        return same(sig.returns, f.returns.declared)
+    fields = f.returns.fields
+    return f.returns.by_value and len(fields) == len(sig.fields) and all(
+        name == s.name and count == s.count and ffi == s.ffi for (name, ffi, count, _), s in zip(fields, sig.fields))

@@ -5,15 +5,15 @@ here; the caller writes every output at once, and only when no stage found an er
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
 from .abi import Signature
 from .annotations import find_annotations
-from .checks import attach, check_entry, check_names
+from .checks import Custom, attach, check_custom, check_entry, check_names
 from .diagnostics import AdgenError, Collector, SourceFile, error
-from .prototypes import Unit, read_unit
+from .prototypes import Function, Unit, read_unit
 from .manifest import manifest
 from .render import output_names, render
 from .timing import Stages, plural
@@ -27,6 +27,8 @@ class Generated:
     unit: Unit | None  # None when the source has no annotations (libclang is not run)
     signatures: list[Signature]
     files: dict[Path, str]
+    inactive: list[Function] = field(default_factory=list)  # marked @inactive
+    customs: list[Custom] = field(default_factory=list)  # derivatives written by hand (@derivative)
 
 
 def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stages) -> list[Generated]:
@@ -41,10 +43,18 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         for unit in units:
             if unit is not None and unit.errors:
                 problems.diagnostics += unit.errors
-        derived = []
+        derived, inactive, customs = [], {}, {}
         for unit, found in zip(units, annotations):
             if unit is not None:
-                for entry, function in attach(unit, found, problems):
+                for annotation, entry, function in attach(unit, found, problems):
+                    if annotation.marker == "@inactive":
+                        inactive.setdefault(id(unit), {})[function.name] = function
+                        continue
+                    if annotation.marker == "@derivative":
+                        custom = check_custom(entry, function, unit, problems)
+                        if custom is not None:
+                            customs.setdefault(id(unit), []).append(custom)
+                        continue
                     d = check_entry(entry, function, problems)
                     if d is not None:
                         derived.append((d, unit))
@@ -60,7 +70,8 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
             header, stubs = output_names(src.path)
             files = {out_dir / header: outputs.header, out_dir / stubs: outputs.stubs,
                      out_dir / f"{src.path.stem}.adgen.json": manifest(src.path.name, __version__, mine)}
-            results.append(Generated(src, unit, mine, files))
+            results.append(Generated(src, unit, mine, files, list(inactive.get(id(unit), {}).values()),
+                                     customs.get(id(unit), [])))
     return results
 
 

@@ -10,7 +10,7 @@ from .analysis import CFG, Memory
 from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand, Type, float_type
 from .rules import rule_for
-from .shadows import ALLOCATORS, VECTOR_VALUES, callee_name, carries, mask_name
+from .shadows import ALLOCATORS, VECTOR_VALUES, callee_name, carries, inactive_call, mask_name
 
 
 class Activity:
@@ -68,7 +68,8 @@ class Activity:
         if inst.opcode != "call" or not any(self.on(a) for a in inst.operands):
             return None
         target = self.module.functions.get(inst.callee)
-        if target is None or target.declaration or callee_name(inst).startswith("llvm."):
+        if target is None or target.declaration or callee_name(inst).startswith("llvm.") or \
+                inactive_call(self.module, inst) or rule_for(inst.callee) is not None:
             return None
         return target
 

@@ -11,7 +11,7 @@ from .builder import PRIMAL, Builder, V, bare, local
 from .ir import I1, I64, PTR, VOID, Instruction, Operand, Type
 from .keys import CHOICE, OLD, Key, instruction_key
 from .rules import rule_for
-from .shadows import ALLOCATORS, IGNORED_INTRINSICS, INACTIVE_CALLS, INTERLEAVED, MIXED_POINTER, Shadow, \
+from .shadows import ALLOCATORS, IGNORED_INTRINSICS, INTERLEAVED, MIXED_POINTER, Shadow, inactive_call, \
     callee_name
 
 if TYPE_CHECKING:
@@ -90,6 +90,8 @@ class Adjoints:
         rule = rule_for(name)
         if rule is None:
             raise self.d.fail(f"'{name.lstrip('@')}', which has no derivative rule")
+        if rule.refuse is not None and (why := rule.refuse([self.activity.on(a) for a in args])):
+            raise self.d.fail(why)
         if rule.choice is not None:
             partials = rule.from_choice(b, self.sweep.need(Key(CHOICE, inst.result), site, (I1,))[0],
                                         V(inst.type, "poison"))
@@ -173,7 +175,7 @@ class Adjoints:
             if inst.result is None or not activity.active(inst.result):
                 return
             return self.reverse_rule(inst, inst.callee, args, self.take(b, inst.result), site, b)
-        if name in INACTIVE_CALLS:
+        if inactive_call(self.activity.module, inst):
             return
         if name == "realloc":
             raise self.d.fail("realloc of memory holding derivatives")

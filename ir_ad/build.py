@@ -21,8 +21,10 @@ from .explain import explain
 from .forward import ZEROS, ForwardMode
 from .ir import Module
 from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel
-from .lower import COMPLEX_FUNCTIONS, keep_array, lower_complex, lower_source, lower_stubs
+from .lower import (COMPLEX_FUNCTIONS, custom_array, inactive_array, keep_array, lower_complex, lower_source,
+                    lower_stubs, partials_function)
 from .reverse import ReverseMode
+from .rules import hand_rule, written_by_hand
 
 
 def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
@@ -44,8 +46,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         with stages.stage("lower", plural(len(sources), "source")):
             bitcode = []
             for i, (src, g) in enumerate(zip(sources, generated)):
-                primals = list({s.derivation.primal.name: s.derivation.primal for s in g.signatures}.values())
-                bitcode.append(lower_source(compiler, src, primals, i, flags + target_flags, extra, work))
+                bitcode.append(lower_source(compiler, src, g, i, flags + target_flags, extra, work))
             for g in generated:
                 stubs = next(p for p in g.files if p.suffix == ".c")
                 bitcode.append(lower_stubs(compiler, stubs, flags + target_flags, extra, work))
@@ -53,12 +54,16 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
             linked = optimize.link(bitcode)
             if optimize.declared(linked) & COMPLEX_FUNCTIONS:  # their code, to differentiate
                 optimize.link_into(linked, lower_complex(compiler, flags + target_flags, extra, work))
+    inactive = {n for i in range(len(sources)) for n in optimize.kept(linked, inactive_array(i))}
+    by_hand = _rules_by_hand(linked, generated)
     with stages.stage("optimize", "before differentiation"):
-        text = optimize.prepare(linked, tm)
+        text = optimize.prepare(linked, tm, inactive | {name.lstrip("@") for name in by_hand})
     with stages.stage("analyze") as note:
         module = Module(text)
+        module.inactive = {"@" + name for name in inactive}
         note.text = f"{plural(module.instruction_count(), 'instruction')} in the optimized sources"
-    with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")):
+    with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")), \
+            written_by_hand(by_hand):
         text, plans = differentiate(module, generated)
     objects, written = {}, []
     for i, (src, g) in enumerate(zip(sources, generated)):
@@ -118,6 +123,16 @@ def differentiate(module: Module, generated: list[Generated]) -> tuple[str, list
     return text, plans
 
 
+def _rules_by_hand(linked, generated: list[Generated]) -> dict:
+    """The rules of the functions given derivatives by hand (@derivative), by IR name."""
+    rules = {}
+    for i, g in enumerate(generated):
+        for k, (name, c) in enumerate(zip(optimize.kept(linked, custom_array(i)), g.customs)):
+            rules["@" + name] = hand_rule("@" + name, "@" + partials_function(i) + str(k), c.active,
+                                          [p.name for p in c.primal.params], f"'{c.function.name}'")
+    return rules
+
+
 def _activities(pattern) -> str:
     marks = ", ".join("active" if on else "const" for on in pattern.active)
     return f"arguments ({marks})" + (", active result" if pattern.ret_active else "")
@@ -135,4 +150,5 @@ def _dropped(line: str, kernels: set[str]) -> bool:
     (now defined) and what kept the annotated functions alive."""
     if line.startswith("declare") and any(f" {k}(" in line for k in kernels):
         return True
-    return line.startswith(("@__adgen_primals_", "@llvm.used", "@llvm.compiler.used"))
+    return line.startswith(("@__adgen_primals_", "@__adgen_inactive_", "@__adgen_custom_", "@llvm.used",
+                            "@llvm.compiler.used"))

@@ -18,8 +18,8 @@ from .diagnose import Unsupported
 from .ir import I64, PTR, VOID, Function, Instruction, Module, Operand, Type, struct
 from .forward_activity import TangentFlow
 from .rules import rule_for
-from .shadows import (ALLOCATORS, IGNORED_INTRINSICS, INACTIVE_CALLS, INTERLEAVED, MIXED_POINTER, VECTOR_VALUES,
-                      Layout, Shadow, callee_name, carries)
+from .shadows import (ALLOCATORS, IGNORED_INTRINSICS, INTERLEAVED, MIXED_POINTER, VECTOR_VALUES,
+                      Layout, Shadow, callee_name, carries, inactive_call)
 
 # What may use a pointer whose shadow is behind a mask (see _FunctionWriter.guarded).
 _MASKABLE = {"load", "store", "getelementptr", "phi", "select", "freeze", "bitcast", "icmp", "ptrtoint"}
@@ -178,6 +178,8 @@ class _FunctionWriter:
         rule = rule_for(rule_name)
         if rule is None:
             raise self.fail(f"'{rule_name.lstrip('@')}', which has no derivative rule")
+        if rule.refuse is not None and (why := rule.refuse([self._on(a) for a in args])):
+            raise self.fail(why)
         x = [V(a.type, a.value) for a in args]
         partials = rule.partials(self.b, x, V(inst.type, inst.result))
         total = None
@@ -298,14 +300,12 @@ class _FunctionWriter:
             return self.allocate(inst)
         if name == "free":
             return self.release(inst)
-        if not any(self._on(a) for a in args):
-            return self.copy(inst)  # nothing flows in: an inactive call
+        if not any(self._on(a) for a in args) or inactive_call(self.mode.module, inst):
+            return self.copy(inst)  # nothing flows in, or nothing flows out: an inactive call
+        if rule_for(inst.callee) is not None:  # a libm function, or one with a derivative written by hand
+            return self.elementwise(inst, inst.callee, args)
         if target is not None and not target.declaration:
             return self.call_derivative(inst, target)
-        if rule_for(inst.callee) is not None:
-            return self.elementwise(inst, inst.callee, args)
-        if name in INACTIVE_CALLS:
-            return self.copy(inst)
         if name == "realloc":
             raise self.fail("realloc of memory holding derivatives")
         raise self.fail(f"a call to '{name}', which is not defined in the sources and has no derivative rule")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand
 from .rules import rule_for
-from .shadows import ALLOCATORS, VECTOR_VALUES, Layout, callee_name, carries, mask_name
+from .shadows import ALLOCATORS, VECTOR_VALUES, Layout, callee_name, carries, inactive_call, mask_name
 
 
 class TangentFlow:
@@ -99,7 +99,9 @@ class TangentFlow:
             if not any(self.on(o) for o in ops):
                 return False
             target = self.module.functions.get(inst.callee)
-            if target is not None and not target.declaration:
+            if inactive_call(self.module, inst):
+                return False
+            if target is not None and not target.declaration and rule_for(inst.callee) is None:
                 return carries(self.module, inst.type)
             return rule_for(inst.callee) is not None
         return False

@@ -557,6 +557,7 @@ class Module:
     """The functions, named types, globals and debug locations of a module's text."""
 
     def __init__(self, text: str):
+        self.inactive: set[str] = set()  # functions marked @inactive, by IR name (set by the build)
         self.text = text
         self.functions: dict[str, Function] = {}
         self.named_types: dict[str, str] = {}

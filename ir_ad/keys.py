@@ -194,6 +194,7 @@ class Keys:
             d.recomputable, d.operands = True, self._operands(inst.operands)
         elif op == "call" and (PURE_INTRINSICS.match(inst.callee) or
                                (rule_for(inst.callee) is not None and not inst.callee.startswith("@llvm.")
+                                and rule_for(inst.callee).recompute
                                 and not any(o.type.kind == "ptr" for o in inst.operands))):  # frexp writes
             d.recomputable, d.operands = True, self._operands(inst.operands)
         elif op == "load":

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from adgen.frontend.diagnostics import AdgenError, error
-from adgen.frontend.prototypes import Function
+from adgen.frontend.generate import Generated
 from adgen.frontend.render import BY_ADDRESS_PREFIX, render_text
 from adgen.frontend.toolchain import Compiler
 
@@ -26,12 +26,31 @@ def keep_array(index: int) -> str:
     return f"__adgen_primals_{index}"
 
 
-def lower_source(compiler: Compiler, source: Path, primals: list[Function], index: int, flags: list[str],
-                 extra: list[str], workdir: Path) -> bytes:
-    """`primals`: the annotated functions, kept (by a wrapper where they pass structs by value)."""
+def inactive_array(index: int) -> str:
+    """The name of the array holding source `index`'s functions marked @inactive."""
+    return f"__adgen_inactive_{index}"
+
+
+def custom_array(index: int) -> str:
+    """The name of the array holding the functions source `index` gives derivatives for by hand."""
+    return f"__adgen_custom_{index}"
+
+
+def partials_function(index: int) -> str:
+    """The prefix of the functions giving those derivatives' partials, numbered as in the array."""
+    return f"__adgen_partials_{index}_"
+
+
+def lower_source(compiler: Compiler, source: Path, g: Generated, index: int, flags: list[str], extra: list[str],
+                 workdir: Path) -> bytes:
+    """Keeps the annotated functions (by a wrapper where they pass structs by value), those
+    marked @inactive, and those with derivatives written by hand with their partials."""
+    primals = list({s.derivation.primal.name: s.derivation.primal for s in g.signatures}.values())
     wrapper = workdir / f"{index}-{source.stem}.c"
     wrapper.write_text(render_text("lowering.c.j2", source=source.name, path=_c_string(source.resolve()),
-                                   primals=primals, keep=keep_array(index), by_address=BY_ADDRESS_PREFIX))
+                                   primals=primals, keep=keep_array(index), by_address=BY_ADDRESS_PREFIX,
+                                   inactive=g.inactive, keep_inactive=inactive_array(index), customs=g.customs,
+                                   keep_custom=custom_array(index), partials_prefix=partials_function(index)))
     return _clang(compiler, wrapper, flags, extra, workdir, shown=str(source))
 
 

@@ -71,12 +71,25 @@ def _run(module, tm, level: int, vectorize: bool) -> None:
     builder.getModulePassManager().run(module, builder)
 
 
-def prepare(module, tm) -> str:
-    """Optimize before differentiation and name every value; the text the AD core reads. Loops
+def kept(module, array: str) -> list[str]:
+    """The functions a keep array of the lowered sources points to, in order (names as linked)."""
+    for g in module.global_variables:
+        if g.name == array:
+            return [n.strip('"') for n in re.findall(r"ptr @([-\w$.]+|\"[^\"]*\")", str(g))]
+    return []
+
+
+def prepare(module, tm, calls: set[str] = frozenset()) -> str:
+    """Optimize before differentiation and name every value; the text the AD core reads.
+    Functions in `calls` (marked @inactive, or with derivatives written by hand) are not
+    inlined. Loops
     with a small constant trip count are unrolled, which puts small local arrays in registers;
     others stay loops, and nothing is vectorized yet. Partial and runtime unrolling are off here
     and then set on (not back to LLVM's per-target default) for the optimization after
     differentiation, where the derivative's loops gain from them."""
+    for fn in module.functions:
+        if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
+            fn.add_function_attribute("noinline")
     inline_aggregates(module)
     llvm.set_option("adgen", "-unroll-runtime=false")
     llvm.set_option("adgen", "-unroll-allow-partial=false")

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
 from .builder import Builder, V
+from .ir import Type
 
 Partials = Callable[[Builder, list[V], V], list[V | None]]
 
@@ -28,6 +30,11 @@ class Rule:
     # for the choice, a byte to store where the arguments would be words.
     choice: Callable[[Builder, list[V], V], V] | None = None
     from_choice: Callable[[Builder, V, V], list[V | None]] | None = None
+    # A derivative written by hand: the reverse sweep stores the function's result rather than
+    # call it again, and the rule refuses derivatives flowing into a parameter it takes as const
+    # (`refuse` gets which arguments carry derivatives and says what is wrong, or None).
+    recompute: bool = True
+    refuse: Callable[[list[bool]], str | None] | None = None
 
 
 def _c(b: Builder, like: V, value: float) -> V:
@@ -194,8 +201,44 @@ ALIASES = {"fmin": "minnum", "fmax": "maxnum", "minimum": "minnum", "maximum": "
            "maximumnum": "maxnum"}
 
 
+# Rules for the functions of the sources given derivatives by hand (@derivative), by IR name:
+# set for the duration of one build (see `written_by_hand`).
+_WRITTEN: dict[str, Rule] = {}
+
+
+@contextmanager
+def written_by_hand(rules: dict[str, Rule]):
+    _WRITTEN.update(rules)
+    try:
+        yield
+    finally:
+        _WRITTEN.clear()
+
+
+def hand_rule(function: str, partials: str, active: tuple[bool, ...], names: list[str], what: str) -> Rule:
+    """The rule of a function with a derivative written by hand: `partials(args…, k)` gives
+    the partial with respect to its k-th active parameter."""
+    def partials_of(b, x, r):
+        out, k = [], 0
+        for on in active:
+            out.append(b.call(partials, r.type, [*x, V(Type("i32", "int", 32), str(k))]) if on else None)
+            k += on
+        return out
+
+    def refuse(carrying: list[bool]) -> str | None:
+        for on, carries, name in zip(active, carrying, names):
+            if carries and not on:
+                return (f"a call to '{function.lstrip('@')}', whose derivative written by hand ({what}) takes "
+                        f"'{name}' as const, but a derivative flows into it here")
+        return None
+
+    return Rule(len(active), partials_of, recompute=False, refuse=refuse)
+
+
 def rule_for(callee: str) -> Rule | None:
     """The rule for a call target: `@llvm.sin.f64`, `@sin`, `@sinf`, `@llvm.powi.f64.i32`, ..."""
+    if callee in _WRITTEN:
+        return _WRITTEN[callee]
     name = callee.lstrip("@").strip('"')
     m = re.match(r"llvm\.([a-z0-9]+)\.", name)
     if m:

@@ -39,6 +39,12 @@ def callee_name(inst: Instruction) -> str:
     return inst.callee.lstrip("@").strip('"')
 
 
+def inactive_call(module: Module, inst: Instruction) -> bool:
+    """A call that carries no derivatives: a C library function known to (INACTIVE_CALLS), or a
+    function of the sources marked `@inactive`."""
+    return callee_name(inst) in INACTIVE_CALLS or inst.callee in module.inactive
+
+
 def mask_name(value: str) -> str:
     """The i1 saying whether a pointer made by a phi or select has a real shadow."""
     return local(bare(value) + "'mask")
