@@ -116,3 +116,16 @@ def test_all_syntax_errors_of_a_file_are_reported():
     with pytest.raises(AdgenError) as info:
         parse("// @diff(a (x))\nint x;\n// @diff(b: (x y))\n")
     assert [d.span.location() for d in info.value.diagnostics] == ["t.c:1:12", "t.c:3:16"]
+
+
+def test_inactive_and_derivative_markers():
+    found = parse("// @inactive\n/* @derivative(f: (active, const) -> active) */\n// @diff(g: (dual) -> dual)\n")
+    assert [a.marker for a in found] == ["@inactive", "@derivative", "@diff"]
+    assert found[0].entries == () and found[0].span.location() == "t.c:1:4"
+    (e,) = found[1].entries
+    assert e.name.text == "f" and [w.text for w in e.activities] == ["active", "const"]
+
+
+def test_a_derivative_annotation_holds_one_entry():
+    assert "syntax error in @derivative annotation: expected ')', found ';'" in \
+        syntax_error("// @derivative(f: (active) -> active; g: (dual) -> dual)\n")
