@@ -1,5 +1,6 @@
 """A differential fuzzer for adgen: random C functions (arithmetic, libm, branches, loops over
-arrays, in-place updates, calls between functions, float and double) with random activities,
+arrays, in-place updates, calls between functions, structs passed and returned by value,
+complex arithmetic, float and double) with random activities,
 checked in forward mode, reverse mode and forward mode at width 4 against central finite
 differences and against each other.
 
@@ -44,6 +45,15 @@ UNARY = [
 ]
 BINARY = ["({0} + {1})", "({0} - {1})", "({0} * {1})", "({0} / (1.5 + ({1}) * ({1})))", "hypot({0}, 1.0 + {1})",
           "atan2({0}, 2.0 + ({1}) * ({1}))", "fmax({0}, {1})", "fmin({0}, {1})"]
+# Complex arithmetic (clang's __muldc3/__divdc3 and <complex.h>), read back as real numbers.
+COMPLEX_UNARY = [
+    "creal(cexp(({0}) * I) * (1.0 + 0.5 * I))", "cimag(csqrt(2.0 + tanh({0}) + I * ({0})))", "cabs(({0}) + 0.5 * I)",
+    "carg(2.0 + ({0}) * I)", "creal(clog(2.0 + tanh({0}) + I * ({0})))", "cimag(csin(({0}) + 0.5 * I))",
+    "creal(ccos(0.5 * tanh({0}) + 0.3 * I))", "creal(cpow(1.5 + 0.2 * I, tanh({0}) + 0.3 * I))",
+    "cimag(conj(({0}) + 2.0 * I) * (0.5 - ({0}) * I))",
+]
+COMPLEX_BINARY = ["creal((({0}) + ({1}) * I) * (({1}) - 0.5 * I))",
+                  "cimag((({0}) + 0.5 * I) / (1.5 + tanh({1}) + ({0}) * I))"]
 
 
 @dataclass
@@ -88,16 +98,16 @@ class Generator:
         k = r.random()
         if k < 0.4:
             a, b = self.expr(depth - 1, loops), self.expr(depth - 1, loops)
-            return r.choice(BINARY).format(a, b)
+            return r.choice(COMPLEX_BINARY if r.random() < 0.1 else BINARY).format(a, b)
         if k < 0.75:
-            return r.choice(UNARY).format(self.expr(depth - 1, loops))
+            return r.choice(COMPLEX_UNARY if r.random() < 0.1 else UNARY).format(self.expr(depth - 1, loops))
         if k < 0.82:
             return f"(-({self.expr(depth - 1, loops)}))"
         if k < 0.88:  # floats hold bounded values: finite differences then see float rounding as noise
             self.uses_float = True
             return f"(double)(float)tanh({self.expr(depth - 1, loops)})"
         if k < 0.94 and self.calls and len(self.helpers) < 2:
-            return self.call(depth, loops)
+            return self.call(depth, loops) if r.random() < 0.6 else self.struct_call(depth, loops)
         c, d = self.expr(depth - 1, loops), self.expr(depth - 1, loops)
         return f"({self.expr(depth - 1, loops)} > {r.uniform(-1, 1):.2f} ? {c} : {d})"
 
@@ -110,6 +120,19 @@ class Generator:
         self.uses_float |= inner.uses_float
         self.helpers.append(f"{inline} double {name}(double u, const double *x)\n{{\n    return {body};\n}}\n")
         return f"{name}({self.expr(depth - 1, loops)}, x)"
+
+    def struct_call(self, depth: int, loops: tuple) -> str:
+        """A helper taking and returning a struct by value (STRUCT_HELPERS defines the struct)."""
+        name = f"s{self.index}_{len(self.helpers)}"
+        inline = "static" if self.rng.random() < 0.8 else "__attribute__((noinline)) static"
+        inner = Generator(self.rng, self.index, scalars=("p.lo", "p.hi", "u"), arrays=(), calls=False)
+        lo, hi = inner.expr(2), inner.expr(2)
+        self.uses_float |= inner.uses_float
+        self.helpers.append(f"{inline} fz_pair {name}(fz_pair p, double u)\n{{\n    fz_pair r = {{ {lo}, {hi} }};\n"
+                            f"    return r;\n}}\n")
+        part = self.rng.choice(["lo", "hi"])
+        made = f"fz_make({self.expr(depth - 1, loops)}, {self.expr(depth - 1, loops)})"
+        return f"{name}({made}, {self.expr(depth - 1, loops)}).{part}"
 
     def statement(self, depth: int, loops: tuple = ()) -> str:
         r = self.rng
@@ -168,11 +191,18 @@ def activities(rng: random.Random) -> dict[str, tuple]:
 
 D = C.c_double
 P = C.POINTER(D)
+STRUCT_HELPERS = """#include <complex.h>
+#include <math.h>
+
+typedef struct { double lo, hi; } fz_pair;
+
+static fz_pair fz_make(double lo, double hi) { fz_pair p = { lo, hi }; return p; }
+"""
 
 
 def build(functions: list[tuple[Function, dict]], work: Path) -> tuple[C.CDLL | None, str]:
     """Builds one source holding the functions; returns the library, or None and adgen's errors."""
-    parts = ["#include <math.h>\n"]
+    parts = [STRUCT_HELPERS]
     for f, acts in functions:
         parts += f.helpers
         parts.append(f.source({k: v for k, v in acts.items() if k != "on"}))
