@@ -12,7 +12,7 @@ from .ir import I1, I64, PTR, VOID, Instruction, Operand, Type
 from .keys import CHOICE, OLD, Key, instruction_key
 from .rules import rule_for
 from .shadows import ALLOCATORS, IGNORED_INTRINSICS, INTERLEAVED, MIXED_POINTER, Shadow, inactive_call, \
-    callee_name
+    callee_name, no_derivative
 
 if TYPE_CHECKING:
     from .reverse_sweep import ReverseSweep, Site
@@ -179,7 +179,7 @@ class Adjoints:
             return
         if name == "realloc":
             raise self.d.fail("realloc of memory holding derivatives")
-        raise self.d.fail(f"a call to '{name}', which is not defined in the sources and has no derivative rule")
+        raise self.d.fail(no_derivative(inst))
 
     def reverse_derived_call(self, inst, site, b) -> None:
         call = self.d.calls[id(inst)]

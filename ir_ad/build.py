@@ -1,5 +1,6 @@
 """`adgen build`, top to bottom: parse → check → render (the frontend) → lower → link and
-optimize → analyze → differentiate → optimize again → emit, one object per source."""
+optimize → analyze (calls through function pointers made direct) → differentiate → optimize
+again → emit, one object per source."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from adgen.frontend.toolchain import Compiler
 from . import optimize
 from .builder import Declarations
 from .diagnose import Unsupported, located
+from .dispatch import devirtualize
 from .explain import explain
 from .forward import ZEROS, ForwardMode
 from .ir import Module
@@ -59,6 +61,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     with stages.stage("optimize", "before differentiation"):
         text = optimize.prepare(linked, tm, inactive | {name.lstrip("@") for name in by_hand})
     with stages.stage("analyze") as note:
+        text, shared = devirtualize(text, {s.name for g in generated for s in g.signatures})
         module = Module(text)
         module.inactive = {"@" + name for name in inactive}
         note.text = f"{plural(module.instruction_count(), 'instruction')} in the optimized sources"
@@ -71,7 +74,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         with stages.stage("optimize", f"{stem}: after differentiation"):
             final = optimize.parse(text)
             before = optimize.instruction_count(final)
-            optimize.finish(final, {s.name for s in g.signatures}, tm)
+            optimize.finish(final, {s.name for s in g.signatures}, tm, shared)
         with stages.stage("emit", f"{stem}.adgen.o: {before} instructions before, "
                                   f"{optimize.instruction_count(final)} after"):
             objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm)

@@ -19,7 +19,7 @@ from .ir import I64, PTR, VOID, Function, Instruction, Module, Operand, Type, st
 from .forward_activity import TangentFlow
 from .rules import rule_for
 from .shadows import (ALLOCATORS, IGNORED_INTRINSICS, INTERLEAVED, MIXED_POINTER, VECTOR_VALUES,
-                      Layout, Shadow, callee_name, carries, inactive_call)
+                      Layout, Shadow, callee_name, carries, inactive_call, no_derivative)
 
 # What may use a pointer whose shadow is behind a mask (see _FunctionWriter.guarded).
 _MASKABLE = {"load", "store", "getelementptr", "phi", "select", "freeze", "bitcast", "icmp", "ptrtoint"}
@@ -308,7 +308,7 @@ class _FunctionWriter:
             return self.call_derivative(inst, target)
         if name == "realloc":
             raise self.fail("realloc of memory holding derivatives")
-        raise self.fail(f"a call to '{name}', which is not defined in the sources and has no derivative rule")
+        raise self.fail(no_derivative(inst))
 
     def call_derivative(self, inst, target: Function):
         if target.variadic:

@@ -151,10 +151,14 @@ def parse(text: str):
 SLP_MAX_LANES = 4
 
 
-def finish(module, exported: set[str], tm) -> None:
-    """Keep only `exported` visible, then optimize for speed (vectorizing)."""
+def finish(module, exported: set[str], tm, shared: set[str] = frozenset()) -> None:
+    """Keep only `exported` visible (and `shared`, external functions of the sources called
+    through pointers, as weak definitions the user's own object overrides), then optimize for
+    speed (vectorizing)."""
     for fn in module.functions:
-        if not fn.is_declaration and fn.name not in exported:
+        if fn.name in shared and fn.linkage == llvm.Linkage.external:
+            fn.linkage = llvm.Linkage.weak_odr
+        elif not fn.is_declaration and fn.name not in exported:
             fn.linkage = llvm.Linkage.internal
     for g in module.global_variables:
         if not g.is_declaration and not g.name.startswith("llvm."):

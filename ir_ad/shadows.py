@@ -39,6 +39,15 @@ def callee_name(inst: Instruction) -> str:
     return inst.callee.lstrip("@").strip('"')
 
 
+def no_derivative(inst: Instruction) -> str:
+    """What to say of a call that neither mode can differentiate."""
+    if inst.callee.startswith("%"):  # dispatch.py found no function the pointer may point to
+        types = ", ".join(a.type.text for a, _ in inst.call_args)
+        return (f"a call through a function pointer, and no function of the sources has its type "
+                f"('{inst.type.text} ({types})')")
+    return f"a call to '{callee_name(inst)}', which is not defined in the sources and has no derivative rule"
+
+
 def inactive_call(module: Module, inst: Instruction) -> bool:
     """A call that carries no derivatives: a C library function known to (INACTIVE_CALLS), or a
     function of the sources marked `@inactive`."""

@@ -1,6 +1,7 @@
 """A differential fuzzer for adgen: random C functions (arithmetic, libm, branches, loops over
-arrays, in-place updates, calls between functions, structs passed and returned by value,
-complex arithmetic, float and double) with random activities,
+arrays, in-place updates, calls between functions, directly and through function pointers,
+structs passed and returned by value, complex arithmetic, float and double) with random
+activities,
 checked in forward mode, reverse mode and forward mode at width 4 against central finite
 differences and against each other.
 
@@ -119,6 +120,9 @@ class Generator:
         body = inner.expr(2)
         self.uses_float |= inner.uses_float
         self.helpers.append(f"{inline} double {name}(double u, const double *x)\n{{\n    return {body};\n}}\n")
+        if self.rng.random() < 0.35:  # through a pointer the compiler cannot see through
+            self.helpers.append(f"static double (*volatile p{name})(double, const double *) = {name};\n")
+            name = "p" + name
         return f"{name}({self.expr(depth - 1, loops)}, x)"
 
     def struct_call(self, depth: int, loops: tuple) -> str:

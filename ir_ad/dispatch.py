@@ -1,0 +1,102 @@
+"""Calls through function pointers, made direct before differentiation: each indirect call
+becomes a call to a dispatcher that compares the pointer with every function of the module
+whose address is taken and whose type matches, and calls that one directly. Both modes then
+differentiate the dispatcher like any function of the sources, each possible target as a
+direct call. A pointer to a function the module does not hold (from a library, say) reaches
+the dispatcher's last branch, which says so on stderr and aborts: the derivative code never
+runs a function it has no derivative of. A target with external linkage stays a (weak)
+definition of its symbol in the object, merged with the user's own: a pointer to it taken
+in the user's code is then the same pointer."""
+
+from __future__ import annotations
+
+import re
+
+from .ir import Function, Instruction, Module
+
+_INDIRECT = re.compile(r"\bcall\b[^\n]*?\s%[-\w.$\"]+\(")  # a quick test: is there any to rewrite?
+_TAKEN = re.compile(r"\bptr (@[-\w.$]+|@\"[^\"]*\")")
+MESSAGE = "adgen: a call through a function pointer reached a function outside the sources it differentiated\n"
+
+
+def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]:
+    """The module's text with its indirect calls going through dispatchers (none: unchanged),
+    and the functions they may call, by name: those the object must share with the user's own
+    object of the same source (one address for both, so a pointer from either is recognized).
+    `own`: functions adgen adds (the derived functions of the stubs), never targets."""
+    if not _INDIRECT.search(text):
+        return text, set()
+    module = Module(text)
+    candidates = [f for f in _candidates(module, text) if f.name.lstrip("@").strip('"') not in own]
+    lines = text.split("\n")
+    dispatchers: dict[tuple, str] = {}
+    targets: dict[tuple, list[Function]] = {}
+    for fn in module.functions.values():
+        for inst in fn.instructions():
+            if inst.opcode != "call" or not inst.callee.startswith("%") or "(" in inst.type.text:
+                continue
+            key = (inst.type.text, tuple(a.type.text for a, _ in inst.call_args))
+            if key not in targets:
+                targets[key] = [f for f in candidates if _matches(f, *key)]
+            if not targets[key]:  # no function has its type: differentiating it is an error there
+                continue
+            if key not in dispatchers:
+                dispatchers[key] = f'@"adgen.dispatch.{len(dispatchers)}"'
+            _rewrite(lines, inst, dispatchers[key])
+    if not dispatchers:
+        return text, set()
+    out = [_dispatcher(name, *key, targets[key]) for key, name in dispatchers.items()]
+    length = len(MESSAGE.encode())
+    escaped = "".join(c if c.isprintable() and c not in '"\\' else f"\\{ord(c):02X}" for c in MESSAGE)
+    out.append(f'@"adgen.dispatch.message" = private unnamed_addr constant [{length} x i8] c"{escaped}"')
+    if "@write" not in module.functions:
+        out.append("declare i64 @write(i32, ptr, i64)")
+    if "@abort" not in module.functions:
+        out.append("declare void @abort()")
+    called = {f.name.lstrip("@").strip('"') for key in dispatchers for f in targets[key]}
+    return "\n".join(lines + out) + "\n", called
+
+
+def _candidates(module: Module, text: str) -> list[Function]:
+    """Functions a pointer may point to: those whose address appears as a value (in globals,
+    stores, arguments; not in the arrays adgen adds to keep functions alive), and the external
+    functions of the sources, whose address the user's code may take."""
+    taken = set()
+    for line in text.split("\n"):
+        if line.startswith(("@__adgen_", "@llvm.", "declare", "define")):
+            continue
+        taken |= {m.group(1) for m in _TAKEN.finditer(line)}
+    return [f for name, f in module.functions.items() if not f.variadic and not name.startswith("@llvm.") and
+            (name in taken or (not f.declaration and not re.search(r"\b(internal|private)\b", f.linkage))) and
+            not name.lstrip("@").strip('"').startswith("__adgen")]
+
+
+def _matches(f: Function, ret: str, params: tuple[str, ...]) -> bool:
+    return f.ret.text == ret and tuple(p.type.text for p in f.params) == params
+
+
+def _rewrite(lines: list[str], inst: Instruction, dispatcher: str) -> None:
+    """The call's line, calling the dispatcher with the pointer first."""
+    for i, line in enumerate(lines):
+        if line.strip().startswith(inst.text) or line.strip() == inst.text:
+            at = line.index(f" {inst.callee}(")
+            rest = line[at + len(inst.callee) + 2:]
+            lines[i] = line[:at] + f" {dispatcher}(ptr {inst.callee}" + ("" if rest.startswith(")") else ", ") + rest
+            return
+
+
+def _dispatcher(name: str, ret: str, params: tuple[str, ...], targets: list[Function]) -> str:
+    args = [f"{t} %a{k}" for k, t in enumerate(params)]
+    call_args = ", ".join(args)
+    body = [f"define internal {ret} {name}(ptr %f{', ' if args else ''}{call_args}) {{", "entry:"]
+    for k, target in enumerate(targets):
+        body += [f"  %is{k} = icmp eq ptr %f, {target.name}", f"  br i1 %is{k}, label %call{k}, label %next{k}",
+                 f"call{k}:"]
+        if ret == "void":
+            body += [f"  call void {target.name}({call_args})", "  ret void"]
+        else:
+            body += [f"  %r{k} = call {ret} {target.name}({call_args})", f"  ret {ret} %r{k}"]
+        body.append(f"next{k}:")
+    body += [f'  %w = call i64 @write(i32 2, ptr @"adgen.dispatch.message", i64 {len(MESSAGE.encode())})',
+             "  call void @abort()", "  unreachable", "}"]
+    return "\n".join(body)
