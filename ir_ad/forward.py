@@ -242,8 +242,6 @@ class _FunctionWriter:
         ptr = inst.operands[0]
         if t.kind == "ptr" and ptr.value in self.maybe:
             raise self.fail(MIXED_POINTER)
-        if self.layout.kind == INTERLEAVED and t.kind == "ptr":
-            raise self.fail("a pointer loaded from memory with interleaved (dualv) derivatives")
         lanes = self.guarded(ptr, self.shadow(ptr), False)
         self.bind(inst, self.layout.load(self.b, t, lanes, inst.align))
 
@@ -269,8 +267,6 @@ class _FunctionWriter:
             s = self.layout.zero(t)
         if value.value in self.maybe:
             raise self.fail(MIXED_POINTER)
-        if self.layout.kind == INTERLEAVED and t.kind == "ptr":
-            raise self.fail("a pointer stored into memory with interleaved (dualv) derivatives")
         self.layout.store(self.b, s, self.guarded(ptr, self.shadow(ptr), True), inst.align)
 
     def op_getelementptr(self, inst):

@@ -625,3 +625,57 @@ def test_store_to_a_global_is_a_located_error(adgen, c_file, tmp_path):
     assert result.status == 1
     assert "src.c:5:10: error: cannot differentiate a store of a value carrying derivatives to memory adgen " \
            "keeps no derivatives of" in result.err
+
+
+MATRICES = r"""
+#include <stdlib.h>
+typedef struct { int rows, cols; double *data; } Matrix;
+
+static void mat_scale(Matrix *m, double s) { for (int i = 0; i < m->rows * m->cols; i++) m->data[i] *= s; }
+
+/* pointers to memory with derivatives, kept in local structs and loaded back (ADBench's hand
+ * model keeps its matrices so) */
+// @diff(h_v4: forward[4] (dualv, const, dualv) -> dualonly; h_1: (dual, const, dual) -> dualonly)
+double h(const double *theta, int n, double *out)
+{
+    Matrix m[2];
+    for (int k = 0; k < 2; k++) {
+        m[k].rows = n;
+        m[k].cols = 1;
+        m[k].data = malloc(n * sizeof(double));
+        for (int i = 0; i < n; i++)
+            m[k].data[i] = theta[i] * (k + 1);
+    }
+    mat_scale(&m[1], theta[0]);
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = m[0].data[i] * m[1].data[i];
+        s += out[i];
+    }
+    free(m[0].data);
+    free(m[1].data);
+    return s;
+}
+"""
+
+
+def test_interleaved_tangents_through_pointers_kept_in_memory(tmp_path):
+    import numpy as np
+
+    import adgen
+
+    src = tmp_path / "matrices.c"
+    src.write_text(MATRICES)
+    lib = adgen.load(src, build_dir=tmp_path / "build")
+    n, width = 3, 4
+    theta = np.array([0.5, -1.2, 0.8])
+    u = np.random.default_rng(1).normal(size=(n, width))  # lane k of element j at j*N + k
+    dout = np.zeros(n * width)
+    lanes = lib.h_v4(theta, np.ascontiguousarray(u.reshape(-1)), n, np.zeros(n), dout).d_ret
+    value = lambda t: lib.h(t, n, np.zeros(n))
+    for k in range(width):
+        fd = (value(theta + 1e-6 * u[:, k]) - value(theta - 1e-6 * u[:, k])) / 2e-6
+        assert lanes[k] == pytest.approx(fd, rel=1e-7)
+        one = np.zeros(n)
+        assert lib.h_1(theta, np.ascontiguousarray(u[:, k]), n, np.zeros(n), one) == pytest.approx(lanes[k])
+        assert dout.reshape(n, width)[:, k] == pytest.approx(one, rel=1e-14)
