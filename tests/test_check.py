@@ -248,3 +248,42 @@ def test_a_pointer_to_elements_of_unknown_size_is_refused_clearly(adgen, tmp_pat
     result = adgen("check", src)
     assert result.status == 1
     assert "'g' has pointer parameter 'ctx' to elements of unknown size" in result.err
+
+
+BY_VALUE = r"""#include <complex.h>
+#include <math.h>
+typedef struct { double gamma; int m; } wishart;
+typedef struct { double lo, hi; float f; } span;
+
+// @size(w.gamma=1.3, w.m=2)
+// @diff(prior_grad: (active, active) -> active; prior_fwd: (dual, dual) -> dual)
+double prior(double x, wishart w) { return 0.5 * w.gamma * w.gamma * x * x - w.m * log(w.gamma); }
+
+// @diff(stretch_grad: (active, active) -> active; stretch_fwd: forward[2] (dual, const) -> dual)
+span stretch(span s, double t) { span r = { s.lo * t, s.hi * s.lo + t, s.f * (float)t }; return r; }
+
+// @diff(rotate_grad: (active, active) -> active; rotate_fwd: (dual, dual) -> dual)
+double complex rotate(double complex z, double t) { return z * cexp(I * t) / (2.0 + z * conj(z)); }
+"""
+
+
+def test_structs_and_complex_numbers_by_value(adgen, tmp_path):
+    """Their floating fields are inputs and outputs like any others; integer fields are 4, or
+    what --size (here @size) gives a field by its path."""
+    src = tmp_path / "values.c"
+    src.write_text(BY_VALUE)
+    result = adgen("check", src)
+    assert result.status == 0, result.out + result.err
+    assert "9 of 9 checks pass" in result.out
+    for row in ("prior_grad", "stretch_fwd ", "rotate_fwd ~ rotate_grad"):
+        assert row in result.out
+
+
+def test_a_primal_not_finite_at_the_random_input_is_no_mismatch(adgen, tmp_path):
+    src = tmp_path / "log.c"
+    src.write_text(BY_VALUE.replace("// @size(w.gamma=1.3, w.m=2)\n", ""))
+    result = adgen("check", src, "--only", "prior_grad", "--seed", "1")
+    assert result.status == 1
+    assert "NOT FINITE" in result.out and "MISMATCH" not in result.out
+    assert "not checked, the primal not finite at the random input (--seed 1): prior_grad; try another --seed" \
+        in result.out
