@@ -82,6 +82,8 @@ class Activity:
                 return "ptr"
             if op == "alloca" or (op == "call" and callee_name(inst) in ALLOCATORS):
                 return "ptr"
+            if op == "call" and callee_name(inst) == "realloc" and self.on(ops[0]):
+                raise self.fail("realloc of memory holding derivatives (supported in forward mode only)")
             if op == "phi" and any(v.value in self.pointers for v, _ in inst.incoming):
                 return "ptr"
             if op == "select" and (ops[1].value in self.pointers or ops[2].value in self.pointers):

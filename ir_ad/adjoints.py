@@ -178,7 +178,7 @@ class Adjoints:
         if inactive_call(self.activity.module, inst):
             return
         if name == "realloc":
-            raise self.d.fail("realloc of memory holding derivatives")
+            raise self.d.fail("realloc of memory holding derivatives (supported in forward mode only)")
         raise self.d.fail(no_derivative(inst))
 
     def reverse_derived_call(self, inst, site, b) -> None:

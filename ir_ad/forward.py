@@ -294,6 +294,8 @@ class _FunctionWriter:
             return self.set_memory(inst)
         if name in ALLOCATORS:
             return self.allocate(inst)
+        if name == "realloc":
+            return self.reallocate(inst)
         if name == "free":
             return self.release(inst)
         if not any(self._on(a) for a in args) or inactive_call(self.mode.module, inst):
@@ -302,8 +304,6 @@ class _FunctionWriter:
             return self.elementwise(inst, inst.callee, args)
         if target is not None and not target.declaration:
             return self.call_derivative(inst, target)
-        if name == "realloc":
-            raise self.fail("realloc of memory holding derivatives")
         raise self.fail(no_derivative(inst))
 
     def call_derivative(self, inst, target: Function):
@@ -363,6 +363,20 @@ class _FunctionWriter:
         args = [V(a.type, a.value) for a in inst.operands]
         size = args[0] if name == "malloc" else args[1] if name == "aligned_alloc" else self.b.binary("mul", *args)
         self.bind(inst, self.layout.allocate(self.b, size, on_stack=False))
+
+    def reallocate(self, inst):
+        """realloc: the shadow moves with the memory (its grown part, like the primal's, is
+        written before it is read); memory that had no shadow gets a zeroed one, as from malloc."""
+        self.copy(inst)
+        ptr, size = inst.operands
+        size = V(size.type, size.value)
+        if not self._on(ptr):
+            return self.bind(inst, self.layout.allocate(self.b, size, on_stack=False))
+        if self.layout.parts != 1:
+            raise self.fail(f"realloc of memory holding derivatives at width {self.layout.width} with separate "
+                            "lanes (one block per allocation holds them all; dualv keeps them interleaved)")
+        total = size if self.layout.kind != INTERLEAVED else self.b.binary("mul", size, V(I64, str(self.layout.width)))
+        self.bind(inst, (self.b.call("@realloc", PTR, [self.shadow(ptr)[0], total]),))
 
     def release(self, inst):
         self.copy(inst)

@@ -94,7 +94,7 @@ class TangentFlow:
             return self.on(ops[0]) or self.on(ops[1])
         if op == "call":
             name = callee_name(inst)
-            if name in ALLOCATORS:
+            if name in ALLOCATORS or name == "realloc":
                 return True
             if not any(self.on(o) for o in ops):
                 return False

@@ -679,3 +679,59 @@ def test_interleaved_tangents_through_pointers_kept_in_memory(tmp_path):
         one = np.zeros(n)
         assert lib.h_1(theta, np.ascontiguousarray(u[:, k]), n, np.zeros(n), one) == pytest.approx(lanes[k])
         assert dout.reshape(n, width)[:, k] == pytest.approx(one, rel=1e-14)
+
+
+GROWING = r"""
+#include <math.h>
+#include <stdlib.h>
+/* a growing buffer: the sines of the running products of x, its capacity doubled as needed */
+// @diff(g_fwd: (dual, const) -> dual; g_fwd4: forward[4] (dualv, const) -> dualonly)
+double g(const double *x, int n)
+{
+    int cap = 1, len = 0;
+    double *buf = malloc(cap * sizeof(double)), p = 1;
+    for (int i = 0; i < n; i++) {
+        if (len == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap * sizeof(double));
+        }
+        p *= x[i];
+        buf[len++] = sin(p);
+    }
+    double s = 0;
+    for (int i = 0; i < len; i++)
+        s += buf[i] * buf[i];
+    free(buf);
+    return s;
+}
+"""
+
+
+def test_realloc_moves_tangents_with_the_memory(tmp_path):
+    import numpy as np
+
+    import adgen
+
+    src = tmp_path / "growing.c"
+    src.write_text(GROWING)
+    lib = adgen.load(src, build_dir=tmp_path / "build")
+    n = 11
+    x = np.linspace(0.6, 1.3, n)
+    u = np.random.default_rng(0).normal(size=(n, 4))
+    lanes = lib.g_fwd4(x, np.ascontiguousarray(u.reshape(-1)), n).d_ret
+    for k in range(4):
+        fd = (lib.g(x + 1e-6 * u[:, k], n) - lib.g(x - 1e-6 * u[:, k], n)) / 2e-6
+        assert lanes[k] == pytest.approx(fd, rel=1e-7)
+        assert lib.g_fwd(x, np.ascontiguousarray(u[:, k]), n).d_ret == pytest.approx(lanes[k], rel=1e-12)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("g_rev: (dup, const) -> active", "realloc of memory holding derivatives (supported in forward mode only)"),
+    ("g_fwd2: forward[2] (dual, const) -> dual", "realloc of memory holding derivatives at width 2 with separate lanes"),
+])
+def test_realloc_where_it_is_refused(adgen, c_file, tmp_path, entry, message):
+    src = c_file(GROWING.replace("g_fwd: (dual, const) -> dual; g_fwd4: forward[4] (dualv, const) -> dualonly", entry))
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1
+    assert "src.c:13:" in result.err and message in result.err
+    assert not (tmp_path / "out" / "src.adgen.o").exists()
