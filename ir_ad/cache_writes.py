@@ -89,7 +89,7 @@ class CacheWrites:
         loop = d.loops.by_header.get(block.label)
         if loop is not None:
             parts = [f"[ 0, {self.via(p, block.label)} ]" for p in loop.entries] + \
-                [f"[ {_count(loop, '.next')}, {self.via(p, block.label)} ]" for p in loop.latches]
+                [f"[ {_count(loop, '.next.' + bare(p))}, {self.via(p, block.label)} ]" for p in loop.latches]
             b.emit(f"{_count(loop)} = phi i64 {', '.join(parts)}")
         kept = []
         if len(preds) > 1 and Key(CAME, block.label) in self.stores:
@@ -98,21 +98,21 @@ class CacheWrites:
             b.emit(f"{came} = phi {t.text} " + ", ".join(f"[ {i}, {self.via(p, block.label)} ]"
                                                           for i, p in enumerate(preds)))
             kept.append((Key(CAME, block.label), V(t, came)))
-        for key, value in kept:  # after every phi
-            self.keep(key, b, value)
-        if loop is not None:
+        if loop is not None:  # after every phi, and before this iteration's first store into its buffer
             group = self.plan.group_of(loop)
             if group is not None and group.kind == GROWABLE and group.root is loop:
                 desc = self.address(self.slot_of(group.desc, loop.parent), b)
                 b.call('@"adgen.grow"', VOID, [_buffer(group), _capacity(group), V(I64, _count(loop)),
                                                V(I64, str(group.stride)), desc])
+        for key, value in kept:
+            self.keep(key, b, value)
 
     def before_branch(self, block, b: Builder) -> None:
         """At the end of a block: latches count, and the buffers of the loops it enters are made."""
         d = self.d
         for loop in d.loops.loops:
-            if block.label in loop.latches:
-                b.emit(f"{_count(loop, '.next')} = add i64 {_count(loop)}, 1")
+            if block.label in loop.latches:  # one name per latch: a loop may have several
+                b.emit(f"{_count(loop, '.next.' + bare(block.label))} = add i64 {_count(loop)}, 1")
         for succ in d.cfg.succs[block.label]:
             loop = d.loops.by_header.get(succ)
             group = self.plan.group_of(loop) if loop is not None and block.label in loop.entries else None

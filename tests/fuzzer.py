@@ -378,6 +378,10 @@ def run_batch(batch: list[tuple[Function, dict]], rng: random.Random, outcome: O
         names = {f.name for f, _ in batch}
         if not bad or not bad <= names:
             outcome.failures.append(f"build failed without a located 'cannot differentiate' error:\n{errors}")
+            if keep_failures:  # the functions that fail alone, kept (minimized) for the test suite
+                for f, acts in batch:
+                    if _unbuildable(f, acts, work):
+                        minimize_and_keep(f, acts, work, None)
             return
         outcome.rejected += len(bad)
         outcome.reasons += re.findall(r"error: cannot differentiate (.*?) in function", errors)
@@ -430,28 +434,35 @@ def checked(lib, cases: list[tuple[Function, dict, list[int]]]) -> list[str | No
     return results
 
 
-def minimize_and_keep(f: Function, acts: dict, work: Path, seed: int) -> Path:
+def minimize_and_keep(f: Function, acts: dict, work: Path, seed: int | None) -> Path:
     """Removes statements one at a time while the function still fails at the inputs of `seed`
-    (or of 0, 1, 2); keeps the result, with the seed."""
+    (or of 0, 1, 2), or, with no seed, while it still fails to build; keeps the result."""
     body = list(f.body)
-    seeds = [seed, 0, 1, 2]
+    fails = (lambda g: _fails(g, acts, work, [seed, 0, 1, 2])) if seed is not None else \
+        (lambda g: _unbuildable(g, acts, work))
     changed = True
     while changed:
         changed = False
         for k in range(len(body)):
             trial = Function(f.name, body[:k] + body[k + 1:], f.helpers, f.uses_float)
-            if _fails(trial, acts, work, seeds):
+            if fails(trial):
                 body = trial.body
                 changed = True
                 break
     kept = Function(f.name, body, f.helpers, f.uses_float)
     REGRESSIONS.mkdir(exist_ok=True)
     path = REGRESSIONS / f"{f.name}_{abs(hash(tuple(body))) % 10**6}.c"
-    header = (f"/* fuzz regression: activities {acts['on']} (x, y, a, b); {'float' if f.uses_float else 'double'}; "
-              f"seed {seed} */\n")
-    path.write_text(header + "#include <math.h>\n" + "".join(f.helpers) + kept.source(
+    header = (f"/* fuzz regression: activities {acts['on']} (x, y, a, b); {'float' if f.uses_float else 'double'}"
+              + (f"; seed {seed} */\n" if seed is not None else "; failed to build */\n"))
+    path.write_text(header + STRUCT_HELPERS + "".join(f.helpers) + kept.source(
         {k: v for k, v in acts.items() if k != "on"}))
     return path
+
+
+def _unbuildable(f: Function, acts: dict, work: Path) -> bool:
+    """Whether adgen fails on the function alone without a located error (an internal one)."""
+    lib, errors = build([(f, acts)], work)
+    return lib is None and not re.search(r"fuzz\.c:\d+:\d+: error: cannot differentiate", errors)
 
 
 def _fails(f: Function, acts: dict, work: Path, seeds: list[int]) -> bool:
