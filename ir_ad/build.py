@@ -23,7 +23,7 @@ from .explain import explain
 from .forward import ZEROS, ForwardMode
 from .ir import Module
 from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel
-from .lower import (COMPLEX_FUNCTIONS, custom_array, inactive_array, keep_array, lower_complex, lower_source,
+from .lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_source,
                     lower_stubs, partials_function)
 from .reverse import ReverseMode
 from .rules import hand_rule, written_by_hand
@@ -54,8 +54,8 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
                 bitcode.append(lower_stubs(compiler, stubs, flags + target_flags, extra, work))
         with stages.stage("link"):
             linked = optimize.link(bitcode)
-            if optimize.declared(linked) & COMPLEX_FUNCTIONS:  # their code, to differentiate
-                optimize.link_into(linked, lower_complex(compiler, flags + target_flags, extra, work))
+            if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
+                optimize.link_into(linked, lower_libc(compiler, flags + target_flags, extra, work))
     inactive = {n for i in range(len(sources)) for n in optimize.kept(linked, inactive_array(i))}
     by_hand = _rules_by_hand(linked, generated)
     with stages.stage("optimize", "before differentiation"):

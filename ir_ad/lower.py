@@ -18,6 +18,7 @@ from adgen.frontend.render import BY_ADDRESS_PREFIX, render_text
 from adgen.frontend.toolchain import Compiler
 
 BASE_FLAGS = ["-x", "c", "-c", "-emit-llvm", "-O2", "-Xclang", "-disable-llvm-passes", "-gline-tables-only",
+              "-fno-builtin-sincos", "-fno-builtin-sincosf",
               "-fno-math-errno", "-Wno-unused-command-line-argument"]
 
 
@@ -54,17 +55,17 @@ def lower_source(compiler: Compiler, source: Path, g: Generated, index: int, fla
     return _clang(compiler, wrapper, flags, extra, workdir, shown=str(source))
 
 
-# What templates/complex.c.j2 defines: linked in when the sources call one of them.
-COMPLEX_FUNCTIONS = frozenset(f"{name}{suffix}" for name in ("cabs", "carg", "cexp", "clog", "csqrt", "csin", "ccos",
-                                                             "cpow") for suffix in ("", "f")) | \
+# What templates/libc.c.j2 defines: linked in when the sources call one of them.
+LIBC_FUNCTIONS = frozenset(f"{name}{suffix}" for name in ("cabs", "carg", "cexp", "clog", "csqrt", "csin", "ccos",
+                                                          "cpow", "sincos") for suffix in ("", "f")) | \
     {"__muldc3", "__divdc3", "__mulsc3", "__divsc3"}
 
 
-def lower_complex(compiler: Compiler, flags: list[str], extra: list[str], workdir: Path) -> bytes:
-    """adgen's C definitions of complex arithmetic, for the target the sources are lowered for."""
-    path = workdir / "adgen-complex.c"
-    path.write_text(render_text("complex.c.j2"))
-    return _clang(compiler, path, flags, extra, workdir, shown="adgen's complex arithmetic")
+def lower_libc(compiler: Compiler, flags: list[str], extra: list[str], workdir: Path) -> bytes:
+    """adgen's C definitions of library functions, for the target the sources are lowered for."""
+    path = workdir / "adgen-libc.c"
+    path.write_text(render_text("libc.c.j2"))
+    return _clang(compiler, path, flags, extra, workdir, shown="adgen's definitions of library functions")
 
 
 def lower_stubs(compiler: Compiler, stubs: Path, flags: list[str], extra: list[str], workdir: Path) -> bytes:

@@ -735,3 +735,34 @@ def test_realloc_where_it_is_refused(adgen, c_file, tmp_path, entry, message):
     assert result.status == 1
     assert "src.c:13:" in result.err and message in result.err
     assert not (tmp_path / "out" / "src.adgen.o").exists()
+
+
+SINCOS = r"""
+#define _GNU_SOURCE
+#include <math.h>
+// @diff(g_grad: (active, active) -> active; g_fwd: (dual, dual) -> dual)
+double g(double x, double y)
+{
+    double s, c;
+    sincos(x * y, &s, &c);
+    return s * c + 3 * s;
+}
+// @diff(gf_grad: (active) -> active; gf_fwd: (dual) -> dual)
+float gf(float x) { float s, c; sincosf(x, &s, &c); return s * c + c; }
+"""
+
+
+def test_sincos_two_results_through_pointers(tmp_path):
+    """From adgen's definition of it (templates/libc.c.j2), in both modes and precisions."""
+    import adgen
+
+    src = tmp_path / "sincos.c"
+    src.write_text(SINCOS)
+    lib = adgen.load(src, build_dir=tmp_path / "build")
+    x, y = 0.7, 1.3
+    g = lib.g_grad(x, y, 1.0)
+    assert g.d_x == pytest.approx(y * math.cos(2 * x * y) + 3 * y * math.cos(x * y), rel=1e-12)
+    assert g.d_y == pytest.approx(x * math.cos(2 * x * y) + 3 * x * math.cos(x * y), rel=1e-12)
+    assert lib.g_fwd(x, 0.4, y, -0.2).d_ret == pytest.approx(0.4 * g.d_x - 0.2 * g.d_y, rel=1e-12)
+    assert lib.gf_grad(x, 1.0).d_x == pytest.approx(math.cos(2 * x) - math.sin(x), rel=1e-6)
+    assert lib.gf_fwd(x, 1.0).d_ret == pytest.approx(math.cos(2 * x) - math.sin(x), rel=1e-6)
