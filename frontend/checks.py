@@ -260,8 +260,8 @@ def check_custom(entry: Entry, function: Function, unit: Unit, problems: Collect
                                f"dual (forward mode), floating ones by value, not '{act.word}' on "
                                f"'{p.ctype.spelling} {p.name}'", word.span, where))
     if d.returns in (None, Activity.CONST) or not primal.returns.is_floating:
-        problems.add(error(f"a derivative written by hand is of a function returning float or double, with an "
-                           f"active or dual return", entry.returns.span if entry.returns else entry.params_span,
+        problems.add(error("a derivative written by hand is of a function returning float or double, with an "
+                           "active or dual return", entry.returns.span if entry.returns else entry.params_span,
                            where))
     elif len(floating | {primal.returns.spelling}) > 1:
         problems.add(error(f"a derivative written by hand needs the function's floating parameters and result of "

@@ -5,7 +5,6 @@ Each possible target is differentiated; against finite differences, forward agai
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 

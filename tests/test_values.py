@@ -6,7 +6,6 @@ against central finite differences and forward mode against reverse mode."""
 from __future__ import annotations
 
 import cmath
-import math
 
 import numpy as np
 import pytest

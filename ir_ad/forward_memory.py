@@ -1,0 +1,67 @@
+"""Forward mode's library calls on memory, and what each does to the shadows: memcpy and
+memmove copy tangents, memset clears them, malloc/calloc allocate zeroed shadow memory, realloc
+moves it, free releases it. A part of the forward writer (_FunctionWriter), kept apart."""
+
+from __future__ import annotations
+
+from .builder import V
+from .ir import I64, PTR, VOID
+from .shadows import INTERLEAVED, callee_name
+
+
+class MemoryCalls:
+    def copy_memory(self, inst, move: bool):
+        self.copy(inst)
+        dst, src, size = inst.operands[0], inst.operands[1], inst.operands[2]
+        if not self._on(dst):
+            if self._on(src):
+                raise self.fail("a copy from memory holding derivatives to memory adgen keeps none of")
+            return
+        d, s = self.shadow(dst), self.shadow(src) if self._on(src) else None
+        length = V(size.type, size.value)
+        if length.type.text != "i64":
+            length = self.b.cast("zext", length, I64)
+        if s is None:
+            return self.layout.zero_memory(self.b, d, length)
+        if self.layout.kind == INTERLEAVED:
+            length = self.b.binary("mul", length, V(I64, str(self.n)))
+        for dk, sk in zip(d, s):
+            self.b.memcpy(dk, sk, length, move)
+
+    def set_memory(self, inst):
+        self.copy(inst)
+        dst, size = inst.operands[0], inst.operands[2]
+        if not self._on(dst):
+            return
+        length = V(size.type, size.value)
+        if length.type.text != "i64":
+            length = self.b.cast("zext", length, I64)
+        self.layout.zero_memory(self.b, self.shadow(dst), length)
+
+    def allocate(self, inst):
+        """Shadow memory for malloc/calloc: zeroed, N times the size, freed with the primal."""
+        self.copy(inst)
+        name = callee_name(inst)
+        args = [V(a.type, a.value) for a in inst.operands]
+        size = args[0] if name == "malloc" else args[1] if name == "aligned_alloc" else self.b.binary("mul", *args)
+        self.bind(inst, self.layout.allocate(self.b, size, on_stack=False))
+
+    def reallocate(self, inst):
+        """realloc: the shadow moves with the memory (its grown part, like the primal's, is
+        written before it is read); memory that had no shadow gets a zeroed one, as from malloc."""
+        self.copy(inst)
+        ptr, size = inst.operands
+        size = V(size.type, size.value)
+        if not self._on(ptr):
+            return self.bind(inst, self.layout.allocate(self.b, size, on_stack=False))
+        if self.layout.parts != 1:
+            raise self.fail(f"realloc of memory holding derivatives at width {self.layout.width} with separate "
+                            "lanes (one block per allocation holds them all; dualv keeps them interleaved)")
+        total = size if self.layout.kind != INTERLEAVED else self.b.binary("mul", size, V(I64, str(self.layout.width)))
+        self.bind(inst, (self.b.call("@realloc", PTR, [self.shadow(ptr)[0], total]),))
+
+    def release(self, inst):
+        self.copy(inst)
+        ptr = inst.operands[0]
+        if self._on(ptr):
+            self.b.call("@free", VOID, [self.shadow(ptr)[0]])
