@@ -34,7 +34,7 @@ class CType:
     points_to_floating: bool  # pointee holds float/double data, directly or in structs/arrays
     shadow_spelling: str | None  # for pointers: the same type with the pointee's const dropped
     decls: tuple["DeclRef", ...]  # the typedefs/structs/enums it names, outermost only
-    element_float: str = ""  # for pointers: "double" or "float" when the pointee holds only that
+    element_float: str = ""  # "double" or "float" when a pointer's pointee (a struct by value) holds only that
     ffi: str = ""  # how Python's ctypes passes it: "double", "int", "ptr:double", "ptr", "" (not at all)
     element_size: int = 0  # for pointers: the pointee's size in bytes (a struct, a row `double [3]`), 0 if unknown
     # A struct or complex number passed by value: adgen passes it by pointer inside (whatever
@@ -125,7 +125,7 @@ def _from_clang(t: Type, parameter: bool) -> CType:
         is_pointer=is_pointer,
         points_to_floating=pointee is not None and holds_floating(pointee),
         shadow_spelling=shadow,
-        element_float=_uniform_float(pointee if pointee is not None else t) if pointee is not None or by_value else "",
+        element_float=_uniform_float(pointee) if pointee is not None else _uniform_float(t) if by_value else "",
         decls=tuple(dict.fromkeys(_decls(t))),
         ffi=_ffi(canonical, pointee),
         element_size=max(pointee.get_canonical().get_size(), 0) if pointee is not None else 0,
