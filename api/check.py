@@ -34,10 +34,13 @@ class Packed:
 
     @staticmethod
     def size(spec: dict) -> int:
+        """How many floating leaves a struct or complex number has (a struct field's count times
+        its own leaves: one for a float or double, none for anything else)."""
         if spec["ffi"].startswith("complex:"):
             return 2
-        return sum(f["count"] * (Packed.size(f) if f["ffi"] == "struct" else 1) for f in spec["fields"]
-                   if f["ffi"] == "struct" or f["ffi"] in ("double", "float"))
+        if spec["ffi"] == "struct":
+            return sum(f["count"] * Packed.size(f) for f in spec["fields"])
+        return 1 if spec["ffi"] in ("double", "float") else 0
 
     @staticmethod
     def random(spec: dict, rng: random.Random, given: dict[str, str]) -> "Packed":
@@ -46,15 +49,12 @@ class Packed:
         leaves = [rng.uniform(-1, 1) for _ in range(Packed.size(spec))]
         ints, at = {}, 0
         for f in spec.get("fields", []):
-            floating = f["ffi"] in ("double", "float")
-            width = f["count"] * (Packed.size(f) if f["ffi"] == "struct" else 1) if floating or f["ffi"] == "struct" \
-                else 0
             value = given.get(f"{spec['name']}.{f['name']}") if "name" in spec else None
-            if value is not None and f["count"] == 1 and floating:
+            if value is not None and f["count"] == 1 and f["ffi"] in ("double", "float"):
                 leaves[at] = float(value)
             elif value is not None and f["count"] == 1 and f["ffi"] not in ("struct", "ptr"):
                 ints[f["name"]] = int(value)
-            at += width
+            at += f["count"] * Packed.size(f)
         return Packed(spec, np.array(leaves), ints)
 
     @staticmethod
@@ -66,7 +66,7 @@ class Packed:
         for f in spec["fields"]:
             items = value[f["name"]] if f["count"] > 1 else [value[f["name"]]]
             for item in items:
-                if f["ffi"] == "struct":
+                if f["ffi"] == "struct" or f["ffi"].startswith("complex:"):
                     out += list(Packed.of(f, item))
                 elif f["ffi"] in ("double", "float"):
                     out.append(float(item))
@@ -84,6 +84,8 @@ class Packed:
             def one():
                 if f["ffi"] == "struct":
                     return self._fill(f, leaves, ints.get(f["name"], {}))
+                if f["ffi"].startswith("complex:"):
+                    return complex(next(leaves), next(leaves))
                 if f["ffi"] in ("double", "float"):
                     return next(leaves)
                 return ints.get(f["name"], 4) if f["ffi"] != "ptr" else None
@@ -111,11 +113,16 @@ def _holds_float(spec: dict) -> bool:
     return spec["ffi"] == "struct" and any(_holds_float(f) for f in spec["fields"])
 
 
+def _precision(pspec: dict) -> str:
+    """"float" where any input or output of the primal is a float (or holds one), else "double"."""
+    floats = any(_element_floating(p) == "float" or _holds_float(p) for p in pspec["params"])
+    return "float" if floats or _holds_float(pspec["returns"]) else "double"
+
+
 def _ret_size(pspec: dict) -> int:
     """How many outputs the returned value is: 1 for a float or double, its floating fields for a
     struct or complex number, 0 otherwise."""
-    r = pspec["returns"]
-    return 1 if r["ffi"] in ("double", "float") else Packed.size(r) if _by_value(r) else 0
+    return Packed.size(pspec["returns"])
 
 
 def _plain(v):
@@ -253,8 +260,7 @@ class Checker:
         values = self.inputs(primal, rng)
         n = spec["width"]
         acts = spec["activities"]
-        floats = [p["ffi"] == "float" or _element_floating(p) == "float" or _holds_float(p) for p in pspec["params"]]
-        precision = "float" if any(floats) or _holds_float(pspec["returns"]) else "double"
+        precision = _precision(pspec)
         directions = [[self._direction(v, a, rng) for v, a in zip(values, acts)] for _ in range(n)]
         if spec["mode"] == "forward":
             lanes = self.forward(name, spec, pspec, values, directions)
@@ -414,8 +420,7 @@ def cross_check(checker: "Checker", forward: str, reverse: str) -> Row:
     if not np.all(np.isfinite(checker.outputs(primal, values))):
         return Row.not_finite(f"{forward} ~ {reverse}", "fwd/rev", 1)
     error = abs(lhs - rhs) / max(1.0, abs(lhs))
-    floats = any(p["ffi"] == "float" or _element_floating(p) == "float" or _holds_float(p) for p in pspec["params"])
-    tolerance = 1e-5 if floats or _holds_float(pspec["returns"]) else 1e-8  # the two round differently
+    tolerance = 1e-5 if _precision(pspec) == "float" else 1e-8  # the two round differently
     return Row(f"{forward} ~ {reverse}", "fwd/rev", 1, error, error <= tolerance)
 
 

@@ -131,9 +131,7 @@ class Function:
         returns = spec["returns"]
         self._result = None
         if "struct" in returns:
-            fields = [(f["name"], _value_type(f) * f["count"] if f["count"] > 1 else _value_type(f))
-                      for f in returns["fields"]]
-            self._struct = type(returns["struct"], (ctypes.Structure,), {"_fields_": fields})
+            self._struct = _structure(returns["struct"], returns["fields"])
             self._result = namedtuple(returns["struct"], [f["name"] for f in returns["fields"]])
             c_function.restype = self._struct
         else:
@@ -171,13 +169,17 @@ def _value_type(entry: dict):
     Structure of its fields, nested alike) or a complex number (a pair, as C lays it out)."""
     ffi = entry["ffi"]
     if ffi == "struct":
-        fields = [(f["name"], _value_type(f) * f["count"] if f["count"] > 1 else _value_type(f))
-                  for f in entry["fields"]]
-        return type("struct", (ctypes.Structure,), {"_fields_": fields})
+        return _structure("struct", entry["fields"])
     if ffi.startswith("complex:"):
         part = _scalar(ffi.partition(":")[2])
         return type(ffi, (ctypes.Structure,), {"_fields_": [("real", part), ("imag", part)]})
     return _scalar(ffi)
+
+
+def _structure(name: str, fields: list[dict]):
+    """A ctypes Structure with the manifest's fields (arrays of `count` elements)."""
+    members = [(f["name"], _value_type(f) * f["count"] if f["count"] > 1 else _value_type(f)) for f in fields]
+    return type(name, (ctypes.Structure,), {"_fields_": members})
 
 
 def _argument(value, param: dict, ctype, function: str):

@@ -273,14 +273,10 @@ def check_custom(entry: Entry, function: Function, unit: Unit, problems: Collect
     if not _same_signature(sig, function):
         problems.add(error(f"'{function.name}' is declared as the derivative of '{primal.name}', but its signature is "
                            f"not the one adgen gives that entry: {sig.prototype()}"
-                           + (f", with {sig.returns} a struct of {', '.join(_field(f) for f in sig.fields)}"
+                           + (f", with {sig.returns} a struct of {', '.join(f.declaration() for f in sig.fields)}"
                               if sig.result_struct else ""), function.span, where))
         return None
     return Custom(primal, function, d, sig)
-
-
-def _field(slot) -> str:
-    return slot.declaration()
 
 
 def _same_signature(sig: Signature, f: Function) -> bool:

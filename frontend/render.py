@@ -25,6 +25,7 @@ BY_ADDRESS_PREFIX = "__adgen_by_address_"  # wraps an annotated function passing
 class LocalType:
     name: str
     text: str
+    line: int  # where the source defines it
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str)
     source = unit.source
     header, _ = output_names(source.path)
     decls = [r for s in signatures for t in _types(s.derivation.primal) for r in t.decls]
+    local_types = _local_types(unit, decls)
     context = dict(
         version=version,
         source=source.path.name,
@@ -58,7 +60,8 @@ def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str)
         header=header,
         guard="ADGEN_" + re.sub(r"[^A-Za-z0-9]", "_", header).upper(),
         includes=_includes(unit, decls, out_dir),
-        local_types=_local_types(unit, decls),
+        stub_includes=_includes(unit, decls, out_dir, before=max((t.line for t in local_types), default=0)),
+        local_types=local_types,
         ahead=sorted({tag for s in signatures for t in _types(s.derivation.primal) for tag in t.ahead}),
         uses_restrict=any(re.search(r"\brestrict\b", s.prototype()) for s in signatures),
         signatures=signatures,
@@ -75,11 +78,14 @@ def _types(f: Function):
         yield p.ctype
 
 
-def _includes(unit: Unit, decls: list[DeclRef], out_dir: Path) -> list[str]:
-    """The source's own #include lines that bring in the declarations the signatures use.
-    A quoted include found beside the source is rewritten relative to the output directory."""
+def _includes(unit: Unit, decls: list[DeclRef], out_dir: Path, before: int = 0) -> list[str]:
+    """The source's own #include lines that bring in the declarations the signatures use, and
+    all those above line `before` (what the source's own type definitions copied into the stubs
+    may use: `double complex` is a macro). A quoted include found beside the source is
+    rewritten relative to the output directory."""
     main = os.path.realpath(unit.source.path)
     needed = {unit.includes[p] for p in (os.path.realpath(r.file) for r in decls) if p != main and p in unit.includes}
+    needed |= {i for i in unit.includes.values() if i.line < before}
     spellings = []
     for include in sorted(needed, key=lambda i: i.line):
         spelling = include.spelling
@@ -98,7 +104,7 @@ def _local_types(unit: Unit, decls: list[DeclRef]) -> list[LocalType]:
     for ref in decls:
         if os.path.realpath(ref.file) == main and ref.start not in found:
             text = src.text[src.offset(*ref.start) : src.offset(*ref.end)]
-            found[ref.start] = LocalType(ref.name, text)
+            found[ref.start] = LocalType(ref.name, text, ref.start[0])
     return [found[k] for k in sorted(found)]
 
 

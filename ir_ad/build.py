@@ -4,7 +4,6 @@ again → emit, one object per source."""
 
 from __future__ import annotations
 
-import re
 import tempfile
 from pathlib import Path
 
@@ -56,6 +55,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
             linked = optimize.link(bitcode)
             if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
                 optimize.link_into(linked, lower_libc(compiler, flags + target_flags, extra, work))
+    primals = [_by_c_name(optimize.kept(linked, keep_array(i))) for i in range(len(sources))]
     inactive = {n for i in range(len(sources)) for n in optimize.kept(linked, inactive_array(i))}
     by_hand = _rules_by_hand(linked, generated)
     with stages.stage("optimize", "before differentiation"):
@@ -67,7 +67,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         note.text = f"{plural(module.instruction_count(), 'instruction')} in the optimized sources"
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")), \
             written_by_hand(by_hand):
-        text, plans = differentiate(module, generated)
+        text, plans = differentiate(module, generated, primals)
     objects, written = {}, []
     for i, (src, g) in enumerate(zip(sources, generated)):
         stem = src.stem
@@ -86,9 +86,10 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     return written, generated, explain(module, plans) if plans else ""
 
 
-def differentiate(module: Module, generated: list[Generated]) -> tuple[str, list]:
+def differentiate(module: Module, generated: list[Generated], primals: list[dict[str, str]]) -> tuple[str, list]:
     """The module's text with the derivative functions and the kernels the stubs call, and the
-    cache plans of the reverse-mode ones (titled)."""
+    cache plans of the reverse-mode ones (titled). `primals`: per source, the IR names of the
+    functions it keeps for differentiation, by C name."""
     numbers = [int(k[1:]) for k in module.metadata if k[1:].isdigit()]
     decls = Declarations(set(module.functions), max(numbers, default=0) + 1)
     forward = ForwardMode(module, decls)
@@ -96,12 +97,11 @@ def differentiate(module: Module, generated: list[Generated]) -> tuple[str, list
     kernels: list[str] = []
     top: dict[str, list[str]] = {}  # a derived function -> the annotations that call it
     primal_of: dict[str, str] = {}
-    for i, g in enumerate(generated):
-        primals = _kept(module, keep_array(i))
+    for g, names in zip(generated, primals):
         for sig in g.signatures:
             d = sig.derivation
             kept = (BY_ADDRESS_PREFIX if d.primal.by_value else "") + d.primal.name
-            fn = check_primal(module, sig, primals.get(kept, "@" + kept))
+            fn = check_primal(module, sig, "@" + names.get(kept, kept))
             try:
                 if d.mode is Mode.FORWARD:
                     kernels.append(forward_kernel(forward, decls, sig, fn))
@@ -141,11 +141,9 @@ def _activities(pattern) -> str:
     return f"arguments ({marks})" + (", active result" if pattern.ret_active else "")
 
 
-def _kept(module: Module, array: str) -> dict[str, str]:
-    """C name -> IR name of the annotated functions of one source (linking may rename statics)."""
-    line = module.globals.get("@" + array, "")
-    names = re.findall(r"ptr (@[-\w$.\"]+)", line)
-    return {n.lstrip("@").strip('"').split(".")[0]: n for n in names}
+def _by_c_name(names: list[str]) -> dict[str, str]:
+    """C name -> IR name (linking may rename a static function `f` to `f.1`)."""
+    return {n.split(".")[0]: n for n in names}
 
 
 def _dropped(line: str, kernels: set[str]) -> bool:

@@ -31,6 +31,7 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
     lines = text.split("\n")
     dispatchers: dict[tuple, str] = {}
     targets: dict[tuple, list[Function]] = {}
+    at = 0  # functions and instructions come in the order of the text: each search goes on from the last
     for fn in module.functions.values():
         for inst in fn.instructions():
             if inst.opcode != "call" or not inst.callee.startswith("%") or "(" in inst.type.text:
@@ -42,7 +43,7 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
                 continue
             if key not in dispatchers:
                 dispatchers[key] = f'@"adgen.dispatch.{len(dispatchers)}"'
-            _rewrite(lines, inst, dispatchers[key])
+            at = _rewrite(lines, at, inst, dispatchers[key])
     if not dispatchers:
         return text, set()
     out = [_dispatcher(name, *key, targets[key]) for key, name in dispatchers.items()]
@@ -75,14 +76,15 @@ def _matches(f: Function, ret: str, params: tuple[str, ...]) -> bool:
     return f.ret.text == ret and tuple(p.type.text for p in f.params) == params
 
 
-def _rewrite(lines: list[str], inst: Instruction, dispatcher: str) -> None:
-    """The call's line, calling the dispatcher with the pointer first."""
-    for i, line in enumerate(lines):
-        if line.strip().startswith(inst.text) or line.strip() == inst.text:
-            at = line.index(f" {inst.callee}(")
-            rest = line[at + len(inst.callee) + 2:]
-            lines[i] = line[:at] + f" {dispatcher}(ptr {inst.callee}" + ("" if rest.startswith(")") else ", ") + rest
-            return
+def _rewrite(lines: list[str], start: int, inst: Instruction, dispatcher: str) -> int:
+    """The call's line, from line `start` on, calling the dispatcher with the pointer first;
+    the line after it."""
+    i = next(k for k in range(start, len(lines)) if lines[k].strip().startswith(inst.text))
+    line = lines[i]
+    at = line.index(f" {inst.callee}(")
+    rest = line[at + len(inst.callee) + 2:]
+    lines[i] = line[:at] + f" {dispatcher}(ptr {inst.callee}" + ("" if rest.startswith(")") else ", ") + rest
+    return i + 1
 
 
 def _dispatcher(name: str, ret: str, params: tuple[str, ...], targets: list[Function]) -> str:

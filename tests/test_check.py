@@ -264,6 +264,11 @@ span stretch(span s, double t) { span r = { s.lo * t, s.hi * s.lo + t, s.f * (fl
 
 // @diff(rotate_grad: (active, active) -> active; rotate_fwd: (dual, dual) -> dual)
 double complex rotate(double complex z, double t) { return z * cexp(I * t) / (2.0 + z * conj(z)); }
+
+/* a complex field (a macro of <complex.h>, which the stubs then include), an array, an int */
+typedef struct { double complex z; int k; double w[2]; } wave;
+// @diff(wave_grad: (active, const) -> active; wave_fwd: (dual, const) -> dual)
+double height(wave s, double t) { return creal(s.z * cexp(I * t)) * s.w[0] + cimag(s.z) * s.w[1] * s.k; }
 """
 
 
@@ -274,8 +279,8 @@ def test_structs_and_complex_numbers_by_value(adgen, tmp_path):
     src.write_text(BY_VALUE)
     result = adgen("check", src)
     assert result.status == 0, result.out + result.err
-    assert "9 of 9 checks pass" in result.out
-    for row in ("prior_grad", "stretch_fwd ", "rotate_fwd ~ rotate_grad"):
+    assert "12 of 12 checks pass" in result.out
+    for row in ("prior_grad", "stretch_fwd ", "rotate_fwd ~ rotate_grad", "wave_fwd ~ wave_grad"):
         assert row in result.out
 
 

@@ -180,47 +180,30 @@ def test_a_struct_returned_by_a_call_reverse_mode_cannot_inline(adgen, c_file, t
     assert not (tmp_path / "out" / "src.adgen.o").exists()
 
 
-COMPLEX = r"""
-#include <complex.h>
-
-// @diff(ops_grad: (dup, const) -> active; ops_fwd: (dual, const) -> dual)
-double ops(const double *x, int which)
+OPS = r"""
+// @diff(PREFIXops_grad: (dup, const) -> active; PREFIXops_fwd: (dual, const) -> dual)
+T PREFIXops(const T *x, int which)
 {
-    double complex a = x[0] + I * x[1], b = x[2] + I * x[3], r;
+    T complex a = x[0] + I * x[1], b = x[2] + I * x[3], r;
     switch (which) {
     case 0: r = a * b; break;
     case 1: r = a / b; break;
-    case 2: r = cexp(a); break;
-    case 3: r = clog(a); break;
-    case 4: r = csqrt(a); break;
-    case 5: r = csin(a); break;
-    case 6: r = ccos(a); break;
-    case 7: r = cpow(a, b); break;
-    case 8: r = cabs(a) + I * carg(b); break;
-    default: r = conj(a) * b + a * 2.5; break;
+    case 2: r = cexpF(a); break;
+    case 3: r = clogF(a); break;
+    case 4: r = csqrtF(a); break;
+    case 5: r = csinF(a); break;
+    case 6: r = ccosF(a); break;
+    case 7: r = cpowF(a, b); break;
+    case 8: r = cabsF(a) + I * cargF(b); break;
+    default: r = conjF(a) * b + a * (T)2.5; break;
     }
-    return 1.5 * creal(r) - 0.7 * cimag(r);
+    return (T)1.5 * crealF(r) - (T)0.7 * cimagF(r);
 }
+"""
 
-// @diff(fops_grad: (dup, const) -> active; fops_fwd: (dual, const) -> dual)
-float fops(const float *x, int which)
-{
-    float complex a = x[0] + I * x[1], b = x[2] + I * x[3], r;
-    switch (which) {
-    case 0: r = a * b; break;
-    case 1: r = a / b; break;
-    case 2: r = cexpf(a); break;
-    case 3: r = clogf(a); break;
-    case 4: r = csqrtf(a); break;
-    case 5: r = csinf(a); break;
-    case 6: r = ccosf(a); break;
-    case 7: r = cpowf(a, b); break;
-    case 8: r = cabsf(a) + I * cargf(b); break;
-    default: r = conjf(a) * b + a * 2.5f; break;
-    }
-    return 1.5f * crealf(r) - 0.7f * cimagf(r);
-}
-
+COMPLEX = "#include <complex.h>\n" + "".join(
+    OPS.replace("PREFIX", prefix).replace("T", t).replace("F(", suffix + "(") for prefix, t, suffix in
+    (("", "double", ""), ("f", "float", "f"))) + r"""
 // @diff(mobius_grad: (active, active) -> active; mobius_fwd: (dual, const) -> dual)
 double complex mobius(double complex z, double complex c) { return (z - c) / (1.0 - conj(c) * z); }
 """
