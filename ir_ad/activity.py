@@ -6,7 +6,7 @@ all (`useful`), and the floating type of the memory a pointer points into."""
 from __future__ import annotations
 
 
-from .analysis import CFG, Memory
+from .analysis import CFG, Memory, returns_fresh
 from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand, Type, float_type
 from .rules import rule_for
@@ -65,13 +65,23 @@ class Activity:
 
     def derived_callee(self, inst: Instruction) -> Function | None:
         """The function of the sources a call differentiates into, when derivatives flow into it."""
-        if inst.opcode != "call" or not any(self.on(a) for a in inst.operands):
+        if inst.opcode != "call" or not (any(self.on(a) for a in inst.operands) or inst.result in self.pointers):
             return None
+        return self._source_callee(inst)
+
+    def _source_callee(self, inst: Instruction) -> Function | None:
         target = self.module.functions.get(inst.callee)
         if target is None or target.declaration or callee_name(inst).startswith("llvm.") or \
                 inactive_call(self.module, inst) or rule_for(inst.callee) is not None:
             return None
         return target
+
+    def _returns_shadow(self, inst: Instruction) -> bool:
+        """A call returning a pointer with a shadow: into memory with derivatives that the caller
+        passed (an argument carries one), or memory the callee allocated (see returns_fresh)."""
+        target = self._source_callee(inst)
+        return target is not None and (any(self.on(a) for a in inst.operands) or
+                                       returns_fresh(self.module, target))
 
     # ------------------------------------------------------------------ the fixpoint
     def _varies(self, inst: Instruction):
@@ -80,19 +90,16 @@ class Activity:
         if t.kind == "ptr":
             if op == "getelementptr" and self.on(ops[0]):
                 return "ptr"
-            if op == "alloca" or (op == "call" and callee_name(inst) in ALLOCATORS):
+            if op == "alloca" or (op == "call" and callee_name(inst) in ALLOCATORS | {"realloc"}):
                 return "ptr"
-            if op == "call" and callee_name(inst) == "realloc" and self.on(ops[0]):
-                raise self.fail("realloc of memory holding derivatives (supported in forward mode only)")
             if op == "phi" and any(v.value in self.pointers for v, _ in inst.incoming):
                 return "ptr"
             if op == "select" and (ops[1].value in self.pointers or ops[2].value in self.pointers):
                 return "ptr"
             if op in ("load", "freeze", "bitcast", "addrspacecast") and self.on(ops[0]):
                 return "ptr"
-            if op == "call" and self.derived_callee(inst) is not None:
-                raise self.fail(f"a call to '{callee_name(inst)}', which returns a pointer (supported in forward "
-                                "mode only)")
+            if op == "call" and self._returns_shadow(inst):
+                return "ptr"
             return None
         float_t = t if t.kind == "float" else None
         if t.kind == "other" and any(v in self.floaty or v in self.pointers for v in inst.mentions()):

@@ -164,21 +164,21 @@ class Adjoints:
         if name.startswith("llvm.memset") or name == "memset":
             return self.reverse_set(inst, site, b)
         if name in ALLOCATORS:
-            return self._release(inst.result, site, b) if inst.result in self.d.deferred else None
+            return self._release(inst.result, site, b, freed_by_primal=True)
+        if name == "realloc":
+            return self.reverse_realloc(inst, site, b)
         if name == "free":
             return
+        if id(inst) in self.d.calls:  # (a constructor too, without arguments with derivatives: it releases)
+            return self.reverse_derived_call(inst, site, b)
         if not any(activity.on(a) for a in args):
             return
-        if id(inst) in self.d.calls:
-            return self.reverse_derived_call(inst, site, b)
         if rule_for(inst.callee) is not None:
             if inst.result is None or not activity.active(inst.result):
                 return
             return self.reverse_rule(inst, inst.callee, args, self.take(b, inst.result), site, b)
         if inactive_call(self.activity.module, inst):
             return
-        if name == "realloc":
-            raise self.d.fail("realloc of memory holding derivatives (supported in forward mode only)")
         raise self.d.fail(no_derivative(inst))
 
     def reverse_derived_call(self, inst, site, b) -> None:
@@ -236,13 +236,33 @@ class Adjoints:
             length = b.cast("zext", length, I64)
         self.layout.zero_memory(b, self.sweep.shadow(dst, site), length)
 
-    def _release(self, name: str, site: Site, b: Builder) -> None:
+    def reverse_realloc(self, inst, site, b) -> None:
+        """Gives the adjoints of the bytes realloc kept back to the old memory, by a plain copy:
+        the old shadow holds no adjoint yet (nothing after the realloc may touch the old memory,
+        and what came before has not been reversed), and pointers in it are the same. Then the
+        new memory is released like an allocation."""
+        old, size = inst.operands
+        if old.value in self.activity.pointers:
+            s = self.sweep.shadow(old, site)
+            kept = b.call("@llvm.umin.i64", I64, [b.call('@"adgen.shadow.size"', I64, [s[0]]),
+                                                  self.sweep.value(size, site)])
+            if self.layout.kind == INTERLEAVED:
+                kept = b.binary("mul", kept, V(I64, str(self.layout.width)))
+            for sk, nk in zip(s, self.sweep.shadow(Operand(PTR, inst.result), site)):
+                b.memcpy(sk, nk, kept, False)
+        self._release(inst.result, site, b, freed_by_primal=True)
+
+    def _release(self, name: str, site: Site, b: Builder, freed_by_primal: bool = False) -> None:
         """Frees an allocation and its shadow once the reverse sweep is done with them: local
-        arrays the forward sweep moved to the heap, and allocations it freed."""
+        arrays the forward sweep moved to the heap, and memory allocated on the heap if the
+        primal code freed it (the forward sweep marked it: adgen.shadow.drop)."""
         primal = self.sweep.value(Operand(PTR, name), site)
         shadow = self.sweep.shadow(Operand(PTR, name), site)
-        b.call("@free", VOID, [primal])
-        b.call("@free", VOID, [shadow[0]])
+        if freed_by_primal:
+            b.call('@"adgen.shadow.release"', VOID, [primal, shadow[0]])
+        else:
+            b.call("@free", VOID, [primal])
+            b.call('@"adgen.shadow.free"', VOID, [shadow[0]])
 
 
 class _Lazy(V):

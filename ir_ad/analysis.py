@@ -16,6 +16,35 @@ PURE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "add", "sub", "mul", "ud
 FRESH_ALLOCATORS = {"malloc", "calloc", "aligned_alloc"}
 
 
+def returns_fresh(module, fn: Function, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a function of the sources may return memory it allocated (malloc or realloc, or
+    from a call to such a function): its callers' pointer gets a shadow even when no argument
+    carries a derivative (a constructor, a malloc wrapper)."""
+    if fn.declaration or fn.ret.kind != "ptr" or fn.name in seen:
+        return False
+    defs = {i.result: i for i in fn.instructions() if i.result}
+    work = [i.operands[0].value for i in fn.instructions() if i.opcode == "ret" and i.operands]
+    visited: set[str] = set()
+    while work:
+        inst = defs.get(work.pop())
+        if inst is None or inst.result in visited:
+            continue
+        visited.add(inst.result)
+        if inst.opcode == "call":
+            name = inst.callee.lstrip("@").strip('"')
+            target = module.functions.get(inst.callee)
+            if name in FRESH_ALLOCATORS or name == "realloc" or \
+                    (target is not None and returns_fresh(module, target, seen | {fn.name})):
+                return True
+        elif inst.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
+            work.append(inst.operands[0].value)
+        elif inst.opcode == "select":
+            work += [inst.operands[1].value, inst.operands[2].value]
+        elif inst.opcode == "phi":
+            work += [v.value for v, _ in inst.incoming]
+    return False
+
+
 @dataclass(frozen=True)
 class Base:
     """What a pointer points into: an argument, a fresh allocation, a global, or unknown."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .builder import PRIMAL, Builder, V, bare
 from .cache_writes import CacheWrites
-from .ir import I64, PTR, Instruction, Operand
+from .ir import I64, PTR, VOID, Instruction, Operand
 from .keys import CAME, CHOICE, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, instruction_key
 from .reverse import Derivation, size_global
 from .rules import rule_for
@@ -75,6 +75,9 @@ class AugmentedWriter:
                 if derived.aug_ret.kind == "void":
                     self.out.append("  ret void")
                     continue
+                if d.pattern.ret_shadow:
+                    self._return_with_shadow(term, b)
+                    continue
             self.out.append("  " + self.cache.split_edges(block, term, b))
         self.out += self.cache.after
         self.out.append("}")
@@ -87,6 +90,17 @@ class AugmentedWriter:
         if op.value in ("null", "undef", "poison") or missing_ok:
             return self.layout.zero(PTR)
         raise self.fail(MIXED_POINTER)
+
+    def _return_with_shadow(self, term: Instruction, b: Builder) -> None:
+        """A returned pointer, with its shadow: the caller needs both."""
+        value = term.operands[0]
+        if value.value not in self.activity.pointers and value.value not in ("null", "undef", "poison"):
+            raise self.fail("a returned pointer into memory without derivatives, where the caller needs them "
+                            "(return memory this function allocates, or reaches from an argument with derivatives)")
+        both = V(self.d.derived.aug_ret, "poison")
+        for k, part in enumerate((V(PTR, value.value),) + self.shadow(value)):
+            both = b.value(both.type, f"insertvalue {both}, {part}, {k}")
+        b.emit(f"ret {both}")
 
     def _phi_shadow(self, inst: Instruction, b: Builder) -> None:
         if inst.result not in self.activity.pointers:
@@ -158,7 +172,7 @@ class AugmentedWriter:
         self._shadow_memory(inst.result, size, b)
 
     def _shadow_memory(self, name: str, size: V, b: Builder) -> None:
-        self.layout.bind(b, name, self.layout.allocate(b, size, on_stack=False))
+        self.layout.bind(b, name, self.layout.allocate(b, size, on_stack=False, tracked=True))
 
     def forward_call(self, inst: Instruction, b: Builder) -> None:
         name = callee_name(inst)
@@ -170,8 +184,12 @@ class AugmentedWriter:
             vals = [V(a.type, a.value) for a in args]
             size = vals[0] if name == "malloc" else vals[1] if name == "aligned_alloc" else b.binary("mul", *vals)
             return self._shadow_memory(inst.result, size, b)
-        if name == "free" and self.d.memory.base(args[0].value).name in self.d.deferred:
-            return  # the reverse sweep frees it
+        if name == "realloc" and inst.result in self.activity.pointers:
+            primal, size = (V(a.type, a.value) for a in args)
+            return self.layout.bind(b, inst.result, self.layout.reallocate(
+                b, inst.result, primal, self.shadow(args[0], missing_ok=True), size))
+        if name == "free" and args[0].value in self.activity.pointers:  # the reverse sweep frees it
+            return b.call('@"adgen.shadow.drop"', VOID, [V(PTR, args[0].value), self.shadow(args[0])[0]])
         if id(inst) not in self.d.calls:
             self.out.append("  " + inst.text)
             return
@@ -189,7 +207,12 @@ class AugmentedWriter:
                          [str(x) for a, on in zip(args, callee.pattern.active) if on and a.type.kind == "ptr"
                           for x in self.shadow(a)] + [str(record)])
         call_text = f"call {callee.aug_ret.text} {callee.aug}({text})"
-        if inst.result and callee.aug_ret.kind != "void":
+        if callee.pattern.ret_shadow:
+            both = b.value(callee.aug_ret, call_text)
+            self.out.append(f"  {inst.result} = extractvalue {both}, 0")
+            self.layout.bind(b, inst.result, tuple(b.value(t, f"extractvalue {both}, {k}")
+                                                   for k, t in enumerate(callee.aug_ret.elems[1:], 1)))
+        elif inst.result and callee.aug_ret.kind != "void":
             self.out.append(f"  {inst.result} = {call_text}")
         else:
             b.emit(call_text)

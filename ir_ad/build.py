@@ -112,7 +112,7 @@ def differentiate(module: Module, generated: list[Generated], primals: list[dict
                     primal_of[derived.aug] = d.primal.name
             except Unsupported as exc:
                 raise located(exc, module, sig.name)
-    runtime = [reverse.runtime_text()] if reverse.definitions else []
+    runtime = [reverse.runtime_text()] if reverse.definitions or forward.uses_runtime else []
     if forward.uses_zeros:
         runtime.append(ZEROS)
     replaced = {kernel_name(s) for g in generated for s in g.signatures}

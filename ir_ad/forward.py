@@ -56,6 +56,7 @@ class ForwardMode:
         self.memo: dict[Pattern, Derived] = {}
         self.definitions: list[str] = []
         self.uses_zeros = False
+        self.uses_runtime = False  # adgen's runtime (templates/runtime.ll.j2): shadows that realloc moves
 
     def derive(self, pattern: Pattern) -> Derived:
         if pattern in self.memo:
@@ -299,8 +300,9 @@ class _FunctionWriter(MemoryCalls):
             return self.reallocate(inst)
         if name == "free":
             return self.release(inst)
-        if not any(self._on(a) for a in args) or inactive_call(self.mode.module, inst):
-            return self.copy(inst)  # nothing flows in, or nothing flows out: an inactive call
+        if (not any(self._on(a) for a in args) and inst.result not in self.active) or \
+                inactive_call(self.mode.module, inst):
+            return self.copy(inst)  # nothing flows in (nor memory allocated), or nothing flows out
         if rule_for(inst.callee) is not None:  # a libm function, or one with a derivative written by hand
             return self.elementwise(inst, inst.callee, args)
         if target is not None and not target.declaration:

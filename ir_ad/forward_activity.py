@@ -4,6 +4,7 @@ the forward writer emits anything."""
 
 from __future__ import annotations
 
+from .analysis import returns_fresh
 from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand
 from .rules import rule_for
@@ -96,12 +97,13 @@ class TangentFlow:
             name = callee_name(inst)
             if name in ALLOCATORS or name == "realloc":
                 return True
-            if not any(self.on(o) for o in ops):
-                return False
             target = self.module.functions.get(inst.callee)
             if inactive_call(self.module, inst):
                 return False
-            if target is not None and not target.declaration and rule_for(inst.callee) is None:
+            source = target is not None and not target.declaration and rule_for(inst.callee) is None
+            if not any(self.on(o) for o in ops):  # a constructor: memory it allocates has tangents
+                return source and returns_fresh(self.module, target)
+            if source:
                 return carries(self.module, inst.type)
             return rule_for(inst.callee) is not None
         return False

@@ -44,19 +44,29 @@ class MemoryCalls:
         name = callee_name(inst)
         args = [V(a.type, a.value) for a in inst.operands]
         size = args[0] if name == "malloc" else args[1] if name == "aligned_alloc" else self.b.binary("mul", *args)
-        self.bind(inst, self.layout.allocate(self.b, size, on_stack=False))
+        self.bind(inst, self.layout.allocate(self.b, size, on_stack=False, tracked=self._tracked()))
+
+    def _tracked(self) -> bool:
+        """Separate lanes at width N > 1 are one block that realloc cannot move without its size:
+        their shadow has the reverse mode's header (adgen.shadow.alloc), which holds it."""
+        if self.layout.parts == 1:
+            return False
+        self.mode.uses_runtime = True
+        return True
 
     def reallocate(self, inst):
         """realloc: the shadow moves with the memory (its grown part, like the primal's, is
         written before it is read); memory that had no shadow gets a zeroed one, as from malloc."""
-        self.copy(inst)
         ptr, size = inst.operands
         size = V(size.type, size.value)
+        if self._tracked():
+            shadow = self.shadow(ptr) if self._on(ptr) else self.layout.zero(PTR)
+            moved = self.layout.reallocate(self.b, inst.result, V(PTR, ptr.value), shadow, size)
+            self.b.call('@"adgen.shadow.release"', VOID, [V(PTR, ptr.value), shadow[0]])
+            return self.bind(inst, moved)
+        self.copy(inst)
         if not self._on(ptr):
             return self.bind(inst, self.layout.allocate(self.b, size, on_stack=False))
-        if self.layout.parts != 1:
-            raise self.fail(f"realloc of memory holding derivatives at width {self.layout.width} with separate "
-                            "lanes (one block per allocation holds them all; dualv keeps them interleaved)")
         total = size if self.layout.kind != INTERLEAVED else self.b.binary("mul", size, V(I64, str(self.layout.width)))
         self.bind(inst, (self.b.call("@realloc", PTR, [self.shadow(ptr)[0], total]),))
 
@@ -64,4 +74,4 @@ class MemoryCalls:
         self.copy(inst)
         ptr = inst.operands[0]
         if self._on(ptr):
-            self.b.call("@free", VOID, [self.shadow(ptr)[0]])
+            self.b.call('@"adgen.shadow.dispose"' if self._tracked() else "@free", VOID, [self.shadow(ptr)[0]])

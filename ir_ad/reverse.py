@@ -22,7 +22,7 @@ from .analysis import CFG, Memory
 from .builder import Declarations, bare, local
 from .cache_plan import CachePlan, make_plan
 from .diagnose import Unsupported
-from .ir import I1, I8, I64, PTR, VOID, Function, Instruction, Module, Type, struct
+from .ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, Type, struct
 from .keys import BLOB, OLD, SHADOW, Key, Keys, instruction_key
 from .loops import Irreducible, LoopForest
 from .mincut import NoCut
@@ -40,6 +40,7 @@ class RevPattern:
     overwritten: tuple[bool, ...] = ()  # per argument: memory the caller may write after the call
     later_writes: bool = False  # the caller may write memory (any) after the call
     ret_needed: bool = True  # the caller uses the primal result
+    ret_shadow: bool = False  # a pointer result whose shadow `aug` returns beside it
 
 
 @dataclass
@@ -82,7 +83,6 @@ class Derivation:
     activity: Activity
     calls: dict[int, CallSite] = field(default_factory=dict)
     undoable: list[Instruction] = field(default_factory=list)  # stores the reverse sweep undoes and redoes
-    deferred: set[str] = field(default_factory=set)  # allocations whose free moves to the reverse sweep
     stack: set[str] = field(default_factory=set)  # fixed-size local arrays of the forward sweep
     reverse_local: set[str] = field(default_factory=set)  # ... whose shadow the reverse sweep allocates
     heap: set[str] = field(default_factory=set)  # local arrays with shadows, moved to the heap
@@ -110,7 +110,8 @@ class Derivation:
 RUNTIME_DECLARATIONS = [
     ("@realloc", PTR, [PTR, I64]), ("@abort", VOID, []), ("@malloc", PTR, [I64]), ("@free", VOID, [PTR]),
     ("@llvm.umax.i64", I64, [I64, I64]), ("@llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1]),
-    ("@llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1]),
+    ("@llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1]), ("@calloc", PTR, [I64, I64]),
+    ("@write", I64, [I32, PTR, I64]), ("@llvm.umin.i64", I64, [I64, I64]),
 ]
 
 
@@ -123,7 +124,7 @@ class ReverseMode:
         from adgen.frontend.render import render_text
 
         self.runtime = render_text("runtime.ll.j2")
-        decls.known |= set(re.findall(r'^define internal \S+ (@"[^"]+")', self.runtime, re.M))
+        decls.known |= set(re.findall(r'^define internal .*? (@"[^"]+")\(', self.runtime, re.M))
 
     def runtime_text(self) -> str:
         """The storage and adjoint helpers, with the declarations they need."""
@@ -138,10 +139,13 @@ class ReverseMode:
         layout = Layout(self.module, pattern.width, pattern.kind)
         scalars = [i for i, (p, on) in enumerate(zip(fn.params, pattern.active)) if on and p.type.kind == "float"]
         grads = [t for i in scalars for t in [layout.part_type(fn.params[i].type)] * layout.parts]
-        mask = "".join("d" if a else "c" for a in pattern.active) + ("a" if pattern.ret_active else "")
+        mask = "".join("d" if a else "c" for a in pattern.active) + ("a" if pattern.ret_active else "") + \
+            ("s" if pattern.ret_shadow else "")
         stem = f"{bare(fn.name)}'{mask}.{pattern.kind[0]}{pattern.width}.{len(self.memo)}"
+        aug_ret = struct(fn.ret, *[layout.part_type(PTR)] * layout.parts) if pattern.ret_shadow else \
+            fn.ret if pattern.ret_needed else VOID
         derived = RevDerived("@" + local(stem + ".aug")[1:], "@" + local(stem + ".rev")[1:], pattern,
-                             fn.ret if pattern.ret_needed else VOID, struct(*grads) if grads else VOID, scalars)
+                             aug_ret, struct(*grads) if grads else VOID, scalars)
         self.memo[pattern] = derived
         d = self._analyze(fn, derived, layout)
         from .augmented import write_augmented
@@ -181,7 +185,7 @@ class ReverseMode:
         memory = Memory(fn, cfg, self.module, overwritten, pattern.later_writes)
         activity = Activity(fn, self.module, cfg, memory, pattern.active, pattern.ret_active, pattern.memtypes)
         d = Derivation(self, fn, derived, layout, cfg, loops, memory, activity)
-        self._classify_writes(d)
+        self._find_undoable(d)
         ignored = {id(s) for s in d.undoable} | {id(i) for i in fn.instructions() if _frees(i, d)}
         used = {o.value for i in fn.instructions() for o in i.operands} | \
             {v.value for i in fn.instructions() for v, _ in i.incoming}
@@ -196,15 +200,11 @@ class ReverseMode:
                       {id(s) for s in d.undoable})
         return d
 
-    def _classify_writes(self, d: Derivation) -> None:
-        """Frees that move to the reverse sweep, and the stores it undoes while it runs: those
-        outside every loop, into arguments or globals (executed at most once per call)."""
+    def _find_undoable(self, d: Derivation) -> None:
+        """The stores the reverse sweep undoes while it runs: those outside every loop, into
+        arguments or globals (executed at most once per call)."""
         for inst in d.fn.instructions():
-            if inst.opcode == "call" and callee_name(inst) == "free" and inst.operands[0].value in d.activity.pointers:
-                base = d.memory.base(inst.operands[0].value)
-                if base.kind == "fresh" and d.cfg.defs[base.name].opcode != "alloca":
-                    d.deferred.add(base.name)
-            elif inst.opcode == "store" and d.loops.loop_of[d.cfg.block_of_inst(inst)] is None:
+            if inst.opcode == "store" and d.loops.loop_of[d.cfg.block_of_inst(inst)] is None:
                 value, ptr = inst.operands
                 if d.memory.base(ptr.value).kind in ("arg", "global") and value.type.kind in ("float", "int", "ptr") \
                         and " atomic " not in inst.text and "volatile" not in inst.text.split():
@@ -241,7 +241,7 @@ class ReverseMode:
         overwritten = tuple(a.type.kind == "ptr" and d.memory.arg_overwritten(a.value, after) for a in args)
         ret_active = inst.result is not None and activity.active(inst.result)
         pattern = RevPattern(target.name, tuple(activity.on(a) for a in args), ret_active, d.pattern.width,
-                             d.pattern.kind, memtypes, overwritten, later, used)
+                             d.pattern.kind, memtypes, overwritten, later, used, inst.result in activity.pointers)
         derived = self.derive(pattern)  # no plan yet: a recursive call, whose record goes on the heap
         return CallSite(derived, Key(BLOB, instruction_key(d.fn, inst)), derived.plan is None)
 
@@ -272,8 +272,8 @@ def _mentions(text: str, name: str) -> bool:
 
 
 def _frees(inst: Instruction, d: Derivation) -> bool:
-    return inst.opcode == "call" and callee_name(inst) == "free" and \
-        d.memory.base(inst.operands[0].value).name in d.deferred
+    """A free of memory with derivatives: the forward sweep only marks it (adgen.shadow.drop)."""
+    return inst.opcode == "call" and callee_name(inst) == "free" and inst.operands[0].value in d.activity.pointers
 
 
 def _forward_shadow_uses(d: Derivation) -> set[str]:

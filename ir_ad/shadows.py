@@ -193,18 +193,36 @@ class Layout:
         offset = b.binary("sub", b.cast("ptrtoint", primal, I64), b.cast("ptrtoint", origin, I64))
         return (b.gep(I8, base[0], b.binary("mul", offset, V(I64, str(self.width)))),)
 
-    def allocate(self, b: Builder, size: V, on_stack: bool) -> Shadow:
+    def allocate(self, b: Builder, size: V, on_stack: bool, tracked: bool = False) -> Shadow:
         """Zeroed shadow memory for `size` primal bytes: one allocation for all lanes (on the heap,
         with calloc, or on the stack), the lanes apart by a multiple of 16 bytes so that each is
-        as aligned as the allocation (see ALIGN)."""
-        stride = size if self.parts == 1 else \
-            b.binary("and", b.binary("add", size, V(I64, str(ALIGN - 1))), V(I64, str(-ALIGN)))
+        as aligned as the allocation (see ALIGN). `tracked`: the reverse mode's heap memory, with
+        the header its runtime reads (adgen.shadow.alloc in templates/runtime.ll.j2)."""
+        stride = self._stride(b, size)
         if on_stack:
             total = b.binary("mul", stride, V(I64, str(self.width)))
             memory = b.value(PTR, f"alloca i8, {total}, align {ALIGN}")
             b.memset0(memory, total)
+        elif tracked:
+            memory = b.call('@"adgen.shadow.alloc"', PTR, [V(I64, str(self.width)), stride, size])
         else:
             memory = b.call("@calloc", PTR, [V(I64, str(self.width)), stride])
+        return self._lanes(b, memory, stride)
+
+    def reallocate(self, b: Builder, result: str, primal: V, shadow: Shadow, size: V) -> Shadow:
+        """realloc in reverse mode (adgen.shadow.realloc): names the new memory `result` and
+        returns its shadow, laid out as `allocate(tracked=True)` lays it out."""
+        both = b.call('@"adgen.shadow.realloc"', struct(PTR, PTR), [
+            primal, shadow[0], size, V(I64, str(self.width)), V(I64, "1" if self.parts > 1 else "0")])
+        b.emit(f"{result} = extractvalue {both}, 0")
+        return self._lanes(b, b.value(PTR, f"extractvalue {both}, 1"), self._stride(b, size))
+
+    def _stride(self, b: Builder, size: V) -> V:
+        if self.parts == 1:
+            return size
+        return b.binary("and", b.binary("add", size, V(I64, str(ALIGN - 1))), V(I64, str(-ALIGN)))
+
+    def _lanes(self, b: Builder, memory: V, stride: V) -> Shadow:
         if self.parts == 1:
             return (memory,)
         return tuple(b.gep(I8, memory, b.binary("mul", stride, V(I64, str(k)))) if k else memory

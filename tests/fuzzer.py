@@ -1,8 +1,7 @@
 """A differential fuzzer for adgen: random C functions (arithmetic, libm, branches, loops over
 arrays, in-place updates, calls between functions, directly and through function pointers,
-structs passed and returned by value, complex arithmetic, float and double) with random
-activities,
-checked in forward mode, reverse mode and forward mode at width 4 against central finite
+structs passed and returned by value, complex arithmetic, memory returned by calls, realloc'd and
+freed elsewhere, float and double) with random activities, checked in forward mode, reverse mode and forward mode at width 4 against central finite
 differences and against each other.
 
     python tests/fuzzer.py --long 10000          # 10,000 programs
@@ -138,6 +137,26 @@ class Generator:
         made = f"fz_make({self.expr(depth - 1, loops)}, {self.expr(depth - 1, loops)})"
         return f"{name}({made}, {self.expr(depth - 1, loops)}).{part}"
 
+    def heap(self, target: str) -> str:
+        """Memory on the heap: returned by a function that allocates it (out of line or not), or
+        a buffer grown by realloc; read back, then freed here or by another function."""
+        r = self.rng
+        if r.random() < 0.5:
+            name = f"m{self.index}_{len(self.helpers)}"
+            inline = "static" if r.random() < 0.5 else "__attribute__((noinline)) static"
+            inner = Generator(r, self.index, scalars=("u",), arrays=("x",), calls=False)
+            body = inner.expr(2)
+            self.uses_float |= inner.uses_float
+            self.helpers.append(f"{inline} double *{name}(double u, const double *x, int n)\n{{\n"
+                                f"    double *w = malloc(n * sizeof *w);\n    for (int i = 0; i < n; i++)\n"
+                                f"        w[i] = ({body}) * x[(i + {r.randrange(L)}) % {L}];\n    return w;\n}}\n")
+            make = f"double *w = {name}({self.expr(2)}, x, n);"
+        else:
+            make = (f"double *w = NULL; for (int i = 0; i < n; i++) {{ w = realloc(w, (i + 1) * sizeof *w); "
+                    f"w[i] = {self.expr(2, ('i',))}; }}")
+        free = r.choice(["free(w);", "fz_free(w);"])
+        return f"{{ {make} {target} = {target} * 0.5 + w[{r.randrange(L)}] * w[{r.randrange(L)}]; {free} }}"
+
     def statement(self, depth: int, loops: tuple = ()) -> str:
         r = self.rng
         k = r.random()
@@ -170,6 +189,8 @@ class Generator:
         if k < 0.86 and not loops:  # a local array, filled by a loop and read back
             return (f"{{ double w[{L}]; for (int i = 0; i < n; i++) w[i] = {self.expr(2, ('i',))}; "
                     f"{target} = {target} * 0.5 + w[{r.randrange(L)}] * w[{r.randrange(L)}]; }}")
+        if k < 0.89 and not loops:
+            return self.heap(target)
         if k < 0.92:
             self.uses_float = True
             return f"{{ float f = (float)tanh({self.expr(2, loops)}); {target} = {target} * 0.5 + (double)(f * f); }}"
@@ -197,10 +218,12 @@ D = C.c_double
 P = C.POINTER(D)
 STRUCT_HELPERS = """#include <complex.h>
 #include <math.h>
+#include <stdlib.h>
 
 typedef struct { double lo, hi; } fz_pair;
 
 static fz_pair fz_make(double lo, double hi) { fz_pair p = { lo, hi }; return p; }
+__attribute__((noinline)) static void fz_free(double *w) { free(w); }
 """
 
 
