@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ctype import CType, declare, drop_const, pointer_to
+from .ctype import CType, declare, pointer_ctype, pointer_to, shadow_ctype
 from .model import Activity, Derivation, Mode
+from .prototypes import Function, Param
 
 KERNEL_OUT = "__adgen_out_"  # the kernel's parameters for the returned values: this and the field's name
 _SHADOWED = {Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY}
@@ -24,6 +25,7 @@ class Slot:
     ffi: str = ""  # how ctypes passes it (see CType.ffi), for the manifest
     by_value: bool = False  # a struct or complex number: the kernel takes its address
     fields: tuple = ()  # a struct's fields (CType.fields), for the manifest
+    ctype: CType | None = None  # its type, for an entry deriving this derived function (`of`)
 
     def declaration(self) -> str:
         return declare(self.spelling, self.name + (f"[{self.count}]" if self.count > 1 else ""))
@@ -45,6 +47,14 @@ class Signature:
     def name(self) -> str:
         return self.derivation.name
 
+    def as_function(self) -> Function:
+        """The derived function as a prototype, for entries that derive it again (`of NAME`). Its
+        result is one scalar or nothing: a derived function returning a struct is not derived again."""
+        d = self.derivation
+        returns = self.fields[0].ctype if self.fields else CType("void", True, False, False, False, None, ())
+        return Function(self.name, tuple(Param(p.name, p.ctype) for p in self.params), returns, False,
+                        d.primal.start, d.entry.name.span)
+
     def prototype(self) -> str:
         params = ", ".join(p.declaration() for p in self.params) or "void"
         return declare(self.returns, f"{self.name}({params})")
@@ -60,40 +70,41 @@ class Signature:
         return out + [(p.kernel_declaration(), ("&" if p.by_value else "") + p.name) for p in self.params]
 
 
-def shadow_names(name: str, width: int) -> list[str]:
-    return [f"d_{name}"] if width == 1 else [f"d_{name}_{k}" for k in range(width)]
+def shadow_names(name: str, width: int, prefix: str = "d_") -> list[str]:
+    return [f"{prefix}{name}"] if width == 1 else [f"{prefix}{name}_{k}" for k in range(width)]
 
 
 def signature(d: Derivation) -> Signature:
-    n = d.width
+    n, dn = d.width, d.prefix
     params: list[Slot] = []
     fields: list[Slot] = []
     for p, act in zip(d.primal.params, d.activities):
         ffi, value = p.ctype.ffi, dict(by_value=p.ctype.by_value, fields=p.ctype.fields)
-        params.append(Slot(p.name, p.ctype.declared, ffi=ffi, **value))
+        params.append(Slot(p.name, p.ctype.declared, ffi=ffi, ctype=p.ctype, **value))
         what = "shadow" if d.mode is Mode.REVERSE else "tangent"
         if act in _SHADOWED:
-            spelling = p.ctype.declared_shadow if d.mode is Mode.REVERSE else p.ctype.declared
-            names = shadow_names(p.name, n)
-            params += [Slot(s, spelling, role=f"{what} of {p.name}" + (f", lane {k}" if n > 1 else ""), ffi=ffi,
-                            **value) for k, s in enumerate(names)]
+            t = shadow_ctype(p.ctype) if d.mode is Mode.REVERSE else p.ctype
+            names = shadow_names(p.name, n, dn)
+            params += [Slot(s, t.declared, role=f"{what} of {p.name}" + (f", lane {k}" if n > 1 else ""), ffi=ffi,
+                            ctype=t, **value) for k, s in enumerate(names)]
         elif act in _INTERLEAVED:
-            params.append(Slot(f"d_{p.name}", _interleaved(p.ctype, d.mode),
+            t = _interleaved(p.ctype, d.mode)
+            params.append(Slot(f"{dn}{p.name}", t.declared,
                                role=f"{what}s of {p.name}, {n} lanes interleaved" if n > 1 else f"{what} of {p.name}",
-                               ffi=ffi if p.ctype.is_pointer else f"ptr:{ffi}"))
+                               ffi=t.ffi, ctype=t))
         elif act is Activity.ACTIVE:
-            fields.append(Slot(f"d_{p.name}", p.ctype.declared, n, ffi=ffi, **value))
+            fields.append(Slot(f"{dn}{p.name}", p.ctype.declared, n, ffi=ffi, ctype=p.ctype, **value))
     r = d.primal.returns
-    rvalue = dict(ffi=r.ffi, by_value=r.by_value, fields=r.fields)
+    rvalue = dict(ffi=r.ffi, by_value=r.by_value, fields=r.fields, ctype=r)
     if d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY):
         params += [Slot(s, r.declared, role="seed: the adjoint of the return value" + (f", lane {k}" if n > 1 else ""),
                         **rvalue)
-                   for k, s in enumerate(shadow_names("ret", n))]
+                   for k, s in enumerate(shadow_names("ret", n, dn))]
     head: list[Slot] = []
     if d.returns in (Activity.CONST, Activity.ACTIVE, Activity.DUAL):
         head.append(Slot("ret", r.declared, **rvalue))
     if d.returns in (Activity.DUAL, Activity.DUALONLY):
-        head.append(Slot("d_ret", r.declared, n, **rvalue))
+        head.append(Slot(f"{dn}ret", r.declared, n, **rvalue))
     fields = head + fields
     if not fields:
         returns, struct = "void", None
@@ -104,7 +115,7 @@ def signature(d: Derivation) -> Signature:
     return Signature(d, tuple(params), tuple(fields), returns, struct)
 
 
-def _interleaved(t: CType, mode: Mode) -> str:
+def _interleaved(t: CType, mode: Mode) -> CType:
     if not t.is_pointer:  # a scalar dualv: a pointer to its N tangents
-        return f"const {drop_const(t.declared)} *"
-    return t.declared_shadow if mode is Mode.REVERSE else t.declared
+        return pointer_ctype(t)
+    return shadow_ctype(t) if mode is Mode.REVERSE else t

@@ -30,7 +30,7 @@ class Word:
 
 @dataclass(frozen=True)
 class Entry:
-    """One `name: [mode[width]] (acts) [-> act]` of an annotation, unresolved."""
+    """One `name: [mode[width]] [of inner] (acts) [-> act]` of an annotation, unresolved."""
 
     name: Word
     mode: Word | None
@@ -38,6 +38,7 @@ class Entry:
     activities: tuple[Word, ...]
     returns: Word | None
     params_span: Span  # the parenthesised activity list, for arity errors
+    of: Word | None = None  # another entry's derived name: derive that function, not the one below
 
 
 @dataclass(frozen=True)
@@ -81,11 +82,15 @@ class _ToEntries(Transformer):
     def returns(self, items):
         return ("returns", self._word(items[1]))
 
+    def inner(self, items):
+        return ("inner", self._word(items[1]))
+
     def entry(self, items):
-        name, _colon, mode, params, returns = items
+        name, _colon, mode, inner, params, returns = items
         _, mode_word, width = mode or (None, None, None)
         _, activities, params_span = params
-        return Entry(self._word(name), mode_word, width, activities, returns and returns[1], params_span)
+        return Entry(self._word(name), mode_word, width, activities, returns and returns[1], params_span,
+                     inner and inner[1])
 
     def annotation(self, items):
         return tuple(i for i in items if isinstance(i, Entry))

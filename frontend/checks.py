@@ -5,7 +5,7 @@ return activities, widths, and the derived names."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .abi import Signature, signature
 from .annotations import Annotation, Entry, Word
@@ -110,6 +110,47 @@ def check_entry(entry: Entry, f: Function, problems: Collector) -> Derivation | 
     if len(problems.diagnostics) > before:
         return None
     return Derivation(name, f, mode, width, tuple(acts), ret, entry)
+
+
+def check_nested(pending: list[tuple[Entry, Unit]], derived: list[tuple[Derivation | None, Entry, Unit]],
+                 problems: Collector) -> list[tuple[Derivation, Unit]]:
+    """The entries deriving another entry's derived function (`of NAME`, any depth), each once
+    the one it derives is checked; NAME must be an entry of the same file, and no cycle."""
+    known = {(id(u), e.name.text): d for d, e, u in derived}
+    out = []
+    while pending:
+        ready = [(e, u) for e, u in pending if (id(u), e.of.text) in known]
+        if not ready:
+            break
+        for entry, unit in ready:
+            pending.remove((entry, unit))
+            inner = known[(id(unit), entry.of.text)]
+            d = _check_of(entry, inner, problems) if inner is not None else None
+            known[(id(unit), entry.name.text)] = d
+            if d is not None:
+                out.append((d, unit))
+    for entry, unit in pending:
+        waiting = {e.name.text: e for e, u in pending if u is unit}
+        if entry.of.text in waiting:
+            problems.add(error(f"'{entry.name.text}' derives '{entry.of.text}', which derives '{entry.name.text}' "
+                               f"again, directly or not: derived functions cannot derive each other in a cycle",
+                               entry.of.span))
+        else:
+            problems.add(error(f"'{entry.name.text}' derives '{entry.of.text}', but no @diff entry of this file "
+                               f"makes a function of that name", entry.of.span))
+    return out
+
+
+def _check_of(entry: Entry, inner: Derivation, problems: Collector) -> Derivation | None:
+    sig = signature(inner)
+    if sig.result_struct is not None:
+        problems.add(error(f"'{entry.name.text}' derives '{inner.name}', which returns a struct "
+                           f"('{sig.result_struct}'); a derived function can be derived again when it returns one "
+                           "value or nothing (make its scalars dup pointers, or its return dualonly or activeonly)",
+                           entry.of.span, [note(f"'{inner.name}' is made here", inner.entry.name.span)]))
+        return None
+    d = check_entry(entry, sig.as_function(), problems)
+    return None if d is None else replace(d, inner=inner)
 
 
 _INTERLEAVED = {Activity.DUPV, Activity.DUALV}
@@ -239,6 +280,10 @@ def check_custom(entry: Entry, function: Function, unit: Unit, problems: Collect
     """`@derivative(f: ...)` above `function`: f must be declared, the activities must suit f
     (as for @diff), and `function` must have the signature adgen would give that entry."""
     before = len(problems.diagnostics)
+    if entry.of is not None:
+        problems.add(error("a derivative written by hand is of a C function, not of a derived function ('of')",
+                           entry.of.span))
+        return None
     primal = next((f for f in unit.functions if f.name == entry.name.text), None)
     if primal is None:
         problems.add(error(f"@derivative names '{entry.name.text}', which is not a function declared in this file "

@@ -62,6 +62,20 @@ class CType:
         return declare(self.spelling, name)
 
 
+def shadow_ctype(t: CType) -> CType:
+    """A pointer's shadow as a type of its own: the pointee's const dropped."""
+    if t.shadow_spelling is None:
+        return t
+    return replace(t, spelling=t.shadow_spelling, portable=t.portable_shadow)
+
+
+def pointer_ctype(t: CType) -> CType:
+    """`const T *` for a float or double T (the N tangents of a scalar dualv)."""
+    bare = drop_const(t.declared)
+    return CType(f"const {bare} *", False, False, True, True, f"{bare} *", t.decls, element_float=t.ffi,
+                 ffi=f"ptr:{t.ffi}", element_size=t.size, size=8)
+
+
 def declare(spelling: str, name: str) -> str:
     """A declaration of `name` with a type spelled as clang spells types: `double *x`,
     `double x[3]`, `double (*f)(double)`, `double (*m)[3]`."""

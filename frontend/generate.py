@@ -11,7 +11,7 @@ from pathlib import Path
 from . import __version__
 from .abi import Signature
 from .annotations import find_annotations
-from .checks import Custom, attach, check_custom, check_entry, check_names
+from .checks import Custom, attach, check_custom, check_entry, check_names, check_nested
 from .diagnostics import AdgenError, Collector, SourceFile, error
 from .prototypes import Function, Unit, read_unit
 from .manifest import manifest
@@ -43,7 +43,7 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         for unit in units:
             if unit is not None and unit.errors:
                 problems.diagnostics += unit.errors
-        derived, inactive, customs = [], {}, {}
+        checked, nested, inactive, customs = [], [], {}, {}
         for unit, found in zip(units, annotations):
             if unit is not None:
                 for annotation, entry, function in attach(unit, found, problems):
@@ -55,9 +55,12 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
                         if custom is not None:
                             customs.setdefault(id(unit), []).append(custom)
                         continue
-                    d = check_entry(entry, function, problems)
-                    if d is not None:
-                        derived.append((d, unit))
+                    if entry.of is not None:  # a derivative of a derived function: once that one is checked
+                        nested.append((entry, unit))
+                        continue
+                    checked.append((check_entry(entry, function, problems), entry, unit))
+        derived = [(d, unit) for d, _, unit in checked if d is not None]
+        derived += check_nested(nested, checked, problems)
         signatures = check_names(derived, problems)
         if problems.diagnostics and any(u is not None and u.errors for u in units):
             problems = _recheck_c(units, signatures, derived, out_dir, flags, problems)

@@ -82,8 +82,20 @@ class Derivation:
     activities: tuple[Activity, ...]
     returns: Activity | None
     entry: Entry
+    inner: "Derivation | None" = None  # `of NAME`: the derivation whose derived function `primal` is
+
+    @property
+    def depth(self) -> int:
+        """1 for a derivative of a C function, 2 for a derivative of one of those, and so on."""
+        return 1 if self.inner is None else self.inner.depth + 1
+
+    @property
+    def prefix(self) -> str:
+        """What names the derivatives in the signature (specs/abi.md): `d_x`, then `d2_x`..."""
+        return "d_" if self.depth == 1 else f"d{self.depth}_"
 
     def describe(self) -> str:
         acts = ", ".join(a.word for a in self.activities)
         ret = f" -> {self.returns.word}" if self.returns else ""
-        return f"{self.mode.value}[{self.width}] ({acts}){ret}"
+        of = f" of {self.inner.name}" if self.inner else ""
+        return f"{self.mode.value}[{self.width}]{of} ({acts}){ret}"

@@ -40,7 +40,7 @@ class AugmentedWriter:
         blocks = {b.label: b for b in fn.blocks}
         for index, block in enumerate(blocks[label] for label in order):  # dominators first
             self.block = block
-            self.out.append(f"{bare(block.label)}:")
+            self.out.append(f"{block.label[1:]}:")
             b = Builder(d.decls, self.out, prefix=f"f{bare(block.label)}.")
             if index == 0:
                 self.cache.entry(b)

@@ -4,6 +4,7 @@ again → emit, one object per source."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -68,6 +69,13 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")), \
             written_by_hand(by_hand):
         text, plans = differentiate(module, generated, primals)
+        explained = [explain(module, plans)] if plans else []
+        for level in range(2, max((s.derivation.depth for g in generated for s in g.signatures), default=1) + 1):
+            # derivatives of derived functions (`of NAME`): of the optimized code of those
+            module = Module(optimize.prepare(optimize.parse(text), tm, inactive | {n.lstrip("@") for n in by_hand}))
+            module.inactive = {"@" + name for name in inactive}
+            text, plans = differentiate(module, generated, primals, level)
+            explained += [explain(module, plans)] if plans else []
     objects, written = {}, []
     for i, (src, g) in enumerate(zip(sources, generated)):
         stem = src.stem
@@ -83,23 +91,28 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
                         [s.name for s in g.signatures]))
     write_all(objects)
-    return written, generated, explain(module, plans) if plans else ""
+    return written, generated, "".join(explained)
 
 
-def differentiate(module: Module, generated: list[Generated], primals: list[dict[str, str]]) -> tuple[str, list]:
+def differentiate(module: Module, generated: list[Generated], primals: list[dict[str, str]],
+                  level: int = 1) -> tuple[str, list]:
     """The module's text with the derivative functions and the kernels the stubs call, and the
-    cache plans of the reverse-mode ones (titled). `primals`: per source, the IR names of the
-    functions it keeps for differentiation, by C name."""
+    cache plans of the reverse-mode ones (titled), for the entries of one `level` (1: of C
+    functions; 2: of those entries' derived functions...). `primals`: per source, the IR names
+    of the functions it keeps for differentiation, by C name."""
     numbers = [int(k[1:]) for k in module.metadata if k[1:].isdigit()]
     decls = Declarations(set(module.functions), max(numbers, default=0) + 1)
-    forward = ForwardMode(module, decls)
-    reverse = ReverseMode(module, decls)
+    forward = ForwardMode(module, decls, level)
+    reverse = ReverseMode(module, decls, level)
     kernels: list[str] = []
     top: dict[str, list[str]] = {}  # a derived function -> the annotations that call it
     primal_of: dict[str, str] = {}
+    signatures = [s for g in generated for s in g.signatures if s.derivation.depth == level]
     for g, names in zip(generated, primals):
         for sig in g.signatures:
             d = sig.derivation
+            if d.depth != level:
+                continue
             kept = (BY_ADDRESS_PREFIX if d.primal.by_value else "") + d.primal.name
             fn = check_primal(module, sig, "@" + names.get(kept, kept))
             try:
@@ -115,7 +128,8 @@ def differentiate(module: Module, generated: list[Generated], primals: list[dict
     runtime = [reverse.runtime_text()] if reverse.definitions or forward.uses_runtime else []
     if forward.uses_zeros:
         runtime.append(ZEROS)
-    replaced = {kernel_name(s) for g in generated for s in g.signatures}
+    runtime = [_not_in(text, module) for text in runtime]  # an earlier level's may be there already
+    replaced = {kernel_name(s) for s in signatures}
     lines = [line for line in module.text.split("\n") if not _dropped(line, replaced)]
     text = "\n".join(lines + decls.added + forward.definitions + reverse.definitions + runtime + kernels +
                       decls.scopes.definitions()) + "\n"
@@ -124,6 +138,16 @@ def differentiate(module: Module, generated: list[Generated], primals: list[dict
     plans += [(f"{d.pattern.function.lstrip('@')}, as a callee of the derivatives above ({_activities(d.pattern)})",
                plan) for d, plan in reverse.explained if d.aug not in top]
     return text, plans
+
+
+def _not_in(text: str, module: Module) -> str:
+    """The definitions of `text` (functions and globals of adgen's runtime) the module lacks."""
+    kept = []
+    for chunk in re.split(r"\n(?=define |@)", text):
+        m = re.match(r'(?:define [^@]*)?(@"[^"]+"|@[-\w.$]+)', chunk)
+        if m is None or (m.group(1) not in module.functions and m.group(1) not in module.globals):
+            kept.append(chunk)
+    return "\n".join(kept)
 
 
 def _rules_by_hand(linked, generated: list[Generated]) -> dict:

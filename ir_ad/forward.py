@@ -50,9 +50,10 @@ class Derived:
 class ForwardMode:
     """Generates forward-mode derivative functions into `self.definitions`, memoized by pattern."""
 
-    def __init__(self, module: Module, decls: Declarations):
+    def __init__(self, module: Module, decls: Declarations, level: int = 1):
         self.module = module
         self.decls = decls
+        self.tag = "" if level == 1 else str(level)  # in names: apart from an earlier level's, still in the module
         self.memo: dict[Pattern, Derived] = {}
         self.definitions: list[str] = []
         self.uses_zeros = False
@@ -66,7 +67,7 @@ class ForwardMode:
         ret_part = layout.part_type(fn.ret) if carries(self.module, fn.ret) else None
         ret_type = struct(fn.ret, *[ret_part] * layout.parts) if ret_part else fn.ret
         mask = "".join("d" if a else "c" for a in pattern.active)
-        name = local(f"{bare(fn.name)}'fwd.{mask}.{pattern.kind[0]}{pattern.width}")
+        name = local(f"{bare(fn.name)}'fwd{self.tag}.{mask}.{pattern.kind[0]}{pattern.width}")
         derived = Derived("@" + name[1:], pattern, ret_part is not None, ret_type)
         self.memo[pattern] = derived
         self.definitions.append(_FunctionWriter(self, fn, derived, layout).write())

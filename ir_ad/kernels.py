@@ -86,9 +86,10 @@ class _Kernel:
 
 
 def _scalar_types(sig: Signature, fn: Function) -> dict[str, Type]:
-    types = {"ret": fn.ret, "d_ret": fn.ret}
+    dn = sig.derivation.prefix
+    types = {"ret": fn.ret, f"{dn}ret": fn.ret}
     for p, ir_param in zip(sig.derivation.primal.params, fn.params):
-        types[f"d_{p.name}"] = ir_param.type
+        types[f"{dn}{p.name}"] = ir_param.type
     return types
 
 
@@ -119,7 +120,7 @@ def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: F
     if r.by_value:  # the wrapper's last parameter: where the struct goes, its tangents beside
         primal_args.append(k.result_memory("ret", r.size))
         dual = d.returns in _DUAL
-        tangents += [k.result_memory("d_ret", r.size, j) for j in range(n)] if dual else []
+        tangents += [k.result_memory(f"{d.prefix}ret", r.size, j) for j in range(n)] if dual else []
         active.append(dual)
     derived = mode.derive(Pattern(fn.name, tuple(active), n, kind))
     call_args = ", ".join(str(a) for a in primal_args + tangents)
@@ -129,7 +130,7 @@ def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: F
     if derived.returns_shadow:
         values["ret"] = b.value(fn.ret, f"extractvalue {result}, 0")
         parts = [b.value(t, f"extractvalue {result}, {j + 1}") for j, t in enumerate(derived.ret_type.elems[1:])]
-        values["d_ret"] = parts[0] if len(parts) == 1 else parts
+        values[f"{d.prefix}ret"] = parts[0] if len(parts) == 1 else parts
     elif result is not None:
         values["ret"] = result
     k.store(values, _scalar_types(sig, fn))
@@ -153,7 +154,7 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
             kind = INTERLEAVED
             shadow_args += k.take()
         elif act is Activity.ACTIVE and p.ctype.by_value:  # its gradient accumulates in the result
-            shadow_args += [k.result_memory(f"d_{p.name}", p.ctype.size, j) for j in range(n)]
+            shadow_args += [k.result_memory(f"{d.prefix}{p.name}", p.ctype.size, j) for j in range(n)]
         active.append(act is not Activity.CONST)
         shadowed = act in _DUP | {Activity.DUPV} or p.ctype.by_value
         memtypes.append(p.ctype.element_float if shadowed else "")
@@ -190,6 +191,6 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
     for j, i in enumerate(derived.scalars):
         lanes = [b.value(derived.rev_ret.elems[j * parts + m], f"extractvalue {grads}, {j * parts + m}")
                  for m in range(parts)]
-        values[f"d_{d.primal.params[i].name}"] = lanes[0] if parts == 1 else lanes
+        values[f"{d.prefix}{d.primal.params[i].name}"] = lanes[0] if parts == 1 else lanes
     k.store(values, _scalar_types(sig, fn))
     return k.text(), derived

@@ -46,7 +46,8 @@ def lower_source(compiler: Compiler, source: Path, g: Generated, index: int, fla
                  workdir: Path) -> bytes:
     """Keeps the annotated functions (by a wrapper where they pass structs by value), those
     marked @inactive, and those with derivatives written by hand with their partials."""
-    primals = list({s.derivation.primal.name: s.derivation.primal for s in g.signatures}.values())
+    primals = list({s.derivation.primal.name: s.derivation.primal for s in g.signatures
+                    if s.derivation.inner is None}.values())  # derived functions are the stubs' own
     wrapper = workdir / f"{index}-{source.stem}.c"
     wrapper.write_text(render_text("lowering.c.j2", source=source.name, path=_c_string(source.resolve()),
                                    primals=primals, keep=keep_array(index), by_address=BY_ADDRESS_PREFIX,

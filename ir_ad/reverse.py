@@ -116,8 +116,9 @@ RUNTIME_DECLARATIONS = [
 
 
 class ReverseMode:
-    def __init__(self, module: Module, decls: Declarations):
+    def __init__(self, module: Module, decls: Declarations, level: int = 1):
         self.module, self.decls = module, decls
+        self.tag = "" if level == 1 else str(level)  # in names: apart from an earlier level's, still in the module
         self.memo: dict[RevPattern, RevDerived] = {}
         self.definitions: list[str] = []
         self.explained: list[tuple[RevDerived, CachePlan]] = []
@@ -141,7 +142,7 @@ class ReverseMode:
         grads = [t for i in scalars for t in [layout.part_type(fn.params[i].type)] * layout.parts]
         mask = "".join("d" if a else "c" for a in pattern.active) + ("a" if pattern.ret_active else "") + \
             ("s" if pattern.ret_shadow else "")
-        stem = f"{bare(fn.name)}'{mask}.{pattern.kind[0]}{pattern.width}.{len(self.memo)}"
+        stem = f"{bare(fn.name)}'{mask}{self.tag}.{pattern.kind[0]}{pattern.width}.{len(self.memo)}"
         aug_ret = struct(fn.ret, *[layout.part_type(PTR)] * layout.parts) if pattern.ret_shadow else \
             fn.ret if pattern.ret_needed else VOID
         derived = RevDerived("@" + local(stem + ".aug")[1:], "@" + local(stem + ".rev")[1:], pattern,
