@@ -6,6 +6,7 @@ arrays), which the call reads and writes in place; result structs come back as n
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import io
 import json
@@ -46,12 +47,26 @@ def load(path, build_dir=None, flags=()) -> "Library":
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"no such file: {', '.join(missing)}")
-    key = hashlib.sha256(("\0".join([__version__, *flags] + [p.read_text() for p in paths])).encode()).hexdigest()
+    key = hashlib.sha256(("\0".join([__version__, _fingerprint(), *flags] + [p.read_text() for p in paths])
+                          ).encode()).hexdigest()
     out = Path(build_dir) if build_dir else Path(tempfile.gettempdir()) / f"adgen-load-{key[:16]}"
     library = out / "libadgen.so"
     if build_dir or not library.exists():
         _build(paths, out, list(flags), library)
     return Library(library, sorted(out.glob("*.adgen.json")))
+
+
+@functools.cache
+def _fingerprint() -> str:
+    """adgen's own files (sizes and times): a cached build is stale once adgen changes, even at
+    the same version (an editable install)."""
+    import adgen.frontend
+    import adgen.ir_ad
+    from adgen.frontend.render import TEMPLATES
+
+    dirs = [Path(__file__).parent, Path(adgen.frontend.__file__).parent, Path(adgen.ir_ad.__file__).parent, TEMPLATES]
+    files = sorted(p for d in dirs for p in d.iterdir() if p.suffix in (".py", ".j2", ".lark"))
+    return ";".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
 
 
 def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> None:

@@ -55,7 +55,7 @@ def function(lib, derived: str):
                 if i in shadows:
                     grads.append(torch.from_numpy(shadows[i]).to(a.dtype))  # the C call applied the seed
                 elif act == "active":
-                    grads.append(torch.tensor(float(values[f"d_{names[i]}"]), dtype=torch.float64))
+                    grads.append(torch.tensor(float(values[spec["prefix"] + names[i]]), dtype=torch.float64))
                 else:
                     grads.append(None)
             return tuple(grads)

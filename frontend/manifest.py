@@ -27,6 +27,7 @@ def manifest(source: str, version: str, signatures: list[Signature]) -> str:
             "width": d.width,
             "activities": [a.word for a in d.activities],
             "returns_activity": d.returns.word if d.returns else None,
+            "prefix": d.prefix,
             "params": [_slot(p) for p in sig.params],
             "returns": ({"struct": sig.result_struct, "fields": [_slot(f) for f in sig.fields]}
                         if sig.result_struct else {**_slot(sig.fields[0]), "field": sig.fields[0].name}

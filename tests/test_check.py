@@ -292,3 +292,26 @@ def test_a_primal_not_finite_at_the_random_input_is_no_mismatch(adgen, tmp_path)
     assert "NOT FINITE" in result.out and "MISMATCH" not in result.out
     assert "not checked, the primal not finite at the random input (--seed 1): prior_grad; try another --seed" \
         in result.out
+
+
+def test_derivatives_of_derived_functions_and_const_results(adgen, tmp_path):
+    """A nested entry is checked against finite differences of the derived function it derives
+    (its own names `d2_…`); a forward entry whose result is const is checked on its memory only."""
+    src = tmp_path / "h.c"
+    src.write_text(r"""
+#include <math.h>
+// @diff(h_grad: (dup, const) -> active; h_hvp: forward of h_grad (dual, dual, const, const) -> const)
+// @diff(h_hvp2: forward[2] of h_grad (dual, dual, const, const) -> dual; h_out: (dual, const) -> const)
+double h(double *x, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        s += sin(x[i]) * x[(i + 1) % n];
+        x[i] *= 1.5;
+    }
+    return s;
+}
+""")
+    result = adgen("check", src, "--size", "x=n", "--size", "d_x=n", "--size", "n=5")
+    assert result.status == 0, result.out + result.err
+    assert "5 of 5 checks pass" in result.out, result.out
