@@ -486,7 +486,8 @@ def run(sources: list, flags: list[str], only: str | None, sizes: list[str], see
     try:
         lib = load(sources, flags=flags)
         size_map = parse_sizes(annotated_sizes(sources) + sizes)
-        derived = [n for n in lib.functions if lib._specs[n]["kind"] == "derived"]
+        derived = [n for n in lib.functions if lib._specs[n]["kind"] in ("derived", "split")  # a split entry whole
+                   and "part" not in lib._specs[n]]
         if only:
             if only not in derived:
                 raise CheckError(f"no derived function named '{only}'; there are {', '.join(derived) or 'none'}")

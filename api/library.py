@@ -125,7 +125,9 @@ class Library:
         if name not in self._specs:
             raise AttributeError(f"{self.path.name} has no function '{name}'; it has {', '.join(self.functions)}")
         if name not in self._calls:
-            self._calls[name] = Function(name, self._specs[name], getattr(self._dll, name))
+            spec = self._specs[name]
+            self._calls[name] = Split(self, name, spec) if spec["kind"] == "split" else \
+                Function(name, spec, getattr(self._dll, name))
         return self._calls[name]
 
     def __dir__(self):
@@ -167,6 +169,70 @@ class Function:
 
     def __repr__(self) -> str:
         return f"<adgen function {self.__doc__}>"
+
+
+class Split:
+    """A split-mode entry (specs/abi.md): `forward(*args)` runs the forward sweep and returns the
+    primal's result and a `Tape`; `reverse(tape, *seeds)` runs the reverse sweep, returning the
+    gradients of active scalars (those of `dup` arrays accumulate in the shadows given to
+    `forward`). Called as a whole, it runs both, like the reverse-mode function of the entry."""
+
+    def __init__(self, lib: Library, name: str, spec: dict):
+        self.name, self.spec = name, spec
+        self._part = {part: getattr(lib, function) for part, function in spec["parts"].items()}
+        self._seeds = sum(p["role"].startswith("seed") for p in spec["params"])
+
+    def tape(self) -> "Tape":
+        return Tape(self._part["tape_size"](), self._part["free"])
+
+    def forward(self, *args):
+        tape = self.tape()
+        tape.arguments = args  # what its pointers point into stays alive with it
+        return self._part["forward"](*args, tape.memory), tape
+
+    def reverse(self, tape: "Tape", *seeds):
+        return self._part["reverse"](tape.memory, *seeds)
+
+    def __call__(self, *args):
+        params = self.spec["params"]
+        if len(args) != len(params):
+            names = ", ".join(p["name"] for p in params)
+            raise TypeError(f"{self.name}() takes {len(params)} arguments ({names}), not {len(args)}")
+        seeds = [a for a, p in zip(args, params) if p["role"].startswith("seed")]
+        result, tape = self.forward(*(a for a, p in zip(args, params) if not p["role"].startswith("seed")))
+        grads = self.reverse(tape, *seeds)
+        values = {**_named(self._part["forward"].spec["returns"], result),
+                  **_named(self._part["reverse"].spec["returns"], grads)}
+        returns = self.spec["returns"]
+        if "struct" in returns:
+            return namedtuple(returns["struct"], [f["name"] for f in returns["fields"]])(
+                *(values[f["name"]] for f in returns["fields"]))
+        return values.get(returns.get("field"))
+
+    def __repr__(self) -> str:
+        return f"<adgen split-mode entry {self.name}: {', '.join(self.spec['parts'].values())}>"
+
+
+class Tape:
+    """The memory of one split-mode forward sweep (16-byte aligned, as the C functions want it).
+    What it holds is released by the reverse sweep, or when the tape is garbage-collected."""
+
+    def __init__(self, size: int, free: Function):
+        import numpy as np
+
+        raw = np.zeros(size + 16, np.uint8)
+        start = -raw.ctypes.data % 16
+        self.memory, self._raw, self._free = raw[start:start + size], raw, free
+
+    def __del__(self):
+        self._free(self.memory)  # nothing, once reversed
+
+
+def _named(returns: dict, value) -> dict:
+    """A returned value by field name."""
+    if "struct" in returns:
+        return dict(value._asdict())
+    return {returns["field"]: value} if "field" in returns else {}
 
 
 def _scalar(ffi: str):

@@ -42,10 +42,17 @@ class Signature:
     fields: tuple[Slot, ...]  # the returned values, in order
     returns: str  # "void", a scalar C type, or the result struct's name
     result_struct: str | None
+    part: str = ""  # split mode: "forward", "reverse", "free" or "tape_size", a function each
 
     @property
     def name(self) -> str:
-        return self.derivation.name
+        return self.derivation.name + (f"_{self.part}" if self.part else "")
+
+    def summary(self) -> str:
+        """What it is, for the header's comment."""
+        d = self.derivation
+        what = f"{d.mode.value} mode, width {d.width}, of {d.primal.name}"
+        return f"{_PARTS[self.part].format(primal=d.primal.name)} ({d.name}: {what})" if self.part else what
 
     def as_function(self) -> Function:
         """The derived function as a prototype, for entries that derive it again (`of NAME`). Its
@@ -81,9 +88,9 @@ def signature(d: Derivation) -> Signature:
     for p, act in zip(d.primal.params, d.activities):
         ffi, value = p.ctype.ffi, dict(by_value=p.ctype.by_value, fields=p.ctype.fields)
         params.append(Slot(p.name, p.ctype.declared, ffi=ffi, ctype=p.ctype, **value))
-        what = "shadow" if d.mode is Mode.REVERSE else "tangent"
+        what = "shadow" if d.mode.family is Mode.REVERSE else "tangent"
         if act in _SHADOWED:
-            t = shadow_ctype(p.ctype) if d.mode is Mode.REVERSE else p.ctype
+            t = shadow_ctype(p.ctype) if d.mode.family is Mode.REVERSE else p.ctype
             names = shadow_names(p.name, n, dn)
             params += [Slot(s, t.declared, role=f"{what} of {p.name}" + (f", lane {k}" if n > 1 else ""), ffi=ffi,
                             ctype=t, **value) for k, s in enumerate(names)]
@@ -105,17 +112,49 @@ def signature(d: Derivation) -> Signature:
         head.append(Slot("ret", r.declared, **rvalue))
     if d.returns in (Activity.DUAL, Activity.DUALONLY):
         head.append(Slot(f"{dn}ret", r.declared, n, **rvalue))
-    fields = head + fields
+    return _signature(d, params, head + fields)
+
+
+def _signature(d: Derivation, params: list[Slot], fields: list[Slot], part: str = "") -> Signature:
+    name = d.name + (f"_{part}" if part else "")
     if not fields:
         returns, struct = "void", None
     elif len(fields) == 1 and fields[0].count == 1:
         returns, struct = fields[0].spelling, None
     else:
-        returns = struct = f"{d.name}_result"
-    return Signature(d, tuple(params), tuple(fields), returns, struct)
+        returns = struct = f"{name}_result"
+    return Signature(d, tuple(params), tuple(fields), returns, struct, part)
+
+
+TAPE = Slot("tape", "void *", role="NAME_tape_size() bytes, 16-byte aligned, the caller's", ffi="ptr")
+PARTS = ("forward", "reverse", "free", "tape_size")
+_PARTS = {
+    "forward": "the forward sweep: runs {primal} and keeps on the tape what the reverse sweep needs",
+    "reverse": "the reverse sweep: accumulates the gradients and releases what the tape holds",
+    "free": "releases what a tape that is never reversed holds",
+    "tape_size": "the bytes a tape takes, known when adgen builds",
+}
+
+
+def signatures(d: Derivation) -> list[Signature]:
+    """The functions an entry makes: one, or in split mode four (specs/abi.md): the forward
+    sweep (the parameters and shadows, then the tape), the reverse sweep (the tape, then the
+    seeds; the gradients of active scalars), what releases a tape never reversed, and the
+    tape's size."""
+    whole = signature(d)
+    if d.mode is not Mode.SPLIT:
+        return [whole]
+    seeds = [p for p in whole.params if p.role.startswith("seed")]
+    tape = Slot(TAPE.name, TAPE.spelling, role=TAPE.role.replace("NAME", d.name), ffi=TAPE.ffi)
+    size = Slot("ret", "size_t", ffi="ulong")
+    return [_signature(d, [p for p in whole.params if p not in seeds] + [tape],
+                       [f for f in whole.fields if f.name == "ret"], "forward"),
+            _signature(d, [tape] + seeds, [f for f in whole.fields if f.name != "ret"], "reverse"),
+            _signature(d, [tape], [], "free"),
+            _signature(d, [], [size], "tape_size")]
 
 
 def _interleaved(t: CType, mode: Mode) -> CType:
     if not t.is_pointer:  # a scalar dualv: a pointer to its N tangents
         return pointer_ctype(t)
-    return shadow_ctype(t) if mode is Mode.REVERSE else t
+    return shadow_ctype(t) if mode.family is Mode.REVERSE else t

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from .abi import Signature, signature
+from .abi import Signature, signature, signatures
 from .annotations import Annotation, Entry, Word
 from .diagnostics import Collector, Span, error, note
 from .model import ACTIVITY_WORDS, MAX_WIDTH, MODE_WORDS, Activity, Derivation, Mode
@@ -91,6 +91,11 @@ def check_entry(entry: Entry, f: Function, problems: Collector) -> Derivation | 
             problems.add(error(f"activity '{act.word}' needs {rule.wants}, but parameter '{p.name}' has "
                                f"type '{p.ctype.spelling}'", word.span, [declared_at]))
     _check_layouts(entry, acts, f, problems)
+    if mode is Mode.SPLIT and f.by_value:
+        what = "its result" if f.returns.by_value else \
+            "parameter '" + next(p.name for p in f.params if p.ctype.by_value) + "'"
+        problems.add(error(f"split mode takes no struct or complex number by value ({what} of '{f.name}'): its "
+                           "tape keeps pointers and scalars; pass it by pointer", entry.name.span, [declared_at]))
     rtype = f.returns
     if rtype.is_void and ret is not None:
         problems.add(error(f"'{f.name}' returns void, so '{name}' takes no return activity",
@@ -142,6 +147,10 @@ def check_nested(pending: list[tuple[Entry, Unit]], derived: list[tuple[Derivati
 
 
 def _check_of(entry: Entry, inner: Derivation, problems: Collector) -> Derivation | None:
+    if inner.mode is Mode.SPLIT:
+        problems.add(error(f"'{entry.name.text}' derives '{inner.name}', a split-mode entry, whose functions "
+                           "share a tape: derive a reverse-mode entry instead", entry.of.span))
+        return None
     sig = signature(inner)
     if sig.result_struct is not None:
         problems.add(error(f"'{entry.name.text}' derives '{inner.name}', which returns a struct "
@@ -183,8 +192,8 @@ def _mode(entry: Entry, mode: Mode | None, acts, ret, problems: Collector) -> Mo
     words = list(entry.activities) + ([entry.returns] if entry.returns else [])
     used = list(zip(words, acts + ([ret] if ret else [])))
     if mode is None:
-        forward = [(w, a) for w, a in used if a.value.modes == {Mode.FORWARD}]
-        reverse = [(w, a) for w, a in used if a.value.modes == {Mode.REVERSE}]
+        forward = [(w, a) for w, a in used if Mode.REVERSE not in a.value.modes]
+        reverse = [(w, a) for w, a in used if Mode.FORWARD not in a.value.modes]
         if forward and reverse:
             (fw, fa), (rw, ra) = forward[0], reverse[0]
             later = fw if fw.span.offset > rw.span.offset else rw
@@ -194,7 +203,7 @@ def _mode(entry: Entry, mode: Mode | None, acts, ret, problems: Collector) -> Mo
         return Mode.FORWARD if forward else Mode.REVERSE
     bad = [(w, a) for w, a in used if mode not in a.value.modes]
     for w, a in bad:
-        other = next(iter(a.value.modes)).value
+        other = "forward" if Mode.FORWARD in a.value.modes else "reverse"
         problems.add(error(f"'{a.word}' is a {other}-mode activity, but '{entry.name.text}' is "
                            f"{mode.value} mode", w.span))
     return None if bad else mode
@@ -208,10 +217,9 @@ def check_names(derived: list[tuple[Derivation, Unit]], problems: Collector) -> 
     """Derived names are C identifiers no one else uses, and the names each signature makes
     up (shadows, seeds, result fields) do not clash."""
     seen: dict[str, Derivation] = {}
-    signatures = []
-    for d, unit in derived:
-        sig = signature(d)
-        for name in filter(None, (d.name, sig.result_struct)):
+    out = []
+    for d, unit, sig in ((d, unit, sig) for d, unit in derived for sig in signatures(d)):
+        for name in filter(None, (sig.name, sig.result_struct)):
             first = seen.get(name)
             if first is not None:
                 problems.add(error(f"derived name '{name}' is used twice", d.entry.name.span,
@@ -229,8 +237,8 @@ def check_names(derived: list[tuple[Derivation, Unit]], problems: Collector) -> 
                 problems.add(error(f"'{d.name}' would have two {what}s named '{clash}'; rename the "
                                    f"parameter of '{d.primal.name}' that clashes", d.entry.name.span,
                                    [note(f"'{d.primal.name}' is declared here", d.primal.span)]))
-        signatures.append(sig)
-    return signatures
+        out.append(sig)
+    return out
 
 
 @dataclass(frozen=True)

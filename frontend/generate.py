@@ -68,7 +68,7 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
     with stages.stage("render", plural(len(signatures), "derivative function")):
         results = []
         for src, unit in zip(texts, units):
-            mine = [s for s, (_, u) in zip(signatures, derived) if u is unit] if unit else []
+            mine = _of_unit(signatures, derived, unit) if unit else []
             outputs = render(unit or Unit(src, [], {}, {}, []), mine, out_dir, __version__)
             header, stubs = output_names(src.path)
             files = {out_dir / header: outputs.header, out_dir / stubs: outputs.stubs,
@@ -88,12 +88,17 @@ def _recheck_c(units, signatures, derived, out_dir, flags, problems: Collector) 
     for unit in units:
         if unit is None or not unit.errors:
             continue
-        mine = [s for s, (_, u) in zip(signatures, derived) if u is unit]
+        mine = _of_unit(signatures, derived, unit)
         header_name, _ = output_names(unit.source.path)
         header = render(unit, mine, out_dir, __version__).header
         again = read_unit(unit.source, flags, {header_name: header})
         kept.diagnostics += again.errors
     return kept
+
+
+def _of_unit(signatures: list[Signature], derived, unit) -> list[Signature]:
+    ours = {id(d) for d, u in derived if u is unit}
+    return [s for s in signatures if id(s.derivation) in ours]
 
 
 def _read(path: Path) -> SourceFile:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from .abi import Signature, Slot
+from .abi import PARTS, Signature, Slot, signature
 
 
 def manifest(source: str, version: str, signatures: list[Signature]) -> str:
@@ -19,21 +19,29 @@ def manifest(source: str, version: str, signatures: list[Signature]) -> str:
             "returns": _value(primal.returns.ffi, primal.returns.fields),
         })
     for sig in signatures:
-        d = sig.derivation
-        functions[sig.name] = {
-            "kind": "derived",
-            "of": d.primal.name,
-            "mode": d.mode.value,
-            "width": d.width,
-            "activities": [a.word for a in d.activities],
-            "returns_activity": d.returns.word if d.returns else None,
-            "prefix": d.prefix,
-            "params": [_slot(p) for p in sig.params],
-            "returns": ({"struct": sig.result_struct, "fields": [_slot(f) for f in sig.fields]}
-                        if sig.result_struct else {**_slot(sig.fields[0]), "field": sig.fields[0].name}
-                        if sig.fields else {"ffi": "void"}),
-        }
+        functions[sig.name] = _derived(sig)
+        if sig.part == "forward":  # the split entry as a whole: what adgen.load calls both halves as
+            functions[sig.derivation.name] = {**_derived(signature(sig.derivation)), "kind": "split",
+                                              "parts": {p: f"{sig.derivation.name}_{p}" for p in PARTS}}
     return json.dumps({"adgen": version, "source": source, "functions": functions}, indent=1, sort_keys=True) + "\n"
+
+
+def _derived(sig: Signature) -> dict:
+    d = sig.derivation
+    return {
+        "kind": "derived",
+        "of": d.primal.name,
+        "mode": d.mode.value,
+        "width": d.width,
+        "activities": [a.word for a in d.activities],
+        "returns_activity": d.returns.word if d.returns else None,
+        "prefix": d.prefix,
+        **({"part": sig.part} if sig.part else {}),
+        "params": [_slot(p) for p in sig.params],
+        "returns": ({"struct": sig.result_struct, "fields": [_slot(f) for f in sig.fields]}
+                    if sig.result_struct else {**_slot(sig.fields[0]), "field": sig.fields[0].name}
+                    if sig.fields else {"ffi": "void"}),
+    }
 
 
 def _primal_param(p) -> dict:

@@ -15,6 +15,12 @@ from .prototypes import Function
 class Mode(Enum):
     FORWARD = "forward"
     REVERSE = "reverse"
+    SPLIT = "split"  # reverse mode as two functions with a tape between them
+
+    @property
+    def family(self) -> "Mode":
+        """Which activities it takes: split mode is reverse mode's."""
+        return Mode.REVERSE if self is Mode.SPLIT else self
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,9 @@ SCALAR_OR_POINTER = TypeRule(
     "a float or double, or a pointer to floating-point data")
 
 
+_REVERSE = frozenset({Mode.REVERSE, Mode.SPLIT})
+
+
 @dataclass(frozen=True)
 class ActivityRule:
     word: str
@@ -48,11 +57,11 @@ class ActivityRule:
 
 class Activity(Enum):
     CONST = ActivityRule("const", frozenset(Mode), ANY, ANY)
-    ACTIVE = ActivityRule("active", frozenset({Mode.REVERSE}), FLOATING, FLOATING)
-    ACTIVEONLY = ActivityRule("activeonly", frozenset({Mode.REVERSE}), None, FLOATING)
-    DUP = ActivityRule("dup", frozenset({Mode.REVERSE}), FLOATING_POINTER, None)
-    DUPONLY = ActivityRule("duponly", frozenset({Mode.REVERSE}), FLOATING_POINTER, None)
-    DUPV = ActivityRule("dupv", frozenset({Mode.REVERSE}), FLOATING_POINTER, None)
+    ACTIVE = ActivityRule("active", _REVERSE, FLOATING, FLOATING)
+    ACTIVEONLY = ActivityRule("activeonly", _REVERSE, None, FLOATING)
+    DUP = ActivityRule("dup", _REVERSE, FLOATING_POINTER, None)
+    DUPONLY = ActivityRule("duponly", _REVERSE, FLOATING_POINTER, None)
+    DUPV = ActivityRule("dupv", _REVERSE, FLOATING_POINTER, None)
     DUAL = ActivityRule("dual", frozenset({Mode.FORWARD}), FLOATING_OR_POINTER, FLOATING)
     DUALONLY = ActivityRule("dualonly", frozenset({Mode.FORWARD}), FLOATING_OR_POINTER, FLOATING)
     DUALV = ActivityRule("dualv", frozenset({Mode.FORWARD}), SCALAR_OR_POINTER, None)

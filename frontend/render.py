@@ -59,8 +59,9 @@ def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str)
         stem=source.path.stem,
         header=header,
         guard="ADGEN_" + re.sub(r"[^A-Za-z0-9]", "_", header).upper(),
-        includes=_includes(unit, decls, out_dir),
-        stub_includes=_includes(unit, decls, out_dir, before=max((t.line for t in local_types), default=0)),
+        includes=_includes(unit, decls, out_dir) + _system(signatures),
+        stub_includes=_includes(unit, decls, out_dir, before=max((t.line for t in local_types), default=0)) +
+        _system(signatures),
         local_types=local_types,
         ahead=sorted({tag for s in signatures for t in _types(s.derivation.primal) for tag in t.ahead}),
         uses_restrict=any(re.search(r"\brestrict\b", s.prototype()) for s in signatures),
@@ -70,6 +71,11 @@ def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str)
     )
     env = _environment()
     return Outputs(env.get_template("header.h.j2").render(context), env.get_template("stubs.c.j2").render(context))
+
+
+def _system(signatures: list[Signature]) -> list[str]:
+    """The C library headers the generated declarations need themselves (size_t, for a tape)."""
+    return ["<stddef.h>"] if any(s.part for s in signatures) else []
 
 
 def _types(f: Function):

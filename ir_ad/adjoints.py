@@ -48,7 +48,7 @@ class Adjoints:
         return tuple(out)
 
     def add(self, b: Builder, name: str, value: Shadow) -> None:
-        if not self.activity.active(name):
+        if not self.activity.active(name) or self.sweep.release_only:
             return
         value = self.layout.convert(b, value, self.activity.floaty[name])
         t = self.part(name)
@@ -58,6 +58,8 @@ class Adjoints:
     def reverse(self, inst: Instruction, site: Site, b: Builder) -> None:
         """The reverse of one instruction."""
         op = inst.opcode
+        if self.sweep.release_only:
+            return self._release_only(inst, site, b)
         if op in ("br", "switch", "ret", "unreachable", "fcmp", "icmp"):
             return
         if op == "call":
@@ -85,6 +87,17 @@ class Adjoints:
         if op in ("fadd", "fsub", "fmul", "fdiv", "frem", "fneg"):
             return self.reverse_rule(inst, op, ops, dr, site, b)
         raise self.d.fail(f"the '{op}' instruction in reverse mode")
+
+    def _release_only(self, inst, site, b) -> None:
+        """What the reverse sweep releases, and nothing else (split mode's `free`)."""
+        if inst.opcode == "alloca" and inst.result in self.d.heap:
+            return self._release(inst.result, site, b)
+        if inst.opcode != "call":
+            return
+        if callee_name(inst) in ALLOCATORS | {"realloc"}:
+            return self._release(inst.result, site, b, freed_by_primal=True)
+        if id(inst) in self.d.calls:
+            return self.reverse_derived_call(inst, site, b)
 
     def reverse_rule(self, inst, name, args, dr, site, b) -> None:
         rule = rule_for(name)
@@ -188,8 +201,13 @@ class Adjoints:
                 for i, a in enumerate(inst.operands)]
         shadows = [x for a, on in zip(inst.operands, callee.pattern.active) if on and a.type.kind == "ptr"
                    for x in self.sweep.shadow(a, site)]
-        seeds = list(self.take(b, inst.result)) if callee.pattern.ret_active else []
         rec = self.sweep.need(call.blob, site, (PTR,))[0]
+        if self.sweep.release_only:
+            b.emit(f"call void {callee.free}({', '.join(str(a) for a in args + shadows + [rec])})")
+            if call.indirect:
+                b.call("@free", VOID, [rec])
+            return
+        seeds = list(self.take(b, inst.result)) if callee.pattern.ret_active else []
         text = ", ".join(str(a) for a in args + shadows + seeds + [rec])
         if callee.rev_ret.kind == "void":
             b.emit(f"call void {callee.rev}({text})")

@@ -22,7 +22,7 @@ from .dispatch import devirtualize
 from .explain import explain
 from .forward import ZEROS, ForwardMode
 from .ir import Module
-from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel
+from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel
 from .lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_source,
                     lower_stubs, partials_function)
 from .reverse import ReverseMode
@@ -102,12 +102,12 @@ def differentiate(module: Module, generated: list[Generated], primals: list[dict
     of the functions it keeps for differentiation, by C name."""
     numbers = [int(k[1:]) for k in module.metadata if k[1:].isdigit()]
     decls = Declarations(set(module.functions), max(numbers, default=0) + 1)
+    signatures = [s for g in generated for s in g.signatures if s.derivation.depth == level]
     forward = ForwardMode(module, decls, level)
-    reverse = ReverseMode(module, decls, level)
+    reverse = ReverseMode(module, decls, level, releases=any(s.derivation.mode is Mode.SPLIT for s in signatures))
     kernels: list[str] = []
     top: dict[str, list[str]] = {}  # a derived function -> the annotations that call it
     primal_of: dict[str, str] = {}
-    signatures = [s for g in generated for s in g.signatures if s.derivation.depth == level]
     for g, names in zip(generated, primals):
         for sig in g.signatures:
             d = sig.derivation
@@ -118,6 +118,11 @@ def differentiate(module: Module, generated: list[Generated], primals: list[dict
             try:
                 if d.mode is Mode.FORWARD:
                     kernels.append(forward_kernel(forward, decls, sig, fn))
+                elif d.mode is Mode.SPLIT:
+                    kernel, derived = split_kernel(reverse, decls, sig, fn)
+                    kernels.append(kernel)
+                    top.setdefault(derived.aug, []).append(sig.name)
+                    primal_of[derived.aug] = d.primal.name
                 else:
                     kernel, derived = reverse_kernel(reverse, decls, sig, fn)
                     kernels.append(kernel)

@@ -14,7 +14,7 @@ from adgen.frontend.render import KERNEL_PREFIX
 
 from .builder import Builder, Declarations, V, local
 from .forward import ForwardMode, Pattern
-from .ir import I8, I64, PTR, Function, Module, Type, vector
+from .ir import I1, I8, I64, PTR, Function, Module, Type, vector
 from .reverse import RevDerived, RevPattern, ReverseMode
 from .shadows import INTERLEAVED, LANES
 
@@ -137,13 +137,10 @@ def forward_kernel(mode: ForwardMode, decls: Declarations, sig: Signature, fn: F
     return k.text()
 
 
-def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Function) -> tuple[str, RevDerived]:
-    """Runs the augmented forward sweep then the reverse sweep, their record on the stack; also
-    gives the derived pair it calls (several annotations may share one)."""
-    d = sig.derivation
+def _reverse_args(k: _Kernel, d) -> tuple[list[V], list[V], list[bool], list[str], str]:
+    """The primal arguments and shadows the kernel's parameters give, in the derived pair's
+    order, which arguments are active, the float type of each shadowed one's memory, the layout."""
     n = d.width
-    k = _Kernel(mode.module, decls, sig)
-    b = k.b
     primal_args, shadow_args, active, memtypes = [], [], [], []
     kind = LANES
     for p, act in zip(d.primal.params, d.activities):
@@ -158,6 +155,25 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
         active.append(act is not Activity.CONST)
         shadowed = act in _DUP | {Activity.DUPV} or p.ctype.by_value
         memtypes.append(p.ctype.element_float if shadowed else "")
+    return primal_args, shadow_args, active, memtypes, kind
+
+
+def _store_gradients(k: _Kernel, d, derived: RevDerived, grads: V | None, kind: str, values: dict) -> None:
+    parts = 1 if kind == INTERLEAVED else d.width
+    for j, i in enumerate(derived.scalars):
+        lanes = [k.b.value(derived.rev_ret.elems[j * parts + m], f"extractvalue {grads}, {j * parts + m}")
+                 for m in range(parts)]
+        values[f"{d.prefix}{d.primal.params[i].name}"] = lanes[0] if parts == 1 else lanes
+
+
+def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Function) -> tuple[str, RevDerived]:
+    """Runs the augmented forward sweep then the reverse sweep, their record on the stack; also
+    gives the derived pair it calls (several annotations may share one)."""
+    d = sig.derivation
+    n = d.width
+    k = _Kernel(mode.module, decls, sig)
+    b = k.b
+    primal_args, shadow_args, active, memtypes, kind = _reverse_args(k, d)
     ret_active = d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY)
     seeds = k.take(n) if ret_active else []
     r = d.primal.returns
@@ -187,10 +203,69 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
         b.emit(f"call void {derived.rev}({rev_args})")
     else:
         grads = b.value(derived.rev_ret, f"call {derived.rev_ret.text} {derived.rev}({rev_args})")
-    parts = 1 if kind == INTERLEAVED else n
-    for j, i in enumerate(derived.scalars):
-        lanes = [b.value(derived.rev_ret.elems[j * parts + m], f"extractvalue {grads}, {j * parts + m}")
-                 for m in range(parts)]
-        values[f"{d.prefix}{d.primal.params[i].name}"] = lanes[0] if parts == 1 else lanes
+    _store_gradients(k, d, derived, grads, kind, values)
     k.store(values, _scalar_types(sig, fn))
+    return k.text(), derived
+
+
+def split_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Function) -> tuple[str, RevDerived]:
+    """One of split mode's four functions (specs/abi.md). The tape is the caller's memory: a
+    state word (1 while it holds a forward sweep's results), the forward sweep's arguments and
+    shadows (8 bytes each), then the record, 16-byte aligned. The derived pair assumes the
+    caller may change any memory between the two sweeps; what it allocates is released by the
+    reverse sweep, or by the free function, which walks the reverse sweep's control flow only."""
+    d = sig.derivation
+    n = d.width
+    k = _Kernel(mode.module, decls, sig)
+    b = k.b
+    kind = INTERLEAVED if Activity.DUPV in d.activities else LANES
+    shadows = [n if act in _DUP else 1 if act is Activity.DUPV else 0 for act in d.activities]
+    saved = [p.type for p in fn.params] + [PTR] * sum(shadows)  # the derived pair's arguments, in its order
+    ret_active = d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY)
+    derived = mode.derive(RevPattern(
+        fn.name, tuple(a is not Activity.CONST for a in d.activities), ret_active, n, kind,
+        tuple(p.ctype.element_float if a in _DUP | {Activity.DUPV} else "" for p, a in zip(d.primal.params,
+                                                                                           d.activities)),
+        tuple(True for _ in fn.params), True, d.returns is not Activity.ACTIVEONLY))
+    record_at = -(-(8 + 8 * len(saved)) // 16) * 16
+    if sig.part == "tape_size":
+        b.store(V(I64, str(record_at + derived.record_size)), k.out["ret"])
+        return k.text(), derived
+    args = []
+    if sig.part == "forward":  # the C order (each parameter, then its shadows) to the derived pair's
+        given = [(k.take()[0], k.take(count)) for count in shadows]
+        args = [value for value, _ in given] + [x for _, lanes in given for x in lanes]
+    (tape,) = k.take()
+    slots = [b.gep(I8, tape, V(I64, str(8 + 8 * j))) for j in range(len(saved))]
+    record = b.gep(I8, tape, V(I64, str(record_at))) if derived.record_size else V(PTR, "null")
+    values: dict = {}
+    if sig.part == "forward":
+        b.store(V(I64, "1"), tape, 8)
+        for value, at in zip(args, slots):
+            b.store(value, at, 8)
+        call = f"call {derived.aug_ret.text} {derived.aug}({', '.join(str(a) for a in args + [record])})"
+        if derived.aug_ret.kind == "void":
+            b.emit(call)
+        else:
+            values["ret"] = b.value(derived.aug_ret, call)
+        k.store(values, _scalar_types(sig, fn))
+        return k.text(), derived
+    args = [b.load(t, at, 8) for t, at in zip(saved, slots)]
+    if sig.part == "reverse":
+        seeds = k.take(n) if ret_active else []
+        if seeds and kind == INTERLEAVED:
+            seeds = [b.gather(seeds)]
+        call = f"call {derived.rev_ret.text} {derived.rev}({', '.join(str(a) for a in args + seeds + [record])})"
+        grads = b.value(derived.rev_ret, call) if derived.rev_ret.kind != "void" else b.emit(call)
+        _store_gradients(k, d, derived, grads, kind, values)
+        b.store(V(I64, "0"), tape, 8)
+        k.store(values, _scalar_types(sig, fn))
+        return k.text(), derived
+    held = b.value(I1, f"icmp ne i64 {b.load(I64, tape, 8).ref}, 0")  # "free": only a tape still holding
+    b.emit(f"br {held}, label %release, label %done")
+    b.lines.append("release:")
+    b.emit(f"call void {derived.free}({', '.join(str(a) for a in args + [record])})")
+    b.store(V(I64, "0"), tape, 8)
+    b.emit("br label %done")
+    b.lines.append("done:")
     return k.text(), derived

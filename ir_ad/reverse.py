@@ -52,6 +52,7 @@ class RevDerived:
     rev_ret: Type
     scalars: list[int]  # the active float arguments, whose gradients `rev` returns in order
     plan: CachePlan | None = None  # None while it is being written (a recursive call)
+    free: str = ""  # split mode: releases what `aug` allocated, without reversing anything
     rev_uses: tuple[bool, ...] = ()  # which primal arguments `rev` reads
     aug_uses: tuple[bool, ...] = ()  # which arguments' shadows `aug` reads
 
@@ -116,8 +117,9 @@ RUNTIME_DECLARATIONS = [
 
 
 class ReverseMode:
-    def __init__(self, module: Module, decls: Declarations, level: int = 1):
+    def __init__(self, module: Module, decls: Declarations, level: int = 1, releases: bool = False):
         self.module, self.decls = module, decls
+        self.releases = releases  # also write each pair's `free` function (split mode needs them)
         self.tag = "" if level == 1 else str(level)  # in names: apart from an earlier level's, still in the module
         self.memo: dict[RevPattern, RevDerived] = {}
         self.definitions: list[str] = []
@@ -146,7 +148,7 @@ class ReverseMode:
         aug_ret = struct(fn.ret, *[layout.part_type(PTR)] * layout.parts) if pattern.ret_shadow else \
             fn.ret if pattern.ret_needed else VOID
         derived = RevDerived("@" + local(stem + ".aug")[1:], "@" + local(stem + ".rev")[1:], pattern,
-                             aug_ret, struct(*grads) if grads else VOID, scalars)
+                             aug_ret, struct(*grads) if grads else VOID, scalars, free="@" + local(stem + ".free")[1:])
         self.memo[pattern] = derived
         d = self._analyze(fn, derived, layout)
         from .augmented import write_augmented
@@ -164,6 +166,10 @@ class ReverseMode:
             raise Unsupported(fn.name, d.keys[key].inst, f"{what}, a value the reverse sweep needs but can neither "
                               "store nor recompute") from None
         rev = sweep.write(d.plan)
+        if self.releases:
+            releaser = ReverseSweep(d, release_only=True)
+            releaser.collect()
+            self.definitions.append(releaser.write(d.plan))
         aug = write_augmented(d)
         derived.plan = d.plan
         derived.rev_uses = tuple(_mentions(rev, p.name) for p in fn.params)

@@ -45,8 +45,12 @@ class Site:
 
 
 class ReverseSweep:
-    def __init__(self, d: Derivation):
+    def __init__(self, d: Derivation, release_only: bool = False):
+        """`release_only`: split mode's `free` function, which walks the reverse sweep's control
+        flow to release what the forward sweep allocated (the same plan, read the same way), and
+        computes nothing."""
         self.d = d
+        self.release_only = release_only
         self.fn, self.layout, self.activity = d.fn, d.layout, d.activity
         self.sites: list[Site] = []
         self.rev_of: dict[str, Site] = {}
@@ -228,7 +232,10 @@ class ReverseSweep:
             if group is not None and group.root is loop and group.in_record is None:
                 for p in loop.entries:
                     self.edges[(p, block.label)].frees.append(group.desc)
-        out = [f"define internal {derived.rev_ret.text} {derived.rev}({', '.join(d.mode.rev_params(fn, derived))}) {{"]
+        if self.release_only:
+            out = [f"define internal void {derived.free}({', '.join(d.mode.aug_params(fn, derived))}) {{"]
+        else:
+            out = [f"define internal {derived.rev_ret.text} {derived.rev}({', '.join(d.mode.rev_params(fn, derived))}) {{"]
         out.append("entry:")
         eb = Builder(d.decls, out, prefix="a")
         if self.activity.maybe:
@@ -283,7 +290,7 @@ class ReverseSweep:
                           for slot in self.adjoints.slots(name)]  # -0.0 becomes 0.0
             else:
                 grads += [V(t, "zeroinitializer" if t.kind == "vector" else "0.0")] * self.layout.parts
-        if grads:
+        if grads and not self.release_only:
             agg = V(derived.rev_ret, "poison")
             for k, g in enumerate(grads):
                 agg = xb.value(derived.rev_ret, f"insertvalue {agg}, {g}, {k}")
