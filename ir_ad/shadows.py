@@ -120,7 +120,11 @@ class Layout:
         return tuple(V(pt, name) for name in self.names(ref))
 
     def zero(self, t: Type) -> Shadow:
+        """Zero derivatives of type `t`; for an integer of no derivative (a byte stored into memory
+        that has a shadow: a came-byte of a tape differentiated again), zero bytes of its size."""
         pt = self.part_type(t)
+        if pt is None and t.kind == "int":
+            pt = t if self.kind == LANES else vector(t, self.width)
         text = "0" if pt.kind == "int" else "null" if pt.kind == "ptr" else \
             "0.000000e+00" if pt.kind == "float" else "zeroinitializer"
         return tuple(V(pt, text) for _ in range(self.parts))

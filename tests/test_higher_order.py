@@ -44,6 +44,21 @@ double chain(const double *x, int n)
     return s;
 }
 
+/* a loop whose reverse sweep reads back a byte an iteration (which argument of fmax won): the
+ * gradient's tape holds bytes beside doubles, which forward mode over it must carry */
+// @diff(peak_grad: (dup, const) -> active; peak_hvp: forward of peak_grad (dual, dual, const, const) -> const)
+// @diff(peak_hess4: forward[4] of peak_grad (dual, dual, const, const) -> const)
+// @diff(peak_hess4v: forward[4] of peak_grad (dualv, dualv, const, const) -> const)
+double peak(const double *x, int n)
+{
+    double m = x[0], s = 0;
+    for (int i = 1; i < n; i++)
+        m = fmax(m, x[i]);
+    for (int i = 0; i < n; i++)
+        s += exp(x[i] - m) * x[i];
+    return m * m + s;
+}
+
 static double soft(double t) { return log1p(exp(t)); }
 
 /* a function calling an inlined helper, writing its result through a pointer */
@@ -84,7 +99,7 @@ def _hessian_fd(lib, name, x):
     return np.array([(_grad(lib, name, x + H * e) - _grad(lib, name, x - H * e)) / (2 * H) for e in np.eye(len(x))]).T
 
 
-@pytest.mark.parametrize("name", ["rosen", "chain"])
+@pytest.mark.parametrize("name", ["rosen", "chain", "peak"])
 def test_hessian_vector_product_forward_over_reverse(lib, name):
     v = RNG.normal(size=N)
     dx, hv = np.zeros(N), np.zeros(N)
@@ -98,7 +113,7 @@ def test_hessian_vector_product_forward_over_reverse(lib, name):
         assert result.d2_ret == pytest.approx(_grad(lib, name, X) @ v, rel=1e-12)
 
 
-@pytest.mark.parametrize("name", ["rosen", "chain"])
+@pytest.mark.parametrize("name", ["rosen", "chain", "peak"])
 def test_full_hessian_four_columns_a_call(lib, name):
     """forward[4] over reverse: the n x n Hessian in ceil(n / 4) calls, by unit directions."""
     hessian = np.zeros((N, N))
@@ -112,6 +127,21 @@ def test_full_hessian_four_columns_a_call(lib, name):
                 hessian[:, start + k] = outs[k]
     assert hessian == pytest.approx(_hessian_fd(lib, name, X), rel=1e-6, abs=1e-5)
     assert hessian == pytest.approx(hessian.T, rel=1e-12, abs=1e-12)
+
+
+def test_full_hessian_interleaved_directions(lib):
+    """forward[4] with `dualv`: the four directions (and the four columns) interleaved in one array."""
+    hessian = np.zeros((N, N))
+    for start in range(0, N, 4):
+        cols = np.zeros((N, 4))
+        for k in range(4):
+            cols[min(start + k, N - 1), k] = 1
+        out = np.zeros(N * 4)
+        lib.peak_hess4v(X, cols.ravel(), np.zeros(N), out, N, 1.0)
+        for k in range(4):
+            if start + k < N:
+                hessian[:, start + k] = out.reshape(N, 4)[:, k]
+    assert hessian == pytest.approx(_hessian_fd(lib, "peak", X), rel=1e-6, abs=1e-5)
 
 
 def test_second_and_third_directional_derivatives_forward_over_forward(lib):
