@@ -141,21 +141,23 @@ def _reverse_args(k: _Kernel, d) -> tuple[list[V], list[V], list[bool], list[str
     """The primal arguments and shadows the kernel's parameters give, in the derived pair's
     order, which arguments are active, the float type of each shadowed one's memory, the layout."""
     n = d.width
-    primal_args, shadow_args, active, memtypes = [], [], [], []
-    kind = LANES
+    primal_args, shadow_args = [], []
     for p, act in zip(d.primal.params, d.activities):
         primal_args += k.take()
         if act in _DUP:
             shadow_args += k.take(n)
         elif act is Activity.DUPV:
-            kind = INTERLEAVED
             shadow_args += k.take()
         elif act is Activity.ACTIVE and p.ctype.by_value:  # its gradient accumulates in the result
             shadow_args += [k.result_memory(f"{d.prefix}{p.name}", p.ctype.size, j) for j in range(n)]
-        active.append(act is not Activity.CONST)
-        shadowed = act in _DUP | {Activity.DUPV} or p.ctype.by_value
-        memtypes.append(p.ctype.element_float if shadowed else "")
-    return primal_args, shadow_args, active, memtypes, kind
+    return (primal_args, shadow_args, [act is not Activity.CONST for act in d.activities], _memtypes(d),
+            INTERLEAVED if Activity.DUPV in d.activities else LANES)
+
+
+def _memtypes(d) -> list[str]:
+    """Per parameter, the float type of the memory its shadow covers (when only one)."""
+    return [p.ctype.element_float if act in _DUP | {Activity.DUPV} or p.ctype.by_value else ""
+            for p, act in zip(d.primal.params, d.activities)]
 
 
 def _store_gradients(k: _Kernel, d, derived: RevDerived, grads: V | None, kind: str, values: dict) -> None:
@@ -222,11 +224,9 @@ def split_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Fun
     shadows = [n if act in _DUP else 1 if act is Activity.DUPV else 0 for act in d.activities]
     saved = [p.type for p in fn.params] + [PTR] * sum(shadows)  # the derived pair's arguments, in its order
     ret_active = d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY)
-    derived = mode.derive(RevPattern(
-        fn.name, tuple(a is not Activity.CONST for a in d.activities), ret_active, n, kind,
-        tuple(p.ctype.element_float if a in _DUP | {Activity.DUPV} else "" for p, a in zip(d.primal.params,
-                                                                                           d.activities)),
-        tuple(True for _ in fn.params), True, d.returns is not Activity.ACTIVEONLY))
+    derived = mode.derive(RevPattern(fn.name, tuple(a is not Activity.CONST for a in d.activities), ret_active, n,
+                                     kind, tuple(_memtypes(d)), tuple(True for _ in fn.params), True,
+                                     d.returns is not Activity.ACTIVEONLY))
     record_at = -(-(8 + 8 * len(saved)) // 16) * 16
     if sig.part == "tape_size":
         b.store(V(I64, str(record_at + derived.record_size)), k.out["ret"])
