@@ -12,13 +12,17 @@ C: each measurement is the best of several repetitions. For each kernel it repor
             allocates); gradients are checked against the hand-written ones or, where there
             is none, against central finite differences, and Enzyme's against adgen's;
   forward8: forward[8] against eight width-1 calls and against Enzyme's forward[8] (the
-            lanes must agree).
+            lanes must agree);
+  hvp:      for the kernels of one array, the Hessian-vector product (forward mode over the
+            reverse-mode gradient, `of`) beside the gradient's time and Enzyme's forward mode over
+            its own gradient; checked against finite differences of the gradient.
 
 It writes DIR/bench.md (Markdown tables, reverse and forward[8]) and, with matplotlib installed
 (pip install 'adgen[bench]'), DIR/ratios.png; --json FILE writes one record per kernel and
 mode with the keys kernel, mode, primal_s, adgen_s, hand_s (None where there is no hand-written
 gradient, and for forward8), enzyme_s (None without --enzyme), difference, and for reverse
-adgen_bytes and enzyme_bytes, for forward8 speedup_vs_scalar. --difftime also measures
+adgen_bytes and enzyme_bytes, for forward8 speedup_vs_scalar (for hvp: the gradient's time over
+the product's). --difftime also measures
 differentiation time against IR size (DIR/difftime.png). --quick uses smaller sizes and
 finishes in under two minutes."""
 
@@ -100,7 +104,8 @@ def _mb(count: int | None) -> str:
 
 
 def table(records: list[dict]) -> str:
-    """Two Markdown tables: reverse-mode gradients (time and peak heap), then forward[8]."""
+    """Markdown tables: reverse-mode gradients (time and peak heap), forward[8], and Hessian-vector
+    products (forward over reverse)."""
     enzyme = any(r["enzyme_s"] is not None for r in records)
     reverse = [r for r in records if r["mode"] == "reverse"]
     forward = [r for r in records if r["mode"] == "forward8"]
@@ -120,7 +125,15 @@ def table(records: list[dict]) -> str:
                 ("adgen/Enzyme", lambda r: _ratio(r["adgen_s"], r["enzyme_s"]))] if enzyme else []
     columns += [("8 width-1 calls ms", lambda r: _ms(r["adgen_s"] * r["speedup_vs_scalar"])),
                 ("speedup over 8 calls", lambda r: f"{r['speedup_vs_scalar']:.2f}")]
-    return text + "\nForward mode, 8 directions in one call:\n\n" + _markdown(columns, forward)
+    text += "\nForward mode, 8 directions in one call:\n\n" + _markdown(columns, forward)
+    hvp = [r for r in records if r["mode"] == "hvp"]
+    columns = [("kernel", lambda r: r["kernel"]), ("gradient ms", lambda r: _ms(r["scalar_s"])),
+               ("adgen H·v ms", lambda r: _ms(r["adgen_s"]))]
+    columns += [("Enzyme H·v ms", lambda r: _ms(r["enzyme_s"])),
+                ("adgen/Enzyme", lambda r: _ratio(r["adgen_s"], r["enzyme_s"]))] if enzyme else []
+    columns += [("adgen H·v/gradient", lambda r: _ratio(r["adgen_s"], r["scalar_s"]))]
+    return text + "\nHessian-vector products, forward mode over the reverse-mode gradient:\n\n" + \
+        _markdown(columns, hvp) if hvp else text
 
 
 def _markdown(columns, records: list[dict]) -> str:

@@ -54,6 +54,9 @@ typedef struct {
 } lanes8;
 void rosenbrock_enzyme_grad(const double *x, double *gx, int n);
 lanes8 rosenbrock_enzyme_fwd8(const double *x, double **dx, int n);
+void rosenbrock_enzyme_hvp(const double *x, const double *v, double *gx, double *hv, int n);
+void logsumexp_enzyme_hvp(const double *x, const double *v, double *gx, double *hv, int n);
+void sinexp_enzyme_hvp(const double *x, const double *v, double *gx, double *hv, int n);
 void norm_enzyme_grad(double *out, double *dout, const double *in, double *din, int n);
 void norm_enzyme_fwd8(double *out, double **dout, const double *in, double **din, int n);
 void logsumexp_enzyme_grad(const double *x, double *gx, int n);
@@ -292,6 +295,35 @@ static void print(struct record r)
         report(fr);                                                                                \
     } while (0)
 
+/* Forward over reverse (NAME_hvp: forward of NAME_grad) for a kernel of one array x of n,
+ * timed beside the gradient (`scalar` holds its time) and Enzyme's forward mode over its own
+ * gradient; checked against central differences of the gradient along v at a few components
+ * (beyond finite differences' own accuracy), Enzyme's against adgen's. */
+#define HVP(name, kernel, grad_time)                                                               \
+    do {                                                                                           \
+        double *v = filled(n, 1.0, 71), *gh = zeros(n), *hv = zeros(n), *ehv = zeros(n);           \
+        double *up = zeros(n), *down = zeros(n), h = 1e-5;                                         \
+        struct record hr = { name, "hvp", grad_time, 0, 0, 0, grad_time };                         \
+        BEST(hr.adgen, memset(gh, 0, n * sizeof *gh); memset(hv, 0, n * sizeof *hv);               \
+             kernel##_hvp(x, v, gh, hv, n, 1.0));                                                  \
+        ENZYME(BEST(hr.enzyme, memset(gh, 0, n * sizeof *gh); memset(ehv, 0, n * sizeof *ehv);     \
+                    kernel##_enzyme_hvp(x, v, gh, ehv, n));                                        \
+               hr.enzyme_diff = difference(ehv, hv, n));                                           \
+        for (int i = 0; i < n; i++) x[i] += h * v[i];                                              \
+        kernel##_grad(x, up, n, 1.0);                                                              \
+        for (int i = 0; i < n; i++) x[i] -= 2 * h * v[i];                                          \
+        kernel##_grad(x, down, n, 1.0);                                                            \
+        for (int i = 0; i < n; i++) x[i] += h * v[i];                                              \
+        for (int probe = 0; probe < 3; probe++) {                                                  \
+            int j = (probe * 7919 + 13) % n;                                                       \
+            double fd = (up[j] - down[j]) / (2 * h);                                               \
+            double err = fabs(fd - hv[j]) / fmax(1e-2, fmax(fabs(fd), fabs(hv[j])));              \
+            hr.diff = fmax(hr.diff, err > 1e-4 ? err : 0);                                         \
+        }                                                                                          \
+        report(hr);                                                                                \
+        free(v), free(gh), free(hv), free(ehv), free(up), free(down);                              \
+    } while (0)
+
 /* ------------------------------------------------------------------ the kernels */
 
 /* A kernel of one array giving one number (rosenbrock, logsumexp, sinexp): bench_KERNEL(n) times
@@ -317,6 +349,7 @@ static void print(struct record r)
                  kernel##_fwd8_result f = kernel##_fwd8(x, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], n); \
                  memcpy(lanes, f.d_ret, sizeof lanes),                                             \
                  lanes8 e = kernel##_enzyme_fwd8(x, d, n); memcpy(elanes, e.d, sizeof elanes));    \
+        HVP(#kernel, kernel, r.adgen);                                                             \
     }
 
 ONE_ARRAY_BENCH(rosenbrock, 2.0, 1)

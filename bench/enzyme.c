@@ -1,7 +1,8 @@
 /* The same kernels differentiated by Enzyme, for `python -m bench --enzyme PLUGIN`: compiled by
  * clang-19 with Enzyme's plugin (-O2 -fno-math-errno -march=native), with the primal functions
  * renamed so that they do not clash with kernels.o. NAME_enzyme_grad has the activities of
- * NAME_grad, NAME_enzyme_fwd8 those of NAME_fwd8 (it returns the eight tangents of the result). */
+ * NAME_grad, NAME_enzyme_fwd8 those of NAME_fwd8 (it returns the eight tangents of the result),
+ * NAME_enzyme_hvp those of NAME_hvp (forward mode over Enzyme's own gradient). */
 #define rosenbrock e_rosenbrock
 #define mag e_mag
 #define norm e_norm
@@ -37,6 +38,11 @@ lanes8 rosenbrock_enzyme_fwd8(const double *x, double **dx, int n)
     return __enzyme_fwddiff((void *)rosenbrock, FWD8, enzyme_dup, x, D8(dx), enzyme_const, n);
 }
 
+void rosenbrock_enzyme_hvp(const double *x, const double *v, double *gx, double *hv, int n)
+{
+    __enzyme_fwddiff_void((void *)rosenbrock_enzyme_grad, enzyme_dup, x, v, enzyme_dup, gx, hv, enzyme_const, n);
+}
+
 void norm_enzyme_grad(double *out, double *dout, const double *in, double *din, int n)
 {
     __enzyme_autodiff((void *)norm, enzyme_dup, out, dout, enzyme_dup, in, din, enzyme_const, n);
@@ -55,6 +61,11 @@ void logsumexp_enzyme_grad(const double *x, double *gx, int n)
 lanes8 logsumexp_enzyme_fwd8(const double *x, double **dx, int n)
 {
     return __enzyme_fwddiff((void *)logsumexp, FWD8, enzyme_dup, x, D8(dx), enzyme_const, n);
+}
+
+void logsumexp_enzyme_hvp(const double *x, const double *v, double *gx, double *hv, int n)
+{
+    __enzyme_fwddiff_void((void *)logsumexp_enzyme_grad, enzyme_dup, x, v, enzyme_dup, gx, hv, enzyme_const, n);
 }
 
 void gmm_enzyme_grad(const double *al, double *ga, const double *mu, double *gm, const double *lq, double *gq,
@@ -132,6 +143,11 @@ void sinexp_enzyme_grad(const double *x, double *gx, int n)
 lanes8 sinexp_enzyme_fwd8(const double *x, double **dx, int n)
 {
     return __enzyme_fwddiff((void *)sinexp, FWD8, enzyme_dup, x, D8(dx), enzyme_const, n);
+}
+
+void sinexp_enzyme_hvp(const double *x, const double *v, double *gx, double *hv, int n)
+{
+    __enzyme_fwddiff_void((void *)sinexp_enzyme_grad, enzyme_dup, x, v, enzyme_dup, gx, hv, enzyme_const, n);
 }
 
 void gmm_objective_enzyme_grad(int d, int k, int n, const double *al, double *ga, const double *mu, double *gm,

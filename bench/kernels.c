@@ -7,7 +7,8 @@
 /* Extended Rosenbrock. */
 // @diff(rosenbrock_grad: (dup, const) -> activeonly;
 //       rosenbrock_fwd: (dual, const) -> dualonly;
-//       rosenbrock_fwd8: forward[8] (dual, const) -> dualonly)
+//       rosenbrock_fwd8: forward[8] (dual, const) -> dualonly;
+//       rosenbrock_hvp: forward of rosenbrock_grad (dual, dual, const, const))
 double rosenbrock(const double *x, int n)
 {
     double s = 0;
@@ -38,7 +39,8 @@ void norm(double *restrict out, const double *restrict in, int n)
 
 // @diff(logsumexp_grad: (dup, const) -> activeonly;
 //       logsumexp_fwd: (dual, const) -> dualonly;
-//       logsumexp_fwd8: forward[8] (dual, const) -> dualonly)
+//       logsumexp_fwd8: forward[8] (dual, const) -> dualonly;
+//       logsumexp_hvp: forward of logsumexp_grad (dual, dual, const, const))
 double logsumexp(const double *x, int n)
 {
     double m = x[0];
@@ -198,7 +200,8 @@ double heat(double *u, double *scratch, int n, double alpha, int steps)
 /* The forward-mode design kernel: a loop mixing products, sin and exp. */
 // @diff(sinexp_grad: (dup, const) -> activeonly;
 //       sinexp_fwd: (dual, const) -> dualonly;
-//       sinexp_fwd8: forward[8] (dual, const) -> dualonly)
+//       sinexp_fwd8: forward[8] (dual, const) -> dualonly;
+//       sinexp_hvp: forward of sinexp_grad (dual, dual, const, const))
 double sinexp(const double *x, int n)
 {
     double s = 0;
