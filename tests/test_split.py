@@ -7,6 +7,7 @@ the inputs changed in between; tapes never reversed released with nothing leaked
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -179,7 +180,8 @@ int main(void)
 def test_tapes_never_reversed_leak_nothing(built, adgen):
     """`NAME_free` releases what the forward sweep allocated (loop storage, a recursive call's
     records, the local array moved to the heap, the list the primal freed): 50 more rounds of
-    16 tapes leave the heap as it was (glibc's count of bytes in use, tcache off)."""
+    16 tapes leave the heap as it was (glibc's count of bytes in use, tcache off), and valgrind
+    finds no leak or invalid access."""
     work, src, _ = built
     out = work / "out"
     assert adgen("build", "-q", src, "-o", out).status == 0
@@ -191,6 +193,11 @@ def test_tapes_never_reversed_leak_nothing(built, adgen):
     size, leaked = map(int, done.stdout.split())
     assert leaked == 0
     assert size == built[2].g_split_tape_size() and size % 8 == 0
+    if shutil.which("valgrind"):  # and no invalid access or leak by valgrind's count, where it is installed
+        checked = subprocess.run(["valgrind", "--leak-check=full", "--errors-for-leak-kinds=all", "--error-exitcode=3",
+                                  str(work / "leaks")], capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stderr
+        assert "All heap blocks were freed" in checked.stderr
 
 
 @pytest.mark.parametrize("entry, message", [
