@@ -10,7 +10,21 @@ from .analysis import CFG, Memory, returns_fresh
 from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand, Type, float_type
 from .rules import rule_for
-from .shadows import ALLOCATORS, VECTOR_VALUES, callee_name, carries, inactive_call, mask_name
+from .shadows import VECTOR_VALUES, is_allocator, callee_name, carries, inactive_call, mask_name
+
+
+def scalar_type(t: Type, memtype: str) -> Type | None:
+    """The float type of an active scalar argument's adjoint: its own, or for an integer that
+    carries a float's bits (a double passed on as an `unsigned long long`), the float's."""
+    if t.kind == "float":
+        return t
+    if t.kind == "int" and memtype and float_type(memtype).bits == t.bits:
+        return float_type(memtype)
+    return None
+
+
+# TBAA's names of scalar types that hold no floating data (pointers are "any pointer", "p1 float"...).
+_NOT_FLOATING = {"int", "long", "long long", "short", "_Bool", "bool", "any pointer", "unsigned int", "unsigned long"}
 
 
 class Activity:
@@ -25,9 +39,9 @@ class Activity:
         self.maybe: set[str] = set()  # pointers whose shadow may be missing
         self.useful: set[str] = set()  # values whose adjoint can reach an output
         self._memtypes: dict[str, Type | None] = {}
-        for p, on in zip(fn.params, active):
-            if on and p.type.kind == "float":
-                self.floaty[p.name] = p.type
+        for i, (p, on) in enumerate(zip(fn.params, active)):
+            if on and scalar_type(p.type, memtypes[i] if i < len(memtypes) else ""):
+                self.floaty[p.name] = scalar_type(p.type, memtypes[i] if i < len(memtypes) else "")
             elif on and p.type.kind == "ptr":
                 self.pointers.add(p.name)
         changed = True
@@ -71,7 +85,8 @@ class Activity:
 
     def _source_callee(self, inst: Instruction) -> Function | None:
         target = self.module.functions.get(inst.callee)
-        if target is None or target.declaration or callee_name(inst).startswith("llvm.") or \
+        if target is None or (target.declaration and inst.callee not in self.module.custom) or \
+                callee_name(inst).startswith("llvm.") or is_allocator(self.module, callee_name(inst)) or \
                 inactive_call(self.module, inst) or rule_for(inst.callee) is not None:
             return None
         return target
@@ -90,7 +105,8 @@ class Activity:
         if t.kind == "ptr":
             if op == "getelementptr" and self.on(ops[0]):
                 return "ptr"
-            if op == "alloca" or (op == "call" and callee_name(inst) in ALLOCATORS | {"realloc"}):
+            if op == "alloca" or (op == "call" and (is_allocator(self.module, callee_name(inst)) or
+                                                    callee_name(inst) == "realloc")):
                 return "ptr"
             if op == "phi" and any(v.value in self.pointers for v, _ in inst.incoming):
                 return "ptr"
@@ -205,6 +221,22 @@ class Activity:
                 work += [x.value for x, _ in inst.incoming]
             elif inst.opcode != "load":
                 work += [o.value for o in inst.operands]
+
+    def holds_no_floats(self, *pointers: str) -> bool:
+        """Whether the memory at these pointers is known to hold no floating data: the accesses
+        through the same bases name (in their struct-path TBAA) structs of integers and
+        pointers only. A copy between such memory has no adjoints to move."""
+        scalars: set[str] = set()
+        bases = {self.memory.base(p).name for p in pointers if self.memory.base(p).name == p}
+        for inst in self.fn.instructions():
+            if inst.opcode in ("load", "store") and inst.tbaa:
+                ptr = inst.operands[0] if inst.opcode == "load" else inst.operands[1]
+                if self.memory.base(ptr.value).name in bases:
+                    found = self.module.tbaa_scalars(inst.tbaa)
+                    if found is None:
+                        return False
+                    scalars |= set(found)
+        return bool(scalars) and all(n in _NOT_FLOATING or n.startswith("p") and " " in n for n in scalars)
 
     def memtype(self, pointer: str) -> Type | None:
         """The float type of the memory a pointer points into: from the C prototypes (passed down

@@ -11,7 +11,7 @@ from .builder import PRIMAL, Builder, V, bare, local
 from .ir import I1, I64, PTR, VOID, Instruction, Operand, Type
 from .keys import CHOICE, OLD, Key, instruction_key
 from .rules import rule_for
-from .shadows import ALLOCATORS, IGNORED_INTRINSICS, INTERLEAVED, MIXED_POINTER, Shadow, inactive_call, \
+from .shadows import IGNORED_INTRINSICS, INTERLEAVED, MIXED_POINTER, Shadow, inactive_call, is_allocator, \
     callee_name, no_derivative
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class Adjoints:
             return self._release(inst.result, site, b)
         if inst.opcode != "call":
             return
-        if callee_name(inst) in ALLOCATORS | {"realloc"}:
+        if is_allocator(self.activity.module, callee_name(inst)) or callee_name(inst) == "realloc":
             return self._release(inst.result, site, b, freed_by_primal=True)
         if id(inst) in self.d.calls:
             return self.reverse_derived_call(inst, site, b)
@@ -176,7 +176,7 @@ class Adjoints:
             return self.reverse_copy(inst, site, b, move="memmove" in name)
         if name.startswith("llvm.memset") or name == "memset":
             return self.reverse_set(inst, site, b)
-        if name in ALLOCATORS:
+        if is_allocator(self.activity.module, name):
             return self._release(inst.result, site, b, freed_by_primal=True)
         if name == "realloc":
             return self.reverse_realloc(inst, site, b)
@@ -233,6 +233,8 @@ class Adjoints:
             length = b.cast("zext", length, I64)
         if src.value not in activity.pointers:
             return self.layout.zero_memory(b, d, length)
+        if t is None and activity.holds_no_floats(dst.value, src.value):
+            return  # integers and pointers: no adjoints to move (their shadows stay as they are)
         if t is None:
             raise self.d.fail("a copy between memory holding derivatives whose element type adgen cannot deduce "
                               "(give the pointers a float or double type in C)")

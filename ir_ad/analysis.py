@@ -33,7 +33,7 @@ def returns_fresh(module, fn: Function, seen: frozenset[str] = frozenset()) -> b
         if inst.opcode == "call":
             name = inst.callee.lstrip("@").strip('"')
             target = module.functions.get(inst.callee)
-            if name in FRESH_ALLOCATORS or name == "realloc" or \
+            if name in FRESH_ALLOCATORS or name in module.allocators or name == "realloc" or \
                     (target is not None and returns_fresh(module, target, seen | {fn.name})):
                 return True
         elif inst.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
@@ -202,7 +202,8 @@ class Memory:
             result = Base("global", value)
         elif depth < 64 and value in self.cfg.defs:
             inst = self.cfg.defs[value]
-            if inst.opcode == "alloca" or (inst.opcode == "call" and inst.callee.lstrip("@") in FRESH_ALLOCATORS):
+            if inst.opcode == "alloca" or (inst.opcode == "call" and (inst.callee.lstrip("@") in FRESH_ALLOCATORS or
+                                                                      inst.callee.lstrip("@") in self.module.allocators)):
                 result = Base("fresh", value)
             elif inst.opcode == "getelementptr" or inst.opcode in ("bitcast", "addrspacecast", "freeze"):
                 result = self.base(inst.operands[0].value, depth + 1)

@@ -15,7 +15,7 @@ from .ir import I64, PTR, VOID, Instruction, Operand
 from .keys import CAME, CHOICE, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, instruction_key
 from .reverse import Derivation, size_global
 from .rules import rule_for
-from .shadows import ALLOCATORS, INTERLEAVED, MIXED_POINTER, Shadow, callee_name, mask_name
+from .shadows import INTERLEAVED, allocation_size, is_allocator, MIXED_POINTER, Shadow, callee_name, mask_name
 
 
 def write_augmented(d: Derivation) -> str:
@@ -82,6 +82,26 @@ class AugmentedWriter:
         self.out += self.cache.after
         self.out.append("}")
         return "\n".join(self.out)
+
+    def _copy_pointer_shadows(self, inst: Instruction, b: Builder) -> None:
+        """A copy of memory holding pointers and integers only (a struct of them, by its TBAA):
+        the pointers' shadows are copied with them, which the callees the copy reaches need.
+        Memory holding floating data keeps its shadow: there it holds adjoints, for the reverse
+        sweep."""
+        dst, src, size = inst.operands[:3]
+        activity = self.activity
+        if dst.value not in activity.pointers or activity.memtype(dst.value) or activity.memtype(src.value) or \
+                not activity.holds_no_floats(dst.value, src.value):
+            return
+        length = V(size.type, size.value)
+        if length.type.text != "i64":
+            length = b.cast("zext", length, I64)
+        if self.layout.kind == INTERLEAVED:
+            raise self.fail("a copy of memory holding pointers with interleaved (dupv) derivatives")
+        if src.value not in activity.pointers:
+            return self.layout.zero_memory(b, self.shadow(dst), length)
+        for d, s in zip(self.shadow(dst), self.shadow(src)):
+            b.memcpy(d, s, length, move="memmove" in callee_name(inst))
 
     def shadow(self, op: Operand, missing_ok: bool = False) -> Shadow:
         """The forward sweep's shadow of a pointer operand (by its canonical names)."""
@@ -179,15 +199,17 @@ class AugmentedWriter:
         args = inst.operands
         if name.startswith("llvm.lifetime."):
             return  # local arrays may move to the heap, and the reverse sweep reads some after these would end
-        if name in ALLOCATORS and inst.result in self.activity.pointers:
+        if is_allocator(self.activity.module, name) and inst.result in self.activity.pointers:
             self.out.append("  " + inst.text)
-            vals = [V(a.type, a.value) for a in args]
-            size = vals[0] if name == "malloc" else vals[1] if name == "aligned_alloc" else b.binary("mul", *vals)
+            size = allocation_size(self.activity.module, name, [V(a.type, a.value) for a in args], b)
             return self._shadow_memory(inst.result, size, b)
         if name == "realloc" and inst.result in self.activity.pointers:
             primal, size = (V(a.type, a.value) for a in args)
             return self.layout.bind(b, inst.result, self.layout.reallocate(
                 b, inst.result, primal, self.shadow(args[0], missing_ok=True), size))
+        if name.startswith(("llvm.memcpy", "llvm.memmove")) or name in ("memcpy", "memmove"):
+            self.out.append("  " + inst.text)
+            return self._copy_pointer_shadows(inst, b)
         if name == "free" and args[0].value in self.activity.pointers:  # the reverse sweep frees it
             return b.call('@"adgen.shadow.drop"', VOID, [V(PTR, args[0].value), self.shadow(args[0])[0]])
         if id(inst) not in self.d.calls:

@@ -8,6 +8,7 @@ import re
 import tempfile
 from pathlib import Path
 
+from adgen.frontend.abi import Signature
 from adgen.frontend.generate import Generated, generate
 from adgen.frontend.model import Mode
 from adgen.frontend.outputs import write_all
@@ -22,7 +23,7 @@ from .dispatch import devirtualize
 from .explain import explain
 from .forward import ZEROS, ForwardMode
 from .ir import Module
-from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel
+from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel, tape_size
 from .lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_source,
                     lower_stubs, partials_function)
 from .reverse import ReverseMode
@@ -44,38 +45,20 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     if march:
         target_flags.append(f"-march={march}")
     with tempfile.TemporaryDirectory(prefix="adgen-") as tmp:
-        work = Path(tmp)
-        with stages.stage("lower", plural(len(sources), "source")):
-            bitcode = []
-            for i, (src, g) in enumerate(zip(sources, generated)):
-                bitcode.append(lower_source(compiler, src, g, i, flags + target_flags, extra, work))
-            for g in generated:
-                stubs = next(p for p in g.files if p.suffix == ".c")
-                bitcode.append(lower_stubs(compiler, stubs, flags + target_flags, extra, work))
-        with stages.stage("link"):
-            linked = optimize.link(bitcode)
-            if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
-                optimize.link_into(linked, lower_libc(compiler, flags + target_flags, extra, work))
+        linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages)
     primals = [_by_c_name(optimize.kept(linked, keep_array(i))) for i in range(len(sources))]
-    inactive = {n for i in range(len(sources)) for n in optimize.kept(linked, inactive_array(i))}
-    by_hand = _rules_by_hand(linked, generated)
-    with stages.stage("optimize", "before differentiation"):
-        text = optimize.prepare(linked, tm, inactive | {name.lstrip("@") for name in by_hand})
-    with stages.stage("analyze") as note:
-        text, shared = devirtualize(text, {s.name for g in generated for s in g.signatures})
-        module = Module(text)
-        module.inactive = {"@" + name for name in inactive}
-        note.text = f"{plural(module.instruction_count(), 'instruction')} in the optimized sources"
+    prepared = Prepared(linked, generated, tm, stages)
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")), \
-            written_by_hand(by_hand):
-        text, plans = differentiate(module, generated, primals)
-        explained = [explain(module, plans)] if plans else []
-        for level in range(2, max((s.derivation.depth for g in generated for s in g.signatures), default=1) + 1):
-            # derivatives of derived functions (`of NAME`): of the optimized code of those
-            module = Module(optimize.prepare(optimize.parse(text), tm, inactive | {n.lstrip("@") for n in by_hand}))
-            module.inactive = {"@" + name for name in inactive}
-            text, plans = differentiate(module, generated, primals, level)
+            written_by_hand(prepared.by_hand):
+        explained, text, module = [], "", prepared.module
+        for level in range(1, max((s.derivation.depth for g in generated for s in g.signatures), default=1) + 1):
+            if level > 1:  # derivatives of derived functions (`of NAME`): of the optimized code of those
+                module = prepared.again(text)
+            entries = [(s, names) for g, names in zip(generated, primals) for s in g.signatures
+                       if s.derivation.depth == level]
+            text, plans, _ = differentiate(module, entries, level)
             explained += [explain(module, plans)] if plans else []
+    shared = prepared.shared
     objects, written = {}, []
     for i, (src, g) in enumerate(zip(sources, generated)):
         stem = src.stem
@@ -94,42 +77,96 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     return written, generated, "".join(explained)
 
 
-def differentiate(module: Module, generated: list[Generated], primals: list[dict[str, str]],
-                  level: int = 1) -> tuple[str, list]:
-    """The module's text with the derivative functions and the kernels the stubs call, and the
-    cache plans of the reverse-mode ones (titled), for the entries of one `level` (1: of C
-    functions; 2: of those entries' derived functions...). `primals`: per source, the IR names
-    of the functions it keeps for differentiation, by C name."""
+def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, flags: list[str], extra: list[str],
+          work: Path, stages: Stages):
+    """Each source (through its lowering wrapper) and stub file lowered and linked into one
+    module, with adgen's C definitions of the library functions they call."""
+    with stages.stage("lower", plural(len(sources), "source")):
+        bitcode = []
+        for i, (src, g) in enumerate(zip(sources, generated)):
+            bitcode.append(lower_source(compiler, src, g, i, flags, extra, work))
+        for g in generated:
+            stubs = next(p for p in g.files if p.suffix == ".c")
+            bitcode.append(lower_stubs(compiler, stubs, flags, extra, work))
+    with stages.stage("link"):
+        linked = optimize.link(bitcode)
+        if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
+            optimize.link_into(linked, lower_libc(compiler, flags, extra, work))
+    return linked
+
+
+class Prepared:
+    """The linked module optimized for differentiation, calls through pointers made direct;
+    what its @inactive and @derivative annotations say; `again` for a later level."""
+
+    def __init__(self, linked, generated: list[Generated], tm, stages: Stages, inactive: set[str] = frozenset(),
+                 rules: dict | None = None, custom: dict | None = None, allocators: dict | None = None):
+        """`inactive`, `rules` (by IR name), `custom` (custom.py) and `allocators` are what
+        Enzyme's API registered, for `adgen cc`."""
+        self.tm = tm
+        self.inactive = {n for i in range(len(generated)) for n in optimize.kept(linked, inactive_array(i))} | inactive
+        self.by_hand = _rules_by_hand(linked, generated) | (rules or {})
+        self.custom = custom or {}
+        self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
+        with stages.stage("optimize", "before differentiation"):
+            text = optimize.prepare(linked, tm, self.calls)
+        with stages.stage("analyze") as note:
+            text, self.shared = devirtualize(text, {s.name for g in generated for s in g.signatures})
+            self.module = self._module(text)
+            note.text = f"{plural(self.module.instruction_count(), 'instruction')} in the optimized sources"
+
+    @property
+    def calls(self) -> set[str]:
+        """Functions whose calls stay calls: @inactive, or with derivatives written by hand."""
+        return self.inactive | set(self.allocators) | {name.lstrip("@") for name in [*self.by_hand, *self.custom]}
+
+    def again(self, text: str) -> Module:
+        """A module's text (with the derivatives of an earlier level), optimized again."""
+        return self._module(optimize.prepare(optimize.parse(text), self.tm, self.calls, derivatives=True))
+
+    def _module(self, text: str) -> Module:
+        module = Module(text)
+        module.inactive = {"@" + name for name in self.inactive}
+        module.custom = self.custom
+        module.allocators = self.allocators
+        return module
+
+
+def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]], level: int = 1,
+                  needed_by=lambda sig: sig.name) -> tuple[str, list, dict[str, int]]:
+    """The module's text with the derivative functions and the kernels the stubs call, the
+    cache plans of the reverse-mode ones (titled), and the tape bytes of split-mode entries,
+    by derived name. `entries`: the signatures to make (of one level: 1 for derivatives of
+    C functions, 2 for those of level 1's derived functions...), each with the IR names of the
+    functions its source keeps for differentiation, by C name. `needed_by(sig)` names what
+    an error is for."""
     numbers = [int(k[1:]) for k in module.metadata if k[1:].isdigit()]
     decls = Declarations(set(module.functions), max(numbers, default=0) + 1)
-    signatures = [s for g in generated for s in g.signatures if s.derivation.depth == level]
+    signatures = [s for s, _ in entries]
     forward = ForwardMode(module, decls, level)
     reverse = ReverseMode(module, decls, level, releases=any(s.derivation.mode is Mode.SPLIT for s in signatures))
     kernels: list[str] = []
     top: dict[str, list[str]] = {}  # a derived function -> the annotations that call it
     primal_of: dict[str, str] = {}
-    for g, names in zip(generated, primals):
-        for sig in g.signatures:
-            d = sig.derivation
-            if d.depth != level:
+    tapes: dict[str, int] = {}
+    for sig, names in entries:
+        d = sig.derivation
+        kept = (BY_ADDRESS_PREFIX if d.primal.by_value else "") + d.primal.name
+        fn = check_primal(module, sig, "@" + names.get(kept, kept))
+        try:
+            if d.mode is Mode.FORWARD:
+                kernels.append(forward_kernel(forward, decls, sig, fn))
                 continue
-            kept = (BY_ADDRESS_PREFIX if d.primal.by_value else "") + d.primal.name
-            fn = check_primal(module, sig, "@" + names.get(kept, kept))
-            try:
-                if d.mode is Mode.FORWARD:
-                    kernels.append(forward_kernel(forward, decls, sig, fn))
-                elif d.mode is Mode.SPLIT:
-                    kernel, derived = split_kernel(reverse, decls, sig, fn)
-                    kernels.append(kernel)
-                    top.setdefault(derived.aug, []).append(sig.name)
-                    primal_of[derived.aug] = d.primal.name
-                else:
-                    kernel, derived = reverse_kernel(reverse, decls, sig, fn)
-                    kernels.append(kernel)
-                    top.setdefault(derived.aug, []).append(sig.name)
-                    primal_of[derived.aug] = d.primal.name
-            except Unsupported as exc:
-                raise located(exc, module, sig.name)
+            if d.mode is Mode.SPLIT:
+                kernel, derived = split_kernel(reverse, decls, sig, fn)
+                tapes[d.name] = tape_size(fn, derived)
+            else:
+                kernel, derived = reverse_kernel(reverse, decls, sig, fn)
+            kernels.append(kernel)
+            top.setdefault(derived.aug, []).append(needed_by(sig))
+            primal_of[derived.aug] = d.primal.name
+        except Unsupported as exc:
+            raise located(exc, module, needed_by(sig))
     runtime = [reverse.runtime_text()] if reverse.definitions or forward.uses_runtime else []
     if forward.uses_zeros:
         runtime.append(ZEROS)
@@ -138,11 +175,11 @@ def differentiate(module: Module, generated: list[Generated], primals: list[dict
     lines = [line for line in module.text.split("\n") if not _dropped(line, replaced)]
     text = "\n".join(lines + decls.added + forward.definitions + reverse.definitions + runtime + kernels +
                       decls.scopes.definitions()) + "\n"
-    plans = [(f"{', '.join(top[d.aug])}: reverse mode of {primal_of[d.aug]}", plan)
+    plans = [(f"{', '.join(dict.fromkeys(top[d.aug]))}: reverse mode of {primal_of[d.aug]}", plan)
              for d, plan in reverse.explained if d.aug in top]
     plans += [(f"{d.pattern.function.lstrip('@')}, as a callee of the derivatives above ({_activities(d.pattern)})",
                plan) for d, plan in reverse.explained if d.aug not in top]
-    return text, plans
+    return text, plans, tapes
 
 
 def _not_in(text: str, module: Module) -> str:

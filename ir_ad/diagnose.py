@@ -20,17 +20,26 @@ class Unsupported(Exception):
 
 def located(exc: Unsupported, module: Module, derivation: str) -> AdgenError:
     fn = exc.function.lstrip("@").strip('"')
-    message = f"cannot differentiate {exc.what} in function '{fn}' (needed by '{derivation}')"
-    notes: list[Diagnostic] = []
-    if exc.inst is not None:
-        notes.append(note(f"the LLVM instruction is: {exc.inst.text}"))
-    where = module.location(exc.inst.dbg) if exc.inst is not None else None
-    if where is None and exc.function in module.functions:
-        where = module.location(module.functions[exc.function].dbg)
+    message = f"cannot differentiate {exc.what} in function '{fn}' (needed by {_needed(derivation)})"
+    notes = [note(f"the LLVM instruction is: {exc.inst.text}")] if exc.inst is not None else []
+    return AdgenError(at_instruction(module, exc.function, exc.inst, message, notes))
+
+
+def at_instruction(module: Module, function: str, inst: Instruction | None, message: str,
+                   notes: list[Diagnostic] | None = None) -> Diagnostic:
+    """An error at an instruction's C line (or its function's, or none the IR knows)."""
+    where = module.location(inst.dbg) if inst is not None else None
+    if (where is None or where.line == 0) and function in module.functions:  # line 0: code of no line
+        where = module.location(module.functions[function].dbg)
     span = _span(where) if where else None
     if span is None and where is not None:
         message = f"{where.file}:{where.line}:{where.column}: {message}"
-    return AdgenError(error(message, span, notes))
+    return error(message, span, notes or [])
+
+
+def _needed(derivation: str) -> str:
+    """A derived function's name quoted; a description (an Enzyme call) as it is."""
+    return derivation if " " in derivation else f"'{derivation}'"
 
 
 def _span(where) -> Span | None:

@@ -14,12 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .builder import PRIMAL, Builder, Declarations, V, bare, local
+from .custom import forward_wrapper
 from .diagnose import Unsupported
 from .ir import I64, PTR, Function, Instruction, Module, Operand, Type, struct
 from .forward_activity import TangentFlow
 from .forward_memory import MemoryCalls
 from .rules import rule_for
-from .shadows import (ALLOCATORS, IGNORED_INTRINSICS, MIXED_POINTER, VECTOR_VALUES,
+from .shadows import (IGNORED_INTRINSICS, is_allocator, MIXED_POINTER, VECTOR_VALUES,
                       Layout, Shadow, callee_name, carries, inactive_call, no_derivative)
 
 # What may use a pointer whose shadow is behind a mask (see _FunctionWriter.guarded).
@@ -63,6 +64,13 @@ class ForwardMode:
         if pattern in self.memo:
             return self.memo[pattern]
         fn = self.module.functions[pattern.function]
+        custom = self.module.custom.get(pattern.function)
+        if custom is not None and custom.forward:  # written by hand: a wrapper calls it
+            name = "@" + local(f"{bare(fn.name)}'fwd{self.tag}.custom.{len(self.memo)}")[1:]
+            text, ret, returns_tangent = forward_wrapper(self.module, custom, fn, name, pattern.active, pattern.width)
+            self.memo[pattern] = derived = Derived(name, pattern, returns_tangent, ret)
+            self.definitions.append(text)
+            return derived
         layout = Layout(self.module, pattern.width, pattern.kind)
         ret_part = layout.part_type(fn.ret) if carries(self.module, fn.ret) else None
         ret_type = struct(fn.ret, *[ret_part] * layout.parts) if ret_part else fn.ret
@@ -295,7 +303,7 @@ class _FunctionWriter(MemoryCalls):
             return self.copy_memory(inst, move="memmove" in name)
         if name.startswith("llvm.memset") or name == "memset":
             return self.set_memory(inst)
-        if name in ALLOCATORS:
+        if is_allocator(self.mode.module, name):
             return self.allocate(inst)
         if name == "realloc":
             return self.reallocate(inst)
@@ -306,7 +314,7 @@ class _FunctionWriter(MemoryCalls):
             return self.copy(inst)  # nothing flows in (nor memory allocated), or nothing flows out
         if rule_for(inst.callee) is not None:  # a libm function, or one with a derivative written by hand
             return self.elementwise(inst, inst.callee, args)
-        if target is not None and not target.declaration:
+        if target is not None and (not target.declaration or inst.callee in self.mode.module.custom):
             return self.call_derivative(inst, target)
         raise self.fail(no_derivative(inst))
 

@@ -8,7 +8,7 @@ from .analysis import returns_fresh
 from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand
 from .rules import rule_for
-from .shadows import ALLOCATORS, VECTOR_VALUES, Layout, callee_name, carries, inactive_call, mask_name
+from .shadows import VECTOR_VALUES, is_allocator, Layout, callee_name, carries, inactive_call, mask_name
 
 
 class TangentFlow:
@@ -95,7 +95,7 @@ class TangentFlow:
             return self.on(ops[0]) or self.on(ops[1])
         if op == "call":
             name = callee_name(inst)
-            if name in ALLOCATORS or name == "realloc":
+            if is_allocator(self.module, name) or name == "realloc":
                 return True
             target = self.module.functions.get(inst.callee)
             if inactive_call(self.module, inst):

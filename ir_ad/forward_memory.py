@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .builder import V
 from .ir import I64, PTR, VOID
-from .shadows import INTERLEAVED, callee_name
+from .shadows import INTERLEAVED, allocation_size, callee_name
 
 
 class MemoryCalls:
@@ -42,8 +42,7 @@ class MemoryCalls:
         """Shadow memory for malloc/calloc: zeroed, N times the size, freed with the primal."""
         self.copy(inst)
         name = callee_name(inst)
-        args = [V(a.type, a.value) for a in inst.operands]
-        size = args[0] if name == "malloc" else args[1] if name == "aligned_alloc" else self.b.binary("mul", *args)
+        size = allocation_size(self.mode.module, name, [V(a.type, a.value) for a in inst.operands], self.b)
         self.bind(inst, self.layout.allocate(self.b, size, on_stack=False, tracked=self._tracked()))
 
     def _tracked(self) -> bool:

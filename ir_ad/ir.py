@@ -558,6 +558,8 @@ class Module:
 
     def __init__(self, text: str):
         self.inactive: set[str] = set()  # functions marked @inactive, by IR name (set by the build)
+        self.custom: dict = {}  # functions with derivatives written by hand in Enzyme's conventions (custom.py)
+        self.allocators: dict[str, int] = {}  # functions allocating like malloc -> their size parameter's index
         self.text = text
         self.functions: dict[str, Function] = {}
         self.named_types: dict[str, str] = {}
@@ -652,6 +654,31 @@ class Module:
                 break
             at = m.group(2)
         return tuple(chain)
+
+    def tbaa_scalars(self, tag: str | None) -> list[str] | None:
+        """The scalar types of the struct an access tag's struct path starts at, its nested
+        structs flattened ("int", "p1 float", "double"...); None for a scalar access tag or
+        one adgen cannot read. An array member is listed as its element type."""
+        node = self.metadata.get(tag or "", "")
+        refs = re.findall(r"![0-9]+", node)
+        if len(refs) < 2 or refs[0] == refs[1]:
+            return None
+        return self._tbaa_members(refs[0], 0)
+
+    def _tbaa_members(self, node: str, depth: int) -> list[str] | None:
+        m = re.match(r'!\{!"([^"]*)"(.*)\}$', self.metadata.get(node, ""))
+        if m is None or depth > 16:
+            return None
+        members = re.findall(r"(![0-9]+), i64 [0-9]+", m.group(2))
+        if len(members) <= 1 and re.fullmatch(r", ![0-9]+(, i64 0)?", m.group(2)):
+            return [m.group(1)]  # a scalar type node: name, parent, offset
+        out: list[str] = []
+        for member in members:
+            inner = self._tbaa_members(member, depth + 1)
+            if inner is None:
+                return None
+            out += inner
+        return out
 
     def location(self, dbg: str | None) -> Location | None:
         """The C file, line and column of a !DILocation."""

@@ -222,14 +222,14 @@ def split_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Fun
     b = k.b
     kind = INTERLEAVED if Activity.DUPV in d.activities else LANES
     shadows = [n if act in _DUP else 1 if act is Activity.DUPV else 0 for act in d.activities]
-    saved = [p.type for p in fn.params] + [PTR] * sum(shadows)  # the derived pair's arguments, in its order
     ret_active = d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY)
     derived = mode.derive(RevPattern(fn.name, tuple(a is not Activity.CONST for a in d.activities), ret_active, n,
                                      kind, tuple(_memtypes(d)), tuple(True for _ in fn.params), True,
                                      d.returns is not Activity.ACTIVEONLY))
-    record_at = -(-(8 + 8 * len(saved)) // 16) * 16
+    saved = _saved(fn, derived)
+    record_at = _record_at(saved)
     if sig.part == "tape_size":
-        b.store(V(I64, str(record_at + derived.record_size)), k.out["ret"])
+        b.store(V(I64, str(tape_size(fn, derived))), k.out["ret"])
         return k.text(), derived
     args = []
     if sig.part == "forward":  # the C order (each parameter, then its shadows) to the derived pair's
@@ -269,3 +269,22 @@ def split_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Fun
     b.emit("br label %done")
     b.lines.append("done:")
     return k.text(), derived
+
+
+def _saved(fn: Function, derived: RevDerived) -> list[Type]:
+    """What a split-mode tape keeps of the forward sweep's arguments: the derived pair's
+    arguments, in its order (the parameters, then the shadows of the pointers with one)."""
+    p = derived.pattern
+    parts = p.width if p.kind == LANES else 1
+    shadows = sum(parts for q, on in zip(fn.params, p.active) if on and q.type.kind == "ptr")
+    return [q.type for q in fn.params] + [PTR] * shadows
+
+
+def _record_at(saved: list[Type]) -> int:
+    """Where the record starts on a tape: after the state word and the saved arguments."""
+    return -(-(8 + 8 * len(saved)) // 16) * 16
+
+
+def tape_size(fn: Function, derived: RevDerived) -> int:
+    """The bytes of a split-mode entry's tape (its NAME_tape_size())."""
+    return _record_at(_saved(fn, derived)) + derived.record_size

@@ -59,7 +59,7 @@ def lower_source(compiler: Compiler, source: Path, g: Generated, index: int, fla
 # What templates/libc.c.j2 defines: linked in when the sources call one of them.
 LIBC_FUNCTIONS = frozenset(f"{name}{suffix}" for name in ("cabs", "carg", "cexp", "clog", "csqrt", "csin", "ccos",
                                                           "cpow", "sincos") for suffix in ("", "f")) | \
-    {"__muldc3", "__divdc3", "__mulsc3", "__divsc3"}
+    {"__muldc3", "__divdc3", "__mulsc3", "__divsc3", "posix_memalign"}
 
 
 def lower_libc(compiler: Compiler, flags: list[str], extra: list[str], workdir: Path) -> bytes:

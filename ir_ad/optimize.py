@@ -18,16 +18,16 @@ def _init() -> None:
     llvm.initialize_all_asmprinters()
 
 
-def target_machine(triple: str | None, march: str | None):
+def target_machine(triple: str | None, march: str | None, cpu: str = "", features: str = ""):
     """The machine objects are emitted for: the host triple by default, generic CPU unless
-    --march names one (`native` for this machine's CPU and features)."""
+    --march names one (`native` for this machine's CPU and features), or `cpu` and
+    `features` as a clang module's functions name them."""
     _init()
     triple = triple or llvm.get_process_triple()
     try:
         target = llvm.Target.from_triple(triple)
     except RuntimeError as exc:
         raise AdgenError(error(f"unknown target '{triple}': {exc}"))
-    cpu, features = "", ""
     if march == "native":
         cpu = llvm.get_host_cpu_name()
         features = llvm.get_host_cpu_features().flatten()
@@ -51,6 +51,14 @@ def link(bitcodes: list[bytes]):
         except RuntimeError as exc:
             raise AdgenError(error(f"linking the sources failed: {exc}"))
     return main
+
+
+def parse_bitcode(code: bytes):
+    _init()
+    try:
+        return llvm.parse_bitcode(code)
+    except RuntimeError as exc:
+        raise AdgenError(error(f"llvmlite could not read the bitcode clang wrote: {exc}"))
 
 
 def declared(module) -> set[str]:
@@ -79,25 +87,32 @@ def kept(module, array: str) -> list[str]:
     return []
 
 
-def prepare(module, tm, calls: set[str] = frozenset()) -> str:
+JUMP_THREADING = 6  # LLVM's default duplication threshold of jump threading
+
+
+def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False) -> str:
     """Optimize before differentiation and name every value; the text the AD core reads.
     Functions in `calls` (marked @inactive, or with derivatives written by hand) are not
     inlined. Loops
     with a small constant trip count are unrolled, which puts small local arrays in registers;
     others stay loops, and nothing is vectorized yet. Partial and runtime unrolling are off here
     and then set on (not back to LLVM's per-target default) for the optimization after
-    differentiation, where the derivative's loops gain from them."""
+    differentiation, where the derivative's loops gain from them. `derivatives`: the module
+    holds derivative code to differentiate again, whose reverse sweeps jump threading can
+    turn into loops with several ways in (which reverse mode cannot reverse): it is off then."""
     for fn in module.functions:
         if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
             fn.add_function_attribute("noinline")
     inline_aggregates(module)
     llvm.set_option("adgen", "-unroll-runtime=false")
     llvm.set_option("adgen", "-unroll-allow-partial=false")
+    llvm.set_option("adgen", f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}")
     try:
         _run(module, tm, 2, vectorize=False)
     finally:
         llvm.set_option("adgen", "-unroll-runtime=true")
         llvm.set_option("adgen", "-unroll-allow-partial=true")
+        llvm.set_option("adgen", f"-jump-threading-threshold={JUMP_THREADING}")
     namer = llvm.create_new_module_pass_manager()
     namer.add_instruction_namer_pass()
     namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
@@ -165,6 +180,13 @@ def finish(module, exported: set[str], tm, shared: set[str] = frozenset()) -> No
             g.linkage = llvm.Linkage.internal
     llvm.set_option("adgen", f"-slp-max-vf={SLP_MAX_LANES}")
     _run(module, tm, 3, vectorize=True)
+
+
+def reoptimize(module, tm, level: int) -> None:
+    """The optimization a C compiler runs at -O`level`, on a module whose own code clang has
+    optimized already: what is new (the calls of Enzyme's API, now calls of adapters) is
+    inlined and simplified with it."""
+    _run(module, tm, level, vectorize=level >= 2)
 
 
 def emit_object(module, tm) -> bytes:

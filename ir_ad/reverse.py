@@ -17,10 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .activity import Activity
+from .activity import Activity, scalar_type
 from .analysis import CFG, Memory
 from .builder import Declarations, bare, local
 from .cache_plan import CachePlan, make_plan
+from .custom import Custom, reverse_wrappers
 from .diagnose import Unsupported
 from .ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, Type, struct
 from .keys import BLOB, OLD, SHADOW, Key, Keys, instruction_key
@@ -36,7 +37,8 @@ class RevPattern:
     ret_active: bool
     width: int
     kind: str  # LANES or INTERLEAVED
-    memtypes: tuple[str, ...]  # per pointer argument: "double"/"float" when its memory holds only that
+    memtypes: tuple[str, ...]  # per pointer argument: "double"/"float" when its memory holds only that; per
+    # integer argument: the float type whose bits it carries, if it carries any
     overwritten: tuple[bool, ...] = ()  # per argument: memory the caller may write after the call
     later_writes: bool = False  # the caller may write memory (any) after the call
     ret_needed: bool = True  # the caller uses the primal result
@@ -139,9 +141,14 @@ class ReverseMode:
         if pattern in self.memo:
             return self.memo[pattern]
         fn = self.module.functions[pattern.function]
+        custom = self.module.custom.get(pattern.function)
+        if custom is not None and custom.gradient:
+            return self._by_hand(fn, custom, pattern)
         layout = Layout(self.module, pattern.width, pattern.kind)
-        scalars = [i for i, (p, on) in enumerate(zip(fn.params, pattern.active)) if on and p.type.kind == "float"]
-        grads = [t for i in scalars for t in [layout.part_type(fn.params[i].type)] * layout.parts]
+        scalars = [i for i, (p, on) in enumerate(zip(fn.params, pattern.active))
+                   if on and scalar_type(p.type, pattern.memtypes[i])]
+        grads = [t for i in scalars for t in [layout.part_type(scalar_type(fn.params[i].type,
+                                                                           pattern.memtypes[i]))] * layout.parts]
         mask = "".join("d" if a else "c" for a in pattern.active) + ("a" if pattern.ret_active else "") + \
             ("s" if pattern.ret_shadow else "")
         stem = f"{bare(fn.name)}'{mask}{self.tag}.{pattern.kind[0]}{pattern.width}.{len(self.memo)}"
@@ -176,6 +183,18 @@ class ReverseMode:
         derived.aug_uses = tuple(any(_mentions(aug, n) for n in layout.names(p.name)) for p in fn.params)
         self.definitions += [aug, rev, f"{size_global(derived)} = internal constant i64 {d.plan.record_size}"]
         self.explained.append((derived, d.plan))
+        return derived
+
+    def _by_hand(self, fn: Function, custom: Custom, pattern: RevPattern) -> RevDerived:
+        """The pair for a function with a gradient written by hand: wrappers calling it."""
+        stem = f"{bare(fn.name)}'custom{self.tag}.{len(self.memo)}"
+        names = tuple("@" + local(f"{stem}.{part}")[1:] for part in ("aug", "rev", "free"))
+        texts, pair = reverse_wrappers(self.module, custom, fn, names, pattern)
+        every = tuple(True for _ in fn.params)
+        derived = RevDerived(pair.aug, pair.rev, pattern, pair.aug_ret, pair.rev_ret, pair.scalars, pair.record,
+                             pair.free, every, every)
+        self.memo[pattern] = derived
+        self.definitions += texts + [f"{size_global(derived)} = internal constant i64 {pair.record.record_size}"]
         return derived
 
     def _analyze(self, fn: Function, derived: RevDerived, layout: Layout) -> Derivation:
@@ -244,7 +263,8 @@ class ReverseMode:
         args = inst.operands
         after, later = d.memory.written_after(inst, ignored)
         memtypes = tuple((activity.memtype(a.value).text if a.type.kind == "ptr" and activity.on(a)
-                          and activity.memtype(a.value) else "") for a in args)
+                          and activity.memtype(a.value) else activity.floaty[a.value].text
+                          if a.type.kind == "int" and a.value in activity.floaty else "") for a in args)
         overwritten = tuple(a.type.kind == "ptr" and d.memory.arg_overwritten(a.value, after) for a in args)
         ret_active = inst.result is not None and activity.active(inst.result)
         pattern = RevPattern(target.name, tuple(activity.on(a) for a in args), ret_active, d.pattern.width,

@@ -284,7 +284,7 @@ class ReverseSweep:
         params = self.fn.params
         for i in derived.scalars:
             name = params[i].name
-            t = self.layout.part_type(params[i].type)
+            t = self.layout.part_type(self.activity.floaty[name])
             if self.activity.active(name):
                 grads += [xb.fadd(xb.load(t, slot), V(t, "zeroinitializer" if t.kind == "vector" else "0.0"))
                           for slot in self.adjoints.slots(name)]  # -0.0 becomes 0.0

@@ -27,6 +27,20 @@ IGNORED_INTRINSICS = ("llvm.dbg.", "llvm.lifetime.", "llvm.assume", "llvm.experi
                       "llvm.invariant.", "llvm.prefetch", "llvm.donothing", "llvm.sideeffect", "llvm.stacksave",
                       "llvm.stackrestore", "llvm.pseudoprobe", "llvm.var.annotation")
 ALLOCATORS = {"malloc", "calloc", "aligned_alloc"}
+
+
+def is_allocator(module: Module, name: str) -> bool:
+    """malloc, calloc, aligned_alloc, or a function registered as allocating like them (adgen cc:
+    Enzyme's `__enzyme_allocation_like`), whose memory gets a fresh shadow."""
+    return name in ALLOCATORS or name in module.allocators
+
+
+def allocation_size(module: Module, name: str, args: list[V], b: Builder) -> V:
+    """The bytes an allocator's call allocates, as i64."""
+    if name == "calloc":
+        return b.binary("mul", *args)
+    size = args[0] if name == "malloc" else args[1] if name == "aligned_alloc" else args[module.allocators[name]]
+    return size if size.type.text == "i64" else b.cast("zext", size, I64)
 # Both modes refuse vector values carrying derivatives, and say where they come from.
 VECTOR_VALUES = ("adgen differentiates scalar code (vector values come from vector types in the source, or from a "
                  "struct of two floats passed by value, which the target passes as one vector)")

@@ -1,0 +1,229 @@
+"""Derivatives written by hand in Enzyme's conventions, for `adgen cc`: a function registered
+with `__enzyme_register_derivative_F = {f, df}` (forward mode) or `__enzyme_register_gradient_F
+= {f, augmented, gradient}` (reverse mode) is never differentiated; the derived functions both
+modes call for it are thin wrappers around the user's, in adgen's internal conventions (the
+`Derived` of forward.py, the `RevDerived` pair of reverse.py), the tape of the augmented
+function kept in the caller's record.
+
+Enzyme's conventions, as its integration tests use them: after each floating or pointer
+parameter of f comes its shadow in forward mode, and after each pointer parameter its shadow
+in reverse mode (floating parameters are active: their gradients come back from `gradient`).
+`df` returns { f's result, its tangent } (nothing for a void f). `augmented` returns the tape
+(any scalar), { tape, f's result }, f's result alone, or nothing; f itself gives the result
+where `augmented` does not. `gradient` takes the parameters, then the adjoint of a floating
+result, then the tape, and returns the gradients of f's floating parameters: one value, a
+struct of them in order, or nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .builder import local
+from .diagnose import Unsupported
+from .ir import VOID, Function, Instruction, Module, Type, struct
+
+
+@dataclass(frozen=True)
+class Custom:
+    """The derivatives written by hand of one function (IR names, "" where none is given)."""
+
+    function: str
+    forward: str = ""
+    augmented: str = ""
+    gradient: str = ""
+
+
+@dataclass(frozen=True)
+class FixedRecord:
+    """The record of a pair of wrappers: the tape the augmented function returned, or nothing."""
+
+    record_size: int
+
+
+def _fail(fn: Function, what: str, inst: Instruction | None = None) -> Unsupported:
+    return Unsupported(fn.name, inst, what)
+
+
+def _user(module: Module, name: str, custom: Custom, what: str) -> Function:
+    user = module.functions.get(name)
+    if user is None:
+        raise _fail(module.functions[custom.function], f"the {what} registered for it ('{name.lstrip('@')}'), "
+                                                         "which the file does not declare")
+    return user
+
+
+def _arguments(fn: Function, active: tuple[bool, ...], shadows: dict[int, list[str]], floats_too: bool,
+               what: str) -> list[str]:
+    """The user function's arguments: each parameter, then its shadow where the convention has
+    one (pointers; floats too in forward mode)."""
+    out = []
+    for i, p in enumerate(fn.params):
+        out.append(f"{p.type.text} {p.name}")
+        if p.type.kind == "ptr" or (floats_too and p.type.kind == "float"):
+            if i in shadows:
+                out += [f"{p.type.text} {s}" for s in shadows[i]]
+            elif p.type.kind == "float":
+                out.append(f"{p.type.text} 0.0")
+            else:
+                raise _fail(fn, f"a call with a constant pointer as parameter {i + 1}, where the {what} written by "
+                                "hand takes its shadow")
+    return out
+
+
+def _check_arity(fn: Function, user: Function, args: list[str], what: str) -> None:
+    if len(user.params) != len(args):
+        raise _fail(fn, f"the {what} written by hand, '{user.name.lstrip('@')}', which takes {len(user.params)} "
+                        f"parameters where Enzyme's convention for '{fn.name.lstrip('@')}' gives {len(args)}")
+
+
+def forward_wrapper(module: Module, custom: Custom, fn: Function, name: str, active: tuple[bool, ...],
+                    width: int) -> tuple[str, Type, bool]:
+    """A forward-mode derived function of `fn` calling `df`: its text, return type, and whether
+    it returns a tangent of the result."""
+    if width != 1:
+        raise _fail(fn, "a derivative written by hand at width > 1 (Enzyme's convention takes one shadow each)")
+    user = _user(module, custom.forward, custom, "derivative")
+    tangents = {i: [local(bare_name(p.name) + "'")] for i, (p, on) in enumerate(zip(fn.params, active)) if on}
+    args = _arguments(fn, active, tangents, True, "derivative")
+    _check_arity(fn, user, args, "derivative")
+    params = [f"{p.type.text} {p.name}" for p in fn.params] + \
+        [f"{p.type.text} {tangents[i][0]}" for i, p in enumerate(fn.params) if i in tangents]
+    returns_tangent = fn.ret.kind == "float"
+    ret = struct(fn.ret, fn.ret) if returns_tangent else fn.ret
+    body = [f"define internal {ret.text} {name}({', '.join(params)}) {{", "entry:"]
+    call = f"call {user.ret.text} {user.name}({', '.join(args)})"
+    if user.ret == ret:
+        body += [f"  %r = {call}", f"  ret {ret.text} %r"] if ret.kind != "void" else [f"  {call}", "  ret void"]
+    elif returns_tangent and user.ret == fn.ret:  # the tangent alone: f gives the result
+        primal = ", ".join(f"{p.type.text} {p.name}" for p in fn.params)
+        body += [f"  %t = {call}", f"  %p = call {fn.ret.text} {fn.name}({primal})",
+                 f"  %a = insertvalue {ret.text} poison, {fn.ret.text} %p, 0",
+                 f"  %b = insertvalue {ret.text} %a, {fn.ret.text} %t, 1", f"  ret {ret.text} %b"]
+    else:
+        raise _fail(fn, f"the derivative written by hand, '{user.name.lstrip('@')}', which returns "
+                        f"'{user.ret.text}' where Enzyme's convention gives '{ret.text}'")
+    return "\n".join(body + ["}"]), ret, returns_tangent
+
+
+@dataclass(frozen=True)
+class ReversePair:
+    aug: str
+    rev: str
+    free: str
+    aug_ret: Type
+    rev_ret: Type
+    scalars: list[int]
+    record: FixedRecord
+
+
+def reverse_wrappers(module: Module, custom: Custom, fn: Function, names: tuple[str, str, str], pattern
+                     ) -> tuple[list[str], ReversePair]:
+    """The augmented forward sweep, reverse sweep and release of `fn` as adgen's reverse mode
+    calls them (see ReverseMode.aug_params and rev_params), calling the user's pair."""
+    if pattern.width != 1:
+        raise _fail(fn, "a gradient written by hand at width > 1 (Enzyme's convention takes one shadow each)")
+    if pattern.ret_shadow:
+        raise _fail(fn, "a gradient written by hand of a function returning a pointer with a shadow")
+    aug_user = _user(module, custom.augmented, custom, "augmented forward function")
+    rev_user = _user(module, custom.gradient, custom, "gradient")
+    aug_name, rev_name, free_name = names
+    shadows = {i: [local(bare_name(p.name) + "'")] for i, (p, on) in enumerate(zip(fn.params, pattern.active))
+               if on and p.type.kind == "ptr"}
+    args = _arguments(fn, pattern.active, shadows, False, "gradient")
+    _check_arity(fn, aug_user, args, "augmented forward function")
+    params = [f"{p.type.text} {p.name}" for p in fn.params] + \
+        [f"ptr {shadows[i][0]}" for i, p in enumerate(fn.params) if i in shadows]
+    tape, has_primal = _augmented_returns(fn, aug_user)
+    aug_ret = fn.ret if pattern.ret_needed else VOID
+    aug = [f"define internal {aug_ret.text} {aug_name}({', '.join(params + ['ptr %rec'])}) {{", "entry:"]
+    call = f"call {aug_user.ret.text} {aug_user.name}({', '.join(args)})"
+    aug.append(f"  %r = {call}" if aug_user.ret.kind != "void" else f"  {call}")
+    if tape is not None:
+        value = "%r" if not has_primal else "%tape"
+        if has_primal:
+            aug.append(f"  %tape = extractvalue {aug_user.ret.text} %r, 0")
+        aug.append(f"  store {tape.text} {value}, ptr %rec")
+    if aug_ret.kind != "void":
+        result = "%r"
+        if has_primal and tape is not None:
+            aug.append(f"  %p = extractvalue {aug_user.ret.text} %r, 1")
+            result = "%p"
+        elif not has_primal:  # f gives its result itself
+            primal = ", ".join(f"{p.type.text} {p.name}" for p in fn.params)
+            aug.append(f"  %p = call {fn.ret.text} {fn.name}({primal})")
+            result = "%p"
+        aug.append(f"  ret {fn.ret.text} {result}")
+    else:
+        aug.append("  ret void")
+    aug.append("}")
+    floats = [i for i, p in enumerate(fn.params) if p.type.kind == "float"]
+    scalars = [i for i in floats if pattern.active[i]]
+    rev_ret = struct(*[fn.params[i].type for i in scalars]) if scalars else VOID
+    seed = [f"{fn.ret.text} %seed"] if pattern.ret_active else []
+    rev_args = list(args)
+    if fn.ret.kind == "float":
+        rev_args.append(seed[0] if seed else f"{fn.ret.text} 0.0")
+    rev = [f"define internal {rev_ret.text} {rev_name}({', '.join(params + seed + ['ptr %rec'])}) {{", "entry:"]
+    if tape is not None:
+        rev.append(f"  %tape = load {tape.text}, ptr %rec")
+        rev_args.append(f"{tape.text} %tape")
+    _check_arity(fn, rev_user, rev_args, "gradient")
+    call = f"call {rev_user.ret.text} {rev_user.name}({', '.join(rev_args)})"
+    rev.append(f"  %g = {call}" if rev_user.ret.kind != "void" else f"  {call}")
+    rev += _gradients(fn, rev_user, floats, scalars, rev_ret)
+    free = [f"define internal void {free_name}({', '.join(params + ['ptr %rec'])}) {{", "entry:", "  ret void", "}"]
+    record = FixedRecord(_size(tape) if tape is not None else 0)
+    pair = ReversePair(aug_name, rev_name, free_name, aug_ret, rev_ret, scalars, record)
+    return ["\n".join(aug), "\n".join(rev), "\n".join(free)], pair
+
+
+def _augmented_returns(fn: Function, user: Function) -> tuple[Type | None, bool]:
+    """What the augmented function returns: the tape's type (or None), and whether f's result."""
+    r = user.ret
+    if r.kind == "void":
+        return None, False
+    if fn.ret.kind != "void" and r.kind == "struct" and len(r.elems) == 2 and r.elems[1] == fn.ret:
+        return r.elems[0], True
+    if fn.ret.kind != "void" and r == fn.ret:
+        return None, True
+    if r.kind in ("ptr", "int", "float"):
+        return r, False
+    raise _fail(fn, f"the augmented forward function written by hand, '{user.name.lstrip('@')}', which returns "
+                    f"'{r.text}': Enzyme's convention is a tape, {{ tape, result }}, the result, or nothing")
+
+
+def _gradients(fn: Function, user: Function, floats: list[int], scalars: list[int], rev_ret: Type) -> list[str]:
+    """Returns, from what the user's gradient returned (one per floating parameter of f), those
+    of the parameters active at this call."""
+    r = user.ret
+    if not floats:
+        if r.kind != "void":
+            raise _fail(fn, f"the gradient written by hand, '{user.name.lstrip('@')}', which returns '{r.text}' for "
+                            "a function without floating parameters")
+        return ["  ret void", "}"]
+    lines: list[str] = []
+    parts = {floats[0]: "%g"} if len(floats) == 1 and r == fn.params[floats[0]].type else None
+    if parts is None and r.kind == "struct" and len(r.elems) == len(floats):
+        parts = {}
+        for k, i in enumerate(floats):
+            lines.append(f"  %g{k} = extractvalue {r.text} %g, {k}")
+            parts[i] = f"%g{k}"
+    if parts is None:
+        raise _fail(fn, f"the gradient written by hand, '{user.name.lstrip('@')}', which returns '{r.text}' where "
+                        f"Enzyme's convention gives the gradients of the {len(floats)} floating parameters")
+    if rev_ret.kind == "void":
+        return lines + ["  ret void", "}"]
+    out = "poison"
+    for k, i in enumerate(scalars):
+        lines.append(f"  %o{k} = insertvalue {rev_ret.text} {out}, {fn.params[i].type.text} {parts[i]}, {k}")
+        out = f"%o{k}"
+    return lines + [f"  ret {rev_ret.text} {out}", "}"]
+
+
+def _size(t: Type) -> int:
+    return 8 if t.kind == "ptr" else max(1, t.bits // 8)
+
+
+def bare_name(name: str) -> str:
+    body = name[1:]
+    return body[1:-1] if body.startswith('"') else body
