@@ -29,6 +29,7 @@ The annotation language and the generated C ABI are specified in specs/ of the s
 EXAMPLES = """\
 examples:
   adgen generate rosen.c -o build            # build/rosen.adgen.h, build/rosen.adgen.c
+  adgen cc -O2 prog.c -o prog -lm            # code written for Enzyme's C API (see adgen cc)
   adgen generate src/*.c -I include -D N=64  # several sources, with the flags they need
   adgen build rosen.c -o build -- -O3        # flags after -- go to the C compiler
   adgen -v generate rosen.c                  # print each stage's time
@@ -69,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", dest="verbose_global",
                         help="print each stage's time")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub.add_parser("cc", help="a C compiler for code written for Enzyme's API (adgen cc --adgen-help)",
+                   add_help=False)
     common.add_argument("--depfile", type=Path, metavar="FILE",
                         help="also write the headers each source includes as a Makefile rule (for build systems)")
     sub.add_parser("generate", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -108,6 +111,10 @@ class _CMakeDir(argparse.Action):
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["cc"]:  # a C compiler's command line: not adgen's own options
+        from .cc import main as cc
+
+        return _reporting(lambda: cc(argv[1:]))
     extra: list[str] = []
     if "--" in argv:
         at = argv.index("--")
@@ -115,8 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     stages = Stages(verbose=args.verbose or args.verbose_global,
                     progress=not args.quiet and sys.stderr.isatty() and not os.environ.get("CI"))
+    return _reporting(lambda: _run(args, extra, stages))
+
+
+def _reporting(run) -> int:
+    """Runs a command: its errors printed as located diagnostics (status 1), a bug in adgen as
+    one line (status 70), never a traceback."""
     try:
-        return _run(args, extra, stages)
+        return run()
     except AdgenError as exc:
         for diagnostic in exc.diagnostics:
             print(diagnostic.render(), file=sys.stderr)

@@ -31,6 +31,7 @@ class Function:
     variadic: bool
     start: int  # offset where the declaration starts (attributes and specifiers included)
     span: Span  # the function's name in this declaration
+    attributes: tuple[str, ...] = ()  # its GNU attributes as written, `enzyme_function_like("log1p")` say
 
     @property
     def by_value(self) -> bool:
@@ -115,7 +116,33 @@ def _function(cursor, source: SourceFile) -> Function:
         variadic=cursor.type.kind == TypeKind.FUNCTIONPROTO and cursor.type.is_function_variadic(),
         start=source.offset(start.line, start.column),
         span=Span(source, source.offset(cursor.location.line, cursor.location.column), len(cursor.spelling)),
+        attributes=_attributes(cursor),
     )
+
+
+def _attributes(cursor) -> tuple[str, ...]:
+    """The attributes in `__attribute__((...))` of a declaration, each as its tokens joined:
+    clang drops those it does not know (Enzyme's plugin's `enzyme_inactive`) from the AST."""
+    words: list[str] = []
+    tokens = [t.spelling for t in cursor.get_tokens()]
+    i = 0
+    while i < len(tokens) and tokens[i] != "{":
+        if tokens[i] == "__attribute__" and tokens[i + 1:i + 3] == ["(", "("]:
+            depth, j, current = 2, i + 3, []
+            while j < len(tokens) and depth:
+                t = tokens[j]
+                depth += (t == "(") - (t == ")")
+                if depth == 1 and t == ",":
+                    words.append("".join(current))
+                    current = []
+                elif depth >= 2:
+                    current.append(t)
+                j += 1
+            words.append("".join(current))
+            i = j
+            continue
+        i += 1
+    return tuple(w for w in words if w)
 
 
 def _absolute_includes(flags: list[str]) -> list[str]:

@@ -1,0 +1,189 @@
+"""`adgen cc`: a C compiler for code written for Enzyme's API. It takes what a C compiler takes
+(`CC="adgen cc"` for Make, a CMake compiler wrapper), compiles each C file that calls Enzyme's
+entry points through adgen (ir_ad/enzyme_build.py) and every other input with clang as it is,
+then links with the same clang unless -c, -S or -E says not to."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .diagnostics import AdgenError, error
+from .timing import Stages
+from .toolchain import Compiler, select_compiler, system_flags
+
+HELP = """\
+usage: adgen cc [C compiler flags] FILE.c ... [-c] [-o OUT]
+
+A C compiler for code written for Enzyme's C API (`__enzyme_autodiff((void *)f, enzyme_dup, x,
+dx, enzyme_const, n)`, `__enzyme_fwddiff`, `__enzyme_augmentfwd`, `__enzyme_reverse`...): each
+call to an entry point is replaced by a call to the derivative adgen generates, so such code
+builds with `pip install adgen` alone, no LLVM plugin. It takes a C compiler's flags (-I -D -O
+-g -std -c -o -MD -MF -fPIC -W... and link flags), compiles the C files that call Enzyme's API
+through adgen and everything else with clang as it is, and links with the same clang:
+
+    adgen cc -O2 prog.c -o prog -lm
+    make CC="adgen cc"
+    cmake -DCMAKE_C_COMPILER_LAUNCHER="adgen;cc-launcher" ..   (or CC="adgen cc")
+
+Derivatives are always computed from optimized code, whatever -O the file is built with.
+The mapping from Enzyme's API to adgen's activities is in specs/enzyme.md of the source tree;
+what adgen does not implement is an error at the call, naming the argument.
+
+adgen's own options (all others go to the C compiler):
+  --adgen-verbose   print each stage's time
+  --adgen-explain   print the cache plan of each reverse-mode derivative
+  --adgen-help      this text (also: adgen cc with no arguments)
+
+environment:
+  ADGEN_CC   the clang to use instead of the one bundled with adgen"""
+
+# Flags whose value is the next argument.
+_WITH_VALUE = {"-o", "-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", "-idirafter", "-isysroot",
+               "-iprefix", "-iwithprefix", "-MF", "-MT", "-MQ", "-x", "-L", "-l", "-target", "-Xclang", "-Xlinker",
+               "-Xpreprocessor", "-Xassembler", "-T", "-u", "-z", "--param", "-arch", "-rpath", "--sysroot",
+               "-mllvm", "-aux-info", "-e", "--serialize-diagnostics"}
+# Flags that only concern the link (the compile of a file does not get them).
+_LINK_ONLY = ("-l", "-L", "-Wl,", "-Xlinker", "-shared", "-static", "-rdynamic", "-nostdlib", "-nostartfiles",
+              "-nodefaultlibs", "-pie", "-no-pie", "-s", "-T", "-u", "-z", "-fuse-ld=", "-rpath", "-e")
+# What the lowering for differentiation takes of the user's flags: the preprocessor's, the
+# language's, the target's. Optimization, debug information, warnings, dependency files,
+# instrumentation and the value-changing floating-point flags (-ffast-math and its parts) are
+# the object's business only: derivatives are computed from the file as C evaluates it, so
+# their rounding does not depend on the order fast-math lets LLVM sum in.
+_PREPROCESS = ("-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", "-idirafter", "-isysroot", "-iprefix",
+               "-iwithprefix", "--sysroot", "-std=", "-ansi", "-target", "--target=", "-march=", "-mcpu=", "-mtune=",
+               "-m32", "-m64", "-pthread", "-funsigned-char", "-fsigned-char", "-fgnu89-inline", "-fms-extensions", "-fcommon", "-fno-common", "-fwrapv", "-fno-strict-aliasing",
+               "-fstrict-aliasing", "-fno-builtin", "-fbuiltin", "-ffreestanding", "-w")
+_STOPS = {"-E", "-M", "-MM", "-fsyntax-only", "-###", "--version", "-dumpversion", "-dumpmachine", "-print-search-dirs"}
+
+
+@dataclass
+class CommandLine:
+    """A C compiler's command line, taken apart."""
+
+    argv: list[str]
+    sources: list[tuple[int, Path]] = field(default_factory=list)  # (position in argv, path) of each C file
+    output: str | None = None
+    compile_only: bool = False  # -c
+    assemble_only: bool = False  # -S
+    stops_early: bool = False  # -E, -M, -fsyntax-only...: no object at all
+    adgen: list[str] = field(default_factory=list)  # --adgen-* options
+    compile_flags: list[str] = field(default_factory=list)  # what each file's compile gets
+    lowering_flags: list[str] = field(default_factory=list)  # what the lowering for differentiation gets
+
+
+def parse(argv: list[str]) -> CommandLine:
+    line = CommandLine([a for a in argv if not a.startswith("--adgen-")], adgen=[a for a in argv
+                                                                                   if a.startswith("--adgen-")])
+    args, language, i = line.argv, None, 0
+    while i < len(args):
+        a = args[i]
+        value = args[i + 1] if a in _WITH_VALUE and i + 1 < len(args) else None
+        width = 2 if value is not None else 1
+        if a == "-o":
+            line.output = value
+        elif a == "-x":
+            language = value
+        elif a == "-c":
+            line.compile_only = True
+        elif a == "-S":
+            line.assemble_only = True
+        elif a in _STOPS:
+            line.stops_early = True
+        elif not a.startswith("-") or a == "-":
+            if a.endswith(".c") and language in (None, "c"):
+                line.sources.append((i, Path(a)))
+        else:
+            taken = args[i:i + width]
+            if not a.startswith(_LINK_ONLY) or a.startswith(("-std", "-static-libgcc")):
+                line.compile_flags += taken
+            if a.startswith(_PREPROCESS) and not a.startswith(("-iframework",)):
+                line.lowering_flags += taken
+        i += width
+    return line
+
+
+def main(argv: list[str]) -> int:
+    if not argv or "--adgen-help" in argv:
+        print(HELP)
+        return 0
+    line = parse(argv)
+    stages = Stages(verbose="--adgen-verbose" in line.adgen, progress=False)
+    compiler = select_compiler(None)
+    if line.stops_early or not line.sources:
+        return _clang(compiler, line.argv)
+    if (line.compile_only or line.assemble_only) and line.output and len(line.sources) > 1:
+        raise AdgenError(error("cannot specify -o when generating multiple output files"))
+    implicit = [] if any(f.startswith("-fsanitize") for f in line.compile_flags) else ["-fno-sanitize=all"]
+    with tempfile.TemporaryDirectory(prefix="adgen-cc-") as tmp:
+        argv = list(line.argv)
+        for n, (at, source) in enumerate(line.sources):
+            if line.compile_only or line.assemble_only:
+                out = Path(line.output) if line.output else Path(source.stem + (".s" if line.assemble_only else ".o"))
+            else:
+                out = Path(tmp) / f"{n}-{source.stem}.o"
+                argv[at] = str(out)
+            status = _compile(compiler, line, source, out, implicit, stages)
+            if status:
+                return status
+        if line.compile_only or line.assemble_only:
+            return 0
+        flags = [a for i, a in enumerate(argv) if not (a in ("-o", "-x") or (i and argv[i - 1] in ("-o", "-x")))]
+        return _clang(compiler, [*flags, "-Wno-unused-command-line-argument", "-o", line.output or "a.out"])
+
+
+def _compile(compiler: Compiler, line: CommandLine, source: Path, out: Path, implicit: list[str],
+             stages: Stages) -> int:
+    """One C file to `out`: through adgen if it calls Enzyme's API, else by clang as it is."""
+    flags = [*line.compile_flags, *implicit]
+    if _mentions_enzyme(compiler, source, line.lowering_flags):
+        from adgen.ir_ad.enzyme_build import compile_unit
+
+        user = _dependency_flags(flags, out)
+        read = [*system_flags(compiler), *line.lowering_flags]
+        obj, plans = compile_unit(source, line.lowering_flags, user, compiler, stages, read,
+                                  explain="--adgen-explain" in line.adgen)
+        if plans:
+            print(plans, end="", flush=True)
+        if obj is not None:
+            if line.assemble_only:
+                raise AdgenError(error(f"{source}: -S (assembly output) is not supported for a file that calls "
+                                       "Enzyme's API: build an object (-c)"))
+            out.write_bytes(obj)
+            return 0
+    return _clang(compiler, [*flags, "-c", str(source), "-o", str(out)] if not line.assemble_only else
+                  [*flags, "-S", str(source), "-o", str(out)])
+
+
+def _mentions_enzyme(compiler: Compiler, source: Path, flags: list[str]) -> bool:
+    """Whether the preprocessed file names anything of Enzyme's API (cheap: no compile)."""
+    done = subprocess.run([*compiler.command, "-E", "-P", *flags, str(source)], capture_output=True, text=True)
+    return done.returncode != 0 or "enzyme_" in done.stdout
+
+
+def _dependency_flags(flags: list[str], out: Path) -> list[str]:
+    """-MD/-MMD name the object in the dependency file: the object adgen writes, not the bitcode
+    it compiles the file to on the way."""
+    if not any(f in ("-MD", "-MMD") for f in flags):
+        return flags
+    extra = []
+    if "-MF" not in flags:
+        extra += ["-MF", str(out.with_suffix(".d"))]
+    if "-MT" not in flags and "-MQ" not in flags:
+        extra += ["-MT", str(out)]
+    return flags + extra
+
+
+def _clang(compiler: Compiler, args: list[str]) -> int:
+    return subprocess.run([*compiler.command, *args]).returncode
+
+
+__all__ = ["main", "parse", "CommandLine", "HELP"]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,341 @@
+"""`adgen cc`, one C file written for Enzyme's API, top to bottom: read its calls to Enzyme's
+entry points from the lowered file (enzyme_calls.py) → give each distinct request a derivation
+(as if an annotation asked for it) → lower, optimize and differentiate the file as `adgen build`
+does, level by level where a differentiated function itself calls Enzyme's API (a derivative
+of a derivative), those calls made adapter calls between levels → compile the file as the
+user's flags say, rewrite its calls as adapter calls (adapters.py), link the derivatives in,
+sharing the file's global variables → one object."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from adgen.frontend import __version__
+from adgen.frontend.abi import Signature, signatures
+from adgen.frontend.annotations import Entry, Word
+from adgen.frontend.diagnostics import AdgenError, SourceFile, Span, error
+from adgen.frontend.generate import Generated
+from adgen.frontend.model import Derivation
+from adgen.frontend.prototypes import Function, read_unit
+from adgen.frontend.render import output_names, render
+from adgen.frontend.timing import Stages, plural
+from adgen.frontend.toolchain import Compiler
+
+from . import optimize
+from .adapters import Kernel, kernel_types, rewrite
+from .build import Prepared, _by_c_name, differentiate, lower
+from .diagnose import Unsupported, at_instruction
+from .enzyme_calls import (Call, Registrations, Request, find_calls, hinted, iterated, registrations,
+                           steering_calls)
+from .ir import Module
+from .kernels import kernel_name
+from .lower import keep_array, lower_source
+from .rules import rule_for, written_by_hand
+
+
+@dataclass
+class Unit:
+    """What one C file asks of Enzyme's API."""
+
+    source: Path
+    calls: list[Call]
+    requests: dict[Request, int]  # each distinct request, by first appearance -> its level (1, 2...)
+    probe: Module  # the file lowered as it is, where the calls were read
+
+
+def compile_unit(source: Path, flags: list[str], user_flags: list[str], compiler: Compiler, stages: Stages,
+                 read_flags: list[str], explain: bool = False) -> tuple[bytes | None, str]:
+    """The object of `source`, or None when it makes no call to Enzyme's API (the caller then
+    compiles it as it is). `flags` are what clang lowers the file with for differentiation
+    (preprocessor and language flags), `user_flags` all the user gave for the object itself,
+    `read_flags` what libclang reads it with. Also gives the cache plans of the reverse-mode
+    derivatives (`--adgen-explain`)."""
+    with tempfile.TemporaryDirectory(prefix="adgen-cc-") as tmp:
+        work = Path(tmp)
+        with stages.stage("read", source.name):
+            unit = read_calls(source, compiler, flags, work)
+        if unit is None:
+            return None, ""
+        with stages.stage("check", plural(len(unit.requests), "derivative")):
+            prototypes = read_unit(SourceFile(source), read_flags)
+            generated, names = _generated(unit, prototypes, work)
+            registered = _registered(unit, prototypes)
+        linked = optimize.parse(hinted(str(lower([source], [generated], compiler, flags, [], work, stages)), False))
+        kept = _by_c_name(optimize.kept(linked, keep_array(0)))
+        user = _compile(source, user_flags, compiler, work)
+        tm = _machine_of(user)
+        steering = {n.lstrip("@") for n in steering_calls(Module(str(linked)))}
+        prepared = Prepared(linked, [generated], tm, stages, {n.lstrip("@") for n in registered.inactive} | steering,
+                            {f: _like(f, name, unit) for f, name in registered.like.items()}, registered.custom,
+                            registered.allocators)
+        with stages.stage("differentiate", plural(len(unit.requests), "derivative")), \
+                written_by_hand(prepared.by_hand):
+            text, plans = _differentiate(unit, generated, kept, names, prepared)
+        kernels, tapes = _kernels(generated, names, text)
+        with stages.stage("optimize", "after differentiation"):
+            derivatives = optimize.parse(hinted(_shared_globals(text, user)))
+            optimize.finish(derivatives, {k.name.lstrip("@") for k in kernels.values()}, tm, prepared.shared)
+        with stages.stage("link", "the file's own code, its calls made adapter calls"):
+            obj = _link(user, derivatives, kernels, tapes, tm, user_flags)
+    from .explain import explain as explained
+
+    return obj, explained(prepared.module, plans) if explain and plans else ""
+
+
+def read_calls(source: Path, compiler: Compiler, flags: list[str], work: Path) -> Unit | None:
+    """The file's calls to Enzyme's API, read from the file lowered as it is; None if it makes none."""
+    probe = Module(hinted(_text(lower_source(compiler, source, _empty(source), 0, flags, [], work))))
+    try:
+        calls = find_calls(probe)
+    except Unsupported as exc:
+        raise _at_call(exc, probe)
+    if not calls:
+        return None
+    return Unit(source, calls, _levels(probe, calls), probe)
+
+
+def _registered(unit: Unit, prototypes) -> Registrations:
+    """What the file registers, in its globals and in the attributes of Enzyme's plugin on its
+    functions (`enzyme_inactive`, `enzyme_function_like("log1p")`), by IR name."""
+    found = registrations(unit.probe)
+    for f in prototypes.functions:
+        ir_name = "@" + f.name
+        for attribute in f.attributes:
+            m = re.fullmatch(r'enzyme_function_like\("([^"]*)"\)', attribute)
+            if attribute == "enzyme_inactive":
+                found.inactive.add(ir_name)
+            elif m:
+                found.like[ir_name] = m.group(1)
+    return found
+
+
+def _like(function: str, name: str, unit: Unit):
+    """The rule of a libm function, for a function registered as like it."""
+    rule = rule_for("@" + name)
+    if rule is None:
+        raise AdgenError(error(f"'{function.lstrip('@')}' is registered as like '{name}', which is not a function "
+                               "adgen has a derivative rule for"))
+    return rule
+
+
+def _levels(module: Module, calls: list[Call]) -> dict[Request, int]:
+    """Each request's level: 1 when the function it differentiates reaches no call to Enzyme's
+    API, else one more than the highest level among the calls it reaches."""
+    callees = {name: {i.callee for i in fn.instructions() if i.opcode == "call" and i.callee in module.functions}
+               for name, fn in module.functions.items()}
+    asked: dict[str, list[Call]] = {}
+    for c in calls:
+        asked.setdefault(c.caller, []).append(c)
+    levels: dict[Request, int] = {}
+
+    def level(request: Request, path: tuple[Request, ...]) -> int:
+        if request in levels:
+            return levels[request]
+        if request in path:
+            raise AdgenError(error(f"'{request.function.lstrip('@')}' is differentiated by a call that it reaches "
+                                   "itself: derivatives cannot derive each other in a cycle"))
+        seen, todo, deepest = set(), [request.function], 0
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            todo += callees.get(name, ())
+            deepest = max([deepest] + [level(c.request, path + (request,)) for c in asked.get(name, [])])
+        levels[request] = deepest + 1
+        return deepest + 1
+
+    for c in calls:
+        level(c.request, ())
+    return {c.request: levels[c.request] for c in calls}
+
+
+def _generated(unit: Unit, prototypes, work: Path) -> tuple[Generated, dict[Request, str]]:
+    """A derivation for each request, as if an annotation above its function asked for it,
+    with the stubs its kernels are declared by."""
+    functions = {f.name: f for f in prototypes.functions}
+    names: dict[Request, str] = {}
+    sigs: list[Signature] = []
+    first = {}
+    for c in unit.calls:
+        first.setdefault(c.request, c)
+    for k, request in enumerate(unit.requests):
+        call = first[request]
+        c_name = request.function.lstrip("@").strip('"').split(".")[0]
+        proto = functions.get(c_name)
+        if proto is None or proto.by_value or len(proto.params) != len(request.activities):
+            what = ("passes or returns a struct by value, which Enzyme's API passes in the target's own way"
+                    if proto is not None and proto.by_value else "is not a function declared in this file")
+            raise _at_call(Unsupported(call.caller, call.inst, f"'{c_name}' {what}"), unit.probe)
+        names[request] = f"__adgen_enzyme_{k}"
+        sigs += signatures(_derivation(request, names[request], proto, _span(unit.probe, call)))
+    stubs = render(prototypes, sigs, work, __version__).stubs
+    path = work / output_names(unit.source)[1]
+    path.write_text(stubs)
+    return Generated(prototypes.source, prototypes, sigs, {path: stubs}), names
+
+
+def _derivation(request: Request, name: str, proto: Function, span: Span | None) -> Derivation:
+    entry = Entry(Word(name, span), None, None, (), None, span)
+    return Derivation(name, proto, request.mode, request.width, request.activities, request.returns, entry)
+
+
+def _differentiate(unit: Unit, generated: Generated, kept: dict[str, str], names: dict[Request, str],
+                   prepared: Prepared) -> tuple[str, list]:
+    """Level by level; between levels, the calls of the levels done become adapter calls, so
+    that the next level differentiates code that calls the derivatives (`dd_f` of `d_f`)."""
+    by_name = {v: k for k, v in names.items()}
+    what = {s.name: _what(unit, by_name[s.derivation.name]) for s in generated.signatures}
+    module, text, plans = prepared.module, "", []
+    for level in range(1, max(unit.requests.values()) + 1):
+        if level > 1:
+            module = Module(text)
+            done = [c for c in _calls(module) if c.request in unit.requests and unit.requests[c.request] < level]
+            kernels, tapes = _kernels(generated, names, text)
+            module = prepared.again(rewrite(module, done, kernels, tapes))
+        entries = [(s, kept) for s in generated.signatures if unit.requests[by_name[s.derivation.name]] == level]
+        text, level_plans, _ = differentiate(module, entries, level, needed_by=lambda s: what[s.name])
+        text = iterated(text, set(module.functions))
+        text = _exported(text, _kernels(generated, names, text)[0])  # kept through the next levels' optimization
+        plans += level_plans
+    return text, plans
+
+
+def _calls(module: Module) -> list[Call]:
+    try:
+        return find_calls(module)
+    except Unsupported as exc:
+        raise _at_call(exc, module)
+
+
+def _what(unit: Unit, request: Request) -> str:
+    """An Enzyme call, for errors: `the __enzyme_autodiff call at f.c:12`."""
+    call = next(c for c in unit.calls if c.request == request)
+    where = unit.probe.location(call.inst.dbg)
+    at = f" at {Path(where.file).name}:{where.line}" if where else ""
+    return f"the {call.inst.callee.lstrip('@')} call{at}"
+
+
+def _kernels(generated: Generated, names: dict[Request, str], text: str) -> tuple[dict, dict[str, int]]:
+    """The kernel each (request, part) calls, with its IR parameter types, and the tapes' sizes."""
+    by_name = {v: k for k, v in names.items()}
+    kernels, tapes = {}, {}
+    for s in generated.signatures:
+        name = kernel_name(s)
+        if not re.search(r"^define [^\n]*" + re.escape(name) + r"\(", text, re.M):
+            continue  # of a later level
+        kernels[(by_name[s.derivation.name], s.part)] = Kernel(s, name, kernel_types(text, name))
+        if s.part == "tape_size":
+            tapes[s.derivation.name] = int(re.search(r"^define [^\n]*" + re.escape(name) + r"\(.*?store i64 (\d+)",
+                                                     text, re.M | re.S).group(1))
+    return kernels, tapes
+
+
+def _exported(text: str, kernels: dict) -> str:
+    """The kernels made visible to the file's own code, which calls them through adapters."""
+    for k in {k.name for k in kernels.values()}:
+        text = re.sub(r"^define internal (void " + re.escape(k) + r"\()", r"define \1", text, flags=re.M)
+    return text
+
+
+def _shared_globals(text: str, user) -> str:
+    """The derivative code's copies of the file's variables become declarations, so that the
+    derivatives read and write the program's own (a counter a derivative written by hand
+    increments, a buffer an allocator hands out)."""
+    defined = {g.name for g in user.global_variables if not g.is_declaration and not g.name.startswith("llvm.")}
+    out = []
+    for line in text.split("\n"):
+        m = re.match(r'^@("[^"]+"|[-\w.$]+) = (?:(?:internal|private|dso_local|common|weak|linkonce_odr|weak_odr|'
+                     r'linkonce|external) )*(?:(?:unnamed_addr|local_unnamed_addr) )?(global|constant) (.*)$', line)
+        if m and m.group(1).strip('"') in defined and m.group(2) == "global":
+            t = _global_type(m.group(3))
+            align = re.search(r", align (\d+)", line)
+            line = f"@{m.group(1)} = external global {t}" + (f", align {align.group(1)}" if align else "")
+        out.append(line)
+    return "\n".join(out)
+
+
+def _global_type(rest: str) -> str:
+    from .ir import Cursor, parse_type
+
+    return parse_type(Cursor(rest)).text
+
+
+def _compile(source: Path, user_flags: list[str], compiler: Compiler, work: Path):
+    """The file compiled as the user's flags say, to LLVM bitcode, parsed."""
+    out = work / "user.bc"
+    command = [*compiler.command, *user_flags, "-c", "-emit-llvm", str(source), "-o", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AdgenError(error(f"{compiler.description} could not compile {source}:\n{done.stderr.rstrip()}"))
+    return optimize.parse_bitcode(out.read_bytes())
+
+
+def _machine_of(user):
+    """A target machine for the file's triple and the CPU clang chose for it (zig's clang
+    chooses this machine's unless -march or -mcpu says otherwise)."""
+    text = str(user)
+    cpu = re.search(r'"target-cpu"="([^"]*)"', text)
+    features = re.search(r'"target-features"="([^"]*)"', text)
+    return optimize.target_machine(user.triple or None, None, cpu.group(1) if cpu else "",
+                                   features.group(1) if features else "")
+
+
+def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flags: list[str]) -> bytes:
+    """The file's own module, its calls rewritten, with the derivatives linked in."""
+    module = Module(hinted(str(user)))
+    calls = _calls(module)
+    text = rewrite(module, calls, kernels, tapes)
+    final = optimize.parse(text)
+    private = [g for g in final.global_variables if g.linkage == llvm.Linkage.internal]
+    for g in private:  # for a moment, so that the derivatives' declarations of them bind to them
+        g.linkage = llvm.Linkage.external
+    final.link_in(derivatives)
+    for g in private:
+        g.linkage = llvm.Linkage.internal
+    for fn in final.functions:
+        if fn.name in {k.name.lstrip("@") for k in kernels.values()}:
+            fn.linkage = llvm.Linkage.internal
+    level = _opt_level(user_flags)
+    if level:
+        optimize.reoptimize(final, tm, level)
+    return optimize.emit_object(final, tm)
+
+
+def _opt_level(flags: list[str]) -> int:
+    level = 0
+    for f in flags:
+        m = re.fullmatch(r"-O([0-3sz]?|fast)", f)
+        if m:
+            level = {"": 2, "s": 2, "z": 2, "fast": 3}.get(m.group(1), None) or int(m.group(1) or 2)
+    return level
+
+
+def _text(bitcode: bytes) -> str:
+    return str(optimize.parse_bitcode(bitcode))
+
+
+def _empty(source: Path) -> Generated:
+    return Generated(SourceFile(source), None, [], {})
+
+
+def _span(module: Module, call: Call) -> Span | None:
+    where = module.location(call.inst.dbg)
+    if where is None:
+        return None
+    try:
+        sf = SourceFile(where.file)
+    except OSError:
+        return None
+    return Span(sf, sf.offset(where.line, where.column))
+
+
+def _at_call(exc: Unsupported, module: Module) -> AdgenError:
+    """An error about a call to Enzyme's API, at the call (or the argument it is about)."""
+    return AdgenError(at_instruction(module, exc.function, exc.inst, exc.what))
