@@ -3,7 +3,8 @@
 Each example is a directory holding NAME.c, the annotated code, and main.c, a driver that
 prints every derivative beside its central finite difference. This script runs
 `adgen build NAME.c`, compiles both files with the clang adgen uses, links them with the
-derivative object and runs the program; it exits non-zero if any check fails."""
+derivative object and runs the program (code written for Enzyme's C API instead is built
+with `adgen cc`); it exits non-zero if any check fails."""
 
 from __future__ import annotations
 
@@ -26,7 +27,12 @@ def run(name: str, build_root: Path) -> int:
         [*cc, "-I", str(build), str(folder / "main.c"), str(build / f"{name}.o"), str(build / f"{name}.adgen.o"),
          "-lm", "-o", str(build / name)],
     ]
-    print(f"== {name}: adgen build {name}.c, then cc main.c {name}.c {name}.adgen.o", flush=True)
+    how = f"adgen build {name}.c, then cc main.c {name}.c {name}.adgen.o"
+    if "__enzyme_" in (folder / f"{name}.c").read_text():  # written for Enzyme's C API: adgen cc is the compiler
+        steps = [[sys.executable, "-m", "adgen.frontend.cli", "cc", "-O2", str(folder / f"{name}.c"),
+                  str(folder / "main.c"), "-lm", "-o", str(build / name)]]
+        how = f"adgen cc {name}.c main.c"
+    print(f"== {name}: {how}", flush=True)
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True)
         if done.returncode != 0:

@@ -5,6 +5,9 @@ then links with the same clang unless -c, -S or -E says not to."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,7 +30,8 @@ through adgen and everything else with clang as it is, and links with the same c
 
     adgen cc -O2 prog.c -o prog -lm
     make CC="adgen cc"
-    cmake -DCMAKE_C_COMPILER_LAUNCHER="adgen;cc-launcher" ..   (or CC="adgen cc")
+    CC="adgen cc" cmake ..     (or -DCMAKE_C_COMPILER_LAUNCHER="adgen;cc": the compiler
+                                CMake names is then replaced by adgen's clang)
 
 Derivatives are always computed from optimized code, whatever -O the file is built with.
 The mapping from Enzyme's API to adgen's activities is in specs/enzyme.md of the source tree;
@@ -56,8 +60,9 @@ _LINK_ONLY = ("-l", "-L", "-Wl,", "-Xlinker", "-shared", "-static", "-rdynamic",
 # their rounding does not depend on the order fast-math lets LLVM sum in.
 _PREPROCESS = ("-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", "-idirafter", "-isysroot", "-iprefix",
                "-iwithprefix", "--sysroot", "-std=", "-ansi", "-target", "--target=", "-march=", "-mcpu=", "-mtune=",
-               "-m32", "-m64", "-pthread", "-funsigned-char", "-fsigned-char", "-fgnu89-inline", "-fms-extensions", "-fcommon", "-fno-common", "-fwrapv", "-fno-strict-aliasing",
-               "-fstrict-aliasing", "-fno-builtin", "-fbuiltin", "-ffreestanding", "-w")
+               "-m32", "-m64", "-pthread", "-funsigned-char", "-fsigned-char", "-fgnu89-inline", "-fms-extensions",
+               "-fcommon", "-fno-common", "-fwrapv", "-fno-strict-aliasing", "-fstrict-aliasing", "-fno-builtin",
+               "-fbuiltin", "-ffreestanding", "-w")
 _STOPS = {"-E", "-M", "-MM", "-fsyntax-only", "-###", "--version", "-dumpversion", "-dumpmachine", "-print-search-dirs"}
 
 
@@ -77,6 +82,8 @@ class CommandLine:
 
 
 def parse(argv: list[str]) -> CommandLine:
+    if argv and _is_compiler(argv[0]):  # as a launcher (CMAKE_C_COMPILER_LAUNCHER): `adgen cc /usr/bin/cc -c ...`
+        argv = argv[1:]
     line = CommandLine([a for a in argv if not a.startswith("--adgen-")], adgen=[a for a in argv
                                                                                    if a.startswith("--adgen-")])
     args, language, i = line.argv, None, 0
@@ -105,6 +112,15 @@ def parse(argv: list[str]) -> CommandLine:
                 line.lowering_flags += taken
         i += width
     return line
+
+
+def _is_compiler(arg: str) -> bool:
+    """Whether an argument names a compiler to run (a build system's, before its flags) rather
+    than a flag or an input."""
+    if arg.startswith("-") or Path(arg).suffix in (".c", ".i", ".o", ".a", ".so", ".s", ".S", ".cpp", ".cc"):
+        return False
+    found = shutil.which(arg)
+    return found is not None and os.access(found, os.X_OK) and not Path(arg).is_dir()
 
 
 def main(argv: list[str]) -> int:
@@ -140,42 +156,65 @@ def _compile(compiler: Compiler, line: CommandLine, source: Path, out: Path, imp
              stages: Stages) -> int:
     """One C file to `out`: through adgen if it calls Enzyme's API, else by clang as it is."""
     flags = [*line.compile_flags, *implicit]
-    if _mentions_enzyme(compiler, source, line.lowering_flags):
+    mentions = _mentions_enzyme(compiler, source, line.lowering_flags)
+    if mentions:
         from adgen.ir_ad.enzyme_build import compile_unit
 
-        user = _dependency_flags(flags, out)
+        user, deps = _without_dependencies(flags)
+        if mentions == "attributes":  # Enzyme's plugin's attributes, which clang does not know but adgen reads
+            user.append("-Wno-unknown-attributes")
         read = [*system_flags(compiler), *line.lowering_flags]
         obj, plans = compile_unit(source, line.lowering_flags, user, compiler, stages, read,
-                                  explain="--adgen-explain" in line.adgen)
+                                  explain="--adgen-explain" in line.adgen, assembly=line.assemble_only)
         if plans:
             print(plans, end="", flush=True)
         if obj is not None:
-            if line.assemble_only:
-                raise AdgenError(error(f"{source}: -S (assembly output) is not supported for a file that calls "
-                                       "Enzyme's API: build an object (-c)"))
             out.write_bytes(obj)
-            return 0
+            return _write_dependencies(compiler, user, deps, source, out)
     return _clang(compiler, [*flags, "-c", str(source), "-o", str(out)] if not line.assemble_only else
                   [*flags, "-S", str(source), "-o", str(out)])
 
 
-def _mentions_enzyme(compiler: Compiler, source: Path, flags: list[str]) -> bool:
-    """Whether the preprocessed file names anything of Enzyme's API (cheap: no compile)."""
+def _mentions_enzyme(compiler: Compiler, source: Path, flags: list[str]) -> str:
+    """Whether the preprocessed file names anything of Enzyme's API (cheap: no compile): "" if
+    not, "attributes" if it uses the attributes of Enzyme's plugin too, else "calls"."""
     done = subprocess.run([*compiler.command, "-E", "-P", *flags, str(source)], capture_output=True, text=True)
-    return done.returncode != 0 or "enzyme_" in done.stdout
+    if done.returncode == 0 and "enzyme_" not in done.stdout:
+        return ""
+    return "attributes" if re.search(r"__attribute__\s*\(\(\s*enzyme_", done.stdout) else "calls"
 
 
-def _dependency_flags(flags: list[str], out: Path) -> list[str]:
-    """-MD/-MMD name the object in the dependency file: the object adgen writes, not the bitcode
-    it compiles the file to on the way."""
-    if not any(f in ("-MD", "-MMD") for f in flags):
-        return flags
-    extra = []
-    if "-MF" not in flags:
-        extra += ["-MF", str(out.with_suffix(".d"))]
-    if "-MT" not in flags and "-MQ" not in flags:
-        extra += ["-MT", str(out)]
-    return flags + extra
+_DEPENDENCY_FLAGS = {"-MD", "-MMD", "-MP", "-MG"}
+_DEPENDENCY_VALUES = {"-MF", "-MT", "-MQ"}
+
+
+def _without_dependencies(flags: list[str]) -> tuple[list[str], list[str]]:
+    """The flags without those asking for a dependency file, and those (clang writes none
+    along with bitcode through zig's clang: adgen asks for it apart, see `_write_dependencies`)."""
+    kept, deps, i = [], [], 0
+    while i < len(flags):
+        f = flags[i]
+        if f in _DEPENDENCY_FLAGS:
+            deps.append(f)
+        elif f in _DEPENDENCY_VALUES and i + 1 < len(flags):
+            deps += flags[i:i + 2]
+            i += 1
+        else:
+            kept.append(f)
+        i += 1
+    return kept, deps
+
+
+def _write_dependencies(compiler: Compiler, flags: list[str], deps: list[str], source: Path, out: Path) -> int:
+    """The dependency file -MD/-MMD ask for, naming the object adgen wrote."""
+    if not {"-MD", "-MMD"} & set(deps):
+        return 0
+    args = [*flags, "-MM" if "-MMD" in deps else "-M", str(source)]
+    if "-MF" not in deps:
+        args += ["-MF", str(out.with_suffix(".d"))]
+    if "-MT" not in deps and "-MQ" not in deps:
+        args += ["-MT", str(out)]
+    return _clang(compiler, args + [d for d in deps if d not in ("-MD", "-MMD")])
 
 
 def _clang(compiler: Compiler, args: list[str]) -> int:

@@ -120,13 +120,16 @@ class _Adapter:
         call, b = self.call, self.b
         entry = call.entry
         part = {"augmentfwd": "forward", "reverse": "reverse", "augmentsize": "tape_size"}.get(entry, "")
-        kernel = self.kernels[(call.request, part)]
+        kernel = self.kernels.get((call.request, part))
         values: list[V] = []
-        if entry == "augmentsize":
+        if entry == "batch":
+            values = self._batch()
+        elif entry == "augmentsize":
             values.append(V(I64, str(self.tape_sizes[kernel.sig.derivation.name] + TAPE_ALIGN - 1)))
         else:
             tape = self._tape(kernel) if part else None
-            outs = [b.value(PTR, f"alloca {self._field_type(f.name, f.count).text}, align 16") for f in kernel.sig.fields]
+            outs = [b.value(PTR, f"alloca {self._field_type(kernel, f.name, f.count).text}, align 16")
+                    for f in kernel.sig.fields]
             args = outs + self._kernel_args(kernel, tape)
             b.decls.need(kernel.name, VOID, list(kernel.params))
             b.emit(f"call void {kernel.name}({', '.join(str(a) for a in args)})")
@@ -137,27 +140,41 @@ class _Adapter:
             for f, out in zip(kernel.sig.fields, outs):
                 if f.name == "ret" and not (call.primal_return or entry == "augmentfwd"):
                     continue
-                t = self._field_type(f.name, 1)
+                t = self._field_type(kernel, f.name, 1)
                 values += [b.load(t, b.gep(t, out, V(I64, str(j))) if j else out) for j in range(f.count)]
         self._pack(values)
         params = ", ".join(self._param_text(i) for i in self.used)
         return "\n".join([f"define internal {call.inst.type.text} {self.name}({params}) {{", "entry:", *b.lines,
                           "}"])
 
+    def _batch(self) -> list[V]:
+        """__enzyme_batch: the function called once per lane (its arguments one per lane, or
+        one for all), its results in lane order."""
+        fn = self.module.functions[self.call.request.function]
+        results = []
+        for lane in range(self.call.request.width):
+            args = []
+            for p, given in zip(fn.params, self.call.params):
+                at = ([given.value, *given.shadows])[lane] if given.shadows else given.value
+                args.append(self._convert(self.params[at], p.type))
+            result = self.b.call(fn.name, fn.ret, args)
+            if result is not None:
+                results.append(result)
+        return results
+
     def _param_text(self, i: int) -> str:
         op, attrs = self.call.inst.call_args[i]
         sret = f" sret({attrs['sret']})" if "sret" in attrs else ""
         return f"{op.type.text}{sret} {self.params[i].ref}"
 
-    def _field_type(self, field: str, count: int) -> Type:
-        """The IR type of a returned value: the primal's result, or a parameter's gradient."""
+    def _field_type(self, kernel: Kernel, field: str, count: int) -> Type:
+        """The IR type of a returned value: the primal's result or its tangent, or a parameter's
+        gradient (an array of them at width > 1)."""
         fn = self.module.functions[self.call.request.function]
-        d = self.call.request
+        d = kernel.sig.derivation
         t = fn.ret
-        if field.startswith("d_") and field != "d_ret":
-            sig = self.kernels[next(k for k in self.kernels if k[0] == d)].sig
-            names = [p.name for p in sig.derivation.primal.params]
-            t = fn.params[names.index(field[2:])].type
+        if field not in ("ret", f"{d.prefix}ret"):
+            t = fn.params[[p.name for p in d.primal.params].index(field[len(d.prefix):])].type
         return Type(f"[{count} x {t.text}]", "array", 0, (t,), count) if count > 1 else t
 
     def _tape(self, kernel: Kernel) -> V:
@@ -170,9 +187,7 @@ class _Adapter:
                 return b.call("@malloc", PTR, [V(I64, str(size))])
             return self.params[call.tape]
         if call.allocated < size + TAPE_ALIGN - 1:
-            raise self.fail(f"a tape of {call.allocated} bytes (enzyme_allocated), where adgen's tape for this "
-                            f"function takes {size} bytes and {TAPE_ALIGN - 1} more to align it: allocate at least "
-                            f"{size + TAPE_ALIGN - 1}")
+            raise self.fail(too_small(call.allocated, size))
         given = self.params[call.tape]
         at = b.cast("ptrtoint", given, I64)
         up = b.binary("and", b.binary("add", at, V(I64, str(TAPE_ALIGN - 1))), V(I64, str(-TAPE_ALIGN)))
@@ -251,6 +266,11 @@ class _Adapter:
             where = self.b.gep(Type("i8", "int", 8), base, V(I64, str(offset))) if offset else base
             self.b.store(v, where)
             offset += size
+
+
+def too_small(allocated: int, size: int) -> str:
+    return (f"a tape of {allocated} bytes (enzyme_allocated), where adgen's tape for this function takes {size} "
+            f"bytes and {TAPE_ALIGN - 1} more to align it: allocate at least {size + TAPE_ALIGN - 1}")
 
 
 def _sret_type(call: Call) -> Type:

@@ -202,8 +202,9 @@ class Memory:
             result = Base("global", value)
         elif depth < 64 and value in self.cfg.defs:
             inst = self.cfg.defs[value]
-            if inst.opcode == "alloca" or (inst.opcode == "call" and (inst.callee.lstrip("@") in FRESH_ALLOCATORS or
-                                                                      inst.callee.lstrip("@") in self.module.allocators)):
+            callee = inst.callee.lstrip("@")
+            if inst.opcode == "alloca" or (inst.opcode == "call" and (callee in FRESH_ALLOCATORS or
+                                                                      callee in self.module.allocators)):
                 result = Base("fresh", value)
             elif inst.opcode == "getelementptr" or inst.opcode in ("bitcast", "addrspacecast", "freeze"):
                 result = self.base(inst.operands[0].value, depth + 1)

@@ -53,7 +53,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         explained, text, module = [], "", prepared.module
         for level in range(1, max((s.derivation.depth for g in generated for s in g.signatures), default=1) + 1):
             if level > 1:  # derivatives of derived functions (`of NAME`): of the optimized code of those
-                module = prepared.again(text)
+                module = prepared.again(text, level)
             entries = [(s, names) for g, names in zip(generated, primals) for s in g.signatures
                        if s.derivation.depth == level]
             text, plans, _ = differentiate(module, entries, level)
@@ -120,9 +120,14 @@ class Prepared:
         """Functions whose calls stay calls: @inactive, or with derivatives written by hand."""
         return self.inactive | set(self.allocators) | {name.lstrip("@") for name in [*self.by_hand, *self.custom]}
 
-    def again(self, text: str) -> Module:
-        """A module's text (with the derivatives of an earlier level), optimized again."""
-        return self._module(optimize.prepare(optimize.parse(text), self.tm, self.calls, derivatives=True))
+    def again(self, text: str, level: int) -> Module:
+        """A module's text (with the derivatives of an earlier level), optimized again, the
+        local names an earlier level made (all have a `'`) marked with the level, so that the
+        names the next one makes from labels and values cannot meet them."""
+        text = optimize.prepare(optimize.parse(text), self.tm, self.calls, derivatives=True)
+        text = re.sub(r'%"([^"]*\'[^"]*)"', lambda m: f'%"{level}~{m.group(1)}"', text)
+        text = re.sub(r'^"([^"]*\'[^"]*)":', lambda m: f'"{level}~{m.group(1)}":', text, flags=re.M)
+        return self._module(text)
 
     def _module(self, text: str) -> Module:
         module = Module(text)
@@ -141,7 +146,7 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
     functions its source keeps for differentiation, by C name. `needed_by(sig)` names what
     an error is for."""
     numbers = [int(k[1:]) for k in module.metadata if k[1:].isdigit()]
-    decls = Declarations(set(module.functions), max(numbers, default=0) + 1)
+    decls = Declarations(set(module.functions), max(numbers, default=0) + 1, f"{level}." if level > 1 else "")
     signatures = [s for s, _ in entries]
     forward = ForwardMode(module, decls, level)
     reverse = ReverseMode(module, decls, level, releases=any(s.derivation.mode is Mode.SPLIT for s in signatures))
@@ -170,26 +175,18 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
     runtime = [reverse.runtime_text()] if reverse.definitions or forward.uses_runtime else []
     if forward.uses_zeros:
         runtime.append(ZEROS)
-    runtime = [_not_in(text, module) for text in runtime]  # an earlier level's may be there already
     replaced = {kernel_name(s) for s in signatures}
     lines = [line for line in module.text.split("\n") if not _dropped(line, replaced)]
-    text = "\n".join(lines + decls.added + forward.definitions + reverse.definitions + runtime + kernels +
-                      decls.scopes.definitions()) + "\n"
+    new = "\n".join(decls.added + forward.definitions + reverse.definitions + runtime + kernels +
+                    decls.scopes.definitions())
+    if level > 1:  # its own runtime: the optimizer may have changed an earlier level's (dropped a parameter)
+        new = new.replace('@"adgen.', f'@"adgen{level}.')
+    text = "\n".join(lines) + "\n" + new + "\n"
     plans = [(f"{', '.join(dict.fromkeys(top[d.aug]))}: reverse mode of {primal_of[d.aug]}", plan)
              for d, plan in reverse.explained if d.aug in top]
     plans += [(f"{d.pattern.function.lstrip('@')}, as a callee of the derivatives above ({_activities(d.pattern)})",
                plan) for d, plan in reverse.explained if d.aug not in top]
     return text, plans, tapes
-
-
-def _not_in(text: str, module: Module) -> str:
-    """The definitions of `text` (functions and globals of adgen's runtime) the module lacks."""
-    kept = []
-    for chunk in re.split(r"\n(?=define |@)", text):
-        m = re.match(r'(?:define [^@]*)?(@"[^"]+"|@[-\w.$]+)', chunk)
-        if m is None or (m.group(1) not in module.functions and m.group(1) not in module.globals):
-            kept.append(chunk)
-    return "\n".join(kept)
 
 
 def _rules_by_hand(linked, generated: list[Generated]) -> dict:

@@ -88,10 +88,13 @@ class Declarations:
     """The functions the module declares or defines, the declarations to add, and the alias
     scopes of the derivative code (numbered after the module's own metadata)."""
 
-    def __init__(self, known: set[str], first_metadata: int = 1_000_000):
+    def __init__(self, known: set[str], first_metadata: int = 1_000_000, tag: str = ""):
         self.known = set(known)
         self.added: list[str] = []
         self.scopes = AliasScopes(first_metadata)
+        # In the names of new values: apart from those an earlier level wrote into the code being
+        # differentiated again ("" at level 1).
+        self.tag = tag
 
     def need(self, name: str, ret: Type, params: list[Type]) -> None:
         if name not in self.known:
@@ -110,7 +113,7 @@ class Builder:
 
     def fresh(self, hint: str = "") -> str:
         self.count += 1
-        return local(f"{self.prefix}'{hint}{self.count}")
+        return local(f"{self.prefix}'{self.decls.tag}{hint}{self.count}")
 
     def emit(self, text: str) -> None:
         self.lines.append("  " + text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from adgen.frontend.timing import Stages, plural
 from adgen.frontend.toolchain import Compiler
 
 from . import optimize
-from .adapters import Kernel, kernel_types, rewrite
+from .adapters import TAPE_ALIGN, Kernel, kernel_types, rewrite, too_small
 from .build import Prepared, _by_c_name, differentiate, lower
 from .diagnose import Unsupported, at_instruction
 from .enzyme_calls import (Call, Registrations, Request, find_calls, hinted, iterated, registrations,
@@ -50,54 +51,71 @@ class Unit:
 
 
 def compile_unit(source: Path, flags: list[str], user_flags: list[str], compiler: Compiler, stages: Stages,
-                 read_flags: list[str], explain: bool = False) -> tuple[bytes | None, str]:
+                 read_flags: list[str], explain: bool = False, assembly: bool = False) -> tuple[bytes | None, str]:
     """The object of `source`, or None when it makes no call to Enzyme's API (the caller then
     compiles it as it is). `flags` are what clang lowers the file with for differentiation
     (preprocessor and language flags), `user_flags` all the user gave for the object itself,
     `read_flags` what libclang reads it with. Also gives the cache plans of the reverse-mode
-    derivatives (`--adgen-explain`)."""
+    derivatives (`--adgen-explain`). `assembly`: assembly text (-S) instead of an object."""
     with tempfile.TemporaryDirectory(prefix="adgen-cc-") as tmp:
         work = Path(tmp)
         with stages.stage("read", source.name):
             unit = read_calls(source, compiler, flags, work)
         if unit is None:
             return None, ""
-        with stages.stage("check", plural(len(unit.requests), "derivative")):
-            prototypes = read_unit(SourceFile(source), read_flags)
-            generated, names = _generated(unit, prototypes, work)
-            registered = _registered(unit, prototypes)
-        linked = optimize.parse(hinted(str(lower([source], [generated], compiler, flags, [], work, stages)), False))
-        kept = _by_c_name(optimize.kept(linked, keep_array(0)))
         user = _compile(source, user_flags, compiler, work)
         tm = _machine_of(user)
-        steering = {n.lstrip("@") for n in steering_calls(Module(str(linked)))}
-        prepared = Prepared(linked, [generated], tm, stages, {n.lstrip("@") for n in registered.inactive} | steering,
-                            {f: _like(f, name, unit) for f, name in registered.like.items()}, registered.custom,
-                            registered.allocators)
-        with stages.stage("differentiate", plural(len(unit.requests), "derivative")), \
-                written_by_hand(prepared.by_hand):
-            text, plans = _differentiate(unit, generated, kept, names, prepared)
-        kernels, tapes = _kernels(generated, names, text)
-        with stages.stage("optimize", "after differentiation"):
-            derivatives = optimize.parse(hinted(_shared_globals(text, user)))
-            optimize.finish(derivatives, {k.name.lstrip("@") for k in kernels.values()}, tm, prepared.shared)
+        kernels, tapes, derivatives, explained = {}, {}, None, ""
+        if unit.requests:
+            derivatives, kernels, tapes, explained = _derivatives(unit, source, flags, compiler, read_flags, work,
+                                                                  user, tm, stages, explain)
         with stages.stage("link", "the file's own code, its calls made adapter calls"):
-            obj = _link(user, derivatives, kernels, tapes, tm, user_flags)
+            obj = _link(user, derivatives, kernels, tapes, tm, user_flags, assembly)
+    return obj, explained
+
+
+def _derivatives(unit: Unit, source: Path, flags: list[str], compiler: Compiler, read_flags: list[str], work: Path,
+                 user, tm, stages: Stages, explain: bool):
+    """The derivatives the file's calls ask for, optimized, with the kernels each call's adapter
+    calls, the split entries' tape sizes, and the cache plans (when `explain`)."""
+    with stages.stage("check", plural(len(unit.requests), "derivative")):
+        prototypes = read_unit(SourceFile(source), read_flags)
+        generated, names = _generated(unit, prototypes, work)
+        registered = _registered(unit, prototypes)
+    linked = optimize.parse(hinted(str(lower([source], [generated], compiler, flags, [], work, stages)), False))
+    kept = _by_c_name(optimize.kept(linked, keep_array(0)))
+    steering = {n.lstrip("@") for n in steering_calls(Module(str(linked)))}
+    prepared = Prepared(linked, [generated], tm, stages, {n.lstrip("@") for n in registered.inactive} | steering,
+                        {f: _like(f, name, unit) for f, name in registered.like.items()}, registered.custom,
+                        registered.allocators)
+    with stages.stage("differentiate", plural(len(unit.requests), "derivative")), written_by_hand(prepared.by_hand):
+        text, plans = _differentiate(unit, generated, kept, names, prepared)
+    kernels, tapes = _kernels(generated, names, text)
+    for c in unit.calls:  # here, where the calls have their places even when the file's own object has none
+        size = tapes.get(names[c.request], 0)
+        if c.allocated is not None and c.allocated < size + TAPE_ALIGN - 1:
+            raise _at_call(Unsupported(c.caller, c.inst, too_small(c.allocated, size)), unit.probe)
+    with stages.stage("optimize", "after differentiation"):
+        derivatives = optimize.parse(hinted(_shared_globals(text, user)))
+        optimize.finish(derivatives, {k.name.lstrip("@") for k in kernels.values()}, tm, prepared.shared)
     from .explain import explain as explained
 
-    return obj, explained(prepared.module, plans) if explain and plans else ""
+    return derivatives, kernels, tapes, explained(prepared.module, plans) if explain and plans else ""
 
 
 def read_calls(source: Path, compiler: Compiler, flags: list[str], work: Path) -> Unit | None:
     """The file's calls to Enzyme's API, read from the file lowered as it is; None if it makes none."""
-    probe = Module(hinted(_text(lower_source(compiler, source, _empty(source), 0, flags, [], work))))
+    lowered = optimize.parse_bitcode(lower_source(compiler, source, _empty(source), 0, flags, [], work))
+    optimize.inline_always(lowered, optimize.target_machine(None, None))
+    probe = Module(hinted(str(lowered)))
     try:
         calls = find_calls(probe)
     except Unsupported as exc:
         raise _at_call(exc, probe)
     if not calls:
         return None
-    return Unit(source, calls, _levels(probe, calls), probe)
+    derived = [c for c in calls if c.entry != "batch"]  # __enzyme_batch calls need no derivative
+    return Unit(source, derived, _levels(probe, derived), probe)
 
 
 def _registered(unit: Unit, prototypes) -> Registrations:
@@ -198,13 +216,20 @@ def _differentiate(unit: Unit, generated: Generated, kept: dict[str, str], names
             module = Module(text)
             done = [c for c in _calls(module) if c.request in unit.requests and unit.requests[c.request] < level]
             kernels, tapes = _kernels(generated, names, text)
-            module = prepared.again(rewrite(module, done, kernels, tapes))
+            module = prepared.again(_rewritten(module, done, kernels, tapes), level)
         entries = [(s, kept) for s in generated.signatures if unit.requests[by_name[s.derivation.name]] == level]
         text, level_plans, _ = differentiate(module, entries, level, needed_by=lambda s: what[s.name])
         text = iterated(text, set(module.functions))
         text = _exported(text, _kernels(generated, names, text)[0])  # kept through the next levels' optimization
         plans += level_plans
     return text, plans
+
+
+def _rewritten(module: Module, calls: list[Call], kernels: dict, tapes: dict[str, int]) -> str:
+    try:
+        return rewrite(module, calls, kernels, tapes)
+    except Unsupported as exc:
+        raise _at_call(exc, module)
 
 
 def _calls(module: Module) -> list[Call]:
@@ -274,6 +299,7 @@ def _compile(source: Path, user_flags: list[str], compiler: Compiler, work: Path
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise AdgenError(error(f"{compiler.description} could not compile {source}:\n{done.stderr.rstrip()}"))
+    sys.stderr.write(done.stderr)  # its warnings, as a C compiler prints them
     return optimize.parse_bitcode(out.read_bytes())
 
 
@@ -287,24 +313,28 @@ def _machine_of(user):
                                    features.group(1) if features else "")
 
 
-def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flags: list[str]) -> bytes:
+def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flags: list[str],
+          assembly: bool = False) -> bytes:
     """The file's own module, its calls rewritten, with the derivatives linked in."""
     module = Module(hinted(str(user)))
     calls = _calls(module)
-    text = rewrite(module, calls, kernels, tapes)
-    final = optimize.parse(text)
-    private = [g for g in final.global_variables if g.linkage == llvm.Linkage.internal]
-    for g in private:  # for a moment, so that the derivatives' declarations of them bind to them
-        g.linkage = llvm.Linkage.external
-    final.link_in(derivatives)
-    for g in private:
-        g.linkage = llvm.Linkage.internal
+    final = optimize.parse(_rewritten(module, calls, kernels, tapes))
+    if derivatives is not None:
+        private = [g for g in final.global_variables if g.linkage == llvm.Linkage.internal]
+        for g in private:  # for a moment, so that the derivatives' declarations of them bind to them
+            g.linkage = llvm.Linkage.external
+        final.link_in(derivatives)
+        for g in private:
+            g.linkage = llvm.Linkage.internal
     for fn in final.functions:
         if fn.name in {k.name.lstrip("@") for k in kernels.values()}:
             fn.linkage = llvm.Linkage.internal
     level = _opt_level(user_flags)
     if level:
         optimize.reoptimize(final, tm, level)
+    if assembly:
+        final.triple = tm.triple
+        return tm.emit_assembly(final).encode()
     return optimize.emit_object(final, tm)
 
 

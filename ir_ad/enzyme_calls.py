@@ -27,11 +27,12 @@ ENTRY_POINTS = {
     "__enzyme_augmentfwd": "augmentfwd",  # split mode: the forward sweep, keeping a tape
     "__enzyme_reverse": "reverse",  # split mode: the reverse sweep, given the tape
     "__enzyme_augmentsize": "augmentsize",  # split mode: the tape's size in bytes
+    "__enzyme_batch": "batch",  # no derivative: the function on N lanes of arguments
 }
 # Calls that only steer Enzyme's analyses: their value is their first argument (or nothing).
 PASS_THROUGH = ("__enzyme_iter", "__enzyme_ignore_derivatives")
 TYPE_HINTS = ("__enzyme_float", "__enzyme_double", "__enzyme_integer", "__enzyme_pointer")
-NOT_IMPLEMENTED = ("__enzyme_fwdsplit", "__enzyme_virtualreverse", "__enzyme_batch", "__enzyme_truncate",
+NOT_IMPLEMENTED = ("__enzyme_fwdsplit", "__enzyme_virtualreverse", "__enzyme_truncate",
                    "__enzyme_expand", "__enzyme_error_estimate", "__enzyme_trace", "__enzyme_condition",
                    "__enzyme_likelihood", "__enzyme_sample", "__enzyme_observe", "__enzyme_todense",
                    "__enzyme_call_inactive")
@@ -65,7 +66,9 @@ class ParamArgs:
 
 @dataclass
 class Call:
-    """One call to an entry point, read."""
+    """One call to an entry point, read. (For __enzyme_batch, which derives nothing, the request's
+    activities say which parameters take one argument per lane, `dual`, or one for all, `const`;
+    a parameter's `shadows` are its other lanes.)"""
 
     inst: Instruction
     caller: str  # the IR name of the function making it
@@ -93,7 +96,10 @@ def find_calls(module: Module) -> list[Call]:
     """Every call to an implemented entry point, in the order of the module's text."""
     calls = []
     for fn in module.functions.values():
-        defs = {i.result: i for i in fn.instructions() if i.result}
+        defs: dict = {i.result: i for i in fn.instructions() if i.result}
+        for i in fn.instructions():  # what is stored into each local variable, for _through_locals
+            if i.opcode == "store" and i.operands[1].value in defs:
+                defs.setdefault(("stores", i.operands[1].value), []).append(i.operands[0].value)
         for inst in fn.instructions():
             if inst.opcode != "call" or not inst.callee.startswith("@"):
                 continue
@@ -232,8 +238,9 @@ def _int_result(ret: Type, given: Type) -> str:
 
 def marker(module: Module, op: Operand, defs: dict[str, Instruction]) -> str | None:
     """The Enzyme marker an argument is (`enzyme_dup`...): a load of the global of that name, or
-    the global itself, as Enzyme recognizes them; None for an ordinary argument."""
-    value = op.value
+    the global itself, as Enzyme recognizes them (through a local variable it was stored in);
+    None for an ordinary argument."""
+    value = _through_locals(op.value, defs)
     if value.startswith("%") and value in defs:
         inst = defs[value]
         if inst.opcode in ("load", "bitcast", "ptrtoint") and inst.operands and inst.operands[0].value.startswith("@"):
@@ -242,6 +249,26 @@ def marker(module: Module, op: Operand, defs: dict[str, Instruction]) -> str | N
             return None
     name = value.lstrip("@").strip('"')
     return name if value.startswith("@") and name.startswith("enzyme_") and value in module.globals else None
+
+
+def _through_locals(value: str, defs: dict[str, Instruction]) -> str:
+    """A value as stored, where it is loaded from a local variable stored once (what clang makes
+    at -O0 of an argument passed through an inlined wrapper), through casts."""
+    for _ in range(8):
+        inst = defs.get(value)
+        if inst is None:
+            return value
+        if inst.opcode in ("bitcast", "addrspacecast"):
+            value = inst.operands[0].value
+        elif inst.opcode == "load" and inst.operands[0].value in defs and \
+                defs[inst.operands[0].value].opcode == "alloca":
+            stores = defs.get(("stores", inst.operands[0].value), [])
+            if len(stores) != 1:
+                return value
+            value = stores[0]
+        else:
+            return value
+    return value
 
 
 class _Reader:
@@ -270,6 +297,10 @@ class _Reader:
         primal = self._primal(first)
         ret_marks = {self.marker(i) for i in range(first + 1, len(self.args))} & RETURN_MARKERS
         width = self._width(first)
+        if self.entry == "batch":
+            return self._batch(primal, first, width)
+        if self.entry == "augmentsize":
+            return self._size(primal, first, width)
         call = Call(self.inst, self.fn.name, self.entry, Request(primal.name, self.mode, (), None, width), (),
                     primal_return="enzyme_primal_return" in ret_marks, sret=self.sret)
         activities, params = [], []
@@ -319,14 +350,55 @@ class _Reader:
         self._extra(call, extra)
         return call
 
+    def _batch(self, primal: Function, first: int, width: int) -> Call:
+        """__enzyme_batch: per parameter, one argument (enzyme_scalar, or any at width 1) or one
+        per lane (enzyme_vector, the default), read as a parameter's value and its other lanes."""
+        params, lanes, i = [], [], first + 1
+        while i < len(self.args):
+            m = self.marker(i)
+            if m == "enzyme_width":
+                i += 2
+                continue
+            if m not in (None, "enzyme_scalar", "enzyme_vector"):
+                raise self.fail(f"'{m}' (argument {i + 1}) in a call to __enzyme_batch, which takes enzyme_scalar, "
+                                "enzyme_vector and enzyme_width", i)
+            i += m is not None
+            if len(params) == len(primal.params):
+                raise self.fail(f"more arguments than '{_c(primal.name)}' takes", i)
+            vector = m == "enzyme_vector" or (m is None and width > 1)
+            count = width if vector else 1
+            if i + count > len(self.args) or any(self.marker(j) for j in range(i, i + count)):
+                raise self.fail(f"parameter {len(params) + 1} of '{_c(primal.name)}' needs {count} arguments, one per "
+                                "lane", min(i, len(self.args) - 1))
+            params.append(ParamArgs(i, tuple(range(i + 1, i + count))))
+            lanes.append(Activity.DUAL if vector else Activity.CONST)
+            i += count
+        if len(params) < len(primal.params):
+            raise self.fail(f"'{_c(primal.name)}' takes {len(primal.params)} parameters but the call gives "
+                            f"{len(params)}")
+        return Call(self.inst, self.fn.name, "batch", Request(primal.name, Mode.FORWARD, tuple(lanes), None, width),
+                    tuple(params), sret=self.sret)
+
+    def _size(self, primal: Function, first: int, width: int) -> Call:
+        """__enzyme_augmentsize: a marker per parameter and nothing else (as Enzyme reads it)."""
+        marks = [(i, self.marker(i)) for i in range(first + 1, len(self.args)) if self.marker(i) != "enzyme_width"
+                 and (i == 0 or self.marker(i - 1) != "enzyme_width")]
+        if len(marks) != len(primal.params) or any(m not in PARAM_MARKERS for _, m in marks):
+            raise self.fail(f"__enzyme_augmentsize takes one marker per parameter of '{_c(primal.name)}' "
+                            f"({len(primal.params)}), and nothing else")
+        acts = tuple(self._activity(m, p.type, k, i) for k, ((i, m), p) in enumerate(zip(marks, primal.params)))
+        request = Request(primal.name, Mode.SPLIT, acts, self._returns(primal, set()), width)
+        return Call(self.inst, self.fn.name, "augmentsize", request, (), sret=self.sret)
+
     def _primal(self, at: int) -> Function:
         if at >= len(self.args):
             raise self.fail("a call to Enzyme's API without the function to differentiate")
-        value = self.args[at].value
+        value = _through_locals(self.args[at].value, self.defs)
         fn = self.module.functions.get(value)
         if fn is None:
             raise self.fail("the function to differentiate must be named at the call (a function of this file, "
-                            f"not a pointer computed at run time: found '{value}')", at)
+                            f"not a pointer computed at run time: found '{value}'; a macro, or a wrapper marked "
+                            "always_inline, may pass it on)", at)
         if fn.declaration:
             raise self.fail(f"'{_c(fn.name)}' is declared but not defined in this file, so adgen cannot "
                             "differentiate it: define it in the file that differentiates it", at)
@@ -373,12 +445,12 @@ class _Reader:
             return Activity.CONST
         if m == "enzyme_out":
             if forward or t.kind != "float":
-                where = "in forward mode" if forward else f"on a parameter of type '{t.text}'"
+                where = "in forward mode" if forward else f"on {_kind(t)}"
                 raise self.fail(f"enzyme_out {where} (parameter {index + 1}): it gives a floating parameter of a "
                                 "reverse-mode call its gradient in the returned values", at)
             return Activity.ACTIVE
         if t.kind != "ptr" and not (forward and t.kind == "float"):
-            raise self.fail(f"'{m}' on parameter {index + 1}, of type '{t.text}': in "
+            raise self.fail(f"'{m}' on parameter {index + 1}, {_kind(t)}: in "
                             f"{'forward mode it needs a float or a pointer' if forward else 'reverse mode it needs a pointer'}",
                             at)
         if forward:
@@ -411,7 +483,8 @@ class _Reader:
         if call.entry == "reverse" and call.tape is None:
             wants.append("tape")
         if len(extra) > len(wants):
-            raise self.fail(f"more arguments than '{_c(call.request.function)}' takes", extra[len(wants)])
+            raise self.fail(f"more arguments than '{_c(call.request.function)}' takes: argument {extra[len(wants)] + 1} "
+                            "is past its parameters", extra[len(wants)])
         if len(extra) < len(wants):
             raise self.fail(f"the call ends before its {wants[len(extra)]} (the return's adjoint comes after the "
                             "parameters, then the tape)" if wants[len(extra)] == "seed" else
@@ -425,6 +498,11 @@ _KNOWN_ELSEWHERE = {"enzyme_dupv", "enzyme_dupnoneedv", "enzyme_byref", "enzyme_
                     "enzyme_trace", "enzyme_duptrace", "enzyme_likelihood", "enzyme_duplikelihood",
                     "enzyme_observations", "enzyme_active_rand_var", "enzyme_strong_zero", "enzyme_scalar",
                     "enzyme_vector", "enzyme_buffer"}
+
+
+def _kind(t: Type) -> str:
+    """An IR type as C programmers say it."""
+    return {"ptr": "a pointer", "int": "an integer", "float": "a floating-point number"}.get(t.kind, f"'{t.text}'")
 
 
 def _c(name: str) -> str:

@@ -182,6 +182,16 @@ def finish(module, exported: set[str], tm, shared: set[str] = frozenset()) -> No
     _run(module, tm, 3, vectorize=True)
 
 
+def inline_always(module, tm) -> None:
+    """What clang does at -O0: functions marked always_inline inlined (then dropped where
+    nothing else calls them), so that a wrapper around an entry point of Enzyme's API is read
+    where its caller names the function to differentiate."""
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_always_inliner_pass()
+    pm.add_global_dead_code_eliminate_pass()
+    pm.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
+
+
 def reoptimize(module, tm, level: int) -> None:
     """The optimization a C compiler runs at -O`level`, on a module whose own code clang has
     optimized already: what is new (the calls of Enzyme's API, now calls of adapters) is

@@ -195,6 +195,10 @@ RULES: dict[str, Rule] = {
     "nearbyint": R(1, lambda b, x, r: [None]),
     "logb": R(1, lambda b, x, r: [None]),
     "nextafter": R(2, lambda b, x, r: [_c(b, r, 1.0), None]),  # the next number: x's own slope
+    # Integer intrinsics, on integers that carry a float's bits where they were loaded from
+    # memory holding floats (adgen's own tape, differentiated again): no derivative.
+    **{name: R(2, lambda b, x, r: [None, None]) for name in ("umin", "umax", "smin", "smax")},
+    **{name: R(1, lambda b, x, r: [None]) for name in ("ctpop", "bswap", "bitreverse")},
 }
 # Other spellings of the same primitives.
 ALIASES = {"fmin": "minnum", "fmax": "maxnum", "minimum": "minnum", "maximum": "maxnum", "minimumnum": "minnum",

@@ -102,3 +102,35 @@ def test_version_file_matches_the_package():
 
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert f'set(PACKAGE_VERSION "{version}")' in (ROOT / "cmake" / "adgenConfigVersion.cmake").read_text()
+
+
+ENZYME_PROJECT = {
+    "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(demo C)\nadd_executable(demo main.c)\n",
+    "main.c": "#include <stdio.h>\ndouble __enzyme_autodiff(void *, ...);\n"
+              "static double cube(double x) { return x * x * x; }\n"
+              "int main(void) { double d = __enzyme_autodiff((void *)cube, 2.0); printf(\"%g\\n\", d);"
+              " return d != 12.0; }\n",
+}
+
+
+@pytest.mark.parametrize("how", ["launcher", "wrapper"])
+def test_code_written_for_enzyme_with_adgen_cc(tmp_path, how):
+    """`adgen cc` as CMake's compiler launcher (the compiler CMake found is replaced), or as the
+    compiler itself through a one-line wrapper script."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for name, text in ENZYME_PROJECT.items():
+        (source / name).write_text(text)
+    wrapper = tmp_path / "adgen-cc"
+    wrapper.write_text(f'#!/bin/sh\nexec "{tool("adgen")}" cc "$@"\n')
+    wrapper.chmod(0o755)
+    zigcc = tmp_path / "zigcc"
+    zigcc.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ziglang cc "$@"\n')
+    zigcc.chmod(0o755)
+    if how == "launcher":
+        configure(source, tmp_path / "build", zigcc, f"-DCMAKE_C_COMPILER_LAUNCHER={tool('adgen')};cc")
+    else:
+        configure(source, tmp_path / "build", wrapper)
+    build(tmp_path / "build")
+    run = subprocess.run([str(tmp_path / "build" / "demo")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "12\n"

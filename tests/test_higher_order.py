@@ -2,7 +2,7 @@
 (forward over reverse), full Hessians from forward[4] over reverse, second and third directional
 derivatives (forward over forward), and reverse over forward and over reverse; against finite
 differences of the first derivatives, on Rosenbrock, a loop over an array calling an
-out-of-line helper, and a function calling an inlined helper."""
+out-of-line helper, a function calling an inlined helper, and a loop whose tape grows."""
 
 from __future__ import annotations
 
@@ -57,6 +57,20 @@ double peak(const double *x, int n)
     for (int i = 0; i < n; i++)
         s += exp(x[i] - m) * x[i];
     return m * m + s;
+}
+
+/* a loop whose trip count is known only when it ends: the gradient's tape grows as it runs
+ * (a buffer adgen's runtime reallocates), which reverse mode over the gradient reverses too */
+// @diff(grow_grad: (active, const) -> activeonly; grow_rr: reverse of grow_grad (active, const, active) -> activeonly)
+// @diff(grow_hvp: forward of grow_grad (dual, const, dual) -> dualonly)
+double grow(double x, unsigned long long n)
+{
+    double r = 0, term = x;
+    for (unsigned long long i = 1; i <= n; i += 2) {
+        r += term;
+        term *= -x * x / ((i + 1) * (i + 2));
+    }
+    return r;
 }
 
 static double soft(double t) { return log1p(exp(t)); }
@@ -171,6 +185,15 @@ def test_reverse_over_forward_and_over_reverse(lib):
     assert d2x == pytest.approx(0.7 * g + 1.5 * hessian @ w, rel=1e-6, abs=1e-6)
     assert dx == pytest.approx(1.5 * g, rel=1e-13)
     assert ret == pytest.approx(lib.chain(X, N), rel=1e-14)
+
+
+def test_second_derivatives_through_a_growing_tape(lib):
+    """Reverse and forward mode over a gradient whose loop's tape grows as it runs (a realloc'd
+    buffer): both derivatives of x -> grow_grad(x) against finite differences of the gradient."""
+    x, h = 0.7, 1e-6
+    fd = (lib.grow_grad(x + h, 9, 1.0) - lib.grow_grad(x - h, 9, 1.0)) / (2 * h)
+    assert lib.grow_rr(x, 9, 1.0, 1.0).d2_x == pytest.approx(fd, rel=1e-7)
+    assert lib.grow_hvp(x, 1.0, 9, 1.0, 0.0) == pytest.approx(fd, rel=1e-7)
 
 
 def test_a_function_writing_through_a_pointer(lib):
