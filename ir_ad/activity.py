@@ -48,7 +48,8 @@ class Activity:
         while changed:
             changed = False
             for inst in fn.instructions():
-                if not inst.result or inst.result in self.floaty or inst.result in self.pointers:
+                if not inst.result or inst.result in self.floaty or inst.result in self.pointers or \
+                        cfg.block_of[inst.result] in cfg.doomed:
                     continue
                 self.inst = inst
                 kind = self._varies(inst)
@@ -205,6 +206,8 @@ class Activity:
                 if inst.opcode == "ret" and inst.operands and inst.operands[0].value in self.floaty:
                     work.append(inst.operands[0].value)
         for inst in self.fn.instructions():
+            if self.cfg.block_of_inst(inst) in self.cfg.doomed:
+                continue
             if inst.opcode == "store" and inst.operands[1].value in self.pointers:
                 work.append(inst.operands[0].value)
             elif self.derived_callee(inst) is not None:

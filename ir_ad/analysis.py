@@ -76,6 +76,20 @@ class CFG:
         self.entry = self.blocks[0]
 
     @cached_property
+    def doomed(self) -> frozenset[str]:
+        """The blocks from which no path returns: they end in a call that never returns (a
+        panic, an abort). What they compute reaches no result, so it carries no derivatives:
+        their code runs as it is, and the program stops there."""
+        returning = {b.label for b in self.fn.blocks if b.instructions[-1].opcode == "ret"}
+        work = list(returning)
+        while work:
+            for p in self.preds[work.pop()]:
+                if p not in returning:
+                    returning.add(p)
+                    work.append(p)
+        return frozenset(b for b in self.blocks if b not in returning)
+
+    @cached_property
     def order(self) -> list[str]:
         """Reverse postorder from the entry."""
         seen, post = set(), []

@@ -57,6 +57,10 @@ class AugmentedWriter:
                     self.cache.keep(Key(MASK, inst.result), b)
             for inst in block.instructions[len(phis):-1]:
                 d.inst = inst
+                if block.label in d.cfg.doomed:  # the program stops there: its code as it is
+                    if not (inst.opcode == "call" and callee_name(inst).startswith("llvm.lifetime.")):
+                        self.out.append("  " + inst.text)  # (local arrays may have moved to the heap)
+                    continue
                 self.forward(inst, b)
                 if inst.result:
                     self.cache.keep(Key(VALUE, inst.result), b)

@@ -4,6 +4,7 @@ the function, and the instruction."""
 from __future__ import annotations
 
 import os
+import re
 
 from adgen.frontend.diagnostics import AdgenError, Diagnostic, SourceFile, Span, error, note
 
@@ -19,7 +20,7 @@ class Unsupported(Exception):
 
 
 def located(exc: Unsupported, module: Module, derivation: str) -> AdgenError:
-    fn = exc.function.lstrip("@").strip('"')
+    fn = source_name(exc.function)
     message = f"cannot differentiate {exc.what} in function '{fn}' (needed by {_needed(derivation)})"
     notes = [note(f"the LLVM instruction is: {exc.inst.text}")] if exc.inst is not None else []
     return AdgenError(at_instruction(module, exc.function, exc.inst, message, notes))
@@ -35,6 +36,29 @@ def at_instruction(module: Module, function: str, inst: Instruction | None, mess
     if span is None and where is not None:
         message = f"{where.file}:{where.line}:{where.column}: {message}"
     return error(message, span, notes or [])
+
+
+def source_name(function: str) -> str:
+    """A function's IR name as its source names it: a Rust symbol (`_ZN7adgen_05model4rosen17h…E`)
+    demangled to its path in the file (`rosen`), without the crate adgen compiled it as or
+    the hash; C names as they are."""
+    name = function.lstrip("@").strip('"')
+    if not re.fullmatch(r"_ZN(\d+[^\d]\S*)E", name):
+        return name
+    parts, at = [], 3
+    while at < len(name) - 1:
+        m = re.match(r"\d+", name[at:])
+        if m is None:
+            return name
+        length = int(m.group())
+        at += m.end()
+        parts.append(name[at:at + length])
+        at += length
+    if parts and re.fullmatch(r"h[0-9a-f]{16}", parts[-1]):
+        parts.pop()
+    if parts and re.fullmatch(r"adgen_\d+", parts[0]):
+        parts.pop(0)
+    return "::".join(parts).replace("_$u7b$$u7b$closure$u7d$$u7d$", "{{closure}}") or name
 
 
 def _needed(derivation: str) -> str:

@@ -144,6 +144,9 @@ class _FunctionWriter(MemoryCalls):
                 self.phi(inst)
             for inst in block.instructions[len(phis):]:
                 self.inst = inst
+                if block.label in self.flow.doomed and inst.opcode != "ret":  # the program stops there
+                    self.copy(inst)
+                    continue
                 if inst.opcode not in _MASKABLE and any(o.value in self.maybe for o in inst.operands):
                     raise self.fail(MIXED_POINTER)
                 handler = getattr(self, "op_" + inst.opcode.replace("-", "_"), None)

@@ -4,11 +4,11 @@ the forward writer emits anything."""
 
 from __future__ import annotations
 
-from .analysis import returns_fresh
+from .analysis import CFG, returns_fresh
 from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand
 from .rules import rule_for
-from .shadows import VECTOR_VALUES, is_allocator, Layout, callee_name, carries, inactive_call, mask_name
+from .shadows import VECTOR_VALUES, Layout, callee_name, carries, inactive_call, is_allocator, mask_name
 
 
 class TangentFlow:
@@ -20,7 +20,11 @@ class TangentFlow:
         self._analyze(active_params)
 
     def _analyze(self, active_params) -> None:
-        """Which values carry derivatives: a fixpoint, since phis see values from later blocks."""
+        """Which values carry derivatives: a fixpoint, since phis see values from later blocks.
+        Values of blocks from which no path returns (a panic's) carry none (CFG.doomed)."""
+        cfg = CFG(self.fn)
+        self.doomed = cfg.doomed
+        self.doomed_values = {v for v, b in cfg.block_of.items() if b in self.doomed}
         for p, on in zip(self.fn.params, active_params):
             if on:
                 self.active.add(p.name)
@@ -28,6 +32,8 @@ class TangentFlow:
         while changed:
             changed = False
             for inst in self.fn.instructions():
+                if inst.result and inst.result in self.doomed_values:
+                    continue
                 if inst.result and inst.result not in self.active and self.has_tangent(inst):
                     self.active.add(inst.result)
                     changed = True

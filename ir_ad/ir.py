@@ -655,6 +655,16 @@ class Module:
             at = m.group(2)
         return tuple(chain)
 
+    def noreturn(self, callee: str) -> bool:
+        """Whether a function never returns (a panic, abort, exit), by its attributes."""
+        fn = self.functions.get(callee)
+        if fn is None:
+            return False
+        header = fn.text.split("{", 1)[0] if not fn.declaration else fn.text
+        if re.search(r"\)[^(]*\bnoreturn\b", header):
+            return True
+        return any("noreturn" in self.attributes.get(group, "").split() for group in re.findall(r"#(\d+)", header))
+
     def tbaa_scalars(self, tag: str | None) -> list[str] | None:
         """The scalar types of the struct an access tag's struct path starts at, its nested
         structs flattened ("int", "p1 float", "double"...); None for a scalar access tag or

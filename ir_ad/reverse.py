@@ -309,6 +309,8 @@ def _forward_shadow_uses(d: Derivation) -> set[str]:
     shadow may have to be stored): those keep their shadow on the heap."""
     activity, used = d.activity, set()
     for inst in d.fn.instructions():
+        if d.cfg.block_of_inst(inst) in d.cfg.doomed:
+            continue
         ops = []
         if inst.opcode == "phi" and inst.type.kind == "ptr":
             ops = [v for v, _ in inst.incoming]

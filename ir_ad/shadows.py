@@ -63,9 +63,10 @@ def no_derivative(inst: Instruction) -> str:
 
 
 def inactive_call(module: Module, inst: Instruction) -> bool:
-    """A call that carries no derivatives: a C library function known to (INACTIVE_CALLS), or a
-    function of the sources marked `@inactive`."""
-    return callee_name(inst) in INACTIVE_CALLS or inst.callee in module.inactive
+    """A call that carries no derivatives: a C library function known to (INACTIVE_CALLS), a
+    function of the sources marked `@inactive`, or one that never returns (a Rust panic with
+    the values it reports, an abort)."""
+    return callee_name(inst) in INACTIVE_CALLS or inst.callee in module.inactive or module.noreturn(inst.callee)
 
 
 def mask_name(value: str) -> str:
