@@ -484,6 +484,9 @@ def run(sources: list, flags: list[str], only: str | None, sizes: list[str], see
         timeout: float = 10.0) -> int:
     """The command: builds, checks, prints the table; 0 when every derivative matches."""
     try:
+        if any(str(s).endswith(".rs") for s in sources):
+            raise CheckError("adgen check takes C sources; check a Rust source's derivatives from Rust, through the "
+                             "wrappers `adgen build` writes (its .adgen.rs)")
         lib = load(sources, flags=flags)
         size_map = parse_sizes(annotated_sizes(sources) + sizes)
         derived = [n for n in lib.functions if lib._specs[n]["kind"] in ("derived", "split")  # a split entry whole

@@ -47,6 +47,10 @@ def load(path, build_dir=None, flags=()) -> "Library":
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"no such file: {', '.join(missing)}")
+    rust = [str(p) for p in paths if p.suffix == ".rs"]
+    if rust:
+        raise ValueError(f"{', '.join(rust)}: adgen.load and adgen check take C sources; a Rust source's derivatives "
+                         "are called from Rust, through the wrappers `adgen build` writes (its .adgen.rs)")
     key = hashlib.sha256(("\0".join([__version__, _fingerprint(), *flags] + [p.read_text() for p in paths])
                           ).encode()).hexdigest()
     out = Path(build_dir) if build_dir else Path(tempfile.gettempdir()) / f"adgen-load-{key[:16]}"

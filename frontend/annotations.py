@@ -14,7 +14,7 @@ from pathlib import Path
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from .comments import Comment, find_comments
+from .comments import Comment, find_comments, find_rust_comments
 from .diagnostics import AdgenError, SourceFile, Span, error
 
 MARKERS = r"@(?:diff|inactive|derivative)\b"
@@ -100,7 +100,8 @@ def find_annotations(source: SourceFile) -> list[Annotation]:
     """Every annotation in the file's comments, in order. Raises AdgenError on syntax errors."""
     found: list[Annotation] = []
     problems = []
-    for comment in find_comments(source.text):
+    comments = find_rust_comments if source.path.suffix == ".rs" else find_comments
+    for comment in comments(source.text):
         body = comment.body(source.text)
         for m in re.finditer(MARKERS, body):
             start = comment.start + m.start()

@@ -41,6 +41,8 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
                 continue
             break
         function = by_start.get(at)
+        if function is None and at in getattr(unit, "unreadable", ()):
+            continue  # a Rust function whose signature has been reported already
         if function is None:
             problems.add(error(
                 f"{a.marker} annotation is not followed by a function declaration (only whitespace and "

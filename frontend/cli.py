@@ -30,17 +30,21 @@ EXAMPLES = """\
 examples:
   adgen generate rosen.c -o build            # build/rosen.adgen.h, build/rosen.adgen.c
   adgen cc -O2 prog.c -o prog -lm            # code written for Enzyme's C API (see adgen cc)
+  adgen build model.rs -o build              # Rust: build/model.adgen.rs (wrappers) and model.adgen.o
   adgen generate src/*.c -I include -D N=64  # several sources, with the flags they need
   adgen build rosen.c -o build -- -O3        # flags after -- go to the C compiler
   adgen -v generate rosen.c                  # print each stage's time
 
 environment:
-  ADGEN_CC   the clang to use instead of the one bundled with adgen (--cc wins)"""
+  ADGEN_CC         the clang to use instead of the one bundled with adgen (--cc wins)
+  ADGEN_RUSTC      the rustc for Rust sources (else RUSTC, else rustc on the PATH)
+  ADGEN_RUSTFLAGS  more flags for that rustc (--edition=2024, say)"""
 
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("sources", metavar="SRC.c", nargs="+", type=Path, help="annotated C sources")
+    common.add_argument("sources", metavar="SRC.c", nargs="+", type=Path,
+                        help="annotated C sources (or Rust sources, SRC.rs: they get SRC.adgen.rs wrappers)")
     common.add_argument("-o", dest="out_dir", metavar="DIR", type=Path, default=Path("."),
                         help="where to write outputs (default: the current directory)")
     common.add_argument("-I", dest="includes", metavar="DIR", action="append", default=[],

@@ -1,5 +1,5 @@
-"""Finds the comments of a C file, skipping string and character literals, so that
-annotations are looked for only where a C compiler would ignore them."""
+"""Finds the comments of a C or Rust file, skipping string and character literals, so that
+annotations are looked for only where the compiler would ignore them."""
 
 from __future__ import annotations
 
@@ -77,3 +77,49 @@ def _skip_literal(text: str, i: int) -> int:
             return j + 1
         j += 1
     return j
+
+
+def find_rust_comments(text: str) -> list[Comment]:
+    """Rust's comments: `//` runs as in C, block comments that nest, and literals Rust's way
+    (raw strings `r#"…"#`; a `'` starts a character literal only if one closes it, else it is
+    a lifetime)."""
+    comments: list[Comment] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        raw = re.match(r'b?r(#*)"', text[i:i + 260]) if ch in "br" and (i == 0 or not _word(text[i - 1])) else None
+        if raw:
+            close = text.find('"' + raw.group(1), i + raw.end())
+            i = n if close < 0 else close + 1 + len(raw.group(1))
+        elif ch == '"':
+            i = _skip_literal(text, i)
+        elif ch == "'":
+            char = re.match(r"'(?:[^'\\\n]|\\(?:x[0-9A-Fa-f]{2}|u\{[0-9A-Fa-f]{1,6}\}|.))'", text[i:i + 16])
+            i += char.end() if char else 1  # else a lifetime, `'a`
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            previous = comments[-1] if comments else None
+            if previous and not previous.block and _one_line_break(text[previous.end : i]):
+                comments[-1] = Comment(previous.start, end, block=False)
+            else:
+                comments.append(Comment(i, end, block=False))
+            i = end
+        elif text.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            comments.append(Comment(i, j, block=True))
+            i = j
+        else:
+            i += 1
+    return comments
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"

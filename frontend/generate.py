@@ -5,7 +5,7 @@ here; the caller writes every output at once, and only when no stage found an er
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import __version__
@@ -15,7 +15,8 @@ from .checks import Custom, attach, check_custom, check_entry, check_names, chec
 from .diagnostics import AdgenError, Collector, SourceFile, error
 from .prototypes import Function, Unit, read_unit
 from .manifest import manifest
-from .render import output_names, render
+from .render import output_names, render, render_rust
+from .rust_source import RustUnit, is_rust, read_rust_unit, rust_entry
 from .timing import Stages, plural
 
 
@@ -37,7 +38,8 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         texts = [_read(path) for path in sources]
         annotations = _each(find_annotations, texts)
     with stages.stage("read", f"{sum(bool(a) for a in annotations)} annotated of {len(sources)}"):
-        units = [read_unit(src, flags) if found else None for src, found in zip(texts, annotations)]
+        units = [None if not found else read_rust_unit(src, found) if is_rust(src.path) else read_unit(src, flags)
+                 for src, found in zip(texts, annotations)]
     with stages.stage("check"):
         problems = Collector()
         for unit in units:
@@ -47,6 +49,10 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         for unit, found in zip(units, annotations):
             if unit is not None:
                 for annotation, entry, function in attach(unit, found, problems):
+                    if isinstance(unit, RustUnit):
+                        entry = rust_entry(annotation, entry, function, unit, problems)
+                        if entry is None:
+                            continue
                     if annotation.marker == "@inactive":
                         inactive.setdefault(id(unit), {})[function.name] = function
                         continue
@@ -62,7 +68,7 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         derived = [(d, unit) for d, _, unit in checked if d is not None]
         derived += check_nested(nested, checked, problems)
         signatures = check_names(derived, problems)
-        if problems.diagnostics and any(u is not None and u.errors for u in units):
+        if problems.diagnostics and any(u is not None and u.errors and not isinstance(u, RustUnit) for u in units):
             problems = _recheck_c(units, signatures, derived, out_dir, flags, problems)
         problems.raise_if_any()
     with stages.stage("render", plural(len(signatures), "derivative function")):
@@ -71,6 +77,8 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
             mine = _of_unit(signatures, derived, unit) if unit else []
             outputs = render(unit or Unit(src, [], {}, {}, []), mine, out_dir, __version__)
             header, stubs = output_names(src.path)
+            if isinstance(unit, RustUnit):  # its wrappers in Rust instead of a C header
+                outputs = replace(outputs, header=render_rust(unit, mine, __version__))
             files = {out_dir / header: outputs.header, out_dir / stubs: outputs.stubs,
                      out_dir / f"{src.path.stem}.adgen.json": manifest(src.path.name, __version__, mine)}
             results.append(Generated(src, unit, mine, files, list(inactive.get(id(unit), {}).values()),
@@ -86,7 +94,8 @@ def _recheck_c(units, signatures, derived, out_dir, flags, problems: Collector) 
         return problems  # annotation errors too: report everything
     kept = Collector()
     for unit in units:
-        if unit is None or not unit.errors:
+        if unit is None or not unit.errors or isinstance(unit, RustUnit):
+            kept.diagnostics += unit.errors if isinstance(unit, RustUnit) else []
             continue
         mine = _of_unit(signatures, derived, unit)
         header_name, _ = output_names(unit.source.path)

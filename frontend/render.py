@@ -35,7 +35,8 @@ class Outputs:
 
 
 def output_names(source: Path) -> tuple[str, str]:
-    return f"{source.stem}.adgen.h", f"{source.stem}.adgen.c"
+    """The declarations' file (a C header, or for a Rust source the Rust wrappers) and the stubs'."""
+    return f"{source.stem}.adgen.{'rs' if source.suffix == '.rs' else 'h'}", f"{source.stem}.adgen.c"
 
 
 @cache
@@ -52,7 +53,7 @@ def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str)
     source = unit.source
     header, _ = output_names(source.path)
     decls = [r for s in signatures for t in _types(s.derivation.primal) for r in t.decls]
-    local_types = _local_types(unit, decls)
+    local_types = _local_types(unit, decls) + list(getattr(unit, "c_types", []))  # a Rust source's structs
     context = dict(
         version=version,
         source=source.path.name,
@@ -112,6 +113,16 @@ def _local_types(unit: Unit, decls: list[DeclRef]) -> list[LocalType]:
             text = src.text[src.offset(*ref.start) : src.offset(*ref.end)]
             found[ref.start] = LocalType(ref.name, text, ref.start[0])
     return [found[k] for k in sorted(found)]
+
+
+def render_rust(unit: Unit, signatures: list[Signature], version: str) -> str:
+    """A Rust source's `<stem>.adgen.rs`: the C functions' declarations and safe wrappers."""
+    from .rust_wrappers import wrappers
+
+    stem = unit.source.path.stem
+    return _environment().get_template("wrappers.rs.j2").render(
+        version=version, source=unit.source.path.name, stem=stem, wrappers=wrappers(unit, signatures),
+        ffi="__adgen_ffi_" + re.sub(r"[^A-Za-z0-9_]", "_", stem))
 
 
 def render_text(template: str, **context) -> str:

@@ -62,6 +62,38 @@ def _version(command: tuple[str, ...], origin: str) -> tuple[int, str]:
     return int(m.group(1)), f"clang {m.group(1)}.{m.group(2)}.{m.group(3)}"
 
 
+@dataclass(frozen=True)
+class RustCompiler:
+    command: tuple[str, ...]
+    llvm_major: int
+    description: str
+    flags: tuple[str, ...] = ()  # ADGEN_RUSTFLAGS: more flags for rustc (an --edition, say)
+
+
+@cache
+def select_rustc() -> RustCompiler:
+    """The rustc named by ADGEN_RUSTC, else RUSTC (what cargo gives a build script), else the
+    one on the PATH; its LLVM must not be newer than llvmlite's."""
+    chosen = os.environ.get("ADGEN_RUSTC") or os.environ.get("RUSTC") or "rustc"
+    command = tuple(shlex.split(chosen))
+    try:
+        out = subprocess.run([*command, "-vV"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        raise AdgenError(error(f"no Rust compiler: '{chosen}' cannot be run. Install Rust (rustup, or your "
+                               "distribution's rustc), or name one with ADGEN_RUSTC"))
+    version = re.search(r"release: (\S+)", out.stdout)
+    llvm = re.search(r"LLVM version: (\d+)", out.stdout)
+    if out.returncode != 0 or not version or not llvm:
+        raise AdgenError(error(f"'{chosen}' is not a rustc ('-vV' printed: {(out.stdout + out.stderr).strip()[:200]!r})"))
+    major, supported = int(llvm.group(1)), llvmlite_llvm_major()
+    if major > supported:
+        raise AdgenError(error(f"rustc {version.group(1)} uses LLVM {major}, newer than the LLVM {supported} in "
+                               f"llvmlite: llvmlite cannot read its bitcode. Use a rustc whose LLVM is {supported} or "
+                               "older (ADGEN_RUSTC)"))
+    return RustCompiler(command, major, f"rustc {version.group(1)}",
+                        tuple(shlex.split(os.environ.get("ADGEN_RUSTFLAGS", ""))))
+
+
 @cache
 def system_flags(compiler: Compiler) -> tuple[str, ...]:
     """The target and header search flags the compiler would use, for libclang to see the same

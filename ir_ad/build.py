@@ -14,7 +14,8 @@ from adgen.frontend.model import Mode
 from adgen.frontend.outputs import write_all
 from adgen.frontend.render import BY_ADDRESS_PREFIX
 from adgen.frontend.timing import Stages, plural
-from adgen.frontend.toolchain import Compiler
+from adgen.frontend.rust_source import is_rust
+from adgen.frontend.toolchain import Compiler, select_rustc
 
 from . import optimize
 from .builder import Declarations
@@ -24,8 +25,8 @@ from .explain import explain
 from .forward import ZEROS, ForwardMode
 from .ir import Module
 from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel, tape_size
-from .lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_source,
-                    lower_stubs, partials_function)
+from .lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_rust, lower_source,
+                    lower_stubs, partials_function, primal_functions)
 from .reverse import ReverseMode
 from .rules import hand_rule, written_by_hand
 
@@ -46,7 +47,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         target_flags.append(f"-march={march}")
     with tempfile.TemporaryDirectory(prefix="adgen-") as tmp:
         linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages)
-    primals = [_by_c_name(optimize.kept(linked, keep_array(i))) for i in range(len(sources))]
+    primals = [_primals(linked, i, g) for i, g in enumerate(generated)]
     prepared = Prepared(linked, generated, tm, stages)
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")), \
             written_by_hand(prepared.by_hand):
@@ -84,7 +85,10 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
     with stages.stage("lower", plural(len(sources), "source")):
         bitcode = []
         for i, (src, g) in enumerate(zip(sources, generated)):
-            bitcode.append(lower_source(compiler, src, g, i, flags, extra, work))
+            if is_rust(src):
+                bitcode.append(lower_rust(select_rustc(), src, g, i, work))
+            else:
+                bitcode.append(lower_source(compiler, src, g, i, flags, extra, work))
         for g in generated:
             stubs = next(p for p in g.files if p.suffix == ".c")
             bitcode.append(lower_stubs(compiler, stubs, flags, extra, work))
@@ -202,6 +206,14 @@ def _rules_by_hand(linked, generated: list[Generated]) -> dict:
 def _activities(pattern) -> str:
     marks = ", ".join("active" if on else "const" for on in pattern.active)
     return f"arguments ({marks})" + (", active result" if pattern.ret_active else "")
+
+
+def _primals(linked, index: int, g: Generated) -> dict[str, str]:
+    """A source's kept functions, by the name the source gives them -> their IR name."""
+    names = optimize.kept(linked, keep_array(index))
+    if is_rust(g.source.path):  # mangled: in the order the lowering keeps them
+        return {f.name: name for f, name in zip(primal_functions(g), names)}
+    return _by_c_name(names)
 
 
 def _by_c_name(names: list[str]) -> dict[str, str]:

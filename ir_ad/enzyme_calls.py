@@ -450,9 +450,8 @@ class _Reader:
                                 "reverse-mode call its gradient in the returned values", at)
             return Activity.ACTIVE
         if t.kind != "ptr" and not (forward and t.kind == "float"):
-            raise self.fail(f"'{m}' on parameter {index + 1}, {_kind(t)}: in "
-                            f"{'forward mode it needs a float or a pointer' if forward else 'reverse mode it needs a pointer'}",
-                            at)
+            needs = "forward mode it needs a float or a pointer" if forward else "reverse mode it needs a pointer"
+            raise self.fail(f"'{m}' on parameter {index + 1}, {_kind(t)}: in {needs}", at)
         if forward:
             return Activity.DUAL
         return Activity.DUP if m == "enzyme_dup" else Activity.DUPONLY
@@ -483,8 +482,9 @@ class _Reader:
         if call.entry == "reverse" and call.tape is None:
             wants.append("tape")
         if len(extra) > len(wants):
-            raise self.fail(f"more arguments than '{_c(call.request.function)}' takes: argument {extra[len(wants)] + 1} "
-                            "is past its parameters", extra[len(wants)])
+            past = extra[len(wants)]
+            raise self.fail(f"more arguments than '{_c(call.request.function)}' takes: argument {past + 1} is past "
+                            "its parameters", past)
         if len(extra) < len(wants):
             raise self.fail(f"the call ends before its {wants[len(extra)]} (the return's adjoint comes after the "
                             "parameters, then the tape)" if wants[len(extra)] == "seed" else

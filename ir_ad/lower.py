@@ -1,6 +1,8 @@
 """Lowers C to LLVM bitcode with the selected clang: each source as written (through a wrapper
 that keeps its annotated functions alive and findable) and each stub file.
 
+A Rust source is compiled by rustc as a crate of its own (`lower_rust`).
+
 Lowering runs no optimization (`-O2 -Xclang -disable-llvm-passes`): the module is optimized
 once linked, before differentiation, by `optimize.py`. `-fno-math-errno` lets libm calls
 become intrinsics the optimizer can hoist and vectorize; derivative code never sets errno.
@@ -15,7 +17,7 @@ from pathlib import Path
 from adgen.frontend.diagnostics import AdgenError, error
 from adgen.frontend.generate import Generated
 from adgen.frontend.render import BY_ADDRESS_PREFIX, render_text
-from adgen.frontend.toolchain import Compiler
+from adgen.frontend.toolchain import Compiler, RustCompiler
 
 BASE_FLAGS = ["-x", "c", "-c", "-emit-llvm", "-O2", "-Xclang", "-disable-llvm-passes", "-gline-tables-only",
               "-fno-builtin-sincos", "-fno-builtin-sincosf",
@@ -42,12 +44,40 @@ def partials_function(index: int) -> str:
     return f"__adgen_partials_{index}_"
 
 
+def primal_functions(g: Generated) -> list:
+    """The functions a source's lowering keeps for differentiation, in the order it keeps them
+    (derived functions, which `of` entries derive, are the stubs' own)."""
+    return list({s.derivation.primal.name: s.derivation.primal for s in g.signatures
+                 if s.derivation.inner is None}.values())
+
+
+def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, workdir: Path) -> bytes:
+    """A Rust source compiled on its own as a library crate (rustc at -O2 with LLVM's passes
+    left to adgen, line tables for errors, panics aborting: no unwinding edges), its annotated
+    functions kept by a function appended to a copy of it that returns their addresses. The
+    copy has the source's name and lines, and its folder stands for the source's in the debug
+    information, so errors point into the source."""
+    folder = workdir / f"rust{index}"
+    folder.mkdir()
+    copy = folder / source.name
+    copy.write_text(source.read_text(encoding="utf-8") + render_text(
+        "lowering.rs.j2", source=source.name, primals=primal_functions(g), keep=keep_array(index)))
+    target = workdir / f"{index}-{source.stem}.bc"
+    command = [*rustc.command, "--crate-type=lib", "--crate-name", f"adgen_{index}", "--emit=llvm-bc",
+               "-C", "opt-level=2", "-C", "no-prepopulate-passes", "-C", "debuginfo=1", "-C", "panic=abort",
+               "--edition=2021", "--cap-lints=allow", f"--remap-path-prefix={folder}={source.resolve().parent}",
+               *rustc.flags, str(copy), "-o", str(target)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AdgenError(error(f"{rustc.description} could not compile {source}:\n{done.stderr.rstrip()}"))
+    return target.read_bytes()
+
+
 def lower_source(compiler: Compiler, source: Path, g: Generated, index: int, flags: list[str], extra: list[str],
                  workdir: Path) -> bytes:
     """Keeps the annotated functions (by a wrapper where they pass structs by value), those
     marked @inactive, and those with derivatives written by hand with their partials."""
-    primals = list({s.derivation.primal.name: s.derivation.primal for s in g.signatures
-                    if s.derivation.inner is None}.values())  # derived functions are the stubs' own
+    primals = primal_functions(g)
     wrapper = workdir / f"{index}-{source.stem}.c"
     wrapper.write_text(render_text("lowering.c.j2", source=source.name, path=_c_string(source.resolve()),
                                    primals=primals, keep=keep_array(index), by_address=BY_ADDRESS_PREFIX,

@@ -80,10 +80,14 @@ def _run(module, tm, level: int, vectorize: bool) -> None:
 
 
 def kept(module, array: str) -> list[str]:
-    """The functions a keep array of the lowered sources points to, in order (names as linked)."""
+    """The functions a keep array of the lowered sources points to, in order (names as linked);
+    for a Rust source, those the function of that name returns the addresses of."""
     for g in module.global_variables:
         if g.name == array:
             return [n.strip('"') for n in re.findall(r"ptr @([-\w$.]+|\"[^\"]*\")", str(g))]
+    for fn in module.functions:
+        if fn.name == array and not fn.is_declaration:
+            return [n.strip('"') for n in re.findall(r"store ptr @([-\w$.]+|\"[^\"]*\")", str(fn))]
     return []
 
 

@@ -243,3 +243,16 @@ def test_build_refuses_mixed_layouts_with_a_struct_by_value(adgen, c_file, tmp_p
     assert "src.c:2:33: error: 'g' mixes interleaved and separate pointer shadows: 'x' is 'dupv', 's' is " \
            "'active'" in result.err
     assert not (tmp_path / "out").exists()
+
+
+def test_check_and_load_take_c_sources_only(adgen, tmp_path):
+    """A Rust source's derivatives are called from Rust (tests/test_rust.py): adgen check and
+    adgen.load say so rather than compile it as C."""
+    import adgen as package
+
+    src = tmp_path / "m.rs"
+    src.write_text("// @diff(f_grad: (active) -> active)\npub fn f(x: f64) -> f64 { x * x }\n")
+    result = adgen("check", src)
+    assert result.status == 1 and "adgen check takes C sources" in result.err
+    with pytest.raises(ValueError, match="adgen.load and adgen check take C sources"):
+        package.load(src)

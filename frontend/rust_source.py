@@ -1,0 +1,402 @@
+"""Reads the Rust functions annotated with `// @diff(...)` (specs/annotations.md, "Rust sources")
+with the Lark grammar rust.lark, and gives each its *C view*: the prototype of the same
+function as C sees it at the machine level, which the rest of adgen (checks, the ABI, stubs,
+kernels) works on. A slice `&[f64]` is two C parameters, the pointer and `x_len`; a reference or
+raw pointer is a C pointer; scalars are C scalars; the #[repr(C)] structs pointed to become C
+typedefs of the same layout. What has no C view (generics, `self`, slices of slices, structs and
+arrays by value, tuples, trait objects, `String`, `Vec`...) is a located error."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedInput
+
+from .annotations import Annotation, Entry, Word
+from .ctype import CType
+from .diagnostics import Collector, SourceFile, Span, error, note
+from .prototypes import Function, Param, Unit
+from .render import LocalType
+
+# Rust scalars: their C spelling, size, whether floating, and how ctypes passes them.
+SCALARS = {
+    "f64": ("double", 8, True, "double"), "f32": ("float", 4, True, "float"),
+    "i8": ("signed char", 1, False, "int8"), "u8": ("unsigned char", 1, False, "uint8"),
+    "i16": ("short", 2, False, "int16"), "u16": ("unsigned short", 2, False, "uint16"),
+    "i32": ("int", 4, False, "int32"), "u32": ("unsigned int", 4, False, "uint32"),
+    "i64": ("long long", 8, False, "int64"), "u64": ("unsigned long long", 8, False, "uint64"),
+    "isize": ("long", 8, False, "int64"), "usize": ("unsigned long", 8, False, "uint64"),
+    "bool": ("_Bool", 1, False, "bool"),
+}
+VOID = CType("()", True, False, False, False, None, (), portable="void")
+
+
+@dataclass(frozen=True)
+class RType:
+    """A Rust type as written, read enough to lay it out in C."""
+
+    kind: str  # scalar unit reference pointer slice array named other
+    text: str  # as written
+    span: Span
+    name: str = ""  # scalar or struct name
+    mutable: bool = False  # &mut, *mut
+    elem: "RType | None" = None  # pointee, slice or array element
+    count: int = 0  # array length
+
+
+@dataclass(frozen=True)
+class RParam:
+    name: str
+    type: RType
+    span: Span
+
+
+@dataclass(frozen=True)
+class RFunction:
+    """A Rust function as its wrappers see it, beside its C view."""
+
+    name: str
+    params: tuple[RParam, ...]
+    returns: RType | None
+    span: Span
+
+
+@dataclass
+class RustUnit(Unit):
+    """A Rust source's Unit: the C views of its annotated functions (`functions`), their Rust
+    signatures by name, and the C typedefs of the #[repr(C)] structs they point to."""
+
+    rust: dict[str, RFunction] = field(default_factory=dict)
+    c_types: list[LocalType] = field(default_factory=list)
+    unreadable: set[int] = field(default_factory=set)  # where functions whose signatures are in `errors` start
+
+
+@cache
+def _parser(start: str) -> Lark:
+    grammar = (Path(__file__).with_name("rust.lark")).read_text()
+    return Lark(grammar, start=start, parser="lalr", propagate_positions=True)
+
+
+def read_rust_unit(source: SourceFile, annotations: list[Annotation]) -> RustUnit:
+    """The functions the annotations stand before; what cannot be read is in `errors`."""
+    unit = RustUnit(source, [], {}, {}, [])
+    problems = Collector()
+    structs = _structs(source, problems)
+    reader = _Types(source, structs, problems)
+    seen = set()
+    for a in annotations:
+        at = _item_start(source.text, a.comment.end, {x.comment.start: x.comment for x in annotations})
+        if at in seen or at >= len(source.text):
+            continue
+        seen.add(at)
+        before = len(problems.diagnostics)
+        parsed = _signature(source, at, problems)
+        fn = reader.function(*parsed) if parsed is not None else None
+        if fn is not None:
+            unit.rust[fn[0].name] = fn[1]
+            unit.functions.append(fn[0])
+        elif len(problems.diagnostics) > before:
+            unit.unreadable.add(at)
+    unit.errors = problems.diagnostics
+    unit.c_types = [LocalType(name, text, 0) for name, text in reader.typedefs.items()]
+    return unit
+
+
+def _item_start(text: str, at: int, annotation_comments: dict) -> int:
+    """Where the item after an annotation starts: past whitespace and other annotations' comments."""
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at in annotation_comments:
+            at = annotation_comments[at].end
+            continue
+        return at
+
+
+def _signature(source: SourceFile, start: int, problems: Collector):
+    """The item's parsed signature, from past its attributes (at `start`) to its body."""
+    text, at = source.text, start
+    while text.startswith("#[", at) or text.startswith("#![", at):
+        at = _balanced(text, text.index("[", at))
+        while at < len(text) and text[at].isspace():
+            at += 1
+        at = _skip_comments(text, at)
+    end, depth = at, 0
+    while end < len(text) and not (depth == 0 and text[end] in "{;"):
+        depth += (text[end] in "([") - (text[end] in ")]")
+        end += 1
+    if not re.match(r"(?:pub(?:\([^)]*\))?\s+)?(?:(?:const|async|unsafe|extern(?:\s+\"[^\"]*\")?)\s+)*fn\b",
+                    text[at:end]):
+        return None  # not a function: attach() says so
+    try:
+        tree = _parser("signature").parse(text[at:end])
+    except UnexpectedInput as exc:
+        bad = at + getattr(exc, "pos_in_stream", 0) if getattr(exc, "pos_in_stream", None) is not None else at
+        token = getattr(exc, "token", None)
+        if token is not None and getattr(token, "start_pos", None) is not None:
+            bad = at + token.start_pos
+        problems.add(error("adgen cannot read this Rust function signature here", Span(source, bad)))
+        return None
+    return tree, at, start
+
+
+def _skip_comments(text: str, at: int) -> int:
+    while text.startswith("//", at) or text.startswith("/*", at):
+        at = text.find("\n", at) if text.startswith("//", at) else text.find("*/", at) + 2
+        at = len(text) if at < 0 else at
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return at
+
+
+def _balanced(text: str, at: int) -> int:
+    """Just past the bracket closing the one at `at`."""
+    depth = 0
+    for i in range(at, len(text)):
+        depth += (text[i] in "[(") - (text[i] in "])")
+        if depth == 0:
+            return i + 1
+    return len(text)
+
+
+def _structs(source: SourceFile, problems: Collector) -> dict[str, tuple[bool, list, Span]]:
+    """The file's structs with named fields: whether #[repr(C)], their (name, type tree) fields."""
+    found = {}
+    pattern = re.compile(r"((?:#\[[^\]]*\]\s*)*)(?:pub(?:\([^)]*\))?\s+)?struct\s+([A-Za-z_][A-Za-z0-9_]*)\s*(<)?")
+    for m in pattern.finditer(source.text):
+        brace = source.text.find("{", m.end())
+        if m.group(3) or brace < 0 or source.text[m.end():brace].strip():
+            continue  # generic, tuple or unit structs: never pointed to by a function adgen reads
+        end = source.text.find("}", brace)
+        try:
+            tree = _parser("struct_body").parse(source.text[brace:end + 1])
+        except UnexpectedInput:
+            continue
+        repr_c = re.search(r"#\[\s*repr\s*\(\s*C\b", m.group(1)) is not None
+        fields = [(f.children[-3].value, f.children[-1], brace) for f in tree.children if isinstance(f, Tree)]
+        found[m.group(2)] = (repr_c, fields, Span(source, m.start(2), len(m.group(2))))
+    return found
+
+
+class _Types:
+    """Rust types to RTypes and C types."""
+
+    def __init__(self, source: SourceFile, structs: dict, problems: Collector):
+        self.source, self.structs, self.problems = source, structs, problems
+        self.typedefs: dict[str, str] = {}  # struct name -> its C typedef
+
+    def span(self, node, base: int) -> Span:
+        if isinstance(node, Token):
+            return Span(self.source, base + node.start_pos, len(node))
+        return Span(self.source, base + node.meta.start_pos, node.meta.end_pos - node.meta.start_pos)
+
+    def text(self, node, base: int) -> str:
+        span = self.span(node, base)
+        return self.source.text[span.offset:span.offset + span.length]
+
+    def rtype(self, node, base: int) -> RType:
+        span, text = self.span(node, base), self.text(node, base)
+        if isinstance(node, Token):
+            return RType("other", text, span)
+        kind = node.data
+        kids = [k for k in node.children if k is not None]
+        if kind == "reference" or kind == "raw_pointer":
+            inner = self.rtype(kids[-1], base)
+            mutable = any(isinstance(k, Token) and k.type == "MUT" for k in kids)
+            return RType("reference" if kind == "reference" else "pointer", text, span, mutable=mutable, elem=inner)
+        if kind == "slice":
+            return RType("slice", text, span, elem=self.rtype(kids[1], base))
+        if kind == "array":
+            count = kids[3]  # a number (with a suffix, `4usize`), or a constant's name: unknown
+            n = int(re.sub(r"[_a-z].*", "", count.value.replace("_", ""))) if count.type == "NUMBER" else 0
+            return RType("array", text, span, elem=self.rtype(kids[1], base), count=n)
+        if kind == "unit":
+            return RType("unit", text, span)
+        if kind == "named" and len(kids) == 1:
+            name = text.split("::")[-1]
+            if name in SCALARS:
+                return RType("scalar", text, span, name=name)
+            return RType("named", text, span, name=name)
+        if kind == "type" and kids:
+            return self.rtype(kids[1], base) if len(kids) == 3 else self.rtype(kids[0], base)
+        return RType("other", text, span)
+
+    def function(self, tree: Tree, at: int, start: int):
+        """The C view and the Rust signature of a parsed function, or None after errors."""
+        before = len(self.problems.diagnostics)
+        kids = tree.children
+        name_tok = next(k for k in kids if isinstance(k, Token) and k.type == "NAME")
+        name_span = self.span(name_tok, at)
+        generics = next((k for k in kids if isinstance(k, Tree) and k.data == "generics"), None)
+        if generics is not None:
+            for g in generics.children:
+                if isinstance(g, Tree) and g.data == "type_param":
+                    self.problems.add(error(f"'{name_tok.value}' is generic: adgen differentiates functions of "
+                                            "concrete types (write one for the type you need)", self.span(g, at)))
+        where = next((k for k in kids if isinstance(k, Tree) and k.data == "where_clause"), None)
+        if where is not None:
+            self.problems.add(error(f"'{name_tok.value}' has a where clause: adgen differentiates functions of "
+                                    "concrete types", self.span(where, at)))
+        params: list[RParam] = []
+        for p in (k for k in kids if isinstance(k, Tree) and k.data.endswith("_param")):
+            if p.data == "self_param":
+                self.problems.add(error(f"'{name_tok.value}' is a method (it takes self): put the computation in a "
+                                        "function taking its data as parameters", self.span(p, at)))
+                continue
+            pname = next(k for k in p.children if isinstance(k, Token) and k.type in ("NAME", "UNDERSCORE")).value
+            if pname == "_":
+                pname = f"arg{len(params)}"
+            params.append(RParam(pname, self.rtype(p.children[-1], at), self.span(p, at)))
+        ret_tree = next((k for k in kids if isinstance(k, Tree) and k.data == "returns"), None)
+        returns = self.rtype(ret_tree.children[-1], at) if ret_tree is not None else None
+        c_params = []
+        for p in params:
+            for c_name, ctype in self.c_params(p):
+                c_params.append(Param(c_name, ctype))
+        c_returns = self.c_return(returns)
+        if len(self.problems.diagnostics) > before:
+            return None
+        rf = RFunction(name_tok.value, tuple(params), returns, name_span)
+        return Function(name_tok.value, tuple(c_params), c_returns, False, start, name_span), rf
+
+    # ------------------------------------------------------------------ the C view
+    def c_params(self, p: RParam) -> list[tuple[str, CType]]:
+        t = p.type
+        if t.kind == "scalar":
+            return [(p.name, self.scalar(t))]
+        if t.kind in ("reference", "pointer") and t.elem is not None and t.elem.kind == "slice":
+            if t.kind == "pointer":
+                return self.refuse(t, "a raw pointer to a slice: pass a reference to it, or the pointer and length")
+            return [(p.name, self.pointer(t, t.elem.elem)), (f"{p.name}_len", self.scalar(
+                RType("scalar", "usize", t.span, name="usize")))]
+        if t.kind in ("reference", "pointer") and t.elem is not None:
+            return [(p.name, self.pointer(t, t.elem))]
+        if t.kind == "array":
+            return self.refuse(t, f"an array by value ('{t.text}'): pass it by reference (&{t.text})")
+        if t.kind == "named" and t.name in self.structs:
+            return self.refuse(t, f"a struct by value ('{t.text}'): pass it by reference (&{t.text}), as Rust's "
+                                  "own calling convention for structs is not C's")
+        return self.refuse(t, f"the type '{t.text}', which has no C counterpart adgen can differentiate "
+                              "(use f64, f32, integers, references, slices, raw pointers and #[repr(C)] structs)")
+
+    def c_return(self, t: RType | None) -> CType:
+        if t is None or t.kind == "unit":
+            return VOID
+        if t.kind == "scalar":
+            return self.scalar(t)
+        if t.kind == "pointer" and t.elem is not None and t.elem.kind != "slice":
+            return self.pointer(t, t.elem)
+        self.refuse(t, f"a result of type '{t.text}': return a float, an integer or nothing (results through a "
+                       "&mut parameter)")
+        return VOID
+
+    def refuse(self, t: RType, what: str) -> list:
+        self.problems.add(error(f"adgen cannot pass {what}", t.span))
+        return []
+
+    def scalar(self, t: RType) -> CType:
+        c, size, floating, ffi = SCALARS[t.name]
+        return CType(t.text, False, floating, False, False, None, (), ffi=ffi, size=size, holds_floating=floating,
+                     portable=c)
+
+    def pointer(self, t: RType, pointee: RType) -> CType:
+        """A pointer to a scalar, an array of them, or a #[repr(C)] struct: the C pointer type."""
+        c, size, floats = self.c_pointee(pointee)
+        if not c:
+            return CType(t.text, False, False, True, False, None, ())
+        const = "" if t.mutable else "const "
+        uniform = floats[0] if len(set(floats)) == 1 and floats[0] else ""
+        shadow = t.text if t.mutable else ("&mut " + t.text[1:].lstrip() if t.kind == "reference" else
+                                           t.text.replace("*const", "*mut", 1))
+        ffi = f"ptr:{uniform}" if uniform and pointee.kind == "scalar" else "ptr"
+        return CType(t.text, False, False, True, any(floats), shadow, (), element_float=uniform, ffi=ffi,
+                     element_size=size, size=8, portable=f"{const}{c} *", portable_shadow=f"{c} *")
+
+    def c_pointee(self, t: RType, depth: int = 0) -> tuple[str, int, list[str]]:
+        """A pointee's C spelling, size and the float types of its scalars ("" for non-floats)."""
+        if t.kind == "scalar":
+            c, size, floating, _ = SCALARS[t.name]
+            return c, size, [t.name.replace("f64", "double").replace("f32", "float") if floating else ""]
+        if t.kind == "array" and t.elem is not None:
+            c, size, floats = self.c_pointee(t.elem, depth + 1)
+            if t.count and c and "[" not in c:
+                return c, size * t.count, floats  # a pointer to its first element: the same to the machine
+        if t.kind == "named" and t.name in self.structs and depth < 8:
+            return self.struct(t, depth)
+        if t.kind in ("reference", "pointer"):
+            return "void *", 8, [""]
+        self.refuse(t, f"a pointer to '{t.text}' (pointers to floats, integers, arrays of them and #[repr(C)] "
+                       "structs are)")
+        return "", 0, []
+
+    def struct(self, t: RType, depth: int) -> tuple[str, int, list[str]]:
+        repr_c, fields, _ = self.structs[t.name]
+        if not repr_c:
+            self.refuse(t, f"a pointer to '{t.name}', which is not #[repr(C)]: Rust may reorder its fields "
+                           "(add #[repr(C)])")
+            return "", 0, []
+        members, floats, offset, most = [], [], 0, 1
+        for fname, ftree, base in fields:
+            ft = self.rtype(ftree, base)
+            count = 1
+            while ft.kind == "array" and ft.elem is not None:
+                count *= max(ft.count, 1)
+                ft = ft.elem
+            if ft.kind == "scalar":
+                c, size, floating, _ = SCALARS[ft.name]
+                floats += [ft.name.replace("f64", "double").replace("f32", "float") if floating else ""] * count
+            elif ft.kind == "named" and ft.name in self.structs:
+                c, size, inner = self.struct(ft, depth + 1)
+                floats += inner * count
+            elif ft.kind in ("reference", "pointer"):
+                c, size = "void *", 8
+                floats.append("")
+            else:
+                self.refuse(ft, f"a struct field of type '{ft.text}'")
+                return "", 0, []
+            align = min(size, 8)
+            offset = -(-offset // align) * align + size * count
+            most = max(most, align)
+            members.append(f"{c} {fname}" + (f"[{count}]" if count > 1 else ""))
+        self.typedefs[t.name] = f"typedef struct {{ {'; '.join(members)}; }} {t.name}"
+        return t.name, -(-offset // most) * most, floats
+
+
+def rust_entry(annotation: Annotation, entry: Entry | None, function: Function, unit: RustUnit,
+               problems: Collector) -> Entry | None:
+    """An entry of a Rust function made an entry of its C view: each slice's activity followed
+    by `const` for its length. What Rust sources do not take yet is an error here."""
+    if annotation.marker != "@diff" or entry is None:
+        problems.add(error(f"{annotation.marker} is for C sources; in a Rust source only @diff is read",
+                           annotation.span))
+        return None
+    if entry.of is not None:
+        problems.add(error("derivatives of derived functions ('of') are for C sources", entry.of.span))
+        return None
+    if entry.mode is not None and entry.mode.text.lower() == "split":
+        problems.add(error("split mode is for C sources: its tape is C memory the caller manages", entry.mode.span))
+        return None
+    rf = unit.rust[function.name]
+    if len(entry.activities) != len(rf.params):
+        problems.add(error(f"'{entry.name.text}' lists {len(entry.activities)} activit"
+                           f"{'y' if len(entry.activities) == 1 else 'ies'}, but '{rf.name}' takes "
+                           f"{len(rf.params)} parameter{'' if len(rf.params) == 1 else 's'}", entry.params_span,
+                           [note(f"'{rf.name}' is declared here", rf.span)]))
+        return None
+    words = []
+    for word, p in zip(entry.activities, rf.params):
+        words.append(word)
+        if p.type.kind == "reference" and p.type.elem is not None and p.type.elem.kind == "slice":
+            words.append(Word("const", word.span))  # its length
+    return replace(entry, activities=tuple(words))
+
+
+def is_rust(path: Path) -> bool:
+    return path.suffix == ".rs"
+
+
+__all__ = ["read_rust_unit", "rust_entry", "RustUnit", "RFunction", "RParam", "RType", "is_rust", "SCALARS"]

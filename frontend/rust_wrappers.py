@@ -1,0 +1,132 @@
+"""The safe Rust wrappers of `<stem>.adgen.rs` (specs/abi.md, "Rust"): for each derived function,
+what its Rust signature takes and returns, in the shape of `std::autodiff`'s generated functions
+(a slice's shadow a slice of the same length, checked; the gradients of active scalars after the
+primal result in a tuple; N shadows at width N), and how each parameter of the C function it
+calls is passed. The template (templates/wrappers.rs.j2) prints what this decides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .abi import Signature
+from .model import Activity, Mode
+from .rust_source import RFunction, RType, RustUnit
+
+_SEPARATE = {Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY}
+_INTERLEAVED = {Activity.DUPV, Activity.DUALV}
+
+
+@dataclass(frozen=True)
+class RustParam:
+    name: str
+    type: str  # as the wrapper declares it
+
+
+@dataclass(frozen=True)
+class FfiArg:
+    """One parameter of the C function: its Rust FFI type, and how the wrapper passes it."""
+
+    name: str
+    type: str
+    how: str  # value, slice_ptr, slice_mut_ptr, slice_len, ref_ptr, ref_mut_ptr
+    source: str  # the wrapper's parameter it comes from
+
+
+@dataclass(frozen=True)
+class LengthCheck:
+    shadow: str
+    primal: str
+    times: int  # the shadow holds this many times the primal's elements (N lanes interleaved)
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    name: str
+    summary: str
+    params: tuple[RustParam, ...]
+    ffi: tuple[FfiArg, ...]
+    checks: tuple[LengthCheck, ...]
+    result_struct: str | None
+    fields: tuple[tuple[str, str], ...]  # (name, Rust type) of the C result, in order
+    returns: str  # the wrapper's Rust result type
+
+
+def wrappers(unit: RustUnit, signatures: list[Signature]) -> list[Wrapper]:
+    return [_wrapper(unit.rust[s.derivation.primal.name], s) for s in signatures]
+
+
+def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
+    d = sig.derivation
+    n, reverse = d.width, d.mode.family is Mode.REVERSE
+    params, ffi, checks = [], [], []
+    acts = iter(d.activities)
+    for rp in rf.params:
+        t = rp.type
+        act = next(acts)
+        slice_ = t.kind == "reference" and t.elem is not None and t.elem.kind == "slice"
+        if slice_:
+            next(acts)  # the length's, always const
+        params.append(RustParam(rp.name, t.text))
+        ffi.append(FfiArg(rp.name, _ffi_type(t), _how(t), rp.name))
+        if act in _SEPARATE or act in _INTERLEAVED:
+            lanes = [f"{d.prefix}{rp.name}"] if act in _INTERLEAVED or n == 1 else \
+                [f"{d.prefix}{rp.name}_{k}" for k in range(n)]
+            shadow = _shadow(t, reverse, n if act in _INTERLEAVED else 1)
+            for lane in lanes:
+                params.append(RustParam(lane, shadow.text))
+                ffi.append(FfiArg(lane, _ffi_type(shadow), _how(shadow), lane))
+                if slice_:
+                    checks.append(LengthCheck(lane, rp.name, n if act in _INTERLEAVED else 1))
+        if slice_:
+            ffi.append(FfiArg(f"{rp.name}_len", "usize", "slice_len", rp.name))
+    seeds = [p for p in sig.params if p.role.startswith("seed")]
+    r = rf.returns.text if rf.returns is not None else "()"
+    for s in seeds:
+        params.append(RustParam(s.name, r))
+        ffi.append(FfiArg(s.name, r, "value", s.name))
+    fields = []
+    for f in sig.fields:
+        base = r if f.name in ("ret", f"{d.prefix}ret") else _param_type(rf, f.name[len(d.prefix):])
+        fields.append((f.name, f"[{base}; {f.count}]" if f.count > 1 else base))
+    returns = "()" if not fields else fields[0][1] if len(fields) == 1 else \
+        "(" + ", ".join(t for _, t in fields) + ")"
+    return Wrapper(sig.name, sig.summary(), tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
+                   tuple(fields), returns)
+
+
+def _param_type(rf: RFunction, name: str) -> str:
+    return next(p.type.text for p in rf.params if p.name == name)
+
+
+def _how(t: RType) -> str:
+    if t.kind == "reference" and t.elem is not None and t.elem.kind == "slice":
+        return "slice_mut_ptr" if t.mutable else "slice_ptr"
+    if t.kind == "reference":
+        return "ref_mut_ptr" if t.mutable else "ref_ptr"
+    return "value"
+
+
+def _ffi_type(t: RType) -> str:
+    """How the C function's parameter is declared to Rust."""
+    if t.kind in ("reference", "pointer") and t.elem is not None:
+        inner = t.elem.elem if t.elem.kind == "slice" and t.elem.elem is not None else t.elem
+        return f"*{'mut' if t.mutable else 'const'} {inner.text}"
+    return t.text
+
+
+def _shadow(t: RType, reverse: bool, times: int) -> RType:
+    """The type of a parameter's shadow: writable in reverse mode (gradients accumulate into it);
+    in forward mode as the parameter is; a scalar's interleaved tangents an array of them."""
+    if t.kind == "scalar":
+        if times > 1:
+            return RType("reference", f"&[{t.text}; {times}]", t.span, elem=RType("array", f"[{t.text}; {times}]",
+                                                                                  t.span, elem=t, count=times))
+        return t
+    mutable = t.mutable or reverse
+    if t.kind == "reference":
+        inner = t.elem.text if t.elem is not None else "?"
+        return RType("reference", f"&{'mut ' if mutable else ''}{inner}", t.span, mutable=mutable, elem=t.elem)
+    if t.kind == "pointer":
+        inner = t.elem.text if t.elem is not None else "?"
+        return RType("pointer", f"*{'mut' if mutable else 'const'} {inner}", t.span, mutable=mutable, elem=t.elem)
+    return t

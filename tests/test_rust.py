@@ -1,0 +1,311 @@
+"""Rust sources (specs/annotations.md, "Rust sources"; specs/abi.md, "Rust"): `@diff` on Rust
+functions, lowered by the user's rustc, with safe Rust wrappers in `<stem>.adgen.rs`. Each program
+checks its derivatives against central finite differences (forward against reverse too) and
+exits non-zero on a mismatch: scalar functions, slice loops (bounds-checked), iterator chains, a
+struct of arrays, a helper function, an in-place update of a `&mut [f64]`, a panic reporting
+values, f32, and widths 4 and 2; the errors for what has no C view; and the cargo example with
+its build.rs. Skipped, saying why, where no rustc is installed (.ci/run installs Debian's)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adgen.frontend.diagnostics import AdgenError
+from adgen.frontend.toolchain import select_rustc
+from conftest import ROOT
+
+
+def _rustc() -> str | None:
+    try:
+        select_rustc()
+        return None
+    except AdgenError as exc:
+        return str(exc)
+
+
+pytestmark = pytest.mark.skipif(_rustc() is not None, reason=f"no usable rustc: {_rustc()}")
+
+MODEL = r"""
+//! A model written for adgen, in Rust.
+
+/// Scalars in, one out: forward and reverse.
+// @diff(mix_grad: (active, active) -> active; mix_tangent: (dual, dual) -> dual)
+pub fn mix(x: f64, y: f64) -> f64 {
+    (x * y).sin() + x.exp() / (1.0 + y * y)
+}
+
+fn helper(a: f64, b: f64) -> f64 {
+    (a * b).tanh() + a.powi(3) * b
+}
+
+/// A loop over a slice by index (bounds-checked), calling a helper.
+// @diff(chain_grad: (dup, const) -> active; chain_fwd4: forward[4] (dual, const) -> dualonly)
+// @diff(chain_rev2: reverse[2] (dup, const) -> activeonly)
+pub fn chain(x: &[f64], n: usize) -> f64 {
+    let mut s = 0.0;
+    for i in 0..n - 1 {
+        s += helper(x[i], x[i + 1]) * x[i];
+    }
+    s
+}
+
+/// Iterator chains: windows, zip, map, sum.
+// @diff(rosen_grad: (dup) -> activeonly; rosen_fwd: (dual) -> dualonly)
+pub fn rosen(x: &[f64]) -> f64 {
+    x.windows(2).map(|w| 100.0 * (w[1] - w[0] * w[0]).powi(2) + (1.0 - w[0]).powi(2)).sum()
+}
+
+// @diff(dot_grad: (dup, dup) -> active)
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y.sqrt()).sum()
+}
+
+/// A struct of arrays, by reference.
+#[repr(C)]
+pub struct Particles {
+    pub x: [f64; 4],
+    pub v: [f64; 4],
+    pub count: u32,
+}
+
+// @diff(energy_grad: (dup, active) -> activeonly; energy_fwd: (dual, const) -> dualonly)
+pub fn energy(p: &Particles, k: f64) -> f64 {
+    let mut e = 0.0;
+    for i in 0..p.count as usize {
+        e += 0.5 * p.v[i] * p.v[i] + k * p.x[i].cos();
+    }
+    e
+}
+
+/// An update in place: the shadow holds the output's seed and comes back holding the input's gradient.
+// @diff(relax_grad: (dup, active); relax_fwd: (dual, dual))
+pub fn relax(u: &mut [f64], w: f64) {
+    for i in 1..u.len() {
+        u[i] = (1.0 - w) * u[i] + w * u[i - 1].sin();
+    }
+}
+
+/// A panic reporting the values it checks: its path carries no derivatives.
+// @diff(checked_grad: (dup) -> activeonly)
+pub fn checked(x: &[f64]) -> f64 {
+    assert!(x[0] > -100.0, "x[0] = {} is too small", x[0]);
+    x[0] * x[1]
+}
+
+/// f32.
+// @diff(norm32_grad: (dup) -> activeonly)
+pub fn norm32(x: &[f32]) -> f32 {
+    x.iter().map(|v| v * v).sum::<f32>().sqrt()
+}
+"""
+
+MAIN = r"""
+mod model;
+use model::*;
+include!(concat!(env!("ADGEN_OUT"), "/model.adgen.rs"));
+
+macro_rules! check {
+    ($got:expr, $want:expr) => {{
+        let (g, w): (f64, f64) = ($got as f64, $want as f64);
+        if !((g - w).abs() <= 1e-5 * (1.0 + w.abs())) {
+            eprintln!("line {}: {} = {}, want {}", line!(), stringify!($got), g, w);
+            std::process::exit(1);
+        }
+    }};
+}
+
+fn fd(f: &dyn Fn(&[f64]) -> f64, x: &[f64], i: usize) -> f64 {
+    let h = 1e-6;
+    let (mut up, mut down) = (x.to_vec(), x.to_vec());
+    up[i] += h;
+    down[i] -= h;
+    (f(&up) - f(&down)) / (2.0 * h)
+}
+
+fn main() {
+    let (x, y) = (0.7, -0.4);
+    let (f, dx, dy) = mix_grad(x, y, 1.0);
+    check!(f, mix(x, y));
+    check!(dx, fd(&|v| mix(v[0], v[1]), &[x, y], 0));
+    check!(dy, fd(&|v| mix(v[0], v[1]), &[x, y], 1));
+    let (f2, t) = mix_tangent(x, 0.3, y, -2.0);
+    check!(f2, f);
+    check!(t, 0.3 * dx - 2.0 * dy);
+
+    let v = [0.3, -0.7, 1.1, 0.5, 0.9];
+    let n = v.len();
+    let mut g = [0.0; 5];
+    let c = chain_grad(&v, &mut g, n, 1.0);
+    check!(c, chain(&v, n));
+    let eye: Vec<Vec<f64>> = (0..5).map(|i| (0..5).map(|j| if i == j { 1.0 } else { 0.0 }).collect()).collect();
+    let t4 = chain_fwd4(&v, &eye[0], &eye[1], &eye[2], &eye[3], n);
+    for i in 0..5 {
+        check!(g[i], fd(&|w| chain(w, n), &v, i));
+        if i < 4 {
+            check!(t4[i], g[i]);
+        }
+    }
+    let (mut g0, mut g1) = ([0.0; 5], [0.0; 5]);
+    chain_rev2(&v, &mut g0, &mut g1, n, 1.0, 2.0);
+    for i in 0..5 {
+        check!(g0[i], g[i]);
+        check!(g1[i], 2.0 * g[i]);
+    }
+
+    let mut gr = [0.0; 5];
+    rosen_grad(&v, &mut gr, 1.0);
+    for i in 0..5 {
+        check!(gr[i], fd(&rosen, &v, i));
+        check!(rosen_fwd(&v, &eye[i]), gr[i]);
+    }
+    let (a, b) = ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]);
+    let (mut da, mut db) = ([0.0; 3], [0.0; 3]);
+    check!(dot_grad(&a, &mut da, &b, &mut db, 1.0), dot(&a, &b));
+    for i in 0..3 {
+        check!(da[i], b[i].sqrt());
+        check!(db[i], a[i] * 0.5 / b[i].sqrt());
+    }
+
+    let p = Particles { x: [1.0, 2.0, 3.0, 4.0], v: [0.5, -0.5, 1.0, 2.0], count: 3 };
+    let mut dp = Particles { x: [0.0; 4], v: [0.0; 4], count: 0 };
+    let dk = energy_grad(&p, &mut dp, 0.7, 1.0);
+    for i in 0..4 {
+        let live = if i < 3 { 1.0 } else { 0.0 };
+        check!(dp.x[i], -0.7 * p.x[i].sin() * live);
+        check!(dp.v[i], p.v[i] * live);
+    }
+    check!(dk, p.x[..3].iter().map(|x| x.cos()).sum::<f64>());
+    let dir = Particles { x: [1.0, 0.0, 0.0, 0.0], v: [0.0, 1.0, 0.0, 0.0], count: 0 };
+    check!(energy_fwd(&p, &dir, 0.7), dp.x[0] + dp.v[1]);
+
+    let u0 = [0.2, 0.4, -0.1, 0.8];
+    let relaxed = |w: &[f64]| { let mut u = w.to_vec(); relax(&mut u, 0.3); u[3] };
+    let mut u = u0;
+    let mut du = [0.0, 0.0, 0.0, 1.0];  // the seed: d(u[3] after)
+    let dw = relax_grad(&mut u, &mut du, 0.3);
+    for i in 0..4 {
+        check!(du[i], fd(&relaxed, &u0, i));
+    }
+    let by_w = |w: &[f64]| { let mut u = u0; relax(&mut u, w[0]); u[3] };
+    check!(dw, fd(&by_w, &[0.3], 0));
+    let (mut u2, mut t2) = (u0, [0.0, 1.0, 0.0, 0.0]);
+    relax_fwd(&mut u2, &mut t2, 0.3, 0.0);
+    check!(t2[3], fd(&relaxed, &u0, 1));
+
+    let mut gc = [0.0; 2];
+    checked_grad(&[2.0, 3.0], &mut gc, 1.0);
+    check!(gc[0], 3.0);
+    check!(gc[1], 2.0);
+
+    let v32 = [3.0f32, 4.0];
+    let mut g32 = [0.0f32; 2];
+    norm32_grad(&v32, &mut g32, 1.0);
+    check!(g32[0], 0.6);
+    check!(g32[1], 0.8);
+    println!("ok");
+}
+"""
+
+
+def _build_model(tmp_path: Path, adgen, model: str = MODEL) -> Path:
+    (tmp_path / "model.rs").write_text(model)
+    out = tmp_path / "out"
+    result = adgen("build", "-q", tmp_path / "model.rs", "-o", out)
+    assert result.status == 0, result.err
+    return out
+
+
+def test_forward_reverse_and_batched_against_finite_differences(tmp_path, adgen):
+    out = _build_model(tmp_path, adgen)
+    assert {p.name for p in out.iterdir()} >= {"model.adgen.rs", "model.adgen.o", "model.adgen.c"}
+    (tmp_path / "main.rs").write_text(MAIN)
+    rustc = select_rustc()
+    env = dict(os.environ, ADGEN_OUT=str(out))
+    done = subprocess.run([*rustc.command, "--edition=2021", "-O", "main.rs", "-C",
+                           f"link-arg={out / 'model.adgen.o'}", "-o", "prog"], cwd=tmp_path, capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+
+
+def test_the_wrappers_follow_std_autodiff(tmp_path, adgen):
+    """A slice's shadow is a slice (mutable in reverse mode), checked for length; active scalars'
+    gradients come after the primal result in a tuple; width N gives N shadows."""
+    text = (_build_model(tmp_path, adgen) / "model.adgen.rs").read_text()
+    assert "pub fn mix_grad(x: f64, y: f64, d_ret: f64) -> (f64, f64, f64)" in text
+    assert "pub fn chain_grad(x: &[f64], d_x: &mut [f64], n: usize, d_ret: f64) -> f64" in text
+    assert "pub fn chain_fwd4(x: &[f64], d_x_0: &[f64], d_x_1: &[f64], d_x_2: &[f64], d_x_3: &[f64], n: usize) " \
+           "-> [f64; 4]" in text
+    assert "pub fn relax_grad(u: &mut [f64], d_u: &mut [f64], w: f64) -> f64" in text
+    assert "pub fn energy_grad(p: &Particles, d_p: &mut Particles, k: f64, d_ret: f64) -> f64" in text
+    assert 'assert_eq!(d_x.len(), x.len(),' in text
+
+
+ERRORS = [
+    ("pub fn f<T: Copy>(x: T) -> f64 { 0.0 }", "(active) -> active", "'f' is generic", "T: Copy"),
+    ("pub fn f(x: Vec<f64>) -> f64 { x[0] }", "(dup) -> active", "adgen cannot pass the type 'Vec<f64>'", "Vec<f64>"),
+    ("pub fn f(p: Pair) -> f64 { p.a }", "(active) -> active", "a struct by value ('Pair')", "Pair)"),
+    ("pub fn f(p: &Loose) -> f64 { p.a }", "(dup) -> active", "'Loose', which is not #[repr(C)]", "Loose)"),
+    ("pub fn f(x: [f64; 3]) -> f64 { x[0] }", "(active) -> active", "an array by value", "[f64; 3]"),
+    ("pub fn f(x: &[f64], k: f64) -> f64 { x[0] * k }", "(dup) -> active", "'g' lists 1 activity, but 'f' takes 2",
+     "(dup)"),
+    ("pub fn f(x: &[i32]) -> f64 { 0.0 }", "(dup) -> active", "activity 'dup' needs a pointer to floating-point data "
+     "(float, double, or structs or arrays holding them), but parameter 'x' has type '&[i32]'", "dup"),
+    ("pub fn f(x: &[f64]) -> f64 { x[0] }", "split (dup) -> active", "split mode is for C sources", "split"),
+    ("pub fn f(x: &[f64]) -> (f64, f64) { (x[0], x[1]) }", "(dup) -> active", "a result of type '(f64, f64)'",
+     "(f64, f64)"),
+]
+
+
+@pytest.mark.parametrize("code, entry, message, at", ERRORS, ids=[e[2][:24] for e in ERRORS])
+def test_what_has_no_c_view_is_a_located_error(tmp_path, adgen, code, entry, message, at):
+    text = ("#[repr(C)]\npub struct Pair { pub a: f64, pub b: f64 }\npub struct Loose { pub a: f64 }\n\n"
+            f"// @diff(g: {entry})\n{code}\n")
+    src = tmp_path / "bad.rs"
+    src.write_text(text)
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1 and message in result.err, result.err
+    lines = result.err.split("\n")
+    assert lines[0].startswith("bad.rs:") or "/bad.rs:" in lines[0], result.err
+    caret, source_line = lines[2], lines[1]
+    assert source_line[caret.index("^"):].startswith(at), result.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_what_rustc_refuses_is_its_error(tmp_path, adgen):
+    src = tmp_path / "broken.rs"
+    src.write_text("// @diff(g: (active) -> active)\npub fn f(x: f64) -> f64 { x * undefined_thing }\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1 and "could not compile" in result.err and "undefined_thing" in result.err
+
+
+def test_the_cargo_example_builds_and_runs(tmp_path):
+    """examples/rust: a cargo project whose build.rs runs adgen (found as $ADGEN, else on the PATH)."""
+    cargo = shutil.which("cargo", path=os.environ.get("PATH", "") + os.pathsep + str(Path.home() / ".cargo" / "bin"))
+    if cargo is None:
+        pytest.skip("no cargo (.ci/run installs Debian's)")
+    project = tmp_path / "rust"
+    shutil.copytree(ROOT / "examples" / "rust", project, ignore=shutil.ignore_patterns("target", "Cargo.lock"))
+    adgen_exe = shutil.which("adgen", path=str(Path(sys.executable).parent)) or "adgen"
+    env = dict(os.environ, ADGEN=adgen_exe, CARGO_TARGET_DIR=str(tmp_path / "target"), CARGO_NET_OFFLINE="true")
+    done = subprocess.run([cargo, "run", "--release", "--quiet"], cwd=project, capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "MISMATCH" not in done.stdout and done.stdout.count(" ok") >= 4, done.stdout
+
+
+def test_what_cannot_be_differentiated_is_an_error_at_the_rust_line(tmp_path, adgen):
+    src = tmp_path / "ext.rs"
+    src.write_text("extern \"C\" {\n    fn mystery(x: f64) -> f64;\n}\n\n// @diff(g_grad: (active) -> active)\n"
+                   "pub fn g(x: f64) -> f64 {\n    let y = x * x;\n    unsafe { mystery(y) }\n}\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1, result.err
+    assert "ext.rs:8:" in result.err and "a call to 'mystery'" in result.err and "in function 'g'" in result.err
+    assert "unsafe { mystery(y) }" in result.err
