@@ -119,6 +119,18 @@ def find_annotations(source: SourceFile) -> list[Annotation]:
     return found
 
 
+def following(text: str, at: int, annotations: list[Annotation]) -> int:
+    """Where the item an annotation ending at `at` stands before starts: past whitespace and the
+    comments of other annotations."""
+    comments = {a.comment.start: a.comment for a in annotations}
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at not in comments:
+            return at
+        at = comments[at].end
+
+
 def _annotation_end(body: str, after_marker: int) -> int:
     """Offset (in the comment body) just past the parenthesis closing the annotation, or the
     comment's end when it never closes (the parser then says what it expected)."""

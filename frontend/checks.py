@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, replace
 
 from .abi import Signature, signature, signatures
-from .annotations import Annotation, Entry, Word
+from .annotations import Annotation, Entry, Word, following
 from .diagnostics import Collector, Span, error, note
 from .model import ACTIVITY_WORDS, MAX_WIDTH, MODE_WORDS, Activity, Derivation, Mode
 from .prototypes import Function, Unit, describe_declared
@@ -29,17 +29,9 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
     whose marker says what the entry means); an `@inactive` annotation has no entry."""
     text = unit.source.text
     by_start = {f.start: f for f in reversed(unit.functions)}  # first declaration at a position
-    annotation_comments = {a.comment.start: a.comment for a in annotations}
     pairs = []
     for a in annotations:
-        at = a.comment.end
-        while True:
-            while at < len(text) and text[at].isspace():
-                at += 1
-            if at in annotation_comments:
-                at = annotation_comments[at].end
-                continue
-            break
+        at = following(text, a.comment.end, annotations)
         function = by_start.get(at)
         if function is None and at in getattr(unit, "unreadable", ()):
             continue  # a Rust function whose signature has been reported already

@@ -35,23 +35,7 @@ def find_comments(text: str) -> list[Comment]:
         if ch in "\"'":
             i = _skip_literal(text, i)
         elif text.startswith("//", i):
-            end = i
-            while True:  # a backslash before the newline continues a line comment
-                nl = text.find("\n", end)
-                if nl < 0:
-                    end = n
-                    break
-                if text[nl - 1] == "\\" or text[nl - 2 : nl] == "\\\r":
-                    end = nl + 1
-                    continue
-                end = nl
-                break
-            previous = comments[-1] if comments else None
-            if previous and not previous.block and _one_line_break(text[previous.end : i]):
-                comments[-1] = Comment(previous.start, end, block=False)
-            else:
-                comments.append(Comment(i, end, block=False))
-            i = end
+            i = _line_comment(text, i, comments, continued=True)
         elif text.startswith("/*", i):
             close = text.find("*/", i + 2)
             end = n if close < 0 else close + 2
@@ -60,6 +44,28 @@ def find_comments(text: str) -> list[Comment]:
         else:
             i += 1
     return comments
+
+
+def _line_comment(text: str, i: int, comments: list[Comment], continued: bool) -> int:
+    """Adds the `//` comment at `i` (to the run of those on the lines just above it); returns
+    where it ends. `continued`: C's backslash before the newline continues it."""
+    end = i
+    while True:
+        nl = text.find("\n", end)
+        if nl < 0:
+            end = len(text)
+            break
+        if continued and (text[nl - 1] == "\\" or text[nl - 2 : nl] == "\\\r"):
+            end = nl + 1
+            continue
+        end = nl
+        break
+    previous = comments[-1] if comments else None
+    if previous and not previous.block and _one_line_break(text[previous.end : i]):
+        comments[-1] = Comment(previous.start, end, block=False)
+    else:
+        comments.append(Comment(i, end, block=False))
+    return end
 
 
 def _one_line_break(between: str) -> bool:
@@ -97,14 +103,7 @@ def find_rust_comments(text: str) -> list[Comment]:
             char = re.match(r"'(?:[^'\\\n]|\\(?:x[0-9A-Fa-f]{2}|u\{[0-9A-Fa-f]{1,6}\}|.))'", text[i:i + 16])
             i += char.end() if char else 1  # else a lifetime, `'a`
         elif text.startswith("//", i):
-            end = text.find("\n", i)
-            end = n if end < 0 else end
-            previous = comments[-1] if comments else None
-            if previous and not previous.block and _one_line_break(text[previous.end : i]):
-                comments[-1] = Comment(previous.start, end, block=False)
-            else:
-                comments.append(Comment(i, end, block=False))
-            i = end
+            i = _line_comment(text, i, comments, continued=False)
         elif text.startswith("/*", i):
             depth, j = 1, i + 2
             while j < n and depth:

@@ -16,7 +16,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 
-from .annotations import Annotation, Entry, Word
+from .annotations import Annotation, Entry, Word, following
 from .ctype import CType
 from .diagnostics import Collector, SourceFile, Span, error, note
 from .prototypes import Function, Param, Unit
@@ -89,7 +89,7 @@ def read_rust_unit(source: SourceFile, annotations: list[Annotation]) -> RustUni
     reader = _Types(source, structs, problems)
     seen = set()
     for a in annotations:
-        at = _item_start(source.text, a.comment.end, {x.comment.start: x.comment for x in annotations})
+        at = following(source.text, a.comment.end, annotations)
         if at in seen or at >= len(source.text):
             continue
         seen.add(at)
@@ -104,17 +104,6 @@ def read_rust_unit(source: SourceFile, annotations: list[Annotation]) -> RustUni
     unit.errors = problems.diagnostics
     unit.c_types = [LocalType(name, text, 0) for name, text in reader.typedefs.items()]
     return unit
-
-
-def _item_start(text: str, at: int, annotation_comments: dict) -> int:
-    """Where the item after an annotation starts: past whitespace and other annotations' comments."""
-    while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if at in annotation_comments:
-            at = annotation_comments[at].end
-            continue
-        return at
 
 
 def _signature(source: SourceFile, start: int, problems: Collector):

@@ -19,7 +19,7 @@ from adgen.frontend.toolchain import Compiler, select_rustc
 
 from . import optimize
 from .builder import Declarations
-from .diagnose import Unsupported, located
+from .diagnose import IrreducibleLoop, Unsupported, located
 from .dispatch import devirtualize
 from .explain import explain
 from .forward import ZEROS, ForwardMode
@@ -51,14 +51,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     prepared = Prepared(linked, generated, tm, stages)
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")), \
             written_by_hand(prepared.by_hand):
-        explained, text, module = [], "", prepared.module
-        for level in range(1, max((s.derivation.depth for g in generated for s in g.signatures), default=1) + 1):
-            if level > 1:  # derivatives of derived functions (`of NAME`): of the optimized code of those
-                module = prepared.again(text, level)
-            entries = [(s, names) for g, names in zip(generated, primals) for s in g.signatures
-                       if s.derivation.depth == level]
-            text, plans, _ = differentiate(module, entries, level)
-            explained += [explain(module, plans)] if plans else []
+        text, explained = prepared.levels(lambda: _levels(prepared, generated, primals))
     shared = prepared.shared
     objects, written = {}, []
     for i, (src, g) in enumerate(zip(sources, generated)):
@@ -76,6 +69,20 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
                         [s.name for s in g.signatures]))
     write_all(objects)
     return written, generated, "".join(explained)
+
+
+def _levels(prepared: "Prepared", generated: list[Generated], primals: list[dict[str, str]]) -> tuple[str, list[str]]:
+    """The derivatives, level by level (1: of C functions; 2: of those derived functions...),
+    each from the optimized code of the one before; the text, and the cache plans explained."""
+    explained, text, module = [], "", prepared.module
+    for level in range(1, max((s.derivation.depth for g in generated for s in g.signatures), default=1) + 1):
+        if level > 1:  # derivatives of derived functions (`of NAME`): of the optimized code of those
+            module = prepared.again(text, level)
+        entries = [(s, names) for g, names in zip(generated, primals) for s in g.signatures
+                   if s.derivation.depth == level]
+        text, plans, _ = differentiate(module, entries, level)
+        explained += [explain(module, plans)] if plans else []
+    return text, explained
 
 
 def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, flags: list[str], extra: list[str],
@@ -111,6 +118,7 @@ class Prepared:
         self.inactive = {n for i in range(len(generated)) for n in optimize.kept(linked, inactive_array(i))} | inactive
         self.by_hand = _rules_by_hand(linked, generated) | (rules or {})
         self.custom = custom or {}
+        self.threading = True  # jump threading when preparing derivative code again (see `levels`)
         self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
         with stages.stage("optimize", "before differentiation"):
             text = optimize.prepare(linked, tm, self.calls)
@@ -124,11 +132,23 @@ class Prepared:
         """Functions whose calls stay calls: @inactive, or with derivatives written by hand."""
         return self.inactive | set(self.allocators) | {name.lstrip("@") for name in [*self.by_hand, *self.custom]}
 
+    def levels(self, run):
+        """`run()`, which makes the derivatives level by level; again with jump threading off
+        when preparing derivative code (see `again`) if it met a loop with more than one way
+        in, which jump threading can make of a reverse sweep and reverse mode cannot reverse."""
+        try:
+            return run()
+        except IrreducibleLoop:
+            if not self.threading:
+                raise
+            self.threading = False
+            return run()
+
     def again(self, text: str, level: int) -> Module:
         """A module's text (with the derivatives of an earlier level), optimized again, the
         local names an earlier level made (all have a `'`) marked with the level, so that the
         names the next one makes from labels and values cannot meet them."""
-        text = optimize.prepare(optimize.parse(text), self.tm, self.calls, derivatives=True)
+        text = optimize.prepare(optimize.parse(text), self.tm, self.calls, derivatives=not self.threading)
         text = re.sub(r'%"([^"]*\'[^"]*)"', lambda m: f'%"{level}~{m.group(1)}"', text)
         text = re.sub(r'^"([^"]*\'[^"]*)":', lambda m: f'"{level}~{m.group(1)}":', text, flags=re.M)
         return self._module(text)

@@ -14,16 +14,21 @@ from .ir import Instruction, Module
 class Unsupported(Exception):
     """Raised while writing a derivative; `located` turns it into an AdgenError."""
 
-    def __init__(self, function: str, inst: Instruction | None, what: str):
+    def __init__(self, function: str, inst: Instruction | None, what: str, irreducible: bool = False):
         super().__init__(what)
-        self.function, self.inst, self.what = function, inst, what
+        self.function, self.inst, self.what, self.irreducible = function, inst, what, irreducible
+
+
+class IrreducibleLoop(AdgenError):
+    """A build error for a loop with more than one way in (see build.Prepared.levels)."""
 
 
 def located(exc: Unsupported, module: Module, derivation: str) -> AdgenError:
     fn = source_name(exc.function)
     message = f"cannot differentiate {exc.what} in function '{fn}' (needed by {_needed(derivation)})"
     notes = [note(f"the LLVM instruction is: {exc.inst.text}")] if exc.inst is not None else []
-    return AdgenError(at_instruction(module, exc.function, exc.inst, message, notes))
+    return (IrreducibleLoop if exc.irreducible else AdgenError)(at_instruction(module, exc.function, exc.inst,
+                                                                              message, notes))
 
 
 def at_instruction(module: Module, function: str, inst: Instruction | None, message: str,

@@ -32,9 +32,10 @@ from . import optimize
 from .adapters import TAPE_ALIGN, Kernel, kernel_types, rewrite, too_small
 from .build import Prepared, _by_c_name, differentiate, lower
 from .diagnose import Unsupported, at_instruction
+from .explain import explain as explain_plans
 from .enzyme_calls import (Call, Registrations, Request, find_calls, hinted, iterated, registrations,
                            steering_calls)
-from .ir import Module
+from .ir import Cursor, Module, parse_type
 from .kernels import kernel_name
 from .lower import keep_array, lower_source
 from .rules import rule_for, written_by_hand
@@ -89,8 +90,8 @@ def _derivatives(unit: Unit, source: Path, flags: list[str], compiler: Compiler,
                         {f: _like(f, name, unit) for f, name in registered.like.items()}, registered.custom,
                         registered.allocators)
     with stages.stage("differentiate", plural(len(unit.requests), "derivative")), written_by_hand(prepared.by_hand):
-        text, plans = _differentiate(unit, generated, kept, names, prepared)
-    kernels, tapes = _kernels(generated, names, text)
+        text, plans, tapes = prepared.levels(lambda: _differentiate(unit, generated, kept, names, prepared))
+    kernels = _kernels(generated, names, text)
     for c in unit.calls:  # here, where the calls have their places even when the file's own object has none
         size = tapes.get(names[c.request], 0)
         if c.allocated is not None and c.allocated < size + TAPE_ALIGN - 1:
@@ -98,9 +99,7 @@ def _derivatives(unit: Unit, source: Path, flags: list[str], compiler: Compiler,
     with stages.stage("optimize", "after differentiation"):
         derivatives = optimize.parse(hinted(_shared_globals(text, user)))
         optimize.finish(derivatives, {k.name.lstrip("@") for k in kernels.values()}, tm, prepared.shared)
-    from .explain import explain as explained
-
-    return derivatives, kernels, tapes, explained(prepared.module, plans) if explain and plans else ""
+    return derivatives, kernels, tapes, explain_plans(prepared.module, plans) if explain and plans else ""
 
 
 def read_calls(source: Path, compiler: Compiler, flags: list[str], work: Path) -> Unit | None:
@@ -205,24 +204,25 @@ def _derivation(request: Request, name: str, proto: Function, span: Span | None)
 
 
 def _differentiate(unit: Unit, generated: Generated, kept: dict[str, str], names: dict[Request, str],
-                   prepared: Prepared) -> tuple[str, list]:
+                   prepared: Prepared) -> tuple[str, list, dict[str, int]]:
     """Level by level; between levels, the calls of the levels done become adapter calls, so
-    that the next level differentiates code that calls the derivatives (`dd_f` of `d_f`)."""
+    that the next level differentiates code that calls the derivatives (`dd_f` of `d_f`).
+    Gives the text, the cache plans, and the split entries' tape sizes."""
     by_name = {v: k for k, v in names.items()}
     what = {s.name: _what(unit, by_name[s.derivation.name]) for s in generated.signatures}
-    module, text, plans = prepared.module, "", []
+    module, text, plans, tapes = prepared.module, "", [], {}
     for level in range(1, max(unit.requests.values()) + 1):
         if level > 1:
             module = Module(text)
             done = [c for c in _calls(module) if c.request in unit.requests and unit.requests[c.request] < level]
-            kernels, tapes = _kernels(generated, names, text)
-            module = prepared.again(_rewritten(module, done, kernels, tapes), level)
+            module = prepared.again(_rewritten(module, done, _kernels(generated, names, text), tapes), level)
         entries = [(s, kept) for s in generated.signatures if unit.requests[by_name[s.derivation.name]] == level]
-        text, level_plans, _ = differentiate(module, entries, level, needed_by=lambda s: what[s.name])
+        text, level_plans, level_tapes = differentiate(module, entries, level, needed_by=lambda s: what[s.name])
         text = iterated(text, set(module.functions))
-        text = _exported(text, _kernels(generated, names, text)[0])  # kept through the next levels' optimization
+        text = _exported(text, _kernels(generated, names, text))  # kept through the next levels' optimization
         plans += level_plans
-    return text, plans
+        tapes |= level_tapes
+    return text, plans, tapes
 
 
 def _rewritten(module: Module, calls: list[Call], kernels: dict, tapes: dict[str, int]) -> str:
@@ -247,19 +247,15 @@ def _what(unit: Unit, request: Request) -> str:
     return f"the {call.inst.callee.lstrip('@')} call{at}"
 
 
-def _kernels(generated: Generated, names: dict[Request, str], text: str) -> tuple[dict, dict[str, int]]:
-    """The kernel each (request, part) calls, with its IR parameter types, and the tapes' sizes."""
+def _kernels(generated: Generated, names: dict[Request, str], text: str) -> dict:
+    """The kernel each (request, part) calls, with its IR parameter types (those made so far)."""
     by_name = {v: k for k, v in names.items()}
-    kernels, tapes = {}, {}
+    kernels = {}
     for s in generated.signatures:
         name = kernel_name(s)
-        if not re.search(r"^define [^\n]*" + re.escape(name) + r"\(", text, re.M):
-            continue  # of a later level
-        kernels[(by_name[s.derivation.name], s.part)] = Kernel(s, name, kernel_types(text, name))
-        if s.part == "tape_size":
-            tapes[s.derivation.name] = int(re.search(r"^define [^\n]*" + re.escape(name) + r"\(.*?store i64 (\d+)",
-                                                     text, re.M | re.S).group(1))
-    return kernels, tapes
+        if re.search(r"^define [^\n]*" + re.escape(name) + r"\(", text, re.M):  # else of a later level
+            kernels[(by_name[s.derivation.name], s.part)] = Kernel(s, name, kernel_types(text, name))
+    return kernels
 
 
 def _exported(text: str, kernels: dict) -> str:
@@ -287,8 +283,6 @@ def _shared_globals(text: str, user) -> str:
 
 
 def _global_type(rest: str) -> str:
-    from .ir import Cursor, parse_type
-
     return parse_type(Cursor(rest)).text
 
 

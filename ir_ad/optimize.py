@@ -101,9 +101,9 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     with a small constant trip count are unrolled, which puts small local arrays in registers;
     others stay loops, and nothing is vectorized yet. Partial and runtime unrolling are off here
     and then set on (not back to LLVM's per-target default) for the optimization after
-    differentiation, where the derivative's loops gain from them. `derivatives`: the module
-    holds derivative code to differentiate again, whose reverse sweeps jump threading can
-    turn into loops with several ways in (which reverse mode cannot reverse): it is off then."""
+    differentiation, where the derivative's loops gain from them. `derivatives`: jump threading
+    off, for derivative code to differentiate again where it turned a reverse sweep into a loop
+    with several ways in (which reverse mode cannot reverse)."""
     for fn in module.functions:
         if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
             fn.add_function_attribute("noinline")

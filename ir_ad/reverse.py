@@ -206,7 +206,7 @@ class ReverseMode:
         except Irreducible as exc:
             block = next(b for b in fn.blocks if b.label == exc.block)
             raise Unsupported(fn.name, block.instructions[0], "a loop with more than one way in (irreducible "
-                              "control flow, from a goto into a loop)")
+                              "control flow, from a goto into a loop)", irreducible=True)
         overwritten = frozenset(p.name for p, o in zip(fn.params, pattern.overwritten) if o)
         memory = Memory(fn, cfg, self.module, overwritten, pattern.later_writes)
         activity = Activity(fn, self.module, cfg, memory, pattern.active, pattern.ret_active, pattern.memtypes)
