@@ -1,6 +1,6 @@
 #include "../check.h"
 
-void normalize(double *out, const double *in, int n);
+void normalize(double *restrict out, const double *restrict in, int n);
 void normalize_grad(double *out, double *d_out, const double *in, double *d_in, int n);
 void normalize_jvp(double *out, double *d_out, const double *in, const double *d_in, int n);
 void normalize_forward(double *out, double *d_out, const double *in, double *d_in, int n, void *tape);
