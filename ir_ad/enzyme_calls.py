@@ -96,10 +96,10 @@ def find_calls(module: Module) -> list[Call]:
     """Every call to an implemented entry point, in the order of the module's text."""
     calls = []
     for fn in module.functions.values():
-        defs: dict = {i.result: i for i in fn.instructions() if i.result}
-        for i in fn.instructions():  # what is stored into each local variable, for _through_locals
+        defs = _Defs({i.result: i for i in fn.instructions() if i.result})
+        for i in fn.instructions():
             if i.opcode == "store" and i.operands[1].value in defs:
-                defs.setdefault(("stores", i.operands[1].value), []).append(i.operands[0].value)
+                defs.stores.setdefault(i.operands[1].value, []).append(i.operands[0].value)
         for inst in fn.instructions():
             if inst.opcode != "call" or not inst.callee.startswith("@"):
                 continue
@@ -236,7 +236,16 @@ def _int_result(ret: Type, given: Type) -> str:
     return f"%r = {op} {given.text} %a0 to {ret.text}\n  ret {ret.text} %r"
 
 
-def marker(module: Module, op: Operand, defs: dict[str, Instruction]) -> str | None:
+class _Defs(dict):
+    """A function's instructions by the value they define, and what is stored into each value
+    (the local variables that clang makes at -O0 of arguments passed through a wrapper)."""
+
+    def __init__(self, values: dict[str, Instruction]):
+        super().__init__(values)
+        self.stores: dict[str, list[str]] = {}
+
+
+def marker(module: Module, op: Operand, defs: _Defs) -> str | None:
     """The Enzyme marker an argument is (`enzyme_dup`...): a load of the global of that name, or
     the global itself, as Enzyme recognizes them (through a local variable it was stored in);
     None for an ordinary argument."""
@@ -251,7 +260,7 @@ def marker(module: Module, op: Operand, defs: dict[str, Instruction]) -> str | N
     return name if value.startswith("@") and name.startswith("enzyme_") and value in module.globals else None
 
 
-def _through_locals(value: str, defs: dict[str, Instruction]) -> str:
+def _through_locals(value: str, defs: _Defs) -> str:
     """A value as stored, where it is loaded from a local variable stored once (what clang makes
     at -O0 of an argument passed through an inlined wrapper), through casts."""
     for _ in range(8):
@@ -262,7 +271,7 @@ def _through_locals(value: str, defs: dict[str, Instruction]) -> str:
             value = inst.operands[0].value
         elif inst.opcode == "load" and inst.operands[0].value in defs and \
                 defs[inst.operands[0].value].opcode == "alloca":
-            stores = defs.get(("stores", inst.operands[0].value), [])
+            stores = defs.stores.get(inst.operands[0].value, [])
             if len(stores) != 1:
                 return value
             value = stores[0]
@@ -274,7 +283,7 @@ def _through_locals(value: str, defs: dict[str, Instruction]) -> str:
 class _Reader:
     """Reads one call's arguments, left to right, as Enzyme's `handleArguments` does."""
 
-    def __init__(self, module: Module, fn: Function, inst: Instruction, entry: str, defs: dict[str, Instruction]):
+    def __init__(self, module: Module, fn: Function, inst: Instruction, entry: str, defs: _Defs):
         self.module, self.fn, self.inst, self.entry, self.defs = module, fn, inst, entry, defs
         self.args = [op for op, _ in inst.call_args]
         self.sret = next((i for i, (_, attrs) in enumerate(inst.call_args) if "sret" in attrs), None)
