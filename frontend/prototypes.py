@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from clang.cindex import CursorKind, Index, TypeKind
 
@@ -64,6 +64,9 @@ class Unit:
     declared: dict[str, Declared]  # every top-level name, headers included
     includes: dict[str, Include]  # header path -> the source's own #include that brings it in
     errors: list  # clang's errors, rendered as Diagnostics
+    # declared in the files it includes, not system headers, each located in its own file: what
+    # `adgen cc` may differentiate in a unity build (a .c including other .c files)
+    included: list[Function] = field(default_factory=list)
 
 
 def read_unit(source: SourceFile, flags: list[str], generated_headers: dict[str, str] | None = None) -> Unit:
@@ -89,18 +92,25 @@ def read_unit(source: SourceFile, flags: list[str], generated_headers: dict[str,
         if cursor.spelling and (cursor.spelling not in unit.declared or cursor.kind == CursorKind.TYPEDEF_DECL):
             kind = {CursorKind.FUNCTION_DECL: "function", CursorKind.VAR_DECL: "variable"}.get(cursor.kind, "type")
             unit.declared[cursor.spelling] = Declared(kind, where.file.name, where.line, where.column)
-        if cursor.kind == CursorKind.FUNCTION_DECL and os.path.realpath(where.file.name) == main:
-            unit.functions.append(_function(cursor, source))
+        if cursor.kind != CursorKind.FUNCTION_DECL:
+            continue
+        path = os.path.realpath(where.file.name)
+        if path == main:
+            unit.functions.append(_function(cursor, source, main))
+        elif not where.is_in_system_header:
+            files.setdefault(path, SourceFile(where.file.name))
+            unit.included.append(_function(cursor, files[path], main))
     unit.includes = _includes(tu, main, source, virtual)
     return unit
 
 
-def _function(cursor, source: SourceFile) -> Function:
+def _function(cursor, source: SourceFile, main: str) -> Function:
+    """A function declared in `source`, the file read (its real path `main`) or one it includes."""
     named = cursor.get_definition() or cursor  # parameter names: the definition's, if any
-    main = os.path.realpath(source.path)
 
-    def local(decl) -> bool:  # declared in the source itself, where the header cannot see it
-        return os.path.realpath(decl.file) == main
+    def local(decl) -> bool:  # declared where the header cannot see it: the source itself, or a
+        path = os.path.realpath(decl.file)  # C file it includes (including that again defines its functions twice)
+        return path == main or path.endswith(".c")
 
     params = tuple(
         Param(arg.spelling or f"arg{i}", from_clang(arg.type, parameter=True, local=local))

@@ -121,7 +121,7 @@ def _registered(unit: Unit, prototypes) -> Registrations:
     """What the file registers, in its globals and in the attributes of Enzyme's plugin on its
     functions (`enzyme_inactive`, `enzyme_function_like("log1p")`), by IR name."""
     found = registrations(unit.probe)
-    for f in prototypes.functions:
+    for f in [*prototypes.included, *prototypes.functions]:
         ir_name = "@" + f.name
         for attribute in f.attributes:
             m = re.fullmatch(r'enzyme_function_like\("([^"]*)"\)', attribute)
@@ -175,8 +175,9 @@ def _levels(module: Module, calls: list[Call]) -> dict[Request, int]:
 
 def _generated(unit: Unit, prototypes, work: Path) -> tuple[Generated, dict[Request, str]]:
     """A derivation for each request, as if an annotation above its function asked for it,
-    with the stubs its kernels are declared by."""
-    functions = {f.name: f for f in prototypes.functions}
+    with the stubs its kernels are declared by. Its function may be declared in any file the
+    translation unit includes (a unity build's other .c files)."""
+    functions = {f.name: f for f in [*prototypes.included, *prototypes.functions]}
     names: dict[Request, str] = {}
     sigs: list[Signature] = []
     first = {}

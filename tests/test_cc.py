@@ -367,6 +367,47 @@ def test_a_file_without_enzyme_calls_and_clang_errors_pass_through(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+UNITY = {
+    "geom.c": "struct pt { double x, y; };\n"
+              "double dist2(const struct pt *p, int n) {\n"
+              "    double s = 0;\n    for (int i = 1; i < n; i++) s += (p[i].x - p[i - 1].x) * sin(p[i].y);\n"
+              "    return s;\n}\n"
+              "#include \"more.c\"\n",
+    "more.c": "static double cube(double x) { return x * x * x / (1 + x * x); }\n",
+    "main.c": CHECK + "#include \"geom.c\"\ndouble __enzyme_autodiff(void *, ...);\n"
+              "int main(void) {\n"
+              "    struct pt p[3] = {{1, 0.5}, {2, 1.5}, {4, -0.5}}, d[3] = {{0}};\n"
+              "    __enzyme_autodiff((void *)dist2, enzyme_dup, p, d, enzyme_const, 3);\n"
+              "    double *v = &p[0].x, *dv = &d[0].x, h = 1e-6;\n"
+              "    for (int i = 0; i < 6; i++) {  /* central finite differences */\n"
+              "        double keep = v[i]; v[i] = keep + h; double up = dist2(p, 3);\n"
+              "        v[i] = keep - h; double down = dist2(p, 3); v[i] = keep;\n"
+              "        CHECK(dv[i] * 1e-3, (up - down) / (2 * h) * 1e-3);\n    }\n"
+              "    CHECK(__enzyme_autodiff((void *)cube, enzyme_out, 0.7), (cube(0.7 + h) - cube(0.7 - h)) / (2 * h));\n"
+              "    return 0;\n}\n",
+}
+
+
+@LEVELS
+def test_functions_of_included_c_files(tmp_path, level):
+    """A unity build: the differentiated functions are defined in .c files the file includes
+    (one through another), a struct of the included file among the parameters."""
+    _write(tmp_path, UNITY)
+    adgen_cc(level, "main.c", "-o", "prog", "-lm", cwd=tmp_path)
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+
+
+def test_an_error_in_an_included_c_file_is_located_there(tmp_path):
+    _write(tmp_path, {"lib.c": "double ext(double);\ndouble f(double x) {\n    return ext(x) * x;\n}\n",
+                      "main.c": "#include \"lib.c\"\nextern int enzyme_out;\ndouble __enzyme_autodiff(void *, ...);\n"
+                                "double g(double x) { return __enzyme_autodiff((void *)f, enzyme_out, x); }\n"})
+    done = adgen_cc("-c", "main.c", "-o", "main.o", cwd=tmp_path, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("lib.c:3:12: error: cannot differentiate a call to 'ext'"), done.stderr
+    assert "the __enzyme_autodiff call at main.c:4" in done.stderr and not (tmp_path / "main.o").exists()
+
+
 # ---------------------------------------------------------------------------------------------- errors
 
 ERRORS = [
