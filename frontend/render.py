@@ -117,11 +117,12 @@ def _local_types(unit: Unit, decls: list[DeclRef]) -> list[LocalType]:
 
 def render_rust(unit: Unit, signatures: list[Signature], version: str) -> str:
     """A Rust source's `<stem>.adgen.rs`: the C functions' declarations and safe wrappers."""
-    from .rust_wrappers import wrappers
+    from .rust_wrappers import unsafe_spellings, wrappers
 
     stem = unit.source.path.stem
     return _environment().get_template("wrappers.rs.j2").render(
         version=version, source=unit.source.path.name, stem=stem, wrappers=wrappers(unit, signatures),
+        unsafe_spellings=unsafe_spellings(),
         ffi="__adgen_ffi_" + re.sub(r"[^A-Za-z0-9_]", "_", stem))
 
 

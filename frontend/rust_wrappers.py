@@ -2,15 +2,18 @@
 what its Rust signature takes and returns, in the shape of `std::autodiff`'s generated functions
 (a slice's shadow a slice of the same length, checked; the gradients of active scalars after the
 primal result in a tuple; N shadows at width N), and how each parameter of the C function it
-calls is passed. The template (templates/wrappers.rs.j2) prints what this decides."""
+calls is passed. The template (templates/wrappers.rs.j2) prints what this decides, in the
+spelling the user's rustc takes (`unsafe_spellings`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .abi import Signature
+from .diagnostics import AdgenError
 from .model import Activity, Mode
 from .rust_source import RFunction, RType, RustUnit
+from .toolchain import select_rustc
 
 _SEPARATE = {Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY}
 _INTERLEAVED = {Activity.DUPV, Activity.DUALV}
@@ -43,12 +46,25 @@ class LengthCheck:
 class Wrapper:
     name: str
     summary: str
+    primal: str
     params: tuple[RustParam, ...]
     ffi: tuple[FfiArg, ...]
     checks: tuple[LengthCheck, ...]
     result_struct: str | None
     fields: tuple[tuple[str, str], ...]  # (name, Rust type) of the C result, in order
-    returns: str  # the wrapper's Rust result type
+    returns: str | None  # the wrapper's Rust result type; None for ()
+    unsafe: bool  # it takes raw pointers, which it cannot check: an `unsafe fn`
+
+
+def unsafe_spellings() -> bool:
+    """Whether `<stem>.adgen.rs` declares its C functions in an `unsafe extern "C"` block, as edition
+    2024 requires, or in a plain `extern "C"` one, which 1.63 (editions up to 2021) needs: what the
+    rustc adgen uses takes (the one cargo gives build scripts, which compiles the crate too); with
+    none to ask, today's."""
+    try:
+        return select_rustc().unsafe_spellings
+    except AdgenError:
+        return True
 
 
 def wrappers(unit: RustUnit, signatures: list[Signature]) -> list[Wrapper]:
@@ -71,7 +87,7 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
         if act in _SEPARATE or act in _INTERLEAVED:
             lanes = [f"{d.prefix}{rp.name}"] if act in _INTERLEAVED or n == 1 else \
                 [f"{d.prefix}{rp.name}_{k}" for k in range(n)]
-            shadow = _shadow(t, reverse, n if act in _INTERLEAVED else 1)
+            shadow = _shadow(t, reverse, n if act in _INTERLEAVED else 1, slice_)
             for lane in lanes:
                 params.append(RustParam(lane, shadow.text))
                 ffi.append(FfiArg(lane, _ffi_type(shadow), _how(shadow), lane))
@@ -88,10 +104,10 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
     for f in sig.fields:
         base = r if f.name in ("ret", f"{d.prefix}ret") else _param_type(rf, f.name[len(d.prefix):])
         fields.append((f.name, f"[{base}; {f.count}]" if f.count > 1 else base))
-    returns = "()" if not fields else fields[0][1] if len(fields) == 1 else \
+    returns = None if not fields else fields[0][1] if len(fields) == 1 else \
         "(" + ", ".join(t for _, t in fields) + ")"
-    return Wrapper(sig.name, sig.summary(), tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
-                   tuple(fields), returns)
+    return Wrapper(sig.name, sig.summary(), rf.name, tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
+                   tuple(fields), returns, any(p.type.startswith("*") for p in params))
 
 
 def _param_type(rf: RFunction, name: str) -> str:
@@ -114,15 +130,19 @@ def _ffi_type(t: RType) -> str:
     return t.text
 
 
-def _shadow(t: RType, reverse: bool, times: int) -> RType:
+def _shadow(t: RType, reverse: bool, times: int, slice_: bool) -> RType:
     """The type of a parameter's shadow: writable in reverse mode (gradients accumulate into it);
-    in forward mode as the parameter is; a scalar's interleaved tangents an array of them."""
+    in forward mode as the parameter is; N interleaved lanes of a scalar or of what a reference
+    (not to a slice, whose length the wrapper checks) points to, an array of N of them."""
     if t.kind == "scalar":
         if times > 1:
             return RType("reference", f"&[{t.text}; {times}]", t.span, elem=RType("array", f"[{t.text}; {times}]",
                                                                                   t.span, elem=t, count=times))
         return t
     mutable = t.mutable or reverse
+    if t.kind == "reference" and t.elem is not None and times > 1 and not slice_:
+        lanes = RType("array", f"[{t.elem.text}; {times}]", t.span, elem=t.elem, count=times)
+        return RType("reference", f"&{'mut ' if mutable else ''}{lanes.text}", t.span, mutable=mutable, elem=lanes)
     if t.kind == "reference":
         inner = t.elem.text if t.elem is not None else "?"
         return RType("reference", f"&{'mut ' if mutable else ''}{inner}", t.span, mutable=mutable, elem=t.elem)

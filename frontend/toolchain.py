@@ -68,6 +68,13 @@ class RustCompiler:
     llvm_major: int
     description: str
     flags: tuple[str, ...] = ()  # ADGEN_RUSTFLAGS: more flags for rustc (an --edition, say)
+    version: tuple[int, int] = (0, 0)  # (major, minor)
+
+    @property
+    def unsafe_spellings(self) -> bool:
+        """Whether it takes `unsafe extern` blocks and `#[unsafe(...)]` attributes (1.82+, in every
+        edition), which edition 2024 requires and older rustcs (editions up to 2021) cannot parse."""
+        return self.version >= (1, 82)
 
 
 @cache
@@ -81,7 +88,7 @@ def select_rustc() -> RustCompiler:
     except (OSError, subprocess.TimeoutExpired):
         raise AdgenError(error(f"no Rust compiler: '{chosen}' cannot be run. Install Rust (rustup, or your "
                                "distribution's rustc), or name one with ADGEN_RUSTC"))
-    version = re.search(r"release: (\S+)", out.stdout)
+    version = re.search(r"release: ((\d+)\.(\d+)\S*)", out.stdout)
     llvm = re.search(r"LLVM version: (\d+)", out.stdout)
     if out.returncode != 0 or not version or not llvm:
         raise AdgenError(error(f"'{chosen}' is not a rustc ('-vV' printed: {(out.stdout + out.stderr).strip()[:200]!r})"))
@@ -91,7 +98,8 @@ def select_rustc() -> RustCompiler:
                                f"llvmlite: llvmlite cannot read its bitcode. Use a rustc whose LLVM is {supported} or "
                                "older (ADGEN_RUSTC)"))
     return RustCompiler(command, major, f"rustc {version.group(1)}",
-                        tuple(shlex.split(os.environ.get("ADGEN_RUSTFLAGS", ""))))
+                        tuple(shlex.split(os.environ.get("ADGEN_RUSTFLAGS", ""))),
+                        (int(version.group(2)), int(version.group(3))))
 
 
 @cache

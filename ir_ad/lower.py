@@ -61,11 +61,13 @@ def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, work
     folder.mkdir()
     copy = folder / source.name
     copy.write_text(source.read_text(encoding="utf-8") + render_text(
-        "lowering.rs.j2", source=source.name, primals=primal_functions(g), keep=keep_array(index)))
+        "lowering.rs.j2", source=source.name, primals=primal_functions(g), keep=keep_array(index),
+        unsafe_spellings=rustc.unsafe_spellings))
+    edition = () if any(f.startswith("--edition") for f in rustc.flags) else ("--edition=2021",)  # theirs, else 2021
     target = workdir / f"{index}-{source.stem}.bc"
     command = [*rustc.command, "--crate-type=lib", "--crate-name", f"adgen_{index}", "--emit=llvm-bc",
                "-C", "opt-level=2", "-C", "no-prepopulate-passes", "-C", "debuginfo=1", "-C", "panic=abort",
-               "--edition=2021", "--cap-lints=allow", f"--remap-path-prefix={folder}={source.resolve().parent}",
+               *edition, "--cap-lints=allow", f"--remap-path-prefix={folder}={source.resolve().parent}",
                *rustc.flags, str(copy), "-o", str(target)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:

@@ -9,6 +9,7 @@ its build.rs. Skipped, saying why, where no rustc is installed (.ci/run installs
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -295,6 +296,147 @@ def test_the_cargo_example_builds_and_runs(tmp_path):
     shutil.copytree(ROOT / "examples" / "rust", project, ignore=shutil.ignore_patterns("target", "Cargo.lock"))
     adgen_exe = shutil.which("adgen", path=str(Path(sys.executable).parent)) or "adgen"
     env = dict(os.environ, ADGEN=adgen_exe, CARGO_TARGET_DIR=str(tmp_path / "target"), CARGO_NET_OFFLINE="true")
+    done = subprocess.run([cargo, "run", "--release", "--quiet"], cwd=project, capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "MISMATCH" not in done.stdout and done.stdout.count(" ok") >= 4, done.stdout
+
+
+# Every shape of wrapper: a struct by reference, a slice updated in place with nothing returned
+# (no `-> ()`), raw pointers (an `unsafe fn`), a reference's interleaved lanes (`&[f64; N]`).
+SHAPES = r"""
+#[repr(C)]
+pub struct Pair {
+    pub a: f64,
+    pub b: f64,
+}
+
+// @diff(pair_grad: (dup, active) -> active; pair_fwd: (dual, dual) -> dual)
+pub fn pair(p: &Pair, k: f64) -> f64 {
+    p.a * p.b * k
+}
+
+// @diff(scale_grad: (dup, active); scale_fwd: forward[2] (dual, dual))
+pub fn scale(u: &mut [f64], w: f64) {
+    for v in u.iter_mut() {
+        *v *= w;
+    }
+}
+
+/// # Safety
+/// `p` points to `n` values.
+// @diff(raw_grad: (dup, const) -> active; raw_fwd: forward[2] (dualv, const) -> dual)
+#[allow(unused_unsafe)]
+pub unsafe fn raw(p: *const f64, n: usize) -> f64 {
+    unsafe { *p * *p.add(n - 1) }
+}
+
+// @diff(one_rev2: reverse[2] (dupv) -> activeonly; one_fwd4: forward[4] (dualv) -> dual)
+pub fn one(p: &f64) -> f64 {
+    p.sin()
+}
+"""
+
+# Included at the crate's root and in a private module (where unused wrappers are dead code).
+SHAPES_CRATE = """
+#[path = "shapes.rs"]
+pub mod shapes;
+pub use shapes::*;
+include!("out/shapes.adgen.rs");
+
+mod private {
+    use super::shapes::*;
+    include!("out/shapes.adgen.rs");
+}
+"""
+
+
+def _installed_rustcs() -> list[tuple[str, tuple[int, int]]]:
+    """Each rustc on the PATH (rustup's and Debian's, say), one per version."""
+    found = {}
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        path = Path(folder) / "rustc"
+        if folder and path.is_file() and os.access(path, os.X_OK):
+            done = subprocess.run([str(path), "--version"], capture_output=True, text=True)
+            version = re.match(r"rustc (\d+)\.(\d+)", done.stdout)
+            if version:
+                found.setdefault((int(version[1]), int(version[2])), str(path))
+    return [(path, version) for version, path in sorted(found.items())]
+
+
+def _editions(version: tuple[int, int]) -> list[str]:
+    return [e for e, since in (("2015", (1, 0)), ("2018", (1, 31)), ("2021", (1, 56)), ("2024", (1, 85)))
+            if version >= since]
+
+
+@pytest.fixture
+def rustc_named(monkeypatch):
+    """Selects a rustc for adgen (ADGEN_RUSTC) for one test."""
+
+    def use(path: str, flags: str = "") -> None:
+        monkeypatch.setenv("ADGEN_RUSTC", path)
+        monkeypatch.setenv("ADGEN_RUSTFLAGS", flags)
+        select_rustc.cache_clear()
+
+    yield use
+    select_rustc.cache_clear()
+
+
+@pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
+                         else "")
+def test_the_wrappers_compile_without_warnings_in_every_edition(tmp_path, adgen, rustc_named, rustc, version):
+    """`unsafe extern "C"` where the rustc takes it (edition 2024 requires it), `extern "C"` where
+    it cannot parse it (1.63); `-D warnings`, and clippy's where it is installed beside the rustc."""
+    rustc_named(rustc)
+    (tmp_path / "shapes.rs").write_text(SHAPES)
+    (tmp_path / "lib.rs").write_text(SHAPES_CRATE)
+    result = adgen("generate", tmp_path / "shapes.rs", "-o", tmp_path / "out")
+    assert result.status == 0, result.err
+    text = (tmp_path / "out" / "shapes.adgen.rs").read_text()
+    assert "pub fn scale_fwd(u: &mut [f64], d_u_0: &mut [f64], d_u_1: &mut [f64], w: f64, d_w_0: f64, d_w_1: f64) {" \
+        in text
+    assert "pub unsafe fn raw_grad(p: *const f64, d_p: *mut f64, n: usize, d_ret: f64) -> f64" in text
+    assert "pub fn one_rev2(p: &f64, d_p: &mut [f64; 2], d_ret_0: f64, d_ret_1: f64)" in text
+    assert "pub fn one_fwd4(p: &f64, d_p: &[f64; 4]) -> (f64, [f64; 4])" in text
+    clippy = Path(rustc).with_name("clippy-driver")
+    drivers = [rustc] + ([str(clippy)] if clippy.is_file() else [])
+    for edition in _editions(version):
+        for driver in drivers:
+            done = subprocess.run([driver, f"--edition={edition}", "--crate-type=lib", "-D", "warnings",
+                                   "--emit=metadata", "lib.rs", "-o", f"lib{edition}.rmeta"], cwd=tmp_path,
+                                  capture_output=True, text=True)
+            assert done.returncode == 0, f"{driver} --edition={edition}:\n{done.stderr}"
+
+
+def _cargo(minimum: tuple[int, int]) -> str:
+    cargo = shutil.which("cargo", path=os.environ.get("PATH", "") + os.pathsep + str(Path.home() / ".cargo" / "bin"))
+    if cargo is None:
+        pytest.skip("no cargo (.ci/run installs Debian's)")
+    version = re.match(r"cargo (\d+)\.(\d+)", subprocess.run([cargo, "--version"], capture_output=True,
+                                                              text=True).stdout)
+    if not version or (int(version[1]), int(version[2])) < minimum:
+        pytest.skip(f"cargo {version and version[0]} is older than {minimum[0]}.{minimum[1]}")
+    return cargo
+
+
+def test_an_edition_2024_crate_builds_and_runs_without_warnings(tmp_path, rustc_named):
+    """examples/rust as `cargo new` makes a crate today: edition 2024, the source lowered in that
+    edition too (ADGEN_RUSTFLAGS), no warnings from rustc or clippy."""
+    cargo = _cargo((1, 85))
+    project = tmp_path / "rust"
+    shutil.copytree(ROOT / "examples" / "rust", project, ignore=shutil.ignore_patterns("target", "Cargo.lock"))
+    manifest = project / "Cargo.toml"
+    manifest.write_text(manifest.read_text().replace('edition = "2021"', 'edition = "2024"'))
+    assert 'edition = "2024"' in manifest.read_text()
+    adgen_exe = shutil.which("adgen", path=str(Path(sys.executable).parent)) or "adgen"
+    env = dict(os.environ, ADGEN=adgen_exe, CARGO_TARGET_DIR=str(tmp_path / "target"), CARGO_NET_OFFLINE="true",
+               ADGEN_RUSTFLAGS="--edition=2024", RUSTFLAGS="-D warnings")
+    env.pop("ADGEN_RUSTC", None)
+    clippy = subprocess.run([cargo, "clippy", "--version"], capture_output=True, text=True, env=env)
+    if clippy.returncode == 0:
+        done = subprocess.run([cargo, "clippy", "--quiet", "--all-targets", "--", "-D", "warnings"], cwd=project,
+                              capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
     done = subprocess.run([cargo, "run", "--release", "--quiet"], cwd=project, capture_output=True, text=True,
                           env=env, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
