@@ -205,8 +205,9 @@ class _Types:
             return RType("array", text, span, elem=self.rtype(kids[1], base), count=n)
         if kind == "unit":
             return RType("unit", text, span)
-        if kind == "named" and len(kids) == 1:
-            name = text.split("::")[-1]
+        if kind == "named" and all(len(segment.children) == 1 for segment in kids[0].children
+                                   if isinstance(segment, Tree)):  # a path without type arguments
+            name = text.split("::")[-1].strip()
             if name in SCALARS:
                 return RType("scalar", text, span, name=name)
             return RType("named", text, span, name=name)
@@ -221,17 +222,20 @@ class _Types:
         name_tok = next(k for k in kids if isinstance(k, Token) and k.type == "NAME")
         name_span = self.span(name_tok, at)
         generics = next((k for k in kids if isinstance(k, Tree) and k.data == "generics"), None)
-        if generics is not None:
-            for g in generics.children:
-                if isinstance(g, Tree) and g.data == "type_param":
-                    self.problems.add(error(f"'{name_tok.value}' is generic: adgen differentiates functions of "
-                                            "concrete types (write one for the type you need)", self.span(g, at)))
+        declared = [k for k in kids if isinstance(k, Tree) and k.data.endswith("_param")]
+        # Type and const parameters, and `impl Trait` parameters (each an anonymous type parameter).
+        generic = [g for g in (generics.children if generics is not None else ())
+                   if isinstance(g, Tree) and g.data in ("type_param", "const_param")]
+        generic += [t for p in declared for t in p.iter_subtrees_topdown() if t.data == "impl_trait"]
+        for g in sorted(generic, key=lambda g: g.meta.start_pos):
+            self.problems.add(error(f"'{name_tok.value}' is generic: adgen differentiates functions of "
+                                    "concrete types (write one for the type you need)", self.span(g, at)))
         where = next((k for k in kids if isinstance(k, Tree) and k.data == "where_clause"), None)
         if where is not None:
             self.problems.add(error(f"'{name_tok.value}' has a where clause: adgen differentiates functions of "
                                     "concrete types", self.span(where, at)))
         params: list[RParam] = []
-        for p in (k for k in kids if isinstance(k, Tree) and k.data.endswith("_param")):
+        for p in declared:
             if p.data == "self_param":
                 self.problems.add(error(f"'{name_tok.value}' is a method (it takes self): put the computation in a "
                                         "function taking its data as parameters", self.span(p, at)))
@@ -242,6 +246,8 @@ class _Types:
             params.append(RParam(pname, self.rtype(p.children[-1], at), self.span(p, at)))
         ret_tree = next((k for k in kids if isinstance(k, Tree) and k.data == "returns"), None)
         returns = self.rtype(ret_tree.children[-1], at) if ret_tree is not None else None
+        if generic or where is not None:
+            return None  # its types are not all known: what they would be in C is beside the point
         c_params = []
         for p in params:
             for c_name, ctype in self.c_params(p):

@@ -251,6 +251,15 @@ def test_the_wrappers_follow_std_autodiff(tmp_path, adgen):
 
 ERRORS = [
     ("pub fn f<T: Copy>(x: T) -> f64 { 0.0 }", "(active) -> active", "'f' is generic", "T: Copy"),
+    ("pub fn f<T: Into<f64> + Copy>(x: T) -> f64 { x.into() }", "(active) -> active", "'f' is generic",
+     "T: Into<f64> + Copy>"),
+    ("pub fn f(x: impl Into<f64>) -> f64 { x.into() }", "(active) -> active", "'f' is generic", "impl Into<f64>)"),
+    ("pub fn f<const N: usize>(x: &[f64; N]) -> f64 { x[0] }", "(dup) -> active", "'f' is generic",
+     "const N: usize>"),
+    ("pub fn f<'a>(x: &'a f64, g: &dyn Fn(f64) -> f64) -> f64 { g(*x) }", "(dup, const) -> active",
+     "a pointer to 'dyn Fn(f64) -> f64'", "dyn Fn(f64) -> f64)"),
+    ("pub fn f(x: f64) -> impl Into<f64> { x }", "(active) -> active", "a result of type 'impl Into<f64>'",
+     "impl Into<f64> {"),
     ("pub fn f(x: Vec<f64>) -> f64 { x[0] }", "(dup) -> active", "adgen cannot pass the type 'Vec<f64>'", "Vec<f64>"),
     ("pub fn f(p: Pair) -> f64 { p.a }", "(active) -> active", "a struct by value ('Pair')", "Pair)"),
     ("pub fn f(p: &Loose) -> f64 { p.a }", "(dup) -> active", "'Loose', which is not #[repr(C)]", "Loose)"),
@@ -277,6 +286,34 @@ def test_what_has_no_c_view_is_a_located_error(tmp_path, adgen, code, entry, mes
     assert lines[0].startswith("bad.rs:") or "/bad.rs:" in lines[0], result.err
     caret, source_line = lines[2], lines[1]
     assert source_line[caret.index("^"):].startswith(at), result.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_generics_of_every_form_are_errors_at_their_parameters(tmp_path, adgen):
+    """Bounds with type arguments, lifetimes beside type parameters, const generics with defaults,
+    `where` clauses, higher-ranked bounds and `impl Trait` anywhere in a parameter are read; each
+    type parameter is an error where it stands, nothing else of the function is."""
+    src = tmp_path / "generic.rs"
+    src.write_text("""// @diff(a_grad: (active) -> active)
+pub fn a<T: Into<f64> + Copy>(x: T) -> f64 { x.into() }
+// @diff(b_grad: (dup, active) -> active)
+pub fn b<'a, T: ?Sized, const N: usize = 3>(x: &'a [f64; N], k: f64) -> f64 where T: Iterator<Item = f64>, 'a: 'a { x[0] * k }
+// @diff(c_grad: (active, const) -> active)
+pub fn c(x: f64, f: &mut impl for<'b> FnMut(&'b f64) -> f64) -> f64 { f(&x) }
+""")
+    result = adgen("generate", src, "-o", tmp_path / "out")
+    assert result.status == 1, result.err
+    located = [line.split(": error: ")[0].rsplit(":", 2)[-2:] + [line.split(": error: ")[1]]
+               for line in result.err.splitlines() if ": error: " in line]
+    generic = "is generic: adgen differentiates functions of concrete types (write one for the type you need)"
+    assert located == [["2", "10", f"'a' {generic}"],
+                       ["4", "14", f"'b' {generic}"], ["4", "25", f"'b' {generic}"],
+                       ["4", "77", "'b' has a where clause: adgen differentiates functions of concrete types"],
+                       ["6", "26", f"'c' {generic}"]], result.err
+    carets = [line.strip(" |") for line in result.err.splitlines() if line.strip().startswith("|")]
+    spans = ["T: Into<f64> + Copy", "T: ?Sized", "const N: usize = 3", "where T: Iterator<Item = f64>, 'a: 'a",
+             "impl for<'b> FnMut(&'b f64) -> f64"]
+    assert carets == ["^" + "~" * (len(span) - 1) for span in spans], result.err
     assert not (tmp_path / "out").exists()
 
 
