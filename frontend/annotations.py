@@ -113,6 +113,9 @@ def find_annotations(source: SourceFile) -> list[Annotation]:
             except UnexpectedInput as exc:
                 problems.append(_syntax_error(exc, source, start, end))
                 continue
+            if m.group() == "@diff":  # (@derivative's entry names a C function, which may be called anything)
+                problems += [error(f"derived name '{e.name.text}' is a word of the annotation language", e.name.span)
+                             for e in entries if e.name.text in _words()]
             found.append(Annotation(entries, Span(source, start, end - start), comment, m.group()))
     if problems:
         raise AdgenError(problems)
@@ -162,6 +165,13 @@ def _syntax_error(exc: UnexpectedInput, source: SourceFile, start: int, end: int
     what = wanted[0] if len(wanted) == 1 else "one of " + ", ".join(wanted)
     marker = re.match(MARKERS, source.text[start:]).group()
     return error(f"syntax error in {marker} annotation: expected {what}, found {found}", Span(source, at, length))
+
+
+@cache
+def _words() -> frozenset[str]:
+    """The language's own words (`of`), which its names cannot be: the grammar's keywords."""
+    return frozenset(t.pattern.value for t in _parser().terminals
+                     if t.pattern.type == "str" and t.pattern.value.isidentifier())
 
 
 def _describe(terminal: str) -> str:

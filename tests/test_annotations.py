@@ -129,3 +129,15 @@ def test_inactive_and_derivative_markers():
 def test_a_derivative_annotation_holds_one_entry():
     assert "syntax error in @derivative annotation: expected ')', found ';'" in \
         syntax_error("// @derivative(f: (active) -> active; g: (dual) -> dual)\n")
+
+
+def test_a_derived_name_cannot_be_a_word_of_the_language():
+    """`of` is the language's (specs/annotations.md): `@diff(of: …)` is refused at the name, in a
+    @diff of any form, while `@derivative` may name a C function `of`, and `of` may end a name."""
+    with pytest.raises(AdgenError) as info:
+        parse("// @diff(of: (active) -> active)\n// @diff(g: (dual) -> dual; of: forward of g (dual) -> dual)\n")
+    assert [(d.span.location(), d.message) for d in info.value.diagnostics] == [
+        ("t.c:1:10", "derived name 'of' is a word of the annotation language"),
+        ("t.c:2:29", "derived name 'of' is a word of the annotation language")]
+    assert [e.name.text for e in entries("// @derivative(of: (active) -> active)\n// @diff(half_of: (active))\n")] \
+        == ["of", "half_of"]

@@ -1,0 +1,2 @@
+// @diff(of: (active) -> active)
+double f(double x);
