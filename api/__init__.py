@@ -12,6 +12,6 @@ The command-line tool is `adgen` (see `adgen --help`)."""
 
 from adgen.frontend import __version__
 
-from .library import BuildError, Library, load
+from .library import BuildError, Library, TapeError, load
 
-__all__ = ["BuildError", "Library", "load", "__version__"]
+__all__ = ["BuildError", "Library", "TapeError", "load", "__version__"]

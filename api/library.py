@@ -13,8 +13,9 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import namedtuple
-from contextlib import redirect_stderr
+from contextlib import contextmanager, redirect_stderr
 from pathlib import Path
 
 from adgen.frontend import __version__
@@ -107,7 +108,9 @@ def _run(command: list[str]) -> None:
 
 
 class Library:
-    """The functions of a built library: `lib.NAME(...)` calls one; `lib.functions` lists them."""
+    """The functions of a built library: `lib.NAME(...)` calls one; `lib.functions` lists them.
+    A split-mode entry is one object (`Split`): its forward, reverse and free functions take a
+    tape, which only that object hands out and checks, so they are not attributes of their own."""
 
     def __init__(self, path: Path, manifests: list[Path], derived_only: bool = False):
         self.path = Path(path)
@@ -121,13 +124,21 @@ class Library:
 
     @property
     def functions(self) -> list[str]:
-        return sorted(self._specs)
+        return sorted(name for name, spec in self._specs.items() if not _takes_tape(spec))
 
     def __getattr__(self, name: str) -> "Function":
         if name.startswith("_"):
             raise AttributeError(name)
         if name not in self._specs:
             raise AttributeError(f"{self.path.name} has no function '{name}'; it has {', '.join(self.functions)}")
+        spec = self._specs[name]
+        if _takes_tape(spec):
+            entry = name.removesuffix(f"_{spec['part']}")
+            raise AttributeError(f"'{name}' takes a tape: call it as lib.{entry}."
+                                 f"{'release' if spec['part'] == 'free' else spec['part']}(...)")
+        return self._function(name)
+
+    def _function(self, name: str):
         if name not in self._calls:
             spec = self._specs[name]
             self._calls[name] = Split(self, name, spec) if spec["kind"] == "split" else \
@@ -135,7 +146,7 @@ class Library:
         return self._calls[name]
 
     def __dir__(self):
-        return [*super().__dir__(), *self._specs]
+        return [*super().__dir__(), *self.functions]
 
     def __repr__(self) -> str:
         return f"<adgen library {self.path} with {', '.join(self.functions)}>"
@@ -166,6 +177,7 @@ class Function:
             names = ", ".join(p["name"] for p in self._params)
             raise TypeError(f"{self.name}() takes {len(self._params)} arguments ({names}), not {len(args)}")
         converted = [_argument(a, p, t, self.name) for a, p, t in zip(args, self._params, self._types)]
+        _check_derivative_arrays(self.name, self._params, args, self.spec.get("width", 1))
         value = self._c(*converted)
         if self._result is None:
             return _field(value)
@@ -183,19 +195,24 @@ class Split:
 
     def __init__(self, lib: Library, name: str, spec: dict):
         self.name, self.spec = name, spec
-        self._part = {part: getattr(lib, function) for part, function in spec["parts"].items()}
-        self._seeds = sum(p["role"].startswith("seed") for p in spec["params"])
-
-    def tape(self) -> "Tape":
-        return Tape(self._part["tape_size"](), self._part["free"])
+        self._part = {part: lib._function(function) for part, function in spec["parts"].items()}
 
     def forward(self, *args):
-        tape = self.tape()
-        tape.arguments = args  # what its pointers point into stays alive with it
-        return self._part["forward"](*args, tape.memory), tape
+        tape = Tape(self)
+        value = self._part["forward"](*args, tape._memory)
+        tape._hold(args)
+        return value, tape
 
     def reverse(self, tape: "Tape", *seeds):
-        return self._part["reverse"](tape.memory, *seeds)
+        """The reverse sweep of a tape of this entry's, once: a tape reversed or released
+        already raises `TapeError` (run `forward` again for another)."""
+        with _tape(tape, self)._use(self, "reverse"):
+            return self._part["reverse"](tape._memory, *seeds)
+
+    def release(self, tape: "Tape") -> None:
+        """Releases what a tape never reversed holds, at once (dropping it does so later)."""
+        with _tape(tape, self)._use(self, "release"):
+            self._part["free"](tape._memory)
 
     def __call__(self, *args):
         params = self.spec["params"]
@@ -217,19 +234,67 @@ class Split:
         return f"<adgen split-mode entry {self.name}: {', '.join(self.spec['parts'].values())}>"
 
 
-class Tape:
-    """The memory of one split-mode forward sweep (16-byte aligned, as the C functions want it).
-    What it holds is released by the reverse sweep, or when the tape is garbage-collected."""
+class TapeError(RuntimeError):
+    """A tape used where the C functions would corrupt memory: reversed twice, reversed after
+    being released, never filled, or given to another entry than the one that filled it."""
 
-    def __init__(self, size: int, free: Function):
+
+class Tape:
+    """The memory of one split-mode forward sweep (16-byte aligned, as the C functions want it),
+    and where it stands: empty, holding a forward sweep (with the arguments its pointers point
+    into, kept alive), then reversed or released. The C functions trust the caller to reverse a
+    tape once; this object keeps that promise for Python callers, under a lock, since ctypes lets
+    other threads run during the call. What a tape holds is released by the reverse sweep, by
+    `release()`, or when the tape is garbage-collected (by NAME_free)."""
+
+    def __init__(self, entry: Split):
         import numpy as np
 
+        size = entry._part["tape_size"]()
         raw = np.zeros(size + 16, np.uint8)
         start = -raw.ctypes.data % 16
-        self.memory, self._raw, self._free = raw[start:start + size], raw, free
+        self._memory, self._raw, self._entry = raw[start:start + size], raw, entry
+        self._lock, self._state, self._arguments = threading.Lock(), "empty", ()
+
+    @property
+    def state(self) -> str:
+        """'held' (reversible), 'reversed', 'released', or 'empty' (its forward sweep failed)."""
+        return self._state
+
+    def _hold(self, arguments: tuple) -> None:
+        self._state, self._arguments = "held", arguments  # the shadows stay valid until the reverse sweep
+
+    @contextmanager
+    def _use(self, entry: Split, what: str):
+        """Runs the body on a tape holding `entry`'s forward sweep, which is spent afterwards."""
+        if self._entry is not entry:
+            raise TapeError(f"{entry.name}.{what}(): this tape is from {self._entry.name}.forward(), "
+                            f"not {entry.name}.forward()")
+        with self._lock:
+            if self._state != "held":
+                raise TapeError(f"{entry.name}.{what}(): this tape was {self._state} already; a tape is reversed or "
+                                f"released once (call {entry.name}.forward() again for another)"
+                                if self._state != "empty" else
+                                f"{entry.name}.{what}(): this tape holds no forward sweep")
+            yield
+            self._state, self._arguments = ("reversed" if what == "reverse" else "released"), ()
+
+    def release(self) -> None:
+        """Releases what the tape holds without reversing it; reversing it afterwards raises."""
+        self._entry.release(self)
 
     def __del__(self):
-        self._free(self.memory)  # nothing, once reversed
+        if getattr(self, "_state", None) == "held":  # straight to C: at exit, imports may be gone
+            self._entry._part["free"]._c(self._memory.ctypes.data)
+
+    def __repr__(self) -> str:
+        return f"<adgen tape of {self._entry.name}, {self._state}>"
+
+
+def _tape(tape, entry: Split) -> Tape:
+    if not isinstance(tape, Tape):
+        raise TypeError(f"{entry.name}: a tape is what {entry.name}.forward() returns, not {type(tape).__name__}")
+    return tape
 
 
 def _named(returns: dict, value) -> dict:
@@ -237,6 +302,54 @@ def _named(returns: dict, value) -> dict:
     if "struct" in returns:
         return dict(value._asdict())
     return {returns["field"]: value} if "field" in returns else {}
+
+
+def _takes_tape(spec: dict) -> bool:
+    """A split-mode part that takes a tape: called only through its entry's `Split`."""
+    return spec.get("part") in ("forward", "reverse", "free")
+
+
+def _check_derivative_arrays(function: str, params: list[dict], args: tuple, width: int) -> None:
+    """What the C code would otherwise get wrong, silently or fatally, for derivative arrays:
+    each holds as many elements as its primal (times the lanes it interleaves; a scalar's, one
+    per lane). A shadow, which reverse mode always writes, is also writeable and shares no
+    memory with a primal array, nor with another shadow unless their primals overlap the same
+    way (aliased primals have shadows aliased alike); a tangent may be read only (the tangent of
+    a `const` input: `f_dir(x, x, n)` is the derivative along x). How many elements the C code
+    reads through a primal pointer is the caller's to get right, as in C."""
+    import numpy as np
+
+    given = {p["name"]: a for p, a in zip(params, args)}
+    primals = [(p["name"], a) for p, a in zip(params, args) if not p["role"] and isinstance(a, np.ndarray)]
+    seen = []
+    for p, a in zip(params, args):
+        role = p["role"]
+        if not role.startswith(("shadow", "tangent")) or not isinstance(a, np.ndarray):
+            continue
+        owner = given.get(role.split(" of ", 1)[1].split(",")[0])
+        lanes = width if "interleaved" in role else 1
+        wanted = owner.size * lanes if isinstance(owner, np.ndarray) else lanes if isinstance(owner, (int, float)) \
+            else a.size
+        if a.size != wanted:
+            raise ValueError(f"{function}(): '{p['name']}' has {a.size} elements; as the {role} it must have {wanted}")
+        if role.startswith("tangent"):
+            continue
+        if not a.flags.writeable:
+            raise ValueError(f"{function}(): '{p['name']}' is read-only; the gradient is added into it")
+        for name, b in primals:
+            if np.may_share_memory(a, b):
+                raise ValueError(f"{function}(): '{p['name']}' shares memory with '{name}'; a shadow needs memory "
+                                 "of its own")
+        for name, b, other in seen:
+            if np.may_share_memory(a, b) and not (isinstance(owner, np.ndarray) and isinstance(other, np.ndarray)
+                                                  and _address(a) - _address(b) == _address(owner) - _address(other)):
+                raise ValueError(f"{function}(): '{p['name']}' shares memory with '{name}', though their primals "
+                                 "do not overlap so")
+        seen.append((p["name"], a, owner))
+
+
+def _address(array) -> int:
+    return array.ctypes.data
 
 
 def _scalar(ffi: str):

@@ -98,3 +98,65 @@ def test_load_a_build_directory(tmp_path):
     assert lib.energy_grad(np.array([1.0, 2.0]), dx, 2, 1.0, 1.0).ret == pytest.approx(5 + np.sin(1) + np.sin(2))
     with pytest.raises(FileNotFoundError, match="holds no output of `adgen build`"):
         adgen.load(tmp_path)
+
+
+SHADOWS = r"""
+// @diff(axpy_grad: (dup, dup, const))
+void axpy(const double *x, double *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] += 2.0 * x[i] * x[i];
+}
+
+// @diff(sq_v: forward[2] (dualv) -> dual)
+double sq(double x) { return x * x; }
+"""
+
+
+@pytest.fixture(scope="module")
+def shadowed(tmp_path_factory):
+    src = tmp_path_factory.mktemp("shadows") / "axpy.c"
+    src.write_text(SHADOWS)
+    return adgen.load(src, build_dir=src.parent / "build")
+
+
+def test_shadows_and_tangents_are_checked(lib, shadowed):
+    """A shadow of another size than its primal made the C code write past it; one that is the
+    primal, or shares memory with another shadow of a separate primal, gives wrong derivatives
+    quietly; a read-only one is written all the same. Each is a ValueError before the call.
+    A tangent only has its size checked: that of a const input may be the input itself."""
+    x, dx, y, dy = np.ones(4), np.zeros(4), np.zeros(4), np.ones(4)
+    with pytest.raises(ValueError, match=r"axpy_grad\(\): 'd_x' has 2 elements; as the shadow of x it must have 4"):
+        shadowed.axpy_grad(x, np.zeros(2), y, dy, 4)
+    with pytest.raises(ValueError, match=r"'d_x' shares memory with 'x'; a shadow needs memory of its own"):
+        shadowed.axpy_grad(x, x, y, dy, 4)
+    both = np.zeros(8)
+    with pytest.raises(ValueError, match=r"'d_y' shares memory with 'd_x', though their primals do not overlap so"):
+        shadowed.axpy_grad(x, both[:4], y, both[2:6], 4)
+    frozen = np.zeros(4)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match=r"'d_x' is read-only; the gradient is added into it"):
+        shadowed.axpy_grad(x, frozen, y, dy, 4)
+    with pytest.raises(TypeError, match="must be C-contiguous"):
+        shadowed.axpy_grad(np.ones(8)[::2], dx, y, dy, 4)
+    with pytest.raises(ValueError, match=r"sq_v\(\): 'd_x' has 3 elements; as the tangents of x, 2 lanes "
+                                         r"interleaved it must have 2"):
+        shadowed.sq_v(3.0, np.ones(3))
+    assert list(shadowed.sq_v(3.0, np.array([1.0, 2.0])).d_ret) == [6.0, 12.0]
+    along = np.array([0.5, -1.0, 2.0])
+    along.flags.writeable = False
+    assert lib.energy_fwd(along, along, along, 3, 2.0, 0.0, 1.0).d_ret[0] == pytest.approx(  # x·∇f, along x itself
+        float(np.sum(along * (4.0 * along + np.cos(along)))))
+    with pytest.raises(ValueError, match="'d_x' has 2 elements; as the shadow of x it must have 3"):
+        lib.energy_grad(np.ones(3), np.zeros(2), 3, 1.0, 1.0)
+    assert not dx.any() and not y.any()  # nothing ran
+
+
+def test_aliased_primals_take_shadows_aliased_alike(shadowed):
+    """`axpy(x, x, n)` is valid C (y += 2x², in place): its shadows then alias the same way, and
+    the gradient is that of the aliased function, x + 2x²."""
+    x0 = np.array([0.5, -1.0, 2.0])
+    x, shadow = x0.copy(), np.ones(3)  # the seed on y, which is x
+    shadowed.axpy_grad(x, shadow, x, shadow, 3)
+    assert x == pytest.approx(x0 + 2 * x0 * x0)
+    assert shadow == pytest.approx(1 + 4 * x0)  # d(x + 2x²)/dx

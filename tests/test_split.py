@@ -6,9 +6,11 @@ the inputs changed in between; tapes never reversed released with nothing leaked
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -212,3 +214,125 @@ def test_what_split_mode_refuses(adgen, c_file, tmp_path, entry, message):
     result = adgen("generate", src, "-o", tmp_path / "out")
     assert result.status == 1 and message in result.err and "src.c:2:" in result.err
     assert not (tmp_path / "out").exists()
+
+
+def _isolated(built, code: str) -> str:
+    """Runs `code` in a fresh Python with `lib` loaded from the module's build, so a crash in C
+    (an abort on a double free) fails the test instead of ending pytest; returns its stdout."""
+    build = built[0] / "build"
+    head = ("import sys, gc, threading, numpy as np, adgen\n"
+            f"lib = adgen.Library({str(build / 'libadgen.so')!r}, {sorted(map(str, build.glob('*.adgen.json')))!r})\n"
+            f"N, X = {N}, np.linspace(0.3, 1.05, {N})\n")
+    done = subprocess.run([sys.executable, "-c", head + code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"exit status {done.returncode}\n{done.stderr}"
+    return done.stdout
+
+
+def test_a_tape_is_reversed_once_and_then_refused(built):
+    """The C reverse sweep frees what the tape holds: a second one freed it again (an abort on
+    a double free). From Python, a tape reversed, or released, raises TapeError instead; the
+    first reverse sweep's gradient stands."""
+    out = _isolated(built, """
+d = np.zeros(N)
+y, tape = lib.g_split.forward(X, d, N, 0.7)
+first = lib.g_split.reverse(tape, 1.0)
+for again in (lambda: lib.g_split.reverse(tape, 1.0), lambda: tape.release()):
+    try:
+        again()
+    except adgen.TapeError as e:
+        print(e)
+print(tape.state, first == lib.g_grad(X, np.zeros(N), N, 0.7, 1.0).d_k)
+_, kept = lib.g_split.forward(X, np.zeros(N), N, 0.7)
+kept.release()
+try:
+    lib.g_split.reverse(kept, 1.0)
+except adgen.TapeError as e:
+    print(e)
+""")
+    once = "a tape is reversed or released once (call g_split.forward() again for another)"
+    assert out.splitlines() == [f"g_split.reverse(): this tape was reversed already; {once}",
+                                f"g_split.release(): this tape was reversed already; {once}",
+                                "reversed True",
+                                f"g_split.reverse(): this tape was released already; {once}"]
+
+
+def test_tapes_go_to_their_own_entry_only(built):
+    """A tape of another entry (another size and layout), anything else given as a tape, and the
+    C parts called directly with memory of the caller's: each refused before C sees it."""
+    _, _, lib = built
+    _, tape = lib.g_lanes.forward(X, np.zeros(N), np.zeros(N), N, 0.7)
+    with pytest.raises(adgen.TapeError, match=r"g_split.reverse\(\): this tape is from g_lanes.forward\(\), not "
+                                              r"g_split.forward\(\)"):
+        lib.g_split.reverse(tape, 1.0)
+    with pytest.raises(TypeError, match=r"a tape is what g_split.forward\(\) returns, not ndarray"):
+        lib.g_split.reverse(np.zeros(lib.g_split_tape_size(), np.uint8), 1.0)
+    with pytest.raises(AttributeError, match=r"'g_split_reverse' takes a tape: call it as lib.g_split.reverse"):
+        lib.g_split_reverse
+    assert "g_split_free" not in lib.functions and "g_split" in lib.functions
+    assert lib.g_lanes.reverse(tape, 1.0, 1.0).d_k.shape == (2,)  # still its own entry's to reverse
+
+
+def test_a_failed_reverse_call_keeps_the_tape(built):
+    _, _, lib = built
+    d = np.zeros(N)
+    _, tape = lib.g_split.forward(X, d, N, 0.7)
+    with pytest.raises(ctypes.ArgumentError):
+        lib.g_split.reverse(tape, "one")  # refused by ctypes before the C call
+    assert tape.state == "held"
+    dk = lib.g_split.reverse(tape, 1.0)
+    r, dx = _combined(lib, X)
+    assert d == pytest.approx(dx, rel=1e-13) and dk == pytest.approx(r.d_k, rel=1e-13)
+
+
+def test_threads_race_for_one_tape(built):
+    """ctypes lets other threads run during a C call: of eight threads reversing one tape, one
+    does and seven get TapeError, for each of 200 tapes; tapes of their own, forward and reverse
+    in 8 threads at once, give the combined gradient."""
+    out = _isolated(built, """
+want = lib.g_grad(X, np.zeros(N), N, 0.7, 1.0).d_k
+for _ in range(200):
+    _, tape = lib.g_split.forward(X, np.zeros(N), N, 0.7)
+    results, start = [], threading.Barrier(8)
+    def race():
+        start.wait()
+        try:
+            results.append(lib.g_split.reverse(tape, 1.0))
+        except adgen.TapeError:
+            results.append("refused")
+    threads = [threading.Thread(target=race) for _ in range(8)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert sorted(map(str, results)) == sorted([str(want)] + ["refused"] * 7), results
+wrong = []
+def own():
+    for _ in range(100):
+        _, tape = lib.g_split.forward(X, np.zeros(N), N, 0.7)
+        wrong.append(lib.g_split.reverse(tape, 1.0) != want)
+threads = [threading.Thread(target=own) for _ in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(len(wrong), any(wrong))
+""")
+    assert out.split() == ["800", "False"]
+
+
+def test_tapes_dropped_unreversed_are_released(built):
+    """A tape never reversed is released by NAME_free when Python drops it (or at `release()`):
+    5,000 forward sweeps of `g`, whose tapes hold heap memory (about 3 KB each, leaked, were they
+    not released), leave the process's resident memory as it was."""
+    out = _isolated(built, """
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+def sweeps(count):
+    for i in range(count):
+        _, tape = lib.g_split.forward(X, np.zeros(N), N, 0.7)
+        if i % 2:
+            tape.release()
+sweeps(500)
+gc.collect()
+before = rss()
+sweeps(5000)
+gc.collect()
+print(rss() - before)
+""")
+    assert int(out) < 200_000

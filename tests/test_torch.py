@@ -1,14 +1,19 @@
 """The PyTorch bridge: a C gradient inside loss.backward(), from a split-mode entry whose forward
-sweep runs once per forward/backward pair. Runs where torch is installed (pip install torch),
-and is skipped with that reason elsewhere."""
+sweep runs once per forward/backward pair; gradcheck, backward twice through one graph,
+double backward through a Hessian-vector product entry (gradgradcheck), tapes never reversed.
+Runs where torch is installed (.ci/run installs torch==2.13.0), and is skipped with that
+reason elsewhere. What crashed the process once runs in a subprocess."""
 
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch to run this test)")
+torch = pytest.importorskip("torch", reason="torch is not installed (.ci/run installs torch==2.13.0; "
+                                            "pip install torch==2.13.0 to run these tests)")
 
 import adgen  # noqa: E402
 import adgen.torch  # noqa: E402
@@ -19,7 +24,8 @@ SOURCE = r"""
 #include <math.h>
 void tick(void);  /* counts evaluations; defined apart, so the user's code and adgen's count together */
 
-// @diff(energy_split: split (dup, const, active) -> active)
+// @diff(energy_split: split (dup, const, active) -> active; energy_grad: (dup, const, active) -> activeonly)
+// @diff(energy_hvp: forward of energy_grad (dual, dual, const, dual, const) -> dualonly)
 double energy(const double *x, int n, double k)
 {
     double e = 0;
@@ -42,6 +48,20 @@ def lib(tmp_path, adgen):
     assert adgen("build", "-q", src, "-o", tmp_path / "out").status == 0
     compile_c("-shared", "-fPIC", "-O2", src, counter, tmp_path / "out" / "energy.adgen.o", "-o", tmp_path / "lib.so")
     return Library(tmp_path / "lib.so", [tmp_path / "out" / "energy.adgen.json"])
+
+
+def _isolated(lib, code: str) -> str:
+    """Runs `code` in a fresh Python with `lib` (the fixture's library) and `energy` (its bridge),
+    so that a crash in C fails the test instead of
+    ending pytest; returns its stdout."""
+    head = ("import gc, torch, adgen, adgen.torch\n"
+            f"lib = adgen.Library({str(lib.path)!r}, [{str(lib.path.parent / 'out' / 'energy.adgen.json')!r}])\n"
+            "energy = adgen.torch.function(lib, 'energy_split')\n"
+            "x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)\n"
+            "k = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)\n")
+    done = subprocess.run([sys.executable, "-c", head + code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"exit status {done.returncode}\n{done.stderr}"
+    return done.stdout
 
 
 def _reference(x, k):
@@ -79,3 +99,81 @@ def test_only_split_entries(tmp_path):
     src.write_text("// @diff(f_grad: (active) -> active)\ndouble f(double x) { return x * x; }\n")
     with pytest.raises(ValueError, match="must be a split-mode entry"):
         adgen.torch.function(adgen.load(src), "f_grad")
+
+
+def test_gradcheck_and_backward_twice_through_one_graph(lib):
+    """gradcheck reverses one graph several times (retain_graph=True): the tape of the forward
+    sweep is reversed by the first backward, and each later one runs a fresh forward sweep
+    (a tape reversed twice freed its memory twice: the process aborted). Without retain_graph,
+    a second backward gets PyTorch's own error."""
+    out = _isolated(lib, """
+print(torch.autograd.gradcheck(lambda x, k: energy(x, 3, k), (x, k)))
+before = lib._dll.evaluations()
+y = energy(x, 3, k)
+y.backward(retain_graph=True)
+once = x.grad.clone()
+y.backward()
+print(lib._dll.evaluations() - before, torch.allclose(x.grad, 2 * once))
+try:
+    y.backward()
+except RuntimeError as e:
+    print(str(e).split(" (")[0])
+""")
+    assert out.splitlines() == ["True", "2 True", "Trying to backward through the graph a second time"]
+
+
+def test_double_backward_through_the_hvp_entry(lib):
+    """With `hvp=`, backward is differentiable: gradgradcheck passes, and the gradient of a
+    gradient matches PyTorch's own on the same formula (in x, in k and in the seed)."""
+    out = _isolated(lib, """
+twice = adgen.torch.function(lib, 'energy_split', hvp='energy_hvp')
+print(torch.autograd.gradgradcheck(lambda x, k: twice(x, 3, k), (x, k)))
+def reference(x, k):
+    return (k * x * x + torch.sin(x)).sum()
+for f in (lambda x, k: twice(x, 3, k), reference):
+    seed = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    gx, gk = torch.autograd.grad(f(x, k), (x, k), seed, create_graph=True)
+    print(*[round(v, 12) for g in torch.autograd.grad((gx * gx).sum() + gk * gk, (x, k, seed)) for v in g.reshape(-1).tolist()])
+""")
+    ours, pytorch = out.splitlines()[1:]
+    assert out.splitlines()[0] == "True" and ours == pytorch
+
+
+def test_double_backward_without_an_hvp_entry_says_so(lib):
+    out = _isolated(lib, """
+(gx,) = torch.autograd.grad(energy(x, 3, k), x, create_graph=True)
+try:
+    gx.sum().backward()
+except RuntimeError as e:
+    print(e)
+""")
+    assert out.strip() == ("energy_split gives first derivatives only: for double backward, pass "
+                           "adgen.torch.function(lib, 'energy_split', hvp=NAME), NAME a forward-over-reverse entry "
+                           "of energy (README 'From Python')")
+
+
+def test_the_hvp_entry_is_checked(lib):
+    with pytest.raises(ValueError, match="hvp 'energy_grad' must be `forward of GRAD"):
+        adgen.torch.function(lib, "energy_split", hvp="energy_grad")
+    with pytest.raises(ValueError, match="hvp 'nothing' must be `forward of GRAD"):
+        adgen.torch.function(lib, "energy_split", hvp="nothing")
+
+
+def test_graphs_dropped_before_backward_release_their_tapes(lib):
+    """3,000 forward passes whose graphs are dropped unreversed leave the process's resident
+    memory as it was: each tape, holding about 4 KB of loop storage, is released (NAME_free)."""
+    out = _isolated(lib, """
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+big = torch.linspace(-1, 1, 500, dtype=torch.float64, requires_grad=True)
+def passes(count):
+    for _ in range(count):
+        energy(big, 500, 1.0)
+passes(300)
+gc.collect()
+before = rss()
+passes(3000)
+gc.collect()
+print(rss() - before)
+""")
+    assert int(out) < 200_000
