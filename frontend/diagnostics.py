@@ -48,6 +48,11 @@ class SourceFile:
         prefix = self.line_text(line).encode("utf-8")[: byte_col - 1]
         return start + len(prefix.decode("utf-8", errors="ignore"))
 
+    @property
+    def line_count(self) -> int:
+        """The number of lines, a last one without a newline included."""
+        return len(self._line_starts) - (self.text.endswith("\n") or not self.text)
+
     def line_text(self, line: int) -> str:
         start = self._line_starts[line - 1]
         end = self.text.find("\n", start)

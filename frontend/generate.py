@@ -31,6 +31,11 @@ class Generated:
     inactive: list[Function] = field(default_factory=list)  # marked @inactive
     customs: list[Custom] = field(default_factory=list)  # derivatives written by hand (@derivative)
 
+    def files_in(self, directory: Path) -> dict[Path, str]:
+        """The same files made for another directory: `adgen build` lowers them from its work
+        directory, as nothing is written to the output directory before the build succeeds."""
+        return outputs(self.source, self.unit, self.signatures, directory)
+
 
 def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stages) -> list[Generated]:
     _check_stems(sources)
@@ -75,15 +80,20 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         results = []
         for src, unit in zip(texts, units):
             mine = _of_unit(signatures, derived, unit) if unit else []
-            outputs = render(unit or Unit(src, [], {}, {}, []), mine, out_dir, __version__)
-            header, stubs = output_names(src.path)
-            if isinstance(unit, RustUnit):  # its wrappers in Rust instead of a C header
-                outputs = replace(outputs, header=render_rust(unit, mine, __version__))
-            files = {out_dir / header: outputs.header, out_dir / stubs: outputs.stubs,
-                     out_dir / f"{src.path.stem}.adgen.json": manifest(src.path.name, __version__, mine)}
-            results.append(Generated(src, unit, mine, files, list(inactive.get(id(unit), {}).values()),
-                                     customs.get(id(unit), [])))
+            results.append(Generated(src, unit, mine, outputs(src, unit, mine, out_dir),
+                                     list(inactive.get(id(unit), {}).values()), customs.get(id(unit), [])))
     return results
+
+
+def outputs(src: SourceFile, unit: Unit | None, signatures: list[Signature], out_dir: Path) -> dict[Path, str]:
+    """The files made for one source, in `out_dir` (the includes they copy from the source are
+    rewritten relative to it)."""
+    rendered = render(unit or Unit(src, [], {}, {}, []), signatures, out_dir, __version__)
+    header, stubs = output_names(src.path)
+    if isinstance(unit, RustUnit):  # its wrappers in Rust instead of a C header
+        rendered = replace(rendered, header=render_rust(unit, signatures, __version__))
+    return {out_dir / header: rendered.header, out_dir / stubs: rendered.stubs,
+            out_dir / f"{src.path.stem}.adgen.json": manifest(src.path.name, __version__, signatures)}
 
 
 def _recheck_c(units, signatures, derived, out_dir, flags, problems: Collector) -> Collector:

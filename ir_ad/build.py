@@ -39,8 +39,6 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     source), the frontend's results, and the cache plans of the reverse-mode derivatives as text
     (`--explain`)."""
     generated = generate(sources, out_dir, read_flags + extra, stages)
-    with stages.stage("write"):
-        write_all({path: text for g in generated for path, text in g.files.items()})
     tm = optimize.target_machine(target, march)
     target_flags = ["-target", target] if target else []
     if march:
@@ -67,7 +65,8 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
                 objects[out_dir / f"{stem}.adgen.ll"] = str(final)
         written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
                         [s.name for s in g.signatures]))
-    write_all(objects)
+    with stages.stage("write"):  # only now: nothing is written when any stage fails
+        write_all({path: text for g in generated for path, text in g.files.items()} | objects)
     return written, generated, "".join(explained)
 
 
@@ -95,10 +94,9 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
             if is_rust(src):
                 bitcode.append(lower_rust(select_rustc(), src, g, i, work))
             else:
-                bitcode.append(lower_source(compiler, src, g, i, flags, extra, work))
-        for g in generated:
-            stubs = next(p for p in g.files if p.suffix == ".c")
-            bitcode.append(lower_stubs(compiler, stubs, flags, extra, work))
+                bitcode.append(lower_source(compiler, src, g, i, flags, extra, work, generated))
+        for i, g in enumerate(generated):
+            bitcode.append(lower_stubs(compiler, g, i, flags, extra, work))
     with stages.stage("link"):
         linked = optimize.link(bitcode)
         if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate

@@ -116,6 +116,22 @@ def test_a_derivative_written_by_hand_in_both_modes(tmp_path, by_hand):
     assert lib.f_fwd(a, 0.3, b, -0.7).d_ret == pytest.approx(0.3 * g.d_a - 0.7 * g.d_b, rel=1e-12)
 
 
+NAMED = [REVERSE.replace("root_grad_result", "partials"),
+         FORWARD.replace("typedef struct { double ret; double d_ret; } root_fwd_result;",
+                         "struct tangent { double ret; double d_ret; };").replace("root_fwd_result", "struct tangent")]
+
+
+@pytest.mark.parametrize("by_hand", NAMED, ids=["a typedef", "a struct tag"])
+def test_a_result_struct_of_any_name(tmp_path, by_hand):
+    """annotations.md: the result struct of a derivative written by hand may have any name."""
+    src = tmp_path / "solver.c"
+    src.write_text(SOLVER.replace("BY_HAND", by_hand))
+    lib = adgen.load(src, build_dir=tmp_path / "build")
+    a, b = 1.5, 2.0
+    assert lib.f_grad(a, b, 1.0).d_a == pytest.approx((_f(a + H, b) - _f(a - H, b)) / (2 * H), rel=1e-7)
+    assert lib.f_fwd(a, 0.0, b, 1.0).d_ret == pytest.approx((_f(a, b + H) - _f(a, b - H)) / (2 * H), rel=1e-7)
+
+
 def test_a_library_function_without_source(tmp_path):
     """The function is only declared: its code comes from a library the user links; adgen
     calls the derivative written for it and never needs its body."""
