@@ -14,8 +14,11 @@ import random
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+from adgen.frontend.languages import is_rust
 
 from .library import NUMPY_DTYPES, BuildError, load
 
@@ -484,7 +487,7 @@ def run(sources: list, flags: list[str], only: str | None, sizes: list[str], see
         timeout: float = 10.0) -> int:
     """The command: builds, checks, prints the table; 0 when every derivative matches."""
     try:
-        if any(str(s).endswith(".rs") for s in sources):
+        if any(is_rust(Path(s)) for s in sources):
             raise CheckError("adgen check takes C sources; check a Rust source's derivatives from Rust, through the "
                              "wrappers `adgen build` writes (its .adgen.rs)")
         lib = load(sources, flags=flags)

@@ -16,6 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from .comments import Comment, find_comments, find_rust_comments
 from .diagnostics import AdgenError, SourceFile, Span, error
+from .languages import is_rust
 
 MARKERS = r"@(?:diff|inactive|derivative)\b"
 
@@ -100,7 +101,7 @@ def find_annotations(source: SourceFile) -> list[Annotation]:
     """Every annotation in the file's comments, in order. Raises AdgenError on syntax errors."""
     found: list[Annotation] = []
     problems = []
-    comments = find_rust_comments if source.path.suffix == ".rs" else find_comments
+    comments = find_rust_comments if is_rust(source.path) else find_comments
     for comment in comments(source.text):
         body = comment.body(source.text)
         for m in re.finditer(MARKERS, body):

@@ -15,6 +15,7 @@ from .checks import Custom, attach, check_custom, check_entry, check_names, chec
 from .diagnostics import AdgenError, Collector, SourceFile, error
 from .prototypes import Function, Unit, read_unit
 from .manifest import manifest
+from .languages import refuse_unread
 from .render import output_names, render, render_rust
 from .rust_source import RustUnit, is_rust, read_rust_unit, rust_entry
 from .timing import Stages, plural
@@ -38,6 +39,7 @@ class Generated:
 
 
 def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stages) -> list[Generated]:
+    refuse_unread(sources)
     _check_stems(sources)
     with stages.stage("parse"):
         texts = [_read(path) for path in sources]

@@ -13,6 +13,7 @@ import jinja2
 
 from .abi import Signature
 from .ctype import DeclRef, declare, pointer_to
+from .languages import is_rust
 from . import __version__
 from .prototypes import Function, Unit
 
@@ -36,7 +37,7 @@ class Outputs:
 
 def output_names(source: Path) -> tuple[str, str]:
     """The declarations' file (a C header, or for a Rust source the Rust wrappers) and the stubs'."""
-    return f"{source.stem}.adgen.{'rs' if source.suffix == '.rs' else 'h'}", f"{source.stem}.adgen.c"
+    return f"{source.stem}.adgen.{'rs' if is_rust(source) else 'h'}", f"{source.stem}.adgen.c"
 
 
 @cache

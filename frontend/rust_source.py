@@ -19,6 +19,7 @@ from lark.exceptions import UnexpectedInput
 from .annotations import Annotation, Entry, Word, following
 from .ctype import CType
 from .diagnostics import Collector, SourceFile, Span, error, note
+from .languages import is_rust
 from .prototypes import Function, Param, Unit
 from .render import LocalType
 
@@ -388,10 +389,6 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Function, 
         if p.type.kind == "reference" and p.type.elem is not None and p.type.elem.kind == "slice":
             words.append(Word("const", word.span))  # its length
     return replace(entry, activities=tuple(words))
-
-
-def is_rust(path: Path) -> bool:
-    return path.suffix == ".rs"
 
 
 __all__ = ["read_rust_unit", "rust_entry", "RustUnit", "RFunction", "RParam", "RType", "is_rust", "SCALARS"]

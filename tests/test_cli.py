@@ -256,3 +256,27 @@ def test_check_and_load_take_c_sources_only(adgen, tmp_path):
     assert result.status == 1 and "adgen check takes C sources" in result.err
     with pytest.raises(ValueError, match="adgen.load and adgen check take C sources"):
         package.load(src)
+
+
+@pytest.mark.parametrize("command", ["build", "generate", "check"])
+def test_a_cpp_source_is_refused_as_such(adgen, c_file, tmp_path, command):
+    """C++ (by the names clang and gcc give it, `.C` included) is not read as C, where it would
+    fail on `<vector>`: each such file is named, with the C sources beside it written by none."""
+    cpp = "#include <vector>\n// @diff(sum_grad: (dup) -> active)\ndouble sum(const std::vector<double> &v);\n"
+    sources = [c_file(GOOD, "good.c"), c_file(cpp, "model.cpp"), c_file(cpp, "Model.C"), c_file(cpp, "m.cc")]
+    result = adgen(command, *sources, *(["-o", tmp_path / "out"] if command != "check" else []))
+    assert result.status == 1, result.err
+    errors = [line for line in result.err.splitlines() if "error" in line]
+    assert errors == [f"adgen: error: {p}: C++ sources are not supported yet: adgen reads C and Rust sources (.c, .rs)"
+                      for p in sources[1:]] + ["3 errors generated."], result.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_adgen_load_refuses_a_cpp_source(tmp_path):
+    import adgen as package
+
+    src = tmp_path / "model.cxx"
+    src.write_text("// @diff(f_grad: (active) -> active)\ndouble f(double x) { return x * x; }\n")
+    with pytest.raises(package.BuildError, match="model.cxx: C\\+\\+ sources are not supported yet"):
+        package.load(src, build_dir=tmp_path / "build")
+    assert not (tmp_path / "build").exists() or not any((tmp_path / "build").iterdir())
