@@ -19,6 +19,7 @@ from contextlib import contextmanager, redirect_stderr
 from pathlib import Path
 
 from adgen.frontend import __version__
+from adgen.frontend.languages import is_rust
 
 _SCALARS = {
     "double": ctypes.c_double, "float": ctypes.c_float, "longdouble": ctypes.c_longdouble, "bool": ctypes.c_bool,
@@ -48,7 +49,7 @@ def load(path, build_dir=None, flags=()) -> "Library":
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"no such file: {', '.join(missing)}")
-    rust = [str(p) for p in paths if p.suffix == ".rs"]
+    rust = [str(p) for p in paths if is_rust(p)]
     if rust:
         raise ValueError(f"{', '.join(rust)}: adgen.load and adgen check take C sources; a Rust source's derivatives "
                          "are called from Rust, through the wrappers `adgen build` writes (its .adgen.rs)")
