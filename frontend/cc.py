@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .diagnostics import AdgenError, error
 from .timing import Stages
-from .toolchain import Compiler, select_compiler, system_flags
+from .toolchain import USERS_NDEBUG, Compiler, select_compiler, system_flags
 
 HELP = """\
 usage: adgen cc [C compiler flags] FILE.c ... [-c] [-o OUT]
@@ -164,7 +164,7 @@ def _compile(compiler: Compiler, line: CommandLine, source: Path, out: Path, imp
         if mentions == "attributes":  # Enzyme's plugin's attributes, which clang does not know but adgen reads
             user.append("-Wno-unknown-attributes")
         read = [*system_flags(compiler), *line.lowering_flags]
-        obj, plans = compile_unit(source, line.lowering_flags, user, compiler, stages, read,
+        obj, plans = compile_unit(source, line.lowering_flags, [*USERS_NDEBUG, *user], compiler, stages, read,
                                   explain="--adgen-explain" in line.adgen, assembly=line.assemble_only)
         if plans:
             print(plans, end="", flush=True)
@@ -178,7 +178,8 @@ def _compile(compiler: Compiler, line: CommandLine, source: Path, out: Path, imp
 def _mentions_enzyme(compiler: Compiler, source: Path, flags: list[str]) -> str:
     """Whether the preprocessed file names anything of Enzyme's API (cheap: no compile): "" if
     not, "attributes" if it uses the attributes of Enzyme's plugin too, else "calls"."""
-    done = subprocess.run([*compiler.command, "-E", "-P", *flags, str(source)], capture_output=True, text=True)
+    done = subprocess.run([*compiler.command, "-E", "-P", *USERS_NDEBUG, *flags, str(source)], capture_output=True,
+                          text=True)
     if done.returncode == 0 and "enzyme_" not in done.stdout:
         return ""
     return "attributes" if re.search(r"__attribute__\s*\(\(\s*enzyme_", done.stdout) else "calls"
@@ -218,7 +219,8 @@ def _write_dependencies(compiler: Compiler, flags: list[str], deps: list[str], s
 
 
 def _clang(compiler: Compiler, args: list[str]) -> int:
-    return subprocess.run([*compiler.command, *args]).returncode
+    """The compiler run as gcc or clang would be: NDEBUG only from the user's flags."""
+    return subprocess.run([*compiler.command, *USERS_NDEBUG, *args]).returncode
 
 
 __all__ = ["main", "parse", "CommandLine", "HELP"]

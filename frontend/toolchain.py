@@ -16,6 +16,12 @@ from pathlib import Path
 from .diagnostics import AdgenError, error
 
 
+# zig's clang defines NDEBUG when it optimizes (-O1 and up); gcc and clang leave it to the user.
+# Every compile of user code undefines it ahead of the user's flags, so that assert() stays in
+# optimized code, derivatives included, unless they pass -DNDEBUG.
+USERS_NDEBUG = ("-UNDEBUG",)
+
+
 @dataclass(frozen=True)
 class Compiler:
     command: tuple[str, ...]  # argv prefix, e.g. (python, -m, ziglang, cc)
@@ -119,6 +125,6 @@ def system_flags(compiler: Compiler) -> tuple[str, ...]:
             flags += ["-target", value]
         elif arg in ("-isystem", "-internal-isystem", "-internal-externc-isystem", "-idirafter"):
             flags += ["-isystem", str(Path(value).absolute())]
-        elif arg == "-D":
+        elif arg == "-D" and value.split("=")[0] != "NDEBUG":  # the user's alone (USERS_NDEBUG)
             flags += ["-D", value]
     return tuple(flags)

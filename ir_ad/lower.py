@@ -6,7 +6,8 @@ A Rust source is compiled by rustc as a crate of its own (`lower_rust`).
 Lowering runs no optimization (`-O2 -Xclang -disable-llvm-passes`): the module is optimized
 once linked, before differentiation, by `optimize.py`. `-fno-math-errno` lets libm calls
 become intrinsics the optimizer can hoist and vectorize; derivative code never sets errno.
-Flags given after `--` come last, so they can override it (`-fmath-errno`)."""
+Flags given after `--` come last, so they can override it (`-fmath-errno`). NDEBUG is defined
+only by the user's flags (`toolchain.USERS_NDEBUG`): an assert() in differentiated code stays."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import Sequence
 from adgen.frontend.diagnostics import AdgenError, SourceFile, error
 from adgen.frontend.generate import Generated
 from adgen.frontend.render import BY_ADDRESS_PREFIX, render_text
-from adgen.frontend.toolchain import Compiler, RustCompiler
+from adgen.frontend.toolchain import USERS_NDEBUG, Compiler, RustCompiler
 
 from .clang_errors import Files, compiler_errors
 
@@ -29,7 +30,7 @@ from .clang_errors import Files, compiler_errors
 _GENERATED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]*\.adgen\.h)[>"]', re.M)
 BASE_FLAGS = ["-x", "c", "-c", "-emit-llvm", "-O2", "-Xclang", "-disable-llvm-passes", "-gline-tables-only",
               "-fno-builtin-sincos", "-fno-builtin-sincosf",
-              "-fno-math-errno", "-Wno-unused-command-line-argument"]
+              "-fno-math-errno", "-Wno-unused-command-line-argument", *USERS_NDEBUG]
 
 
 def keep_array(index: int) -> str:
