@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from clang.cindex import CursorKind, Index, TypeKind
 
@@ -75,7 +76,8 @@ def read_unit(source: SourceFile, flags: list[str], generated_headers: dict[str,
     flags = _absolute_includes(flags)  # clang looks for "DIR/name": the stand-ins must match
     unsaved = _virtual_headers(source, flags, generated_headers or {})
     try:
-        tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c", *flags], unsaved_files=unsaved)
+        tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c", *flags],
+                                  unsaved_files=unsaved + _as_text(source.path))
     except Exception as exc:  # libclang raises a bare TranslationUnitLoadError
         raise AdgenError(error(f"libclang could not read {source.name}: {exc}"))
     main = os.path.realpath(source.path)
@@ -153,6 +155,20 @@ def _attributes(cursor) -> tuple[str, ...]:
             continue
         i += 1
     return tuple(w for w in words if w)
+
+
+def _as_text(path: Path) -> list[tuple[str, str]]:
+    """The source as libclang is given it where its bytes are not all UTF-8 text (a Latin-1
+    comment, a stray byte): each such byte a '?', in the same column, since libclang's Python
+    binding cannot return their text (clang still rejects a '?' in code, in the user's file).
+    Nothing where the file is UTF-8: libclang reads it itself."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+        return []
+    except UnicodeDecodeError:
+        text = re.sub("[\udc80-\udcff]", "?", data.decode("utf-8", errors="surrogateescape"))
+        return [(str(path.absolute()), text)]
 
 
 def _absolute_includes(flags: list[str]) -> list[str]:
