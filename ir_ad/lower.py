@@ -19,12 +19,12 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from adgen.frontend.diagnostics import AdgenError, SourceFile, error
+from adgen.frontend.diagnostics import AdgenError, SourceFile
 from adgen.frontend.generate import Generated
 from adgen.frontend.render import BY_ADDRESS_PREFIX, render_text
 from adgen.frontend.toolchain import USERS_NDEBUG, Compiler, RustCompiler
 
-from .clang_errors import Files, compiler_errors
+from .compiler_errors import Files, compiler_errors, rustc_errors
 
 # An `#include` of a header adgen generates (its own, or another source's of the same build).
 _GENERATED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]*\.adgen\.h)[>"]', re.M)
@@ -77,10 +77,11 @@ def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, work
     command = [*rustc.command, "--crate-type=lib", "--crate-name", f"adgen_{index}", "--emit=llvm-bc",
                "-C", "opt-level=2", "-C", "no-prepopulate-passes", "-C", "debuginfo=1", "-C", "panic=abort",
                *edition, "--cap-lints=allow", f"--remap-path-prefix={folder}={source.resolve().parent}",
-               *rustc.flags, str(copy), "-o", str(target)]
+               "--error-format=json", *rustc.flags, str(copy), "-o", str(target)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        raise AdgenError(error(f"{rustc.description} could not compile {source}:\n{done.stderr.rstrip()}"))
+        files = Files(g.source, user={os.path.realpath(source): g.source})
+        raise AdgenError(rustc_errors(done.stderr, files, rustc.description))
     return target.read_bytes()
 
 
@@ -170,7 +171,7 @@ def _include_dirs(flags: list[str]) -> list[Path]:
 
 
 def _clang(compiler: Compiler, path: Path, flags: list[str], extra: list[str], workdir: Path, files: Files) -> bytes:
-    """The bitcode of `path`, or clang's errors in the user's files (clang_errors.py)."""
+    """The bitcode of `path`, or clang's errors in the user's files (compiler_errors.py)."""
     with tempfile.NamedTemporaryFile(dir=workdir, suffix=".bc", delete=False) as out:
         target = Path(out.name)
     command = [*compiler.command, *BASE_FLAGS, *flags, *extra, str(path), "-o", str(target)]

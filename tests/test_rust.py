@@ -317,11 +317,21 @@ pub fn c(x: f64, f: &mut impl for<'b> FnMut(&'b f64) -> f64) -> f64 { f(&x) }
     assert not (tmp_path / "out").exists()
 
 
-def test_what_rustc_refuses_is_its_error(tmp_path, adgen):
+@pytest.mark.parametrize("text, message", [
+    ("// @diff(g: (active) -> active)\npub fn f(x: f64) -> f64 { x * undefined_thing }\n",
+     "broken.rs:2:31: error: cannot find value `undefined_thing` in this scope"),
+    ("// @diff(g: (active) -> active)\npub fn f(x: f64) -> f64 { x * x }\npub fn h(x: f64) -> f64 { x\n",
+     "broken.rs:3:28: error: this file contains an unclosed delimiter"),
+], ids=["an undefined name", "cut off"])
+def test_what_rustc_refuses_is_its_error(tmp_path, adgen, text, message):
+    """rustc's errors, placed in the user's file at a line it has (not in the code adgen appends
+    to its copy of the source); nothing written."""
     src = tmp_path / "broken.rs"
-    src.write_text("// @diff(g: (active) -> active)\npub fn f(x: f64) -> f64 { x * undefined_thing }\n")
+    src.write_text(text)
     result = adgen("build", src, "-o", tmp_path / "out")
-    assert result.status == 1 and "could not compile" in result.err and "undefined_thing" in result.err
+    assert result.status == 1 and result.err.startswith(f"{tmp_path}/{message}"), result.err
+    assert "adgen-" not in result.err and "aborting" not in result.err
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_cargo_example_builds_and_runs(tmp_path):

@@ -1,15 +1,17 @@
-"""clang's errors from lowering, as adgen's own located diagnostics in the user's files: the
-one place that reads clang's output, so that no path of adgen's own (its temporary lowering
-wrapper, stub file, or generated header) reaches the user.
+"""The errors of the compilers adgen lowers sources with (clang for C, rustc for Rust), as
+adgen's own located diagnostics in the user's files: the one place that reads their output, so
+that no path of adgen's own (its temporary lowering wrapper, stub file, or generated header)
+reaches the user.
 
-clang is given the user's source through a wrapper that includes it; what the wrapper adds
-comes after the source's last line, so an error in the wrapper's own text (the source cut off
-in the middle of a declaration, say) is placed at the end of the source. Errors in the files
-the user's code includes are placed there; errors in what adgen generated name the source they
-were generated for, without a position."""
+clang is given the user's source through a wrapper that includes it, and rustc a copy of the
+source with adgen's code appended; what adgen adds comes after the source's last line, so an
+error in adgen's own text (the source cut off in the middle of a declaration, say) is placed at
+the end of the source. Errors in the files the user's code includes are placed there; errors in
+what adgen generated name the source they were generated for, without a position."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -89,3 +91,40 @@ def _at_end(source: SourceFile) -> Span:
     """Past the last character of the source: what the wrapper adds comes there."""
     text = source.text.rstrip()
     return Span(source, len(text))
+
+
+def rustc_errors(stderr: str, files: Files, compiler: str) -> list[Diagnostic]:
+    """rustc's errors, from its JSON output (`--error-format=json`), each with its labelled
+    places and its notes and help as notes; its warnings and closing count are dropped."""
+    found: list[Diagnostic] = []
+    for line in stderr.splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if d.get("$message_type") != "diagnostic" or not d["level"].startswith("error"):
+            continue
+        spans = d["spans"]
+        if not spans and re.match(r"aborting due to", d["message"]):
+            continue
+        primary = next((s for s in spans if s["is_primary"]), None)
+        notes = [note(s["label"], _rust_span(s, files)) for s in spans if s is not primary and s["label"]]
+        notes += [note(c["message"], _rust_span(c["spans"][0], files) if c["spans"] else None) for c in d["children"]]
+        span = _rust_span(primary, files) if primary else None
+        found.append(error(d["message"] if primary else f"{compiler}: {d['message']}", span, notes))
+    return found or [error(f"{compiler} could not compile {files.source.name}")]
+
+
+def _rust_span(span: dict, files: Files) -> Span | None:
+    path = os.path.realpath(span["file_name"])
+    if path not in files.user:
+        try:
+            files.user[path] = SourceFile(Path(span["file_name"]))
+        except OSError:
+            return None
+    source = files.user[path]
+    data = source.text.encode("utf-8")
+    if span["byte_start"] >= len(data.rstrip()):
+        return _at_end(source)
+    start = len(data[:span["byte_start"]].decode("utf-8", errors="ignore"))
+    return Span(source, start, max(1, len(data[span["byte_start"]:span["byte_end"]].decode("utf-8", errors="ignore"))))
