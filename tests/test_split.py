@@ -318,8 +318,8 @@ print(len(wrong), any(wrong))
 
 def test_tapes_dropped_unreversed_are_released(built):
     """A tape never reversed is released by NAME_free when Python drops it (or at `release()`):
-    5,000 forward sweeps of `g`, whose tapes hold heap memory (about 3 KB each, leaked, were they
-    not released), leave the process's resident memory as it was."""
+    after 5,000 forward sweeps of `g`, the process's resident memory has grown by less than a
+    tenth of the 15 MB their tapes' heap memory (3 KB a tape) would leak."""
     out = _isolated(built, """
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * 4096
@@ -335,4 +335,4 @@ sweeps(5000)
 gc.collect()
 print(rss() - before)
 """)
-    assert int(out) < 200_000
+    assert int(out) < 1_500_000
