@@ -2,7 +2,8 @@
 between. Against the combined gradient: across loops whose trip count is known only at their end,
 a triangular nest, a variable-size local array, recursion, memory allocated and freed; at width
 2 with separate and interleaved lanes; many tapes alive at once, reversed in any order, with
-the inputs changed in between; tapes never reversed released with nothing leaked."""
+the inputs changed in between; tapes never reversed released with nothing leaked. From Python,
+a tape is reversed or released once, by its own entry only, with threads racing for it too."""
 
 from __future__ import annotations
 
