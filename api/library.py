@@ -88,7 +88,7 @@ def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> N
     objects = []
     for src in sources:
         obj = out / f"{src.stem}.o"
-        _run([*cc, "-c", "-O2", "-fPIC", *USERS_NDEBUG, *flags, str(src), "-o", str(obj)])
+        _run([*cc, "-c", "-O2", "-fPIC", *USERS_NDEBUG, *flags, "-iquote", str(out), str(src), "-o", str(obj)])
         objects.append(str(obj))
     _run([*cc, "-shared", *objects, *(str(out / f"{s.stem}.adgen.o") for s in sources), "-o", str(library), "-lm"])
 

@@ -9,22 +9,23 @@ import tempfile
 from pathlib import Path
 
 from adgen.frontend.abi import Signature
+from adgen.frontend.diagnostics import AdgenError
 from adgen.frontend.generate import Generated, generate
 from adgen.frontend.model import Mode
 from adgen.frontend.outputs import write_all
-from adgen.frontend.render import BY_ADDRESS_PREFIX
 from adgen.frontend.timing import Stages, plural
 from adgen.frontend.rust_source import is_rust
 from adgen.frontend.toolchain import Compiler, select_rustc
 
 from . import optimize
 from .builder import Declarations
-from .diagnose import IrreducibleLoop, Unsupported, located
+from .diagnose import IrreducibleLoop, Unsupported, located, source_name
 from .dispatch import devirtualize
 from .explain import explain
 from .forward import ZEROS, ForwardMode
 from .ir import Module
 from .kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel, tape_size
+from .levels import entry_levels, primal_ir_name
 from .lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_rust, lower_source,
                     lower_stubs, partials_function, primal_functions)
 from .reverse import ReverseMode
@@ -71,15 +72,19 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
 
 
 def _levels(prepared: "Prepared", generated: list[Generated], primals: list[dict[str, str]]) -> tuple[str, list[str]]:
-    """The derivatives, level by level (1: of C functions; 2: of those derived functions...),
-    each from the optimized code of the one before; the text, and the cache plans explained."""
+    """The derivatives, level by level, each from the optimized code of the one before: an
+    entry is made at the level after those of the derived functions its primal reaches
+    (levels.py), so that a derivative differentiates their code (`of INNER`, or a derived
+    function called in a differentiated function); the text, and the cache plans explained."""
     explained, text, module = [], "", prepared.module
-    for level in range(1, max((s.derivation.depth for g in generated for s in g.signatures), default=1) + 1):
-        if level > 1:  # derivatives of derived functions (`of NAME`): of the optimized code of those
+    entries = [(s, names) for g, names in zip(generated, primals) for s in g.signatures]
+    levels = entry_levels(module, entries, prepared.calls)
+    last = max(levels.values(), default=1)
+    for level in range(1, last + 1):
+        if level > 1:  # of the optimized code of the levels before
             module = prepared.again(text, level)
-        entries = [(s, names) for g, names in zip(generated, primals) for s in g.signatures
-                   if s.derivation.depth == level]
-        text, plans, _ = differentiate(module, entries, level)
+        made = [(s, names) for s, names in entries if levels[s.derivation.name] == level]
+        text, plans, _ = differentiate(module, made, level, kept=level < last)
         explained += [explain(module, plans)] if plans else []
     return text, explained
 
@@ -160,13 +165,14 @@ class Prepared:
 
 
 def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]], level: int = 1,
-                  needed_by=lambda sig: sig.name) -> tuple[str, list, dict[str, int]]:
+                  needed_by=lambda sig: sig.name, kept: bool = False) -> tuple[str, list, dict[str, int]]:
     """The module's text with the derivative functions and the kernels the stubs call, the
     cache plans of the reverse-mode ones (titled), and the tape bytes of split-mode entries,
     by derived name. `entries`: the signatures to make (of one level: 1 for derivatives of
     C functions, 2 for those of level 1's derived functions...), each with the IR names of the
     functions its source keeps for differentiation, by C name. `needed_by(sig)` names what
-    an error is for."""
+    an error is for. `kept`: the sources' keep arrays stay, for a later level to differentiate
+    the functions they keep."""
     numbers = [int(k[1:]) for k in module.metadata if k[1:].isdigit()]
     decls = Declarations(set(module.functions), max(numbers, default=0) + 1, f"{level}." if level > 1 else "")
     signatures = [s for s, _ in entries]
@@ -176,10 +182,12 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
     top: dict[str, list[str]] = {}  # a derived function -> the annotations that call it
     primal_of: dict[str, str] = {}
     tapes: dict[str, int] = {}
+    problems, failed = [], set()  # every entry's error, each derivation's once
     for sig, names in entries:
         d = sig.derivation
-        kept = (BY_ADDRESS_PREFIX if d.primal.by_value else "") + d.primal.name
-        fn = check_primal(module, sig, "@" + names.get(kept, kept))
+        fn = check_primal(module, sig, primal_ir_name(sig, names))
+        if d.name in failed:
+            continue
         try:
             if d.mode is Mode.FORWARD:
                 kernels.append(forward_kernel(forward, decls, sig, fn))
@@ -193,12 +201,16 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
             top.setdefault(derived.aug, []).append(needed_by(sig))
             primal_of[derived.aug] = d.primal.name
         except Unsupported as exc:
-            raise located(exc, module, needed_by(sig))
+            failed.add(d.name)
+            problems.append(located(exc, module, needed_by(sig), fn.name, d.entry.name.span))
+    if problems:
+        irreducible = any(isinstance(p, IrreducibleLoop) for p in problems)
+        raise (IrreducibleLoop if irreducible else AdgenError)([x for p in problems for x in p.diagnostics])
     runtime = [reverse.runtime_text()] if reverse.definitions or forward.uses_runtime else []
     if forward.uses_zeros:
         runtime.append(ZEROS)
     replaced = {kernel_name(s) for s in signatures}
-    lines = [line for line in module.text.split("\n") if not _dropped(line, replaced)]
+    lines = [line for line in module.text.split("\n") if not _dropped(line, replaced, kept)]
     new = "\n".join(decls.added + forward.definitions + reverse.definitions + runtime + kernels +
                     decls.scopes.definitions())
     if level > 1:  # its own runtime: the optimizer may have changed an earlier level's (dropped a parameter)
@@ -206,7 +218,7 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
     text = "\n".join(lines) + "\n" + new + "\n"
     plans = [(f"{', '.join(dict.fromkeys(top[d.aug]))}: reverse mode of {primal_of[d.aug]}", plan)
              for d, plan in reverse.explained if d.aug in top]
-    plans += [(f"{d.pattern.function.lstrip('@')}, as a callee of the derivatives above ({_activities(d.pattern)})",
+    plans += [(f"{source_name(d.pattern.function)}, as a callee of the derivatives above ({_activities(d.pattern)})",
                plan) for d, plan in reverse.explained if d.aug not in top]
     return text, plans, tapes
 
@@ -239,10 +251,10 @@ def _by_c_name(names: list[str]) -> dict[str, str]:
     return {n.split(".")[0]: n for n in names}
 
 
-def _dropped(line: str, kernels: set[str]) -> bool:
+def _dropped(line: str, kernels: set[str], kept: bool = False) -> bool:
     """Lines of the linked module the output must not keep: the stubs' kernel declarations
-    (now defined) and what kept the annotated functions alive."""
+    (now defined) and, unless `kept`, what kept the annotated functions alive."""
     if line.startswith("declare") and any(f" {k}(" in line for k in kernels):
         return True
-    return line.startswith(("@__adgen_primals_", "@__adgen_inactive_", "@__adgen_custom_", "@llvm.used",
-                            "@llvm.compiler.used"))
+    return not kept and line.startswith(("@__adgen_primals_", "@__adgen_inactive_", "@__adgen_custom_",
+                                         "@llvm.used", "@llvm.compiler.used"))

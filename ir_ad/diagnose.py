@@ -8,7 +8,9 @@ import re
 
 from adgen.frontend.diagnostics import AdgenError, Diagnostic, SourceFile, Span, error, note
 
-from .ir import Instruction, Module
+from adgen.frontend.render import KERNEL_PREFIX
+
+from .ir import Instruction, Location, Module
 
 
 class Unsupported(Exception):
@@ -23,12 +25,23 @@ class IrreducibleLoop(AdgenError):
     """A build error for a loop with more than one way in (see build.Prepared.levels)."""
 
 
-def located(exc: Unsupported, module: Module, derivation: str) -> AdgenError:
+def located(exc: Unsupported, module: Module, derivation: str, primal: str | None = None,
+            entry: Span | None = None) -> AdgenError:
+    """`primal`: the function the derivation differentiates, whose calls of derived functions
+    are where an error in their code (made at an earlier level) stands in the user's source;
+    `entry`: the derivation's annotation, where such an error stands without one (`of INNER`)."""
     fn = source_name(exc.function)
-    message = f"cannot differentiate {exc.what} in function '{fn}' (needed by {_needed(derivation)})"
     notes = [note(f"the LLVM instruction is: {exc.inst.text}")] if exc.inst is not None else []
-    return (IrreducibleLoop if exc.irreducible else AdgenError)(at_instruction(module, exc.function, exc.inst,
-                                                                              message, notes))
+    kind = IrreducibleLoop if exc.irreducible else AdgenError
+    inside = _in_derived_code(module, exc, primal) if primal else None
+    if inside is not None:
+        name, span = inside
+        called = f", which '{source_name(primal)}' calls here" if span is not None else ""
+        message = (f"cannot differentiate {exc.what} in the code of the derived function '{name}'{called} "
+                   f"(needed by {_needed(derivation)})")
+        return kind(error(message, span or entry, notes))
+    message = f"cannot differentiate {exc.what} in function '{fn}' (needed by {_needed(derivation)})"
+    return kind(at_instruction(module, exc.function, exc.inst, message, notes))
 
 
 def at_instruction(module: Module, function: str, inst: Instruction | None, message: str,
@@ -48,6 +61,8 @@ def source_name(function: str) -> str:
     demangled to its path in the file (`rosen`), without the crate adgen compiled it as or
     the hash; C names as they are."""
     name = function.lstrip("@").strip('"')
+    if name.startswith(KERNEL_PREFIX):  # a derived function's code, as its stub calls it
+        return name[len(KERNEL_PREFIX):]
     if not re.fullmatch(r"_ZN(\d+[^\d]\S*)E", name):
         return name
     parts, at = [], 3
@@ -79,3 +94,80 @@ def _span(where) -> Span | None:
     if where.line < 1 or where.line > source.text.count("\n") + 1:
         return None
     return Span(source, source.offset(where.line, max(1, where.column)))
+
+
+STUBS_SUFFIX = ".adgen.c"  # the stub files adgen generates: no place for an error of the user's
+
+
+def user_span(module: Module, inst: Instruction) -> Span | None:
+    """Where an instruction stands in the user's source (see `user_location`)."""
+    where = user_location(module, inst.dbg)
+    return _span(where) if where is not None else None
+
+
+def user_location(module: Module, dbg: str | None) -> Location | None:
+    """A debug location in the user's source: itself, or where code of a generated stub file
+    was inlined (the call of a derived function), outward."""
+    return next((where for where, _ in _inlined(module, dbg) if not _in_stubs(where)), None)
+
+
+def _in_derived_code(module: Module, exc: Unsupported, primal: str) -> tuple[str, Span | None] | None:
+    """The derived function (its C name) whose code, made at an earlier level, holds what
+    cannot be differentiated, and the call of it in the user's source: read from the
+    instruction's inlining (through a stub), else from the calls leading from `primal` to the
+    function it is in."""
+    chain = _inlined(module, exc.inst.dbg if exc.inst is not None else None)
+    for k, (where, node) in enumerate(chain):
+        name = _subprogram(module, node) if _in_stubs(where) else None
+        if name is not None:
+            outer = next((w for w, _ in chain[k + 1:] if not _in_stubs(w)), None)
+            return name, _span(outer) if outer else None
+    for k, call in enumerate(path := _call_path(module, primal, exc.function)):
+        if call.callee.startswith("@" + KERNEL_PREFIX):
+            spans = [s for s in (user_span(module, c) for c in reversed(path[:k + 1])) if s is not None]
+            return source_name(call.callee), spans[0] if spans else None
+    return None
+
+
+def _inlined(module: Module, dbg: str | None) -> list[tuple[Location, str]]:
+    """A debug location and those it was inlined at, innermost first."""
+    chain = []
+    while dbg and len(chain) < 64:
+        where = module.location(dbg)
+        if where is not None and where.line:
+            chain.append((where, dbg))
+        outer = re.search(r"inlinedAt: (![0-9]+)", module.metadata.get(dbg, ""))
+        dbg = outer.group(1) if outer else None
+    return chain
+
+
+def _in_stubs(where: Location) -> bool:
+    return where.file.endswith(STUBS_SUFFIX)
+
+
+def _subprogram(module: Module, node: str) -> str | None:
+    """The name of the function a debug location's scope is in."""
+    for _ in range(32):
+        text = module.metadata.get(node, "")
+        name = re.search(r'DISubprogram\(name: "([^"]*)"', text)
+        if name:
+            return name.group(1)
+        scope = re.search(r"scope: (![0-9]+)", text)
+        if not scope:
+            break
+        node = scope.group(1)
+    return None
+
+
+def _call_path(module: Module, start: str, target: str) -> list[Instruction]:
+    """The calls from `start` to `target` (the first path found, breadth first)."""
+    paths: dict[str, list[Instruction]] = {start: []}
+    todo = [start]
+    while todo and target not in paths:
+        name = todo.pop(0)
+        fn = module.functions.get(name)
+        for inst in fn.instructions() if fn is not None else ():
+            if inst.opcode == "call" and inst.callee and inst.callee not in paths:
+                paths[inst.callee] = paths[name] + [inst]
+                todo.append(inst.callee)
+    return paths.get(target, [])

@@ -9,6 +9,7 @@ import os
 from functools import lru_cache
 
 from .cache_plan import INDEXED, CachePlan, Slot
+from .diagnose import source_name, user_location
 from .ir import Module
 from .keys import BLOB, CAME, CHOICE, DESC, EXIT, MASK, OLD, RETURNS, SHADOW, VALUE
 from .loops import Loop
@@ -88,8 +89,7 @@ def _describe(module: Module, plan: CachePlan, key):
         return "a loop's buffer", "where the storage of the loop inside is", \
             _first_located(module, keys.loops.block(loop.header).instructions)
     if key.kind == BLOB:
-        callee = d.inst.callee.lstrip("@")
-        return f"the record of a call to {callee}", "what its reverse sweep needs", d.inst
+        return f"the record of a call to {source_name(d.inst.callee)}", "what its reverse sweep needs", d.inst
     if key.kind == CHOICE:
         return f"which argument of {d.inst.callee.lstrip('@')} won", \
             "a byte instead of the arguments' values, which would have to be stored", d.inst
@@ -113,7 +113,7 @@ def _loop(module: Module, plan: CachePlan, loop: Loop) -> str:
 
 
 def _where(module: Module, dbg: str | None) -> str:
-    loc = module.location(dbg)
+    loc = user_location(module, dbg)
     if loc is None or loc.line == 0:  # line 0: code the compiler made up
         return ""
     path = loc.file
@@ -123,7 +123,7 @@ def _where(module: Module, dbg: str | None) -> str:
 
 
 def _source(module: Module, dbg: str | None) -> str:
-    loc = module.location(dbg)
+    loc = user_location(module, dbg)
     if loc is None or loc.line == 0:
         return ""
     lines = _read(loc.file)

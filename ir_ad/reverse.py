@@ -240,9 +240,10 @@ class ReverseMode:
         """Local arrays stay in the forward sweep's frame; the shadow of a fixed-size one is the
         reverse sweep's own local array, unless the forward sweep needs it too: then, like
         variable-size arrays with shadows, primal and shadow move to the heap until the reverse
-        sweep frees them."""
+        sweep frees them; so do those whose own memory a callee's reverse sweep reaches (a store it
+        puts back while it runs), which the forward sweep's frame no longer holds by then."""
         entry = d.fn.blocks[0].label
-        forward_uses = _forward_shadow_uses(d)
+        forward_uses = _forward_shadow_uses(d) | _reverse_primal_uses(d)
         for inst in d.fn.instructions():
             if inst.opcode != "alloca":
                 continue
@@ -301,6 +302,17 @@ def _mentions(text: str, name: str) -> bool:
 def _frees(inst: Instruction, d: Derivation) -> bool:
     """A free of memory with derivatives: the forward sweep only marks it (adgen.shadow.drop)."""
     return inst.opcode == "call" and callee_name(inst) == "free" and inst.operands[0].value in d.activity.pointers
+
+
+def _reverse_primal_uses(d: Derivation) -> set[str]:
+    """The local arrays passed to calls whose reverse sweep reads the argument itself."""
+    used = set()
+    for inst in d.fn.instructions():
+        if id(inst) in d.calls:
+            uses = d.calls[id(inst)].derived.rev_uses
+            used |= {d.memory.base(a.value).name for j, a in enumerate(inst.operands)
+                     if a.type.kind == "ptr" and (not uses or uses[j])}
+    return used
 
 
 def _forward_shadow_uses(d: Derivation) -> set[str]:
