@@ -63,12 +63,13 @@ def compiler_errors(stderr: str, files: Files, compiler: str) -> list[Diagnostic
 def _located(m: re.Match, files: Files) -> Diagnostic:
     span = _span(m, files)
     if span is None:
-        return error(f"{m['message']} (in {files.own[os.path.realpath(m['path'])]})")
+        return error(f"{m['message']} (in {files.own.get(os.path.realpath(m['path']), m['path'])})")
     return error(m["message"], span)
 
 
 def _span(m: re.Match, files: Files) -> Span | None:
-    """Where a clang location is for the user: None in a file of adgen's own."""
+    """Where a clang location is for the user: None in a file of adgen's own, or one that is
+    not a file (`<command line>`)."""
     path = os.path.realpath(m["path"])
     if path == files.wrapper:
         return _at_end(files.source)
@@ -78,7 +79,6 @@ def _span(m: re.Match, files: Files) -> Span | None:
         try:
             files.user[path] = SourceFile(Path(m["path"]))
         except OSError:
-            files.own[path] = "a file clang could not show"
             return None
     source = files.user[path]
     line = int(m["line"])
