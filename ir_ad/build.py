@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from adgen.frontend.abi import Signature
-from adgen.frontend.diagnostics import AdgenError
+from adgen.frontend.diagnostics import AdgenError, Collector
 from adgen.frontend.generate import Generated, generate
 from adgen.frontend.model import Mode
 from adgen.frontend.outputs import write_all
@@ -94,12 +94,14 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
     """Each source (through its lowering wrapper) and stub file lowered and linked into one
     module, with adgen's C definitions of the library functions they call."""
     with stages.stage("lower", plural(len(sources), "source")):
-        bitcode = []
+        bitcode, problems = [], Collector()
         for i, (src, g) in enumerate(zip(sources, generated)):
-            if is_rust(src):
-                bitcode.append(lower_rust(select_rustc(), src, g, i, work))
-            else:
-                bitcode.append(lower_source(compiler, src, g, i, flags, extra, work, generated))
+            try:
+                bitcode.append(lower_rust(select_rustc(), src, g, i, work) if is_rust(src) else
+                               lower_source(compiler, src, g, i, flags, extra, work, generated))
+            except AdgenError as exc:  # every source's errors, reported together
+                problems.diagnostics += exc.diagnostics
+        problems.raise_if_any()
         for i, g in enumerate(generated):
             bitcode.append(lower_stubs(compiler, g, i, flags, extra, work))
     with stages.stage("link"):

@@ -49,6 +49,19 @@ def test_an_error_while_lowering_writes_nothing_and_names_the_users_file(adgen, 
     assert not out.exists()
 
 
+def test_every_sources_lowering_errors_are_reported_together(adgen, c_file, tmp_path):
+    """errors.md: all errors found in a stage are reported together."""
+    first = c_file(LOWERING_ERRORS[0].values[0], name="a.c")
+    second = c_file(LOWERING_ERRORS[0].values[0].replace("f_grad", "g_grad").replace("double f(", "double g("),
+                    name="b.c")
+    result = adgen("build", first, second, "-o", tmp_path / "out")
+    assert result.status == 1
+    assert [line.split(": error:")[0] for line in result.err.splitlines() if ": error:" in line] == \
+        [f"{tmp_path}/a.c:6:14", f"{tmp_path}/b.c:6:14"], result.err
+    assert result.err.endswith("2 errors generated.\n")
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_error_in_an_included_header_is_placed_there(adgen, c_file, tmp_path):
     c_file("static inline double twice(const double *x) { int *p = x; return 2 * *x + *p; }\n", name="util.h")
     src = c_file('#include "util.h"\n// @diff(f_grad: (dup) -> active)\ndouble f(const double *x) '
