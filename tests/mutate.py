@@ -1,7 +1,8 @@
 """A bad-input fuzzer for adgen: random mutations of annotated C and Rust sources (annotation
-text, activities, widths, names, types in prototypes, truncation, stray bytes, moved or doubled
-annotations, deleted or duplicated lines, undeclared identifiers in bodies) run through
-`adgen generate` and `adgen build`, each in a fresh directory with an empty output directory.
+text, activities, widths, names, types in prototypes, declarations' forms, truncation, stray
+bytes, line endings, moved or doubled annotations, deleted or duplicated lines, undeclared
+identifiers in bodies) run through `adgen generate` and `adgen build`, each in a fresh
+directory with an empty output directory.
 
     python tests/mutate.py --long 2000            # 2,000 mutations
     python tests/mutate.py --seed 7 --long 200    # another stream
@@ -294,17 +295,70 @@ def undeclared(rng: random.Random, text: str, rust: bool) -> str | None:
     return "\n".join(lines)
 
 
+def signature_form(rng: random.Random, text: str, rust: bool) -> str | None:
+    """The annotated function's declaration in another form: qualifiers, attributes, generics,
+    a variadic or unprototyped parameter list."""
+    lines = _lines(text)
+    spots = [i + 1 for i, line in enumerate(lines) if ANNOTATION.match(line) and i + 1 < len(lines)
+             and not ANNOTATION.match(lines[i + 1])]
+    if not spots:
+        return None
+    i = rng.choice(spots)
+    line = lines[i]
+    if rust:
+        m = re.search(r"\bfn\s+(\w+)", line)
+        if m is None:
+            return None
+        if rng.random() < 0.5:
+            line = line[:m.start()] + rng.choice(SIGNATURE_RUST) + line[m.start():]
+        else:
+            line = line[:m.end()] + rng.choice(["<T>", "<T: Copy>", "<'a>", "<const N: usize>", "<>"]) + line[m.end():]
+    else:
+        m = re.search(r"\w+\s*\(", line)
+        if m is None:
+            return None
+        if rng.random() < 0.5:
+            line = rng.choice(SIGNATURE_C) + line
+        else:
+            close = line.rfind(")")
+            if close < 0:
+                return None
+            inside = rng.choice([", ...", "", " void", ", int extra"])
+            line = line[:close] + inside + line[close:] if inside != "" else line[:m.end()] + line[close:]
+    lines[i] = line
+    return "\n".join(lines)
+
+
+SIGNATURE_C = ["static ", "inline ", "static inline ", "extern ", "_Noreturn ", "__attribute__((noinline)) ",
+               "__attribute__((always_inline)) ", "__attribute__((weak)) ", "register ", "typedef ", "const ",
+               "__declspec(dllexport) ", "_Thread_local "]
+SIGNATURE_RUST = ["unsafe ", "async ", "const ", "extern \"C\" ", "pub(crate) ", "#[inline(always)] ", "#[no_mangle] ",
+                  "#[cfg(any())] ", "default ", "pub unsafe extern \"C\" "]
+
+
+def line_endings(rng: random.Random, text: str, rust: bool) -> str | None:
+    """Windows line endings, old Mac ones, or no final newline."""
+    choice = rng.randrange(3)
+    if choice == 0:
+        return text.replace("\n", "\r\n")
+    if choice == 1:
+        return text.replace("\n", "\r")
+    return text.rstrip("\n")
+
+
 MUTATORS = {f.__name__: f for f in (annotation_text, activity, width, name, prototype_type, truncate, stray_bytes,
-                                     move_annotation, double_annotation, delete_line, duplicate_line, undeclared)}
+                                     move_annotation, double_annotation, delete_line, duplicate_line, undeclared,
+                                     signature_form, line_endings)}
 
 
-def mutation(seed: int, index: int, sources: list[Seed]) -> Mutation:
+def mutation(seed: int, index: int, sources: list[Seed], kinds_allowed: list[str] | None = None) -> Mutation:
     """Mutation `index` of the stream `seed`: reproducible on its own (--only)."""
     rng = random.Random(f"{seed}:{index}")
     src = rng.choice(sources)
     text, kinds = src.text, []
+    allowed = kinds_allowed or list(MUTATORS)
     for _ in range(1 if rng.random() < 0.75 else 2):
-        for kind in rng.sample(list(MUTATORS), len(MUTATORS)):  # the first that applies to this source
+        for kind in rng.sample(allowed, len(allowed)):  # the first that applies to this source
             changed = MUTATORS[kind](rng, text if isinstance(text, str) else text.decode(errors="replace"), src.rust)
             if changed is not None:
                 text, kinds = changed, kinds + [kind]
@@ -358,7 +412,7 @@ def _users(m: re.Match, source: Path, home: Path | None) -> bool:
     where = where if where.is_absolute() else source.parent.parent / where
     try:
         mine = where.resolve() == source.resolve() or (home is not None and where.resolve().is_relative_to(home))
-        lines = where.read_bytes().count(b"\n") + 1
+        lines = len(re.split(rb"\r\n|\r|\n", where.read_bytes()))  # as C counts them
     except OSError:
         return False
     return mine and 1 <= int(m.group("line")) <= lines
@@ -440,16 +494,16 @@ def keep(m: Mutation, v: Verdict, folder: Path, seed: int) -> Path:
 # ---------------------------------------------------------------------------------------------- running
 
 def fuzz(count: int, seed: int, jobs: int = 1, lang: str | None = None, progress=None,
-         keep_dir: Path | None = None) -> Outcome:
+         keep_dir: Path | None = None, kinds: list[str] | None = None) -> Outcome:
     sources = seeds(lang)
-    mutations = [mutation(seed, i, sources) for i in range(count)]
+    mutations = [mutation(seed, i, sources, kinds) for i in range(count)]
     outcome = Outcome()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for n, (m, v) in enumerate(zip(mutations, pool.map(run, mutations)), 1):
             if v.outcome == "bad" and _reason_kind(run(m).reason) != _reason_kind(v.reason):
                 v.reason = "not reproduced on a second run: " + v.reason
             outcome.add(m, v)
-            if v.outcome == "bad" and keep_dir is not None:
+            if v.outcome == "bad" and keep_dir is not None and not v.reason.startswith("not reproduced"):
                 keep(m, v, keep_dir, seed)
             if progress:
                 progress(n, outcome)
@@ -480,9 +534,11 @@ def main() -> int:
     parser.add_argument("--only", type=int, metavar="I", help="run mutation I of the stream alone, and show it")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="minimize each bad case and write it to DIR")
     parser.add_argument("--lang", choices=("c", "rust"), help="sources of one language only (default: both)")
+    parser.add_argument("--kinds", type=lambda s: s.split(","), metavar="K,K",
+                        help="these mutations only: " + ", ".join(MUTATORS))
     args = parser.parse_args()
     if args.only is not None:
-        m = mutation(args.seed, args.only, seeds(args.lang))
+        m = mutation(args.seed, args.only, seeds(args.lang), args.kinds)
         v = run(m)
         print(f"mutation {m.index} ({m.kind}) of {m.seed.name}, adgen {m.command}:\n"
               f"{m.data.decode(errors='replace')}\n---- {v.outcome} {v.reason}\n{v.output}")
@@ -494,7 +550,8 @@ def main() -> int:
         print(f"\r{done}/{args.long} mutations: {outcome.ok} ok, {outcome.rejected} rejected, {len(outcome.bad)} bad",
               end="", file=sys.stderr, flush=True)
 
-    outcome = fuzz(args.long, args.seed, args.jobs, args.lang, progress if sys.stderr.isatty() else None, args.keep)
+    outcome = fuzz(args.long, args.seed, args.jobs, args.lang, progress if sys.stderr.isatty() else None, args.keep,
+                   args.kinds)
     print("\n" + report(outcome, args.long, args.seed))
     return 1 if outcome.bad else 0
 
