@@ -99,20 +99,20 @@ def outputs(src: SourceFile, unit: Unit | None, signatures: list[Signature], out
 
 
 def _recheck_c(units, signatures, derived, out_dir, flags, problems: Collector) -> Collector:
-    """clang errors seen while the source's own `*.adgen.h` include was stood in for by an empty
-    file may come from that emptiness (a use of a generated type at file scope). If the
-    annotations check out, parse again with the real header text and keep only what remains."""
+    """clang errors seen while the `*.adgen.h` includes of this run's sources (a source's own, or
+    another's) were stood in for by empty files may come from that emptiness (a use of a
+    generated type or function). If the annotations check out, parse again with the real header
+    texts and keep only what remains."""
     if len(problems.diagnostics) != sum(len(u.errors) for u in units if u is not None):
         return problems  # annotation errors too: report everything
+    headers = {output_names(u.source.path)[0]: render(u, _of_unit(signatures, derived, u), out_dir, __version__).header
+               for u in units if u is not None and not isinstance(u, RustUnit)}
     kept = Collector()
     for unit in units:
         if unit is None or not unit.errors or isinstance(unit, RustUnit):
             kept.diagnostics += unit.errors if isinstance(unit, RustUnit) else []
             continue
-        mine = _of_unit(signatures, derived, unit)
-        header_name, _ = output_names(unit.source.path)
-        header = render(unit, mine, out_dir, __version__).header
-        again = read_unit(unit.source, flags, {header_name: header})
+        again = read_unit(unit.source, flags, headers)
         kept.diagnostics += again.errors
     return kept
 

@@ -114,3 +114,23 @@ def test_a_source_including_its_own_header_builds_without_flags(adgen, c_file, t
     compile_c("-I", out, src, out / "src.adgen.o", "-o", tmp_path / "prog")
     run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
     assert run.stdout.split() == ["24", "9"]  # d(m x^2)/dx = 2 m x, d/dm = x^2
+
+
+def test_a_source_including_another_sources_header(adgen, c_file, tmp_path):
+    """abi.md: a source may include the header generated for another source of the same run."""
+    first = c_file("// @diff(sq_grad: (active) -> active)\ndouble sq(double x) { return x * x; }\n", name="a.c")
+    second = c_file("""#include <stdio.h>
+#include "a.adgen.h"
+#include "b.adgen.h"
+
+// @diff(cube_grad: (active) -> active)
+double cube(double x) { return x * x * x; }
+
+int main(void) { printf("%g %g\\n", sq_grad(3, 1).d_x, cube_grad(2, 1).d_x); return 0; }
+""", name="b.c")
+    out = tmp_path / "out"
+    result = adgen("build", "-q", first, second, "-o", out)
+    assert result.status == 0, result.err
+    compile_c("-I", out, first, second, out / "a.adgen.o", out / "b.adgen.o", "-o", tmp_path / "prog")
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.stdout.split() == ["6", "12"]
