@@ -3,7 +3,8 @@
 a particle descending a potential with a gradient adgen made (of reverse mode, of forward mode a
 direction at a time, of forward[4], of split mode), and a saddle point, min over x of max over
 y, three levels deep — in every mode over them (reverse, forward, forward[4], split, and forward
-over the reverse one), against central finite differences and forward against reverse. Then the
+over the reverse one), and a source calling another's, against central finite differences and
+forward against reverse. Then the
 errors: a derived function its own primal reaches (a cycle), and inner code adgen cannot
 differentiate, each at the user's line, every entry reported, nothing written."""
 
@@ -242,6 +243,39 @@ def test_saddle_point_three_levels_deep(lib):
     assert dq == pytest.approx(fd, rel=1e-6, abs=1e-8)
     directions = np.array([lib.saddle_dir(X0, q, e, N, STEPS) for e in np.eye(N)])
     assert directions == pytest.approx(dq, rel=1e-11, abs=1e-13)
+
+
+OTHER = r"""
+#include "nested.adgen.h"
+
+/* pot_grad, of the other source, three steps down from x0 */
+// @diff(far_grad: (const, dup, const) -> active; far_dir: forward (const, dual, const) -> dualonly)
+double far(const double *x0, const double *p, int n)
+{
+    double x[8], g[8];
+    memcpy(x, x0, n * sizeof *x);
+    for (int t = 0; t < 3; t++) {
+        memset(g, 0, n * sizeof *g);
+        pot_grad(x, g, p, n, 1.0);
+        for (int i = 0; i < n; i++)
+            x[i] -= 0.1 * g[i];
+    }
+    return x[0] * x[n - 1];
+}
+"""
+
+
+def test_a_derived_function_of_another_source(tmp_path):
+    """A source calling the derived functions of another one built with it, through its header."""
+    first, second = tmp_path / "nested.c", tmp_path / "other.c"
+    first.write_text(SOURCE)
+    second.write_text("#include <string.h>\n" + OTHER)
+    both = adgen.load([first, second], build_dir=tmp_path / "build")
+    fd = _fd(lambda p: both.far(X0, p, N), P)
+    dp = np.zeros(N)
+    both.far_grad(X0, P, dp, N, 1.0)
+    assert dp == pytest.approx(fd, rel=1e-6, abs=1e-8)
+    assert np.array([both.far_dir(X0, P, e, N) for e in np.eye(N)]) == pytest.approx(dp, rel=1e-11, abs=1e-13)
 
 
 CYCLE = r"""
