@@ -23,7 +23,7 @@ def run(name: str, build_root: Path) -> int:
     cc = [sys.executable, "-m", "ziglang", "cc", "-O2"]
     steps = [
         [sys.executable, "-m", "adgen.frontend.cli", "build", "-q", str(folder / f"{name}.c"), "-o", str(build)],
-        [*cc, "-c", str(folder / f"{name}.c"), "-o", str(build / f"{name}.o")],
+        [*cc, "-I", str(build), "-c", str(folder / f"{name}.c"), "-o", str(build / f"{name}.o")],  # own header
         [*cc, "-I", str(build), str(folder / "main.c"), str(build / f"{name}.o"), str(build / f"{name}.adgen.o"),
          "-lm", "-o", str(build / name)],
     ]
