@@ -29,18 +29,18 @@ def entry_levels(module: Module, entries: list[tuple[Signature, dict[str, str]]]
     derivation reaching its own derived function (a cycle) is an error at its annotation."""
     owner = {kernel_name(s): s.derivation.name for s, _ in entries}
     derivations = {s.derivation.name: s.derivation for s, _ in entries}
-    reached: dict[str, dict[str, Instruction]] = {}  # derivation -> the derivations it reaches, by a call of each
+    opaque = {"@" + c for c in calls}
+    reached: dict[str, dict[str, list[Instruction]]] = {}  # derivation -> those it reaches, by the calls to each
     for sig, names in entries:
         if sig.derivation.name not in reached:
-            reached[sig.derivation.name] = _kernel_calls(module, primal_ir_name(sig, names), owner,
-                                                         {"@" + c for c in calls})
+            reached[sig.derivation.name] = _kernel_calls(module, primal_ir_name(sig, names), owner, opaque)
     below = {name: set(reached[name]) | ({d.inner.name} if d.inner is not None else set())
              for name, d in derivations.items()}
     problems = Collector()
     for name in derivations:
         back = [n for n in sorted(below[name]) if name in _closure(below, n)]
         if back:
-            problems.add(_cycle_error(module, derivations[name], back[0], reached[name].get(back[0])))
+            problems.add(_cycle_error(module, derivations[name], back[0], reached[name].get(back[0], [])))
     problems.raise_if_any()
     levels: dict[str, int] = {}
 
@@ -63,34 +63,33 @@ def _closure(below: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-def _kernel_calls(module: Module, primal: str, owner: dict[str, str], calls: set[str]) -> dict[str, Instruction]:
-    """The derivations whose kernels `primal` reaches, each with the call (in the user's code
-    where one is) through which it is first reached."""
-    found: dict[str, Instruction] = {}
-    todo: list[tuple[str, Instruction | None]] = [(primal, None)]
+def _kernel_calls(module: Module, primal: str, owner: dict[str, str], calls: set[str]) -> dict[str, list[Instruction]]:
+    """The derivations whose kernels `primal` reaches, each with the calls leading to it from
+    `primal` (the first path met)."""
+    found: dict[str, list[Instruction]] = {}
+    todo: list[tuple[str, list[Instruction]]] = [(primal, [])]
     seen = set()
     while todo:
-        name, via = todo.pop()
+        name, path = todo.pop()
         if name in seen or name in calls or name not in module.functions:
             continue
         seen.add(name)
         for inst in module.functions[name].instructions():
-            if inst.opcode != "call" or not inst.callee:
-                continue
-            at = inst if user_span(module, inst) is not None or via is None else via
-            if inst.callee in owner:
-                found.setdefault(owner[inst.callee], at)
-            else:
-                todo.append((inst.callee, at))
+            if inst.opcode == "call" and inst.callee:
+                if inst.callee in owner:
+                    found.setdefault(owner[inst.callee], path + [inst])
+                else:
+                    todo.append((inst.callee, path + [inst]))
     return found
 
 
-def _cycle_error(module: Module, d, after: str, call: Instruction | None):
+def _cycle_error(module: Module, d, after: str, path: list[Instruction]):
     """At the annotation of a derivation on a cycle, with where its primal calls the derived
-    function `after` leading back to it (the call in the user's source)."""
+    function `after` leading back to it (the last call on the way that stands in the user's
+    source)."""
     through = " itself" if after == d.name else f", whose code reaches '{d.name}' in turn"
     message = (f"'{d.name}' cannot be made: it differentiates '{d.primal.name}', which calls '{after}'{through}; "
                "a derivative cannot differentiate its own code")
-    span = user_span(module, call) if call is not None else None
+    span = next((s for s in (user_span(module, call) for call in reversed(path)) if s is not None), None)
     notes = [note(f"'{d.primal.name}' calls '{after}' here", span)] if span else []
     return error(message, d.entry.name.span, notes)
