@@ -12,7 +12,7 @@ from . import __version__
 from .abi import Signature
 from .annotations import find_annotations
 from .checks import Custom, attach, check_custom, check_entry, check_names, check_nested
-from .diagnostics import AdgenError, Collector, SourceFile, error
+from .diagnostics import AdgenError, Collector, SourceFile, Span, error
 from .prototypes import Function, Unit, read_unit
 from .manifest import manifest
 from .languages import refuse_unread
@@ -124,11 +124,24 @@ def _of_unit(signatures: list[Signature], derived, unit) -> list[Signature]:
 
 def _read(path: Path) -> SourceFile:
     try:
-        return SourceFile(path)
+        source = SourceFile(path)
+        if is_rust(path):
+            _utf8(source, path.read_bytes())
+        return source
     except FileNotFoundError:
         raise AdgenError(error(f"no such file: {path}"))
     except OSError as exc:
         raise AdgenError(error(f"cannot read {path}: {exc.strerror}"))
+
+
+def _utf8(source: SourceFile, data: bytes) -> None:
+    """A Rust source is UTF-8 (rustc refuses one that is not): an error at its first other byte.
+    (C sources are bytes to clang: their stray bytes are read as '?'.)"""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = len(data[:exc.start].decode("utf-8"))  # the character offset: replaced bytes come after it
+        raise AdgenError(error("a Rust source must be UTF-8: this byte is not", Span(source, at)))
 
 
 def _each(parse, sources):

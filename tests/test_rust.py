@@ -334,6 +334,18 @@ def test_what_rustc_refuses_is_its_error(tmp_path, adgen, text, message):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("command", ["generate", "build"])
+def test_a_source_that_is_not_utf8_is_an_error_at_its_first_such_byte(tmp_path, adgen, command):
+    """rustc reads UTF-8 only: generate wrote wrappers for such a source, and build failed with an
+    internal error reading it."""
+    src = tmp_path / "latin.rs"
+    src.write_bytes(b"// @diff(g: (active) -> active)\npub fn f(x: f64) -> f64 { x * x } // caf\xe9\n")
+    result = adgen(command, src, "-o", tmp_path / "out")
+    assert result.status == 1, result.err
+    assert result.err.startswith(f"{tmp_path}/latin.rs:2:41: error: a Rust source must be UTF-8: this byte is not")
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_cargo_example_builds_and_runs(tmp_path):
     """examples/rust: a cargo project whose build.rs runs adgen (found as $ADGEN, else on the PATH)."""
     cargo = shutil.which("cargo", path=os.environ.get("PATH", "") + os.pathsep + str(Path.home() / ".cargo" / "bin"))
