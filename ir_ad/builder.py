@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .ir import I1, I64, PTR, Type, vector
+from .ir import I1, I64, PTR, Type, element_align, vector
 
 # LLVM intrinsics for math functions (anything else is called in libm by its C name).
 INTRINSIC_MATH = {"sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "pow",
@@ -218,11 +218,12 @@ class Builder:
 
     # memory
     def load(self, t: Type, ptr: V, align: int | None = None, memory: str | None = None) -> V:
-        """`memory`: PRIMAL, SHADOW or CACHE, the memory it reads (see AliasScopes)."""
-        return self.value(t, f"load {t.text}, {ptr}" + (f", align {align}" if align else "") + self.tag(memory))
+        """`align`: what is known of the address (the primal access's alignment); `memory`:
+        PRIMAL, SHADOW or CACHE, the memory it reads (see AliasScopes)."""
+        return self.value(t, f"load {t.text}, {ptr}, align {_align(t, align)}" + self.tag(memory))
 
     def store(self, v: V, ptr: V, align: int | None = None, memory: str | None = None) -> None:
-        self.emit(f"store {v}, {ptr}" + (f", align {align}" if align else "") + self.tag(memory))
+        self.emit(f"store {v}, {ptr}, align {_align(v.type, align)}" + self.tag(memory))
 
     def tag(self, memory: str | None) -> str:
         return self.decls.scopes.tag(memory) if memory else ""
@@ -246,3 +247,9 @@ class Builder:
         name = "@llvm.memmove.p0.p0.i64" if move else "@llvm.memcpy.p0.p0.i64"
         self.call(name, Type("void", "void"), [dst, src, size, V(I1, "false")])
 
+
+def _align(t: Type, known: int | None) -> int:
+    """Every access adgen writes states its alignment, the element's at most (ir.element_align):
+    one without would get LLVM's alignment of the type, 32 for a `<4 x double>`, which the
+    caller's memory need not have."""
+    return min(known, element_align(t)) if known else element_align(t)

@@ -80,6 +80,20 @@ def struct(*elems: Type) -> Type:
     return Type("{ " + ", ".join(e.text for e in elems) + " }", "struct", 0, tuple(elems), len(elems))
 
 
+def element_align(t: Type) -> int:
+    """The most alignment derivative code assumes of memory holding a `t`: that of its scalars (a
+    vector's or array's elements, a struct's widest field), at most 8, and 1 for a type it cannot
+    see into. A caller's pointer promises no more (a `const double *` is 8-byte aligned, whatever
+    LLVM's own alignment of `<4 x double>`, 32; specs/abi.md), nor do a cache record's slots."""
+    if t.kind in ("vector", "array", "struct"):
+        return max((element_align(e) for e in t.elems), default=1)
+    if t.kind == "ptr":
+        return 8
+    if t.kind in ("int", "float"):
+        return min(8, 1 << (max(1, (t.bits + 7) // 8) - 1).bit_length())
+    return 1
+
+
 # ----------------------------------------------------------------------------------------------- tokens
 
 

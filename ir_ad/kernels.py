@@ -78,7 +78,7 @@ class _Kernel:
                 continue
             if value.type.kind == "vector" and f.count == 1:
                 value = b.extract(value, 0)
-            b.store(value, where, max(1, types[f.name].bits // 8) if value.type.kind == "vector" else None)
+            b.store(value, where)
 
     def text(self) -> str:
         head = f"define internal void {kernel_name(self.sig)}({', '.join(str(p) for p in self.params)}) {{"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .activity import Activity
 from .analysis import PURE, CFG, Memory
-from .ir import I1, I64, PTR, Instruction, Module, Operand, Type, int_type
+from .ir import I1, I64, PTR, Instruction, Module, Operand, Type, element_align, int_type
 from .loops import Loop, LoopForest
 from .rules import rule_for
 from .shadows import INTERLEAVED, Layout
@@ -78,11 +78,8 @@ def size_of(t: Type) -> int:
 
 
 def align_of(t: Type) -> int:
-    """The alignment a stored value gets (at most 8: what a cache record's slots guarantee)."""
-    if t.kind == "struct":
-        return max((align_of(e) for e in t.elems), default=1)
-    size = size_of(t.elems[0]) if t.kind in ("vector", "array") else size_of(t)
-    return min(8, 1 << (max(1, size) - 1).bit_length())
+    """The alignment a stored value gets: its elements' (at most 8, what a record's slots guarantee)."""
+    return element_align(t)
 
 
 def _round(n: int, a: int) -> int:

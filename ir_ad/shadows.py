@@ -18,7 +18,7 @@ from .ir import I8, I64, PTR, Instruction, Module, Type, array, int_type, struct
 LANES, INTERLEAVED = "lanes", "interleaved"
 Shadow = tuple  # of V: `Layout.parts` values
 FLAGS = "reassoc nsz contract"  # of derivative arithmetic (see Layout.scale)
-ALIGN = 16  # the alignment shadow memory adgen allocates has (calloc's), and its accesses assume
+ALIGN = 16  # the alignment of shadow memory adgen allocates (calloc's), each lane's included
 
 # Calls that neither read nor write derivatives, whatever their arguments.
 INACTIVE_CALLS = {"printf", "fprintf", "puts", "fputs", "putchar", "fflush", "abort", "exit", "_exit", "rand", "srand",
@@ -190,13 +190,14 @@ class Layout:
         return SHADOW_MEMORY if self.kind == INTERLEAVED else f"{SHADOW_MEMORY} lane {lane}"
 
     def load(self, b: Builder, t: Type, ptrs: Shadow, align: int | None) -> Shadow:
-        align = min(align or 1, ALIGN)  # the primal's alignment, as far as shadow memory has it
+        """`align`: the primal access's; the shadow's assumes no more than its element's either
+        (Builder.load): the caller's shadow of a `double *` is only 8-byte aligned, whatever the
+        primal code knows of the primal pointer (`__builtin_assume_aligned`)."""
         if self.kind == LANES:
             return tuple(b.load(t, p, align, self.memory(k)) for k, p in enumerate(ptrs))
         return (b.load(self.part_type(t), ptrs[0], align, self.memory(0)),)
 
     def store(self, b: Builder, s: Shadow, ptrs: Shadow, align: int | None) -> None:
-        align = min(align or 1, ALIGN)
         for k, (x, p) in enumerate(zip(s, ptrs)):
             b.store(x, p, align, self.memory(k))
 

@@ -1,15 +1,21 @@
 """A differential fuzzer for adgen: random C functions (arithmetic, libm, branches, loops over
 arrays, in-place updates, calls between functions, directly and through function pointers,
 structs passed and returned by value, complex arithmetic, memory returned by calls, realloc'd and
-freed elsewhere, float and double) with random activities, checked in forward mode, reverse mode and forward mode at width 4 against central finite
-differences and against each other.
+freed elsewhere, float and double) with random activities, checked in forward mode, reverse mode and at width 4
+(separate and interleaved lanes: dual, dualv, and dupv) against central finite differences and
+against each other, every array the derivative code is given placed at each alignment a
+`double *` allows.
 
     python tests/fuzzer.py --long 10000          # 10,000 programs
     python tests/fuzzer.py --seed 7 --long 200   # another stream
 
 Every function has the signature `double f(double *x, double *y, double a, double b)`: x is
 read, y updated in place, a and b are scalars, and the result is returned. Each is
-differentiated three ways (forward, reverse, forward[4]) with activities drawn at random. A
+differentiated five ways (forward, reverse, forward[4] with separate lanes and interleaved,
+reverse[4] interleaved) with activities drawn at random. The arrays each call gets (primal
+arrays, shadows, interleaved shadows, the N tangents of an interleaved scalar) start at each
+double past a 64-byte boundary in turn, so derivative code assuming more than a `double *`
+promises crashes or reads the wrong data here (issue 20). A
 failure is minimized (statements removed while it still fails) and written to
 tests/fuzz_regressions/, which the test suite builds and checks again. A construct adgen
 rejects counts as a pass only if its error names the construct and a line of the source."""
@@ -208,14 +214,43 @@ def activities(rng: random.Random) -> dict[str, tuple]:
     on = [rng.random() < 0.7, True, rng.random() < 0.7, rng.random() < 0.7]  # y is written: always active
     fwd = ", ".join("dual" if o else "const" for o in on)
     rev = ", ".join(("dup" if o else "const") if k < 2 else ("active" if o else "const") for k, o in enumerate(on))
+    # Interleaved lanes: one shadow of 4L doubles per array; a scalar's 4 tangents by pointer.
+    fwdv = ", ".join("dualv" if o else "const" for o in on)
+    revv = ", ".join(("dupv" if o else "const") if k < 2 else ("active" if o else "const") for k, o in enumerate(on))
     return {"fwd": f"({fwd}) -> dual", "rev": f"({rev}) -> active", "fwd4": f"forward[4] ({fwd}) -> dualonly",
-            "on": tuple(on)}
+            "fwd4v": f"forward[4] ({fwdv}) -> dualonly", "rev4v": f"reverse[4] ({revv}) -> active", "on": tuple(on)}
 
 
 # ------------------------------------------------------------------ building and checking
 
 D = C.c_double
 P = C.POINTER(D)
+LANES = (1.0, 2.0, -1.0, 0.5)  # width 4: lane k's direction (or seed) is this times the first's, exactly
+
+
+class Placement:
+    """Where the arrays of the calls go: the k-th array made starts k doubles past a 64-byte
+    boundary (k mod 8), so that over a check every pointer the derivative code is given (primal
+    arrays, shadows, interleaved shadows, a scalar's tangents) is at each alignment a `double *`
+    allows, from 64 bytes down to 8. `start` picks the first; a check starts it from its inputs,
+    so that it places the same arrays alike when run again."""
+
+    def __init__(self):
+        self.next = 0
+
+    def start(self, at: int) -> None:
+        self.next = at % 8
+
+    def array(self, values: list[float]):
+        room = (D * (len(values) + 16))()
+        skip = -C.addressof(room) % 64 // C.sizeof(D) + self.next % 8
+        self.next += 1
+        placed = (D * len(values)).from_buffer(room, skip * C.sizeof(D))  # which keeps `room` alive
+        placed[:] = values
+        return placed
+
+
+PLACE = Placement()
 STRUCT_HELPERS = """#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
@@ -264,7 +299,7 @@ class Outcome:
 
 def _run(primal, z: list[float]) -> list[float]:
     """The primal as a map from (x, y, a, b) to (return value, y after the call)."""
-    x, y = (D * L)(*z[:L]), (D * L)(*z[L:2 * L])
+    x, y = PLACE.array(z[:L]), PLACE.array(z[L:2 * L])
     r = primal(x, y, z[2 * L], z[2 * L + 1])
     return [r] + list(y)
 
@@ -276,7 +311,7 @@ FE_OVERFLOW, FE_ALL_EXCEPT = (0x04, 0x1F) if platform.machine() in ("aarch64", "
 def _overflows(primal, z: list[float]) -> bool:
     """Whether some intermediate of the primal overflows to infinity at z (its result may still
     be finite, say through tanh): its derivative there is inf * 0, NaN in any AD tool."""
-    x, y = (D * L)(*z[:L]), (D * L)(*z[L:2 * L])
+    x, y = PLACE.array(z[:L]), PLACE.array(z[L:2 * L])
     _LIBM.feclearexcept(FE_ALL_EXCEPT)
     primal(x, y, z[2 * L], z[2 * L + 1])
     return bool(_LIBM.fetestexcept(FE_OVERFLOW))
@@ -299,6 +334,7 @@ def check(lib, f: Function, acts: dict, rng: random.Random) -> str | None:
     primal = getattr(lib, f.name)
     primal.restype, primal.argtypes = D, [P, P, D, D]
     z = [rng.uniform(-1, 1) for _ in range(2 * L + 2)]
+    PLACE.start(hash(tuple(z)))
     mask = [on[0]] * L + [on[1]] * L + [on[2], on[3]]
     u = [rng.uniform(-1, 1) if m else 0.0 for m in mask]
     values = _run(primal, z)
@@ -337,12 +373,28 @@ def check(lib, f: Function, acts: dict, rng: random.Random) -> str | None:
     lanes = forward4(lib, f, on, z, u)  # the same direction in every lane: equal but for rounding
     if not all(_close(lane, jvp, exact) for lane in lanes):  # (derivative sums may be reassociated)
         return f"forward[4] lanes {lanes} != forward {jvp}"
+    if not hasattr(lib, f"{f.name}_fwd4v"):  # a program kept before interleaved lanes were checked
+        return None
+    lanes = forward4v(lib, f, on, z, u)  # lane k along LANES[k] times u
+    if not all(_same(lane, [s * t for t in jvp], exact) for s, lane in zip(LANES, lanes)):
+        return f"forward[4] interleaved lanes {lanes} != forward {jvp} times {LANES}"
+    lanes = reverse4v(lib, f, on, z, v)  # lane k seeded with LANES[k] times v
+    if not all(_same(lane, [s * g for g in grad], exact) for s, lane in zip(LANES, lanes)):
+        return f"reverse[4] interleaved lanes {lanes} != reverse {grad} times {LANES}"
     return None
+
+
+def _same(lane: list[float], want: list[float], tol: float) -> bool:
+    """A lane equals the width-1 derivative it scales, non-finite values where that has them."""
+    if any(p != q and not (math.isnan(p) and math.isnan(q)) for p, q in zip(lane, want) if not math.isfinite(q)):
+        return False
+    finite = [(p, q) for p, q in zip(lane, want) if math.isfinite(q)]
+    return not finite or _close([p for p, _ in finite], [q for _, q in finite], tol)
 
 
 def _args(on, z, shadows):
     """Arguments in the derived ABI: each active input followed by its shadows."""
-    x, y = (D * L)(*z[:L]), (D * L)(*z[L:2 * L])
+    x, y = PLACE.array(z[:L]), PLACE.array(z[L:2 * L])
     args = [x] + ([*shadows[0]] if on[0] else []) + [y] + ([*shadows[1]] if on[1] else []) + [z[2 * L]] + \
         ([*shadows[2]] if on[2] else []) + [z[2 * L + 1]] + ([*shadows[3]] if on[3] else [])
     return [D(a) if isinstance(a, float) else a for a in args], y
@@ -352,7 +404,7 @@ def forward(lib, f, on, z, u) -> list[float]:
     class R(C.Structure):
         _fields_ = [("ret", D), ("d_ret", D)]
 
-    dx, dy = (D * L)(*u[:L]), (D * L)(*u[L:2 * L])
+    dx, dy = PLACE.array(u[:L]), PLACE.array(u[L:2 * L])
     args, _ = _args(on, z, [[dx], [dy], [u[2 * L]], [u[2 * L + 1]]])
     fwd = getattr(lib, f"{f.name}_fwd")
     fwd.restype = R
@@ -364,8 +416,8 @@ def forward4(lib, f, on, z, u) -> list[list[float]]:
     class R(C.Structure):
         _fields_ = [("d_ret", D * 4)]
 
-    dxs = [(D * L)(*u[:L]) for _ in range(4)]
-    dys = [(D * L)(*u[L:2 * L]) for _ in range(4)]
+    dxs = [PLACE.array(u[:L]) for _ in range(4)]
+    dys = [PLACE.array(u[L:2 * L]) for _ in range(4)]
     args, _ = _args(on, z, [dxs, dys, [u[2 * L]] * 4, [u[2 * L + 1]] * 4])
     fwd = getattr(lib, f"{f.name}_fwd4")
     fwd.restype = R
@@ -379,7 +431,7 @@ def reverse(lib, f, on, z, v) -> list[float]:
     class R(C.Structure):
         _fields_ = fields
 
-    gx, gy = (D * L)(*[0.0] * L), (D * L)(*v[1:])
+    gx, gy = PLACE.array([0.0] * L), PLACE.array(v[1:])
     args, _ = _args(on, z, [[gx], [gy], [], []])
     rev = getattr(lib, f"{f.name}_rev")
     rev.restype = R if len(fields) > 1 else D
@@ -387,6 +439,45 @@ def reverse(lib, f, on, z, v) -> list[float]:
     da = getattr(r, "d_a", 0.0) if len(fields) > 1 else 0.0
     db = getattr(r, "d_b", 0.0) if len(fields) > 1 else 0.0
     return list(gx) + list(gy) + [da, db]
+
+
+def _interleave(values: list[float]) -> list[float]:
+    """Lane k of element j at index 4j + k (specs/abi.md), lane k scaled by LANES[k]."""
+    return [s * v for v in values for s in LANES]
+
+
+def forward4v(lib, f, on, z, u) -> list[list[float]]:
+    """forward[4] with dualv: one shadow of 4L doubles per array, a scalar's 4 tangents by pointer."""
+    class R(C.Structure):
+        _fields_ = [("d_ret", D * 4)]
+
+    dx, dy = PLACE.array(_interleave(u[:L])), PLACE.array(_interleave(u[L:2 * L]))
+    da, db = PLACE.array(_interleave(u[2 * L:2 * L + 1])), PLACE.array(_interleave(u[2 * L + 1:]))
+    args, _ = _args(on, z, [[dx], [dy], [da], [db]])
+    fwd = getattr(lib, f"{f.name}_fwd4v")
+    fwd.restype = R
+    r = fwd(*args)
+    return [[r.d_ret[k]] + [dy[4 * j + k] for j in range(L)] for k in range(4)]
+
+
+def reverse4v(lib, f, on, z, v) -> list[list[float]]:
+    """reverse[4] with dupv: one shadow of 4L doubles per array (y's holding the seeds of y)."""
+    fields = [("ret", D)] + ([("d_a", D * 4)] if on[2] else []) + ([("d_b", D * 4)] if on[3] else [])
+
+    class R(C.Structure):
+        _fields_ = fields
+
+    gx, gy = PLACE.array([0.0] * 4 * L), PLACE.array(_interleave(v[1:]))
+    args, _ = _args(on, z, [[gx], [gy], [], []])
+    rev = getattr(lib, f"{f.name}_rev4v")
+    rev.restype = R if len(fields) > 1 else D
+    r = rev(*args, *(D(s * v[0]) for s in LANES))
+    lanes = []
+    for k in range(4):
+        da = r.d_a[k] if on[2] else 0.0
+        db = r.d_b[k] if on[3] else 0.0
+        lanes.append([gx[4 * j + k] for j in range(L)] + [gy[4 * j + k] for j in range(L)] + [da, db])
+    return lanes
 
 
 # ------------------------------------------------------------------ running
