@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import os
 import random
 import re
 import subprocess
@@ -96,6 +95,7 @@ class Outcome:
     rejected: int = 0
     bad: list[tuple[Mutation, Verdict]] = field(default_factory=list)
     by_kind: dict[str, Counter] = field(default_factory=dict)
+    errors: Counter = field(default_factory=Counter)  # the rejections' first errors, names and numbers left out
 
     def add(self, m: Mutation, v: Verdict) -> None:
         self.by_kind.setdefault(m.kinds[0], Counter())[v.outcome] += 1
@@ -103,6 +103,8 @@ class Outcome:
             self.ok += 1
         elif v.outcome == "rejected":
             self.rejected += 1
+            message = re.sub(r"^.*?error: ", "", v.reason)
+            self.errors[re.sub(r"\d+", "N", re.sub(r"'[^']*'", "'…'", message))[:100]] += 1
         else:
             self.bad.append((m, v))
 
@@ -516,6 +518,8 @@ def report(outcome: Outcome, count: int, seed: int) -> str:
     lines.append("  by mutation (ok / rejected / bad):")
     for kind, c in sorted(outcome.by_kind.items()):
         lines.append(f"    {kind:18} {c['ok']:5} {c['rejected']:5} {c['bad']:5}")
+    lines.append("  the errors rejections began with, most frequent first:")
+    lines += [f"    {n:5}  {message}" for message, n in outcome.errors.most_common(15)]
     if outcome.bad:
         lines.append("  bad, by why:")
         for why, n in Counter(_reason_kind(v.reason) for _, v in outcome.bad).most_common():
