@@ -179,7 +179,7 @@ def _mentions_enzyme(compiler: Compiler, source: Path, flags: list[str]) -> str:
     """Whether the preprocessed file names anything of Enzyme's API (cheap: no compile): "" if
     not, "attributes" if it uses the attributes of Enzyme's plugin too, else "calls"."""
     done = subprocess.run([*compiler.command, "-E", "-P", *USERS_NDEBUG, *flags, str(source)], capture_output=True,
-                          text=True)
+                          text=True, errors="replace")  # a C file's bytes need not be UTF-8 (a Latin-1 comment)
     if done.returncode == 0 and "enzyme_" not in done.stdout:
         return ""
     return "attributes" if re.search(r"__attribute__\s*\(\(\s*enzyme_", done.stdout) else "calls"

@@ -291,7 +291,7 @@ def _compile(source: Path, user_flags: list[str], compiler: Compiler, work: Path
     """The file compiled as the user's flags say, to LLVM bitcode, parsed."""
     out = work / "user.bc"
     command = [*compiler.command, *user_flags, "-c", "-emit-llvm", str(source), "-o", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, errors="replace")  # it may quote bytes not UTF-8
     if done.returncode != 0:
         raise AdgenError(error(f"{compiler.description} could not compile {source}:\n{done.stderr.rstrip()}"))
     sys.stderr.write(done.stderr)  # its warnings, as a C compiler prints them

@@ -1,8 +1,9 @@
 """A bad-input fuzzer for adgen: random mutations of annotated C and Rust sources (annotation
 text, activities, widths, names, types in prototypes, declarations' forms, truncation, stray
 bytes, line endings, moved or doubled annotations, deleted or duplicated lines, undeclared
-identifiers in bodies) run through `adgen generate` and `adgen build`, each in a fresh
-directory with an empty output directory.
+identifiers in bodies, the arguments of calls to Enzyme's API) run through `adgen generate` and
+`adgen build` (`adgen cc -c` for code written for Enzyme's API), each in a fresh directory with
+an empty output directory.
 
     python tests/mutate.py --long 2000            # 2,000 mutations
     python tests/mutate.py --seed 7 --long 200    # another stream
@@ -68,6 +69,11 @@ class Seed:
     def rust(self) -> bool:
         return self.name.endswith(".rs")
 
+    @property
+    def enzyme(self) -> bool:
+        """Code written for Enzyme's C API, which `adgen cc` compiles."""
+        return "__enzyme_" in self.text and not self.rust
+
 
 @dataclass
 class Mutation:
@@ -112,31 +118,36 @@ class Outcome:
 # ---------------------------------------------------------------------------------------------- seeds
 
 def seeds(lang: str | None = None) -> list[Seed]:
-    """Every annotated source adgen's tree holds, of one language ("c", "rust") or both; Rust
-    ones only where a rustc adgen can use is found."""
+    """Every annotated source adgen's tree holds, and every program calling Enzyme's API, of one
+    language ("c", "rust"), those for `adgen cc` ("cc"), or all; Rust ones only where a rustc
+    adgen can use is found."""
     rust = lang != "c" and rust_available()
     found = []
     for folder in (ROOT / "examples", ROOT / "specs" / "golden", HERE / "fuzz_regressions"):
         for path in sorted(folder.rglob("*")):
             if path.suffix in (".c", ".rs") and path.is_file() and "target" not in path.parts:
                 text = path.read_text()
-                if "@diff" in text or "@derivative" in text or "@inactive" in text:
+                if "@diff" in text or "@derivative" in text or "@inactive" in text or "__enzyme_" in text:
                     found.append(Seed(path.name, text, path.parent))
     for path in sorted(HERE.glob("test_*.py")):
         found += _written_in(path)
-    return [s for s in found if (rust or not s.rust) and (lang != "rust" or s.rust)]
+    return [s for s in found if (rust or not s.rust) and (lang != "rust" or s.rust) and (lang != "cc" or s.enzyme)]
 
 
 def _written_in(path: Path) -> list[Seed]:
-    """The sources a test file writes as string constants (f-strings left out: they are templates)."""
+    """The sources a test file writes as string constants (f-strings left out: they are
+    templates); programs calling Enzyme's API after the file's CHECK prelude, where it has one."""
     tree = ast.parse(path.read_text())
     templated = {id(n) for j in ast.walk(tree) if isinstance(j, ast.JoinedStr) for n in ast.walk(j)}
+    prelude = next((n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+                    and [getattr(t, "id", "") for t in n.targets] == ["CHECK"]), "")
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in templated:
             text = node.value
-            if "@diff(" in text and "{" in text and "\n" in text:
+            if "{" in text and "\n" in text and ("@diff(" in text or "int main" in text and "__enzyme_" in text):
                 ext = ".rs" if re.search(r"\bfn\s+\w+\s*[(<]", text) else ".c"
+                text = prelude + text if "__enzyme_" in text and "@diff(" not in text else text
                 out.append(Seed(f"{path.stem[5:]}_{len(out)}{ext}", text))
     return out
 
@@ -331,6 +342,31 @@ def signature_form(rng: random.Random, text: str, rust: bool) -> str | None:
     return "\n".join(lines)
 
 
+def enzyme_call(rng: random.Random, text: str, rust: bool) -> str | None:
+    """An argument of a call to Enzyme's API made another marker, another value, or dropped, or
+    the function differentiated made another."""
+    calls = list(re.finditer(r"__enzyme_\w+\s*\(([^;]*)\)\s*;", text))
+    if not calls:
+        return None
+    call = rng.choice(calls)
+    args = [m for m in re.finditer(r"[^,()]+", call.group(1))]
+    if not args:
+        return None
+    a = rng.choice(args)
+    start, end = call.start(1) + a.start(), call.start(1) + a.end()
+    choice = rng.random()
+    if choice < 0.3:
+        return text[:start] + text[end:]
+    new = rng.choice(ENZYME_ARGS) if choice < 0.8 else rng.choice(["(void *)main", "(void *)printf", "(void *)0",
+                                                                    "(void *)sqrt", "(void *)&enzyme_dup"])
+    return text[:start] + " " + new + text[end:]
+
+
+ENZYME_ARGS = ["enzyme_dup", "enzyme_dupnoneed", "enzyme_out", "enzyme_const", "enzyme_width, 4", "enzyme_width",
+               "enzyme_primal_return", "enzyme_allocated, 8", "enzyme_tape", "enzyme_dupv", "enzyme_nonsense",
+               "1.0", "0", "x", "(double *)0", "enzyme_width, 0", "enzyme_width, 65", "enzyme_const_return"]
+
+
 SIGNATURE_C = ["static ", "inline ", "static inline ", "extern ", "_Noreturn ", "__attribute__((noinline)) ",
                "__attribute__((always_inline)) ", "__attribute__((weak)) ", "register ", "typedef ", "const ",
                "__declspec(dllexport) ", "_Thread_local "]
@@ -350,7 +386,7 @@ def line_endings(rng: random.Random, text: str, rust: bool) -> str | None:
 
 MUTATORS = {f.__name__: f for f in (annotation_text, activity, width, name, prototype_type, truncate, stray_bytes,
                                      move_annotation, double_annotation, delete_line, duplicate_line, undeclared,
-                                     signature_form, line_endings)}
+                                     signature_form, line_endings, enzyme_call)}
 
 
 def mutation(seed: int, index: int, sources: list[Seed], kinds_allowed: list[str] | None = None) -> Mutation:
@@ -366,7 +402,8 @@ def mutation(seed: int, index: int, sources: list[Seed], kinds_allowed: list[str
                 text, kinds = changed, kinds + [kind]
                 break
     data = text if isinstance(text, bytes) else text.encode()
-    return Mutation(index, src, tuple(kinds), data, "build" if rng.random() < 0.65 else "generate")
+    return Mutation(index, src, tuple(kinds), data,
+                    "cc" if src.enzyme else "build" if rng.random() < 0.65 else "generate")
 
 
 # ---------------------------------------------------------------------------------------------- judging
@@ -433,9 +470,10 @@ def run(m: Mutation) -> Verdict:
 
 
 def command(m: Mutation) -> list[str]:
-    """The adgen command, run in the mutation's directory."""
+    """The adgen command, run in the mutation's directory (`adgen cc` compiles to out/)."""
     includes = ["-I", str(m.seed.home)] if m.seed.home else []
-    return [sys.executable, "-m", "adgen.frontend.cli", m.command, f"src/{m.seed.name}", "-o", "out", *includes]
+    out = ["-c", "-o", f"out/{Path(m.seed.name).stem}.o"] if m.command == "cc" else ["-o", "out"]
+    return [sys.executable, "-m", "adgen.frontend.cli", m.command, f"src/{m.seed.name}", *out, *includes]
 
 
 def _adgen(m: Mutation, work: Path) -> tuple[int | None, str]:
@@ -537,7 +575,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1, help="adgen commands at once")
     parser.add_argument("--only", type=int, metavar="I", help="run mutation I of the stream alone, and show it")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="minimize each bad case and write it to DIR")
-    parser.add_argument("--lang", choices=("c", "rust"), help="sources of one language only (default: both)")
+    parser.add_argument("--lang", choices=("c", "rust", "cc"),
+                        help="C or Rust sources only, or the programs for adgen cc (default: all)")
     parser.add_argument("--kinds", type=lambda s: s.split(","), metavar="K,K",
                         help="these mutations only: " + ", ".join(MUTATORS))
     args = parser.parse_args()

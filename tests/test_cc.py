@@ -408,6 +408,21 @@ def test_an_error_in_an_included_c_file_is_located_there(tmp_path):
     assert "the __enzyme_autodiff call at main.c:4" in done.stderr and not (tmp_path / "main.o").exists()
 
 
+def test_a_file_that_is_not_utf8(tmp_path):
+    """Latin-1 text in a string and a comment (found by tests/mutate.py: an internal error)."""
+    (tmp_path / "latin.c").write_bytes(
+        CHECK.encode() + b"double __enzyme_autodiff(void *, ...);\nconst char *label = \"caf\xe9\"; /* d\xe9riv\xe9e */\n"
+        b"double cube(double x) { return x * x * x; }\n"
+        b"int main(void) { CHECK(__enzyme_autodiff((void *)cube, enzyme_out, 2.0), 12.0); return label[0] != 'c'; }\n")
+    adgen_cc("latin.c", "-o", "latin", "-lm", cwd=tmp_path)
+    assert subprocess.run([str(tmp_path / "latin")]).returncode == 0
+    (tmp_path / "stray.c").write_bytes(b"extern int enzyme_out;\ndouble __enzyme_autodiff(void *, ...);\n"
+                                       b"double f(double x) { return x \xc3* x; }\n")
+    done = adgen_cc("-c", "stray.c", "-o", "stray.o", cwd=tmp_path, check=False)
+    assert done.returncode == 1 and "stray.c:3:31: error:" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "stray.o").exists()
+
+
 # ---------------------------------------------------------------------------------------------- errors
 
 ERRORS = [

@@ -53,9 +53,11 @@ def test_the_judge(tmp_path):
         assert (v.outcome, v.reason if outcome == "bad" else "") == (outcome, reason), (n, output)
 
 
-def test_every_mutation_applies_to_an_annotated_source():
-    seed = next(s for s in mutate.seeds("c") if s.name == "rosenbrock.c" and "examples" in str(s.home))
+def test_every_mutation_applies_to_an_annotated_source_or_enzyme_code():
+    annotated = next(s for s in mutate.seeds("c") if s.name == "rosenbrock.c" and "examples" in str(s.home))
+    enzyme = next(s for s in mutate.seeds("cc") if s.name == "enzyme.c")
     for kind, mutator in mutate.MUTATORS.items():
+        seed = enzyme if kind == "enzyme_call" else annotated
         changed = [mutator(random.Random(k), seed.text, False) for k in range(5)]
         assert any(c is not None and c != seed.text and c != seed.text.encode() for c in changed), kind
 
