@@ -345,7 +345,8 @@ def signature_form(rng: random.Random, text: str, rust: bool) -> str | None:
 def enzyme_call(rng: random.Random, text: str, rust: bool) -> str | None:
     """An argument of a call to Enzyme's API made another marker, another value, or dropped, or
     the function differentiated made another."""
-    calls = list(re.finditer(r"__enzyme_\w+\s*\(([^;]*)\)\s*;", text))
+    calls = [c for c in re.finditer(r"__enzyme_\w+\s*\(([^;]*)\)\s*;", text)  # in a body, not declarations
+             if text[text.rfind("\n", 0, c.start()) + 1:][:1] in (" ", "\t")]
     if not calls:
         return None
     call = rng.choice(calls)
@@ -396,7 +397,7 @@ def mutation(seed: int, index: int, sources: list[Seed], kinds_allowed: list[str
     text, kinds = src.text, []
     allowed = kinds_allowed or list(MUTATORS)
     for _ in range(1 if rng.random() < 0.75 else 2):
-        for kind in rng.sample(allowed, len(allowed)):  # the first that applies to this source
+        for kind in rng.sample(allowed, len(allowed)) + list(MUTATORS):  # the first that applies to this source
             changed = MUTATORS[kind](rng, text if isinstance(text, str) else text.decode(errors="replace"), src.rust)
             if changed is not None:
                 text, kinds = changed, kinds + [kind]
