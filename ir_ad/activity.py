@@ -9,6 +9,7 @@ from __future__ import annotations
 from .analysis import CFG, Memory, returns_fresh
 from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand, Type, float_type
+from .masked import masked_slice
 from .rules import rule_for
 from .shadows import VECTOR_VALUES, is_allocator, callee_name, carries, inactive_call, mask_name
 
@@ -61,6 +62,7 @@ class Activity:
                     changed = True
         self._find_maybe()
         self._find_useful()
+        self.masked = masked_slice(fn, cfg, memory, self.floaty)  # values whose partials take a strong zero
         self.inst = None
 
     def fail(self, what: str) -> Unsupported:

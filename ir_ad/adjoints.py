@@ -112,9 +112,10 @@ class Adjoints:
             lazy = [_Lazy(a.type, lambda a=a: self.sweep.value(a, site)) for a in args]
             result = _Lazy(inst.type, lambda: self.sweep.value(Operand(inst.type, inst.result), site))
             partials = rule.partials(b, lazy, result)
+        scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
         for a, partial in zip(args, partials):
             if partial is not None and self.activity.active(a.value):
-                self.add(b, a.value, self.layout.scale(b, partial, dr))
+                self.add(b, a.value, scale(b, partial, dr))
 
     def reverse_load(self, inst, site, b) -> None:
         if inst.result is None or not self.activity.active(inst.result):

@@ -200,7 +200,7 @@ class _FunctionWriter(MemoryCalls):
         for a, p in zip(args, partials):
             if p is None or not self._on(a):
                 continue
-            term = self.layout.scale(self.b, p, self.shadow(a))
+            term = (self.layout.scale_masked if rule.masks else self.layout.scale)(self.b, p, self.shadow(a))
             total = term if total is None else self.layout.add(self.b, total, term)
         self.bind(inst, total or self.layout.zero(inst.type))
 

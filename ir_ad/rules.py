@@ -35,6 +35,10 @@ class Rule:
     # (`refuse` gets which arguments carry derivatives and says what is wrong, or None).
     recompute: bool = True
     refuse: Callable[[list[bool]], str | None] | None = None
+    # Whether a partial is a zero chosen by comparison (the argument min/max did not pick): that
+    # argument's own partials may be infinite or NaN there, and must not reach the derivative
+    # (masked.py, and forward mode's product with this partial).
+    masks: bool = False
 
 
 def _c(b: Builder, like: V, value: float) -> V:
@@ -64,7 +68,7 @@ def _pick_by_result(b, x, r):
 
 
 def _min_max() -> "Rule":
-    return Rule(2, _pick_by_result, _first_won, _by_winner)
+    return Rule(2, _pick_by_result, _first_won, _by_winner, masks=True)
 
 
 def _sign(b, x):  # -1, 0 or 1
@@ -183,7 +187,7 @@ RULES: dict[str, Rule] = {
     "copysign": R(2, lambda b, x, r: [b.fmul(_sign(b, x[0]), b.math("copysign", _c(b, r, 1.0), x[1])), None]),
     "fmod": R(2, lambda b, x, r: _rem(b, x, r)),
     "remainder": R(2, _remainder),
-    "fdim": R(2, _fdim),
+    "fdim": R(2, _fdim, masks=True),
     "minnum": _min_max(),
     "maxnum": _min_max(),
     "floor": R(1, lambda b, x, r: [None]),

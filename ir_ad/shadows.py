@@ -10,6 +10,7 @@ load. `Layout` does the arithmetic on parts that both modes share."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .builder import SHADOW as SHADOW_MEMORY, Builder, V, bare, local
@@ -84,6 +85,17 @@ def carries(module: Module, t: Type) -> bool:
     if t.kind in ("struct", "array"):
         return any(carries(module, e) for e in t.elems)
     return False
+
+
+def _finite_constant(ref: str) -> bool:
+    """Whether an IR operand is a finite floating constant (`1.000000e+00`, `0x3FB999999999999A`;
+    LLVM writes infinities and NaN in hex, as doubles' bits for float and double alike)."""
+    if ref.startswith("0x") and ref[2:].isalnum() and len(ref) == 18:
+        return (int(ref[2:], 16) >> 52) & 0x7FF != 0x7FF
+    try:
+        return math.isfinite(float(ref))
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -164,6 +176,20 @@ class Layout:
         if self.kind == LANES:
             return tuple(b.binary(f"fmul {FLAGS}", partial, x) for x in s)
         return (b.binary(f"fmul {FLAGS}", b.splat(partial, self.width), s[0]),)
+
+    def scale_adjoint(self, b: Builder, partial: V, s: Shadow) -> Shadow:
+        """partial * s, but exactly zero wherever s is zero ("strong zero"): for the values whose
+        adjoint may be a zero a select or min/max masked, whose partials may be infinite or NaN
+        there (masked.py). A finite constant partial (fadd's 1) needs no guard."""
+        if _finite_constant(partial.ref):
+            return self.scale(b, partial, s)
+        return tuple(b.select(b.fcmp("oeq", x, b.zero(x.type)), x, y) for x, y in zip(s, self.scale(b, partial, s)))
+
+    def scale_masked(self, b: Builder, partial: V, s: Shadow) -> Shadow:
+        """partial * s, but exactly zero wherever the partial is zero: forward mode's tangent of
+        min/max, whose argument not chosen may have an infinite or NaN tangent."""
+        zero = b.fcmp("oeq", partial, b.zero(partial.type))
+        return tuple(b.select(zero, b.zero(y.type), y) for y in self.scale(b, partial, s))
 
     def add(self, b: Builder, a: Shadow, c: Shadow) -> Shadow:
         return tuple(b.binary(f"fadd {FLAGS}", x, y) for x, y in zip(a, c))
