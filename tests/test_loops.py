@@ -78,6 +78,37 @@ def test_gradient_for_each_loop_shape(name, build_lib):
             assert close(g[k], _grad_fd(lambda v: primal(arr(v), n), x, k)), (n, k)
 
 
+CARRIED_OUT_OF_AN_INNER_LOOP = r"""
+#include <math.h>
+// @diff(nest_grad: (dup, const) -> activeonly)
+double nest(const double *x, int n)
+{
+    double t = 0.5, s = 1.0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            s = s * t;
+            t = hypot(x[j], 1.0 + i);
+        }
+    return s;
+}
+"""
+
+
+def test_a_value_an_inner_loop_leaves_to_the_next_outer_iteration(build_lib):
+    """Each outer iteration starts from the t of the inner loop's last iteration: the reverse
+    sweep took it from the inner iteration it was at (hypot(x[0], i) for hypot(x[n-1], i); found
+    by the fuzzer as f160)."""
+    lib = build_lib(CARRIED_OUT_OF_AN_INNER_LOOP)
+    primal = fn(lib, "nest", D, P, I)
+    grad = fn(lib, "nest_grad", None, P, P, I, D)
+    for n in (1, 2, 3, 4):
+        x = [0.3, -0.7, 1.1, 0.4][:n]
+        g = arr([0.0] * n)
+        grad(arr(x), g, n, 1.0)
+        for k in range(n):
+            assert close(g[k], _grad_fd(lambda v: primal(arr(v), n), x, k)), (n, k)
+
+
 def test_irreducible_loop_is_a_located_error(adgen, c_file):
     src = c_file("""
 // @diff(f_grad: (active, const) -> activeonly)
