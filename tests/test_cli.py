@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from adgen.frontend import __version__
+from adgen.frontend.diagnostics import display_path
 
 GOOD = "// @diff(f_grad: (active) -> active)\ndouble f(double x) { return x * x; }\n"
 BAD = "// @diff(f_grad: (actve) -> active)\ndouble f(double x) { return x * x; }\n"
@@ -267,7 +268,7 @@ def test_a_cpp_source_is_refused_as_such(adgen, c_file, tmp_path, command):
     result = adgen(command, *sources, *(["-o", tmp_path / "out"] if command != "check" else []))
     assert result.status == 1, result.err
     errors = [line for line in result.err.splitlines() if "error" in line]
-    assert errors == [f"adgen: error: {p}: C++ sources are not supported yet: adgen reads C and Rust sources (.c, .rs)"
+    assert errors == [f"adgen: error: {display_path(p)}: C++ sources are not supported yet: adgen reads C and Rust sources (.c, .rs)"
                       for p in sources[1:]] + ["3 errors generated."], result.err
     assert not (tmp_path / "out").exists()
 

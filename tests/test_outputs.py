@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from conftest import compile_c
+from adgen.frontend.diagnostics import display_path
 
 # A path of adgen's own: its temporary work directory, or its lowering wrapper ("0-src.c").
 ADGEN_PATHS = re.compile(r"adgen-[\w.-]*[/\\]|\b\d+-src\.c|In file included from|\.adgen\.[ch]\b")
@@ -43,7 +44,7 @@ def test_an_error_while_lowering_writes_nothing_and_names_the_users_file(adgen, 
     result = adgen("build", c_file(source), "-o", out)
     assert result.status == 1
     first, line, caret = result.err.splitlines()[:3]
-    assert first.startswith(f"{tmp_path}/{message}"), result.err
+    assert first.startswith(f"{display_path(tmp_path)}/{message}"), result.err
     assert line.endswith(source.splitlines()[int(message.split(":")[1]) - 1]) and caret.endswith("^"), result.err
     assert not ADGEN_PATHS.search(result.err), result.err
     assert not out.exists()
@@ -57,7 +58,7 @@ def test_every_sources_lowering_errors_are_reported_together(adgen, c_file, tmp_
     result = adgen("build", first, second, "-o", tmp_path / "out")
     assert result.status == 1
     assert [line.split(": error:")[0] for line in result.err.splitlines() if ": error:" in line] == \
-        [f"{tmp_path}/a.c:6:14", f"{tmp_path}/b.c:6:14"], result.err
+        [f"{display_path(tmp_path)}/a.c:6:14", f"{display_path(tmp_path)}/b.c:6:14"], result.err
     assert result.err.endswith("2 errors generated.\n")
     assert not (tmp_path / "out").exists()
 
@@ -68,7 +69,7 @@ def test_an_error_in_an_included_header_is_placed_there(adgen, c_file, tmp_path)
                  '{ return twice(x); }\n')
     result = adgen("build", src, "-o", tmp_path / "out")
     assert result.status == 1
-    assert result.err.startswith(f"{tmp_path}/util.h:1:52: error: incompatible pointer types"), result.err
+    assert result.err.startswith(f"{display_path(tmp_path)}/util.h:1:52: error: incompatible pointer types"), result.err
     assert not ADGEN_PATHS.search(result.err), result.err
     assert not (tmp_path / "out").exists()
 

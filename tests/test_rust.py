@@ -20,6 +20,7 @@ import pytest
 from adgen.frontend.diagnostics import AdgenError
 from adgen.frontend.toolchain import select_rustc
 from conftest import ROOT
+from adgen.frontend.diagnostics import display_path
 
 
 def _rustc() -> str | None:
@@ -329,7 +330,7 @@ def test_what_rustc_refuses_is_its_error(tmp_path, adgen, text, message):
     src = tmp_path / "broken.rs"
     src.write_text(text)
     result = adgen("build", src, "-o", tmp_path / "out")
-    assert result.status == 1 and result.err.startswith(f"{tmp_path}/{message}"), result.err
+    assert result.status == 1 and result.err.startswith(f"{display_path(tmp_path)}/{message}"), result.err
     assert "adgen-" not in result.err and "aborting" not in result.err
     assert not (tmp_path / "out").exists()
 
@@ -342,7 +343,7 @@ def test_a_source_that_is_not_utf8_is_an_error_at_its_first_such_byte(tmp_path, 
     src.write_bytes(b"// @diff(g: (active) -> active)\npub fn f(x: f64) -> f64 { x * x } // caf\xe9\n")
     result = adgen(command, src, "-o", tmp_path / "out")
     assert result.status == 1, result.err
-    assert result.err.startswith(f"{tmp_path}/latin.rs:2:41: error: a Rust source must be UTF-8: this byte is not")
+    assert result.err.startswith(f"{display_path(tmp_path)}/latin.rs:2:41: error: a Rust source must be UTF-8: this byte is not")
     assert not (tmp_path / "out").exists()
 
 
