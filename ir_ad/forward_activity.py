@@ -110,6 +110,24 @@ class TangentFlow:
             if not any(self.on(o) for o in ops):  # a constructor: memory it allocates has tangents
                 return source and returns_fresh(self.module, target)
             if source:
-                return carries(self.module, inst.type)
+                if not carries(self.module, inst.type):
+                    return False
+                if inst.callee in self.module.custom or inst.type.kind != "float":
+                    return True
+                active = tuple(self.on(o) and self.layout.part_type(o.type) is not None for o in ops)
+                return returns_tangent(self.module, target, active, self.layout)
             return rule_for(inst.callee) is not None
         return False
+
+
+def returns_tangent(module: Module, fn: Function, active: tuple[bool, ...], layout: Layout) -> bool:
+    """Whether fn's returned value carries a tangent when the given parameters do (a callee that
+    takes an active pointer may still return a value computed from constants only). A recursive
+    call asks again while the answer is open: it is assumed to, which errs on the safe side."""
+    memo = module.__dict__.setdefault("_adgen_returns_tangent", {})
+    key = (fn.name, active, layout.width, layout.kind)
+    if key not in memo:
+        memo[key] = True
+        flow = TangentFlow(module, fn, active, layout)
+        memo[key] = any(i.opcode == "ret" and i.operands and flow.on(i.operands[0]) for i in fn.instructions())
+    return memo[key]

@@ -103,3 +103,35 @@ def test_no_function_of_the_pointers_type(adgen, c_file, tmp_path):
     assert "src.c:3:" in result.err and "cannot differentiate a call through a function pointer, and no function " \
                                          "of the sources has its type ('float (float)')" in result.err
     assert not (tmp_path / "out" / "src.adgen.o").exists()
+
+
+CONSTANT_CALLEE = r"""
+#include <math.h>
+__attribute__((noinline)) static double h(double u, const double *x) { return -u; }
+static double (*volatile ph)(double, const double *) = h;
+// @diff(g_fwd: (dual, dual) -> dual; g_rev: (dup, dup) -> active)
+double g(double *x, double *y)
+{
+    y[0] += hypot(0.0, 1.0 + ph(1.0, x)) + x[0] * x[0];
+    return y[0];
+}
+"""
+
+
+def test_a_callee_taking_an_active_pointer_may_return_a_constant(tmp_path):
+    """h is given the active x but returns a value of constants: its result has no tangent, so
+    hypot(0, 0), which is not differentiable, is not differentiated (forward mode gave NaN: a
+    zero tangent times the 0/0 partial; fuzz f89)."""
+    import numpy as np
+
+    src = tmp_path / "k.c"
+    src.write_text(CONSTANT_CALLEE)
+    lib = adgen.load(src, build_dir=tmp_path / "build")
+    x, y = np.array([0.3]), np.array([0.5])
+    dx, dy = np.array([1.0]), np.array([1.0])
+    fwd = lib.g_fwd(x.copy(), dx, y.copy(), dy.copy())
+    fd = (lib.g(x + H, y + H) - lib.g(x - H, y - H)) / (2 * H)
+    assert fwd.d_ret == pytest.approx(fd, rel=1e-7) and fwd.d_ret == pytest.approx(1.6, rel=1e-12)
+    bx, by = np.zeros(1), np.zeros(1)
+    lib.g_rev(x.copy(), bx, y.copy(), by, 1.0)
+    assert bx[0] == pytest.approx(0.6, rel=1e-12) and by[0] == pytest.approx(1.0, rel=1e-12)
