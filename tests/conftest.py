@@ -85,3 +85,15 @@ def build_lib(tmp_path, adgen):
 def central_difference(f, x: float, h: float | None = None) -> float:
     h = h or 1e-6 * max(1.0, abs(x))
     return (f(x + h) - f(x - h)) / (2 * h)
+
+
+def no_rustc() -> str | None:
+    """Why there is no usable rustc (for a skip reason), or None when there is one."""
+    from adgen.frontend.diagnostics import AdgenError
+    from adgen.frontend.toolchain import select_rustc
+
+    try:
+        select_rustc()
+        return None
+    except AdgenError as exc:
+        return str(exc)

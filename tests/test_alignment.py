@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from adgen.frontend.diagnostics import AdgenError
 from adgen.frontend.toolchain import select_rustc
-from conftest import compile_c
+from conftest import no_rustc, compile_c
 
 SOURCE = r"""
 #include <math.h>
@@ -323,14 +322,6 @@ def test_the_object_assumes_only_the_elements_alignment(tmp_path):
     assert {int(align) for _, align in accesses} == {8}
 
 
-def _rustc() -> str | None:
-    try:
-        select_rustc()
-        return None
-    except AdgenError as exc:
-        return str(exc)
-
-
 MODEL = r"""
 // @diff(sq_v4: forward[4] (dualv) -> dual; sq_v2: forward[2] (dualv) -> dual)
 pub fn sq(x: f64) -> f64 {
@@ -395,7 +386,7 @@ fn main() {
 """
 
 
-@pytest.mark.skipif(_rustc() is not None, reason=f"no usable rustc: {_rustc()}")
+@pytest.mark.skipif(no_rustc() is not None, reason=f"no usable rustc: {no_rustc()}")
 def test_rust_tangents_and_slices_at_an_elements_offset(tmp_path):
     """A `&[f64; 4]` tangent and interleaved slices 8 bytes past a 64-byte boundary."""
     (tmp_path / "model.rs").write_text(MODEL)

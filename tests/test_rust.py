@@ -17,21 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from adgen.frontend.diagnostics import AdgenError
 from adgen.frontend.toolchain import select_rustc
-from conftest import ROOT
+from conftest import no_rustc, ROOT
 from adgen.frontend.diagnostics import display_path
 
 
-def _rustc() -> str | None:
-    try:
-        select_rustc()
-        return None
-    except AdgenError as exc:
-        return str(exc)
-
-
-pytestmark = pytest.mark.skipif(_rustc() is not None, reason=f"no usable rustc: {_rustc()}")
+pytestmark = pytest.mark.skipif(no_rustc() is not None, reason=f"no usable rustc: {no_rustc()}")
 
 MODEL = r"""
 //! A model written for adgen, in Rust.
