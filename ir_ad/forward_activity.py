@@ -4,6 +4,8 @@ the forward writer emits anything."""
 
 from __future__ import annotations
 
+import weakref
+
 from .analysis import CFG, returns_fresh
 from .diagnose import Unsupported
 from .ir import Function, Instruction, Module, Operand
@@ -120,11 +122,14 @@ class TangentFlow:
         return False
 
 
+_RETURNS_TANGENT: "weakref.WeakKeyDictionary[Module, dict]" = weakref.WeakKeyDictionary()  # by module, while it lives
+
+
 def returns_tangent(module: Module, fn: Function, active: tuple[bool, ...], layout: Layout) -> bool:
     """Whether fn's returned value carries a tangent when the given parameters do (a callee that
     takes an active pointer may still return a value computed from constants only). A recursive
     call asks again while the answer is open: it is assumed to, which errs on the safe side."""
-    memo = module.__dict__.setdefault("_adgen_returns_tangent", {})
+    memo = _RETURNS_TANGENT.setdefault(module, {})
     key = (fn.name, active, layout.width, layout.kind)
     if key not in memo:
         memo[key] = True
