@@ -10,8 +10,8 @@ library whose attributes call them:
 
 The command-line tool is `adgen` (see `adgen --help`)."""
 
-from adgen.frontend import __version__
+from adgen.base import __version__
 
-from .library import BuildError, Library, TapeError, load
+from adgen.commands.load import BuildError, Library, TapeError, load
 
 __all__ = ["BuildError", "Library", "TapeError", "load", "__version__"]

@@ -48,7 +48,7 @@ KERNELS = ("rosenbrock", "norm", "logsumexp", "gmm", "gmm_objective", "ba", "rep
 def build(work: Path, enzyme: Path | None, enzyme_cc: str) -> Path:
     cc = [sys.executable, "-m", "ziglang", "cc", "-O2", "-march=native"]
     steps = [
-        [sys.executable, "-m", "adgen.frontend.cli", "build", "-q", "--march", "native", str(HERE / "kernels.c"),
+        [sys.executable, "-m", "adgen.commands.cli", "build", "-q", "--march", "native", str(HERE / "kernels.c"),
          "-o", str(work)],
         [*cc, "-c", str(HERE / "kernels.c"), "-o", str(work / "kernels.o")],
         [*cc, "-c", str(HERE / "hand.c"), "-o", str(work / "hand.o")],

@@ -31,7 +31,7 @@ def source(statements: int) -> str:
 def measure(statements: int, work: Path) -> tuple[int, float]:
     src = work / f"gen{statements}.c"
     src.write_text(source(statements))
-    done = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "-v", "build", str(src), "-o", str(work)],
+    done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "-v", "build", str(src), "-o", str(work)],
                           capture_output=True, text=True, check=True)
     count = int(re.search(r"analyze .*\((\d+) instructions", done.stderr).group(1))
     ms = float(re.search(r"differentiate\s+([\d.]+) ms", done.stderr).group(1))

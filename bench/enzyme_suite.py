@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             for level in levels:
                 for tool in tools:
                     exe = Path(tmp) / f"{tool}{level}-{path.parent.name}-{path.stem}"
-                    command = ([sys.executable, "-m", "adgen.frontend.cli", "cc"] if tool == "adgen" else
+                    command = ([sys.executable, "-m", "adgen.commands.cli", "cc"] if tool == "adgen" else
                                [args.enzyme_cc, f"-fplugin={args.enzyme.resolve()}", *loose])
                     command += [*common, level, path.name, "-o", str(exe), "-lm"]
                     ok, why, seconds = run_one(command, exe, path.parent)

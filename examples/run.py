@@ -22,14 +22,14 @@ def run(name: str, build_root: Path) -> int:
     build.mkdir(parents=True, exist_ok=True)
     cc = [sys.executable, "-m", "ziglang", "cc", "-O2"]
     steps = [
-        [sys.executable, "-m", "adgen.frontend.cli", "build", "-q", str(folder / f"{name}.c"), "-o", str(build)],
+        [sys.executable, "-m", "adgen.commands.cli", "build", "-q", str(folder / f"{name}.c"), "-o", str(build)],
         [*cc, "-I", str(build), "-c", str(folder / f"{name}.c"), "-o", str(build / f"{name}.o")],  # own header
         [*cc, "-I", str(build), str(folder / "main.c"), str(build / f"{name}.o"), str(build / f"{name}.adgen.o"),
          "-lm", "-o", str(build / name)],
     ]
     how = f"adgen build {name}.c, then cc main.c {name}.c {name}.adgen.o"
     if "__enzyme_" in (folder / f"{name}.c").read_text():  # written for Enzyme's C API: adgen cc is the compiler
-        steps = [[sys.executable, "-m", "adgen.frontend.cli", "cc", "-O2", str(folder / f"{name}.c"),
+        steps = [[sys.executable, "-m", "adgen.commands.cli", "cc", "-O2", str(folder / f"{name}.c"),
                   str(folder / "main.c"), "-lm", "-o", str(build / name)]]
         how = f"adgen cc {name}.c main.c"
     print(f"== {name}: {how}", flush=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ctype import CType, declare, pointer_ctype, pointer_to, shadow_ctype
-from .model import Activity, Derivation, Mode
-from .prototypes import Function, Param
+from adgen.frontend.ctype import CType, declare, pointer_ctype, pointer_to, shadow_ctype
+from adgen.frontend.model import Activity, Derivation, Mode
+from adgen.frontend.prototypes import Prototype, Param
 
 KERNEL_OUT = "__adgen_out_"  # the kernel's parameters for the returned values: this and the field's name
 _SHADOWED = {Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY}
@@ -54,12 +54,12 @@ class Signature:
         what = f"{d.mode.value} mode, width {d.width}, of {d.primal.name}"
         return f"{_PARTS[self.part].format(primal=d.primal.name)} ({d.name}: {what})" if self.part else what
 
-    def as_function(self) -> Function:
+    def as_function(self) -> Prototype:
         """The derived function as a prototype, for entries that derive it again (`of NAME`). Its
         result is one scalar or nothing: a derived function returning a struct is not derived again."""
         d = self.derivation
         returns = self.fields[0].ctype if self.fields else CType("void", True, False, False, False, None, ())
-        return Function(self.name, tuple(Param(p.name, p.ctype) for p in self.params), returns, False,
+        return Prototype(self.name, tuple(Param(p.name, p.ctype) for p in self.params), returns, False,
                         d.primal.start, d.entry.name.span)
 
     def prototype(self) -> str:

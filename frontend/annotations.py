@@ -14,9 +14,9 @@ from pathlib import Path
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from .comments import Comment, find_comments, find_rust_comments
-from .diagnostics import AdgenError, SourceFile, Span, error
-from .languages import is_rust
+from adgen.frontend.comments import Comment, find_comments, find_rust_comments
+from adgen.base.diagnostics import AdgenError, SourceFile, Span, error
+from adgen.frontend.languages import is_rust
 
 MARKERS = r"@(?:diff|inactive|derivative)\b"
 

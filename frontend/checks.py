@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from .abi import Signature, signature, signatures
-from .annotations import Annotation, Entry, Word, following
-from .diagnostics import Collector, Span, error, note
-from .model import ACTIVITY_WORDS, MAX_WIDTH, MODE_WORDS, Activity, Derivation, Mode
-from .prototypes import Function, Unit, describe_declared
+from adgen.frontend.abi import Signature, signature, signatures
+from adgen.frontend.annotations import Annotation, Entry, Word, following
+from adgen.base.diagnostics import Collector, Span, error, note
+from adgen.frontend.model import ACTIVITY_WORDS, MAX_WIDTH, MODE_WORDS, Activity, Derivation, Mode
+from adgen.frontend.prototypes import Prototype, Unit, describe_declared
 
 C_KEYWORDS = frozenset("""
 auto break case char const continue default do double else enum extern float for goto if inline
@@ -24,7 +24,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> list[tuple[Annotation, Entry | None,
-                                                                                      Function]]:
+                                                                                      Prototype]]:
     """Pairs each entry with the function its annotation stands before (with the annotation,
     whose marker says what the entry means); an `@inactive` annotation has no entry."""
     text = unit.source.text
@@ -45,7 +45,7 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
     return pairs
 
 
-def check_entry(entry: Entry, f: Function, problems: Collector) -> Derivation | None:
+def check_entry(entry: Entry, f: Prototype, problems: Collector) -> Derivation | None:
     """The Derivation an entry asks for, or None after adding what is wrong to `problems`."""
     before = len(problems.diagnostics)
     name = entry.name.text
@@ -159,7 +159,7 @@ def _check_of(entry: Entry, inner: Derivation, problems: Collector) -> Derivatio
 _INTERLEAVED = {Activity.DUPV, Activity.DUALV}
 
 
-def _check_layouts(entry: Entry, acts, f: Function, problems: Collector) -> None:
+def _check_layouts(entry: Entry, acts, f: Prototype, problems: Collector) -> None:
     """Pointer shadows are either all separate (dup, dual) or all interleaved (dupv, dualv):
     the derivative code follows one memory layout. A struct by value is memory to it, with
     separate derivatives."""
@@ -240,8 +240,8 @@ class Custom:
     """A derivative written by hand: `function` is `primal`'s derivative as `derivation` says,
     with exactly the signature adgen would generate for it (`signature`)."""
 
-    primal: Function
-    function: Function
+    primal: Prototype
+    function: Prototype
     derivation: Derivation
     signature: Signature
 
@@ -278,7 +278,7 @@ class Custom:
 _CUSTOM_ACTIVITIES = {Activity.CONST, Activity.ACTIVE, Activity.DUAL}
 
 
-def check_custom(entry: Entry, function: Function, unit: Unit, problems: Collector) -> Custom | None:
+def check_custom(entry: Entry, function: Prototype, unit: Unit, problems: Collector) -> Custom | None:
     """`@derivative(f: ...)` above `function`: f must be declared, the activities must suit f
     (as for @diff), and `function` must have the signature adgen would give that entry."""
     before = len(problems.diagnostics)
@@ -326,7 +326,7 @@ def check_custom(entry: Entry, function: Function, unit: Unit, problems: Collect
     return Custom(primal, function, d, sig)
 
 
-def _same_signature(sig: Signature, f: Function) -> bool:
+def _same_signature(sig: Signature, f: Prototype) -> bool:
     def same(a: str, b: str) -> bool:
         norm = lambda s: re.sub(r"\s+", " ", re.sub(r"\brestrict\b", "", s)).replace(" *", "*").strip()
         return norm(a) == norm(b)

@@ -8,17 +8,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__
-from .abi import Signature
-from .annotations import find_annotations
-from .checks import Custom, attach, check_custom, check_entry, check_names, check_nested
-from .diagnostics import AdgenError, Collector, SourceFile, Span, error
-from .prototypes import Function, Unit, read_unit
-from .manifest import manifest
-from .languages import refuse_unread
-from .render import output_names, render, render_rust
-from .rust_source import RustUnit, is_rust, read_rust_unit, rust_entry
-from .timing import Stages, plural
+from adgen.base import __version__
+from adgen.frontend.abi import Signature
+from adgen.frontend.annotations import find_annotations
+from adgen.frontend.checks import Custom, attach, check_custom, check_entry, check_names, check_nested
+from adgen.base.diagnostics import AdgenError, Collector, SourceFile, Span, error
+from adgen.frontend.prototypes import Prototype, Unit, read_unit
+from adgen.frontend.manifest import manifest
+from adgen.frontend.languages import refuse_unread
+from adgen.frontend.render import output_names, render, render_rust
+from adgen.frontend.rust_source import RustUnit, is_rust, read_rust_unit, rust_entry
+from adgen.base.timing import Stages, plural
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Generated:
     unit: Unit | None  # None when the source has no annotations (libclang is not run)
     signatures: list[Signature]
     files: dict[Path, str]
-    inactive: list[Function] = field(default_factory=list)  # marked @inactive
+    inactive: list[Prototype] = field(default_factory=list)  # marked @inactive
     customs: list[Custom] = field(default_factory=list)  # derivatives written by hand (@derivative)
 
     def files_in(self, directory: Path) -> dict[Path, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 
-from .diagnostics import AdgenError, display_path, error
+from adgen.base.diagnostics import AdgenError, display_path, error
 
 
 class Language(Enum):

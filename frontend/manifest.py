@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from .abi import PARTS, Signature, Slot, signature
+from adgen.frontend.abi import PARTS, Signature, Slot, signature
 
 
 def manifest(source: str, version: str, signatures: list[Signature]) -> str:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
 
-from .annotations import Entry
-from .ctype import CType
-from .prototypes import Function
+from adgen.frontend.annotations import Entry
+from adgen.frontend.ctype import CType
+from adgen.frontend.prototypes import Prototype
 
 
 class Mode(Enum):
@@ -85,7 +85,7 @@ class Derivation:
     """One checked entry: derive `name` from `primal` in `mode` at `width`."""
 
     name: str
-    primal: Function
+    primal: Prototype
     mode: Mode
     width: int
     activities: tuple[Activity, ...]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from clang.cindex import CursorKind, Index, TypeKind
 
-from .ctype import CType, from_clang
-from .diagnostics import AdgenError, SourceFile, Span, error, note
+from adgen.frontend.ctype import CType, from_clang
+from adgen.base.diagnostics import AdgenError, SourceFile, Span, error, note
 
 _GENERATED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]*\.adgen\.h)[>"]', re.M)
 _INCLUDE = re.compile(r'#\s*include\s*([<"][^>"]+[>"])')
@@ -25,7 +25,7 @@ class Param:
 
 
 @dataclass(frozen=True)
-class Function:
+class Prototype:
     name: str
     params: tuple[Param, ...]
     returns: CType
@@ -61,13 +61,13 @@ class Unit:
     """What the frontend knows of one parsed C source."""
 
     source: SourceFile
-    functions: list[Function]  # declared in the source itself, in order
+    functions: list[Prototype]  # declared in the source itself, in order
     declared: dict[str, Declared]  # every top-level name, headers included
     includes: dict[str, Include]  # header path -> the source's own #include that brings it in
     errors: list  # clang's errors, rendered as Diagnostics
     # declared in the files it includes, not system headers, each located in its own file: what
     # `adgen cc` may differentiate in a unity build (a .c including other .c files)
-    included: list[Function] = field(default_factory=list)
+    included: list[Prototype] = field(default_factory=list)
 
 
 def read_unit(source: SourceFile, flags: list[str], generated_headers: dict[str, str] | None = None) -> Unit:
@@ -106,7 +106,7 @@ def read_unit(source: SourceFile, flags: list[str], generated_headers: dict[str,
     return unit
 
 
-def _function(cursor, source: SourceFile, main: str) -> Function:
+def _function(cursor, source: SourceFile, main: str) -> Prototype:
     """A function declared in `source`, the file read (its real path `main`) or one it includes."""
     named = cursor.get_definition() or cursor  # parameter names: the definition's, if any
 
@@ -121,7 +121,7 @@ def _function(cursor, source: SourceFile, main: str) -> Function:
     if cursor.type.kind != TypeKind.FUNCTIONPROTO:  # `double f()`: no prototype, no parameters
         params = ()
     start = cursor.extent.start
-    return Function(
+    return Prototype(
         name=cursor.spelling,
         params=params,
         returns=from_clang(cursor.result_type, local=local),

@@ -11,15 +11,13 @@ from pathlib import Path
 
 import jinja2
 
-from .abi import Signature
-from .ctype import DeclRef, declare, pointer_to
-from .languages import is_rust
-from . import __version__
-from .prototypes import Function, Unit
-
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-KERNEL_PREFIX = "__adgen_kernel_"  # the stub of NAME calls KERNEL_PREFIX + NAME, which `adgen build` defines
-BY_ADDRESS_PREFIX = "__adgen_by_address_"  # wraps an annotated function passing structs by value
+from adgen.frontend.abi import Signature
+from adgen.frontend.ctype import DeclRef, declare, pointer_to
+from adgen.frontend.languages import is_rust
+from adgen.base.naming import KERNEL_PREFIX
+from adgen.base import __version__
+from adgen.base.templates import environment
+from adgen.frontend.prototypes import Prototype, Unit
 
 
 @dataclass(frozen=True)
@@ -42,12 +40,7 @@ def output_names(source: Path) -> tuple[str, str]:
 
 @cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True, extensions=["jinja2.ext.do"],
-                             undefined=jinja2.StrictUndefined, autoescape=False)
-    env.filters["declare"] = declare
-    env.filters["pointer_to"] = pointer_to
-    return env
+    return environment(declare=declare, pointer_to=pointer_to)
 
 
 def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str) -> Outputs:
@@ -80,7 +73,7 @@ def _system(signatures: list[Signature]) -> list[str]:
     return ["<stddef.h>"] if any(s.part for s in signatures) else []
 
 
-def _types(f: Function):
+def _types(f: Prototype):
     yield f.returns
     for p in f.params:
         yield p.ctype
@@ -118,7 +111,7 @@ def _local_types(unit: Unit, decls: list[DeclRef]) -> list[LocalType]:
 
 def render_rust(unit: Unit, signatures: list[Signature], version: str) -> str:
     """A Rust source's `<stem>.adgen.rs`: the C functions' declarations and safe wrappers."""
-    from .rust_wrappers import unsafe_spellings, wrappers
+    from adgen.frontend.rust_wrappers import unsafe_spellings, wrappers
 
     stem = unit.source.path.stem
     return _environment().get_template("wrappers.rs.j2").render(
@@ -128,5 +121,5 @@ def render_rust(unit: Unit, signatures: list[Signature], version: str) -> str:
 
 
 def render_text(template: str, **context) -> str:
-    """Any other generated text (the IR core's lowering wrapper, say) from its template."""
+    """Any other generated text that spells C declarations (the lowering wrapper, say)."""
     return _environment().get_template(template).render(version=__version__, **context)

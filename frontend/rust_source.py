@@ -16,12 +16,12 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 
-from .annotations import Annotation, Entry, Word, following
-from .ctype import CType
-from .diagnostics import Collector, SourceFile, Span, error, note
-from .languages import is_rust
-from .prototypes import Function, Param, Unit
-from .render import LocalType
+from adgen.frontend.annotations import Annotation, Entry, Word, following
+from adgen.frontend.ctype import CType
+from adgen.base.diagnostics import Collector, SourceFile, Span, error, note
+from adgen.frontend.languages import is_rust
+from adgen.frontend.prototypes import Prototype, Param, Unit
+from adgen.frontend.render import LocalType
 
 # Rust scalars: their C spelling, size, whether floating, and how ctypes passes them.
 SCALARS = {
@@ -257,7 +257,7 @@ class _Types:
         if len(self.problems.diagnostics) > before:
             return None
         rf = RFunction(name_tok.value, tuple(params), returns, name_span)
-        return Function(name_tok.value, tuple(c_params), c_returns, False, start, name_span), rf
+        return Prototype(name_tok.value, tuple(c_params), c_returns, False, start, name_span), rf
 
     # ------------------------------------------------------------------ the C view
     def c_params(self, p: RParam) -> list[tuple[str, CType]]:
@@ -362,7 +362,7 @@ class _Types:
         return t.name, -(-offset // most) * most, floats
 
 
-def rust_entry(annotation: Annotation, entry: Entry | None, function: Function, unit: RustUnit,
+def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype, unit: RustUnit,
                problems: Collector) -> Entry | None:
     """An entry of a Rust function made an entry of its C view: each slice's activity followed
     by `const` for its length. What Rust sources do not take yet is an error here."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .abi import Signature
-from .diagnostics import AdgenError
-from .model import Activity, Mode
-from .rust_source import RFunction, RType, RustUnit
-from .toolchain import select_rustc
+from adgen.frontend.abi import Signature
+from adgen.base.diagnostics import AdgenError
+from adgen.frontend.model import Activity, Mode
+from adgen.frontend.rust_source import RFunction, RType, RustUnit
+from adgen.base.toolchain import select_rustc
 
 _SEPARATE = {Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY}
 _INTERLEAVED = {Activity.DUPV, Activity.DUALV}

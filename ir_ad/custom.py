@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .builder import local
-from .diagnose import Unsupported
-from .ir import VOID, Function, Instruction, Module, Type, struct
+from adgen.ir_ad.ir.builder import local
+from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.ir import VOID, Function, Instruction, Module, Type, struct
 
 
 @dataclass(frozen=True)

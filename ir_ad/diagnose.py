@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import re
 
-from adgen.frontend.diagnostics import AdgenError, Diagnostic, SourceFile, Span, error, note
+from adgen.base.diagnostics import AdgenError, Diagnostic, SourceFile, Span, error, note
 
-from adgen.frontend.render import KERNEL_PREFIX
+from adgen.base.naming import KERNEL_PREFIX
 
-from .ir import Instruction, Location, Module
+from adgen.ir_ad.ir import Instruction, Location, Module
 
 
 class Unsupported(Exception):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .ir import Function, Instruction, Module
+from adgen.ir_ad.ir import Function, Instruction, Module
 
 _INDIRECT = re.compile(r"\bcall\b[^\n]*?\s%[-\w.$\"]+\(")  # a quick test: is there any to rewrite?
 _TAKEN = re.compile(r"\bptr (@[-\w.$]+|@\"[^\"]*\")")

@@ -9,7 +9,7 @@ from functools import cache
 
 import llvmlite.binding as llvm
 
-from adgen.frontend.diagnostics import AdgenError, error
+from adgen.base.diagnostics import AdgenError, error
 
 
 @cache

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
-from .builder import Builder, V
-from .ir import Type
+from adgen.ir_ad.ir.builder import Builder, V
+from adgen.ir_ad.ir import Type
 
 Partials = Callable[[Builder, list[V], V], list[V | None]]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .builder import SHADOW as SHADOW_MEMORY, Builder, V, bare, local
-from .ir import I8, I64, PTR, Instruction, Module, Type, array, int_type, struct, vector
+from adgen.ir_ad.ir.builder import SHADOW as SHADOW_MEMORY, Builder, V, bare, local
+from adgen.ir_ad.ir import I8, I64, PTR, Instruction, Module, Type, array, int_type, struct, vector
 
 LANES, INTERLEAVED = "lanes", "interleaved"
 Shadow = tuple  # of V: `Layout.parts` values
@@ -284,7 +284,7 @@ class Layout:
 
 
 def _result(inst: Instruction):
-    from .ir import Operand
+    from adgen.ir_ad.ir import Operand
 
     return Operand(PTR, inst.result)
 

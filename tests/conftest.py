@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adgen.frontend.cli import main
+from adgen.commands.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "specs" / "golden"
@@ -89,8 +89,8 @@ def central_difference(f, x: float, h: float | None = None) -> float:
 
 def no_rustc() -> str | None:
     """Why there is no usable rustc (for a skip reason), or None when there is one."""
-    from adgen.frontend.diagnostics import AdgenError
-    from adgen.frontend.toolchain import select_rustc
+    from adgen.base.diagnostics import AdgenError
+    from adgen.base.toolchain import select_rustc
 
     try:
         select_rustc()

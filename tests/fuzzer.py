@@ -276,7 +276,7 @@ def build_source(text: str, work: Path) -> tuple[C.CDLL | None, str]:
     src = work / "fuzz.c"
     src.write_text(text)
     out = work / "out"
-    done = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "build", "-q", str(src), "-o", str(out)],
+    done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "build", "-q", str(src), "-o", str(out)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         return None, done.stderr

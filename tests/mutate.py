@@ -153,8 +153,8 @@ def _written_in(path: Path) -> list[Seed]:
 
 
 def rust_available() -> bool:
-    from adgen.frontend.diagnostics import AdgenError
-    from adgen.frontend.toolchain import select_rustc
+    from adgen.base.diagnostics import AdgenError
+    from adgen.base.toolchain import select_rustc
 
     try:
         select_rustc()
@@ -474,7 +474,7 @@ def command(m: Mutation) -> list[str]:
     """The adgen command, run in the mutation's directory (`adgen cc` compiles to out/)."""
     includes = ["-I", str(m.seed.home)] if m.seed.home else []
     out = ["-c", "-o", f"out/{Path(m.seed.name).stem}.o"] if m.command == "cc" else ["-o", "out"]
-    return [sys.executable, "-m", "adgen.frontend.cli", m.command, f"src/{m.seed.name}", *out, *includes]
+    return [sys.executable, "-m", "adgen.commands.cli", m.command, f"src/{m.seed.name}", *out, *includes]
 
 
 def _adgen(m: Mutation, work: Path) -> tuple[int | None, str]:

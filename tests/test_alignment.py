@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from adgen.frontend.toolchain import select_rustc
+from adgen.base.toolchain import select_rustc
 from conftest import no_rustc, compile_c
 
 SOURCE = r"""
@@ -273,7 +273,7 @@ CASES = re.findall(r'!strcmp\(c, "(\w+)"\)', DRIVER)
 
 
 def adgen(*args, cwd: Path) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", *map(str, args)], cwd=cwd,
+    done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return done

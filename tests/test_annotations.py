@@ -7,7 +7,7 @@ import pytest
 
 from adgen.frontend.annotations import find_annotations
 from adgen.frontend.comments import find_comments
-from adgen.frontend.diagnostics import AdgenError, SourceFile
+from adgen.base.diagnostics import AdgenError, SourceFile
 
 
 def parse(text: str):

@@ -87,7 +87,7 @@ def test_build_errors_are_reported(tmp_path):
 
 
 def test_load_a_build_directory(tmp_path):
-    from adgen.frontend.cli import main
+    from adgen.commands.cli import main
 
     src = tmp_path / "k.c"
     src.write_text(SOURCE)

@@ -173,7 +173,7 @@ def adgen_build(src, out):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "build", "-q", str(src), "-o", str(out)],
+    return subprocess.run([sys.executable, "-m", "adgen.commands.cli", "build", "-q", str(src), "-o", str(out)],
                           capture_output=True, text=True)
 
 

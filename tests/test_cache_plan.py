@@ -134,7 +134,7 @@ int main(void)
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    from adgen.frontend.cli import main
+    from adgen.commands.cli import main
 
     work = tmp_path_factory.mktemp("plan")
     src = work / "src.c"
@@ -157,7 +157,7 @@ def _plan(text: str, name: str) -> str:
 
 
 def test_explain_without_reverse_mode_says_so(tmp_path, capsys):
-    from adgen.frontend.cli import main
+    from adgen.commands.cli import main
 
     src = tmp_path / "fwd.c"
     src.write_text("// @diff(sq_tangent: (dual) -> dual)\ndouble sq(double x) { return x * x; }\n")
@@ -166,7 +166,7 @@ def test_explain_without_reverse_mode_says_so(tmp_path, capsys):
 
 
 def test_annotations_sharing_a_derivative_share_its_plan(tmp_path, capsys):
-    from adgen.frontend.cli import main
+    from adgen.commands.cli import main
 
     src = tmp_path / "two.c"
     src.write_text("// @diff(a_grad: (dup, const) -> active; b_grad: (dup, const) -> activeonly;\n"

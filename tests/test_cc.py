@@ -26,7 +26,7 @@ extern int enzyme_dup, enzyme_dupnoneed, enzyme_const, enzyme_out, enzyme_width,
 
 
 def adgen_cc(*args, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "cc", *map(str, args)], cwd=cwd,
+    done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "cc", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True)
     if check:
         assert done.returncode == 0, done.stdout + done.stderr
@@ -352,7 +352,7 @@ def test_as_a_launcher_and_with_make(tmp_path):
     adgen_cc(compiler, "-c", "sq.c", "-o", "sq.o", cwd=tmp_path)  # CMAKE_C_COMPILER_LAUNCHER="adgen;cc"
     assert (tmp_path / "sq.o").exists()
     (tmp_path / "Makefile").write_text("prog: main.o sq.o\n\t$(CC) main.o sq.o -o prog\n%.o: %.c\n\t$(CC) -O2 -c $< -o $@\n")
-    cc = f"{sys.executable} -m adgen.frontend.cli cc"
+    cc = f"{sys.executable} -m adgen.commands.cli cc"
     done = subprocess.run(["make", f"CC={cc}"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True).stdout == "6\n"

@@ -4,7 +4,7 @@ derivative is wrong."""
 from __future__ import annotations
 
 import adgen
-from adgen.check import Checker
+from adgen.commands.check import Checker
 from conftest import ROOT
 
 SOURCE = r"""
@@ -85,7 +85,7 @@ def test_sizes_from_an_annotation(adgen, tmp_path):
 def test_progress_line_on_a_terminal():
     import io
 
-    from adgen.frontend.timing import Stages
+    from adgen.base.timing import Stages
 
     out = io.StringIO()
     stages = Stages(progress=True, stream=out)
@@ -234,7 +234,7 @@ def test_a_primal_that_never_returns_is_named_with_its_input(tmp_path):
                    "    while (1) {  /* x tends to 2 and never passes a + 5: a loop that never ends */\n"
                    "        if (x > a + 5.0)\n            break;\n"
                    "        x = 0.5 * x + 1.0;\n    }\n    return x;\n}\n")
-    result = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "check", str(src), "--timeout", "1"],
+    result = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "check", str(src), "--timeout", "1"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "adgen: error: root(" in result.stderr and "has not returned after 1 s" in result.stderr

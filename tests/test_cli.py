@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from adgen.frontend import __version__
-from adgen.frontend.diagnostics import display_path
+from adgen.base import __version__
+from adgen.base.diagnostics import display_path
 
 GOOD = "// @diff(f_grad: (active) -> active)\ndouble f(double x) { return x * x; }\n"
 BAD = "// @diff(f_grad: (actve) -> active)\ndouble f(double x) { return x * x; }\n"
@@ -25,12 +25,12 @@ def test_version(adgen):
 
 
 def test_version_text():
-    out = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "--version"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "--version"], capture_output=True, text=True)
     assert out.stdout.strip() == f"adgen {__version__}"
 
 
 def test_help_explains_with_examples(capsys):
-    from adgen.frontend.cli import main
+    from adgen.commands.cli import main
 
     with pytest.raises(SystemExit):
         main(["--help"])

@@ -118,7 +118,7 @@ def scalars(tmp_path_factory):
 def _build_module(tmp_path_factory, source: str, *flags: str):
     """One build per source for all tests of a module (builds take a second)."""
     from conftest import compile_c
-    from adgen.frontend.cli import main
+    from adgen.commands.cli import main
 
     work = tmp_path_factory.mktemp("fwd")
     src = work / "src.c"

@@ -20,7 +20,7 @@ double f(const double *x, const double *table, int n, double s, int pick)
 
 
 def _flow(tmp_path, active):
-    from adgen.ir_ad.forward_activity import TangentFlow
+    from adgen.ir_ad.analysis.forward_activity import TangentFlow
     from adgen.ir_ad.shadows import LANES, Layout
 
     module = optimized(SOURCE, tmp_path)

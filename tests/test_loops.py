@@ -41,7 +41,7 @@ def optimized(text: str, tmp_path):
     """The module adgen differentiates: the source lowered by clang, then optimized."""
     from adgen.ir_ad import optimize
     from adgen.ir_ad.ir import Module
-    from adgen.ir_ad.lower import BASE_FLAGS
+    from adgen.commands.build.lower import BASE_FLAGS
 
     src = tmp_path / "loop.c"
     src.write_text(text)
@@ -53,8 +53,8 @@ def optimized(text: str, tmp_path):
 
 @pytest.mark.parametrize("name", SHAPES)
 def test_trip_count_known_on_entry(name, tmp_path):
-    from adgen.ir_ad.analysis import CFG
-    from adgen.ir_ad.loops import LoopForest
+    from adgen.ir_ad.analysis.flow import CFG
+    from adgen.ir_ad.analysis.loops import LoopForest
 
     loop, known = SHAPES[name]
     module = optimized(source(name, loop), tmp_path)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from adgen.ir_ad.mincut import INF, NoCut, min_vertex_cut
+from adgen.ir_ad.reverse.plan.mincut import INF, NoCut, min_vertex_cut
 
 
 def test_stores_the_cheapest_separating_nodes():

@@ -71,7 +71,7 @@ def test_adgen_cc_at_O2(tmp_path, source, ndebug):
     """As gcc and clang: -O2 keeps assert(), -DNDEBUG drops it."""
     (tmp_path / "prog.c").write_text(source)
     flags = ["-O2", *(["-DNDEBUG"] if ndebug else []), "prog.c", "-o", "prog", "-lm"]
-    built = subprocess.run([sys.executable, "-m", "adgen.frontend.cli", "cc", *flags], cwd=tmp_path,
+    built = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "cc", *flags], cwd=tmp_path,
                            capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     done = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)

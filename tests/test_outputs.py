@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conftest import compile_c
-from adgen.frontend.diagnostics import display_path
+from adgen.base.diagnostics import display_path
 
 # A path of adgen's own: its temporary work directory, or its lowering wrapper ("0-src.c").
 ADGEN_PATHS = re.compile(r"adgen-[\w.-]*[/\\]|\b\d+-src\.c|In file included from|\.adgen\.[ch]\b")

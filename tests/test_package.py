@@ -29,7 +29,7 @@ def test_wheel_layout(tmp_path):
                    "adgen/cmake/adgenConfigVersion.cmake"):
         assert needed in names
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "adgen = adgen.frontend.cli:main" in entry_points
+    assert "adgen = adgen.commands.cli:main" in entry_points
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
     for dependency in ("lark", "jinja2", "llvmlite", "libclang", "ziglang", "numpy"):
         assert f"Requires-Dist: {dependency}" in metadata

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from adgen.frontend.toolchain import select_rustc
+from adgen.base.toolchain import select_rustc
 from conftest import no_rustc, ROOT
-from adgen.frontend.diagnostics import display_path
+from adgen.base.diagnostics import display_path
 
 
 pytestmark = pytest.mark.skipif(no_rustc() is not None, reason=f"no usable rustc: {no_rustc()}")

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed (.ci/run ins
 
 import adgen  # noqa: E402
 import adgen.torch  # noqa: E402
-from adgen.library import Library  # noqa: E402
+from adgen.commands.load import Library  # noqa: E402
 from conftest import compile_c  # noqa: E402
 
 SOURCE = r"""

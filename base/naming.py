@@ -1,0 +1,5 @@
+"""The names the generated C and the derived IR agree on: the stubs call what `adgen build`
+defines under these prefixes, and diagnostics read them back."""
+
+KERNEL_PREFIX = "__adgen_kernel_"  # the stub of NAME calls KERNEL_PREFIX + NAME, which `adgen build` defines
+BY_ADDRESS_PREFIX = "__adgen_by_address_"  # wraps an annotated function passing structs by value

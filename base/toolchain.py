@@ -1,0 +1,130 @@
+"""Chooses the C compiler: the clang bundled in the `ziglang` wheel by default (the same LLVM
+major as llvmlite), or `--cc PATH` / `ADGEN_CC`. A clang whose LLVM is newer than llvmlite's
+writes bitcode llvmlite cannot read, so it is refused up front."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from adgen.base.diagnostics import AdgenError, error
+
+
+# zig's clang defines NDEBUG when it optimizes (-O1 and up); gcc and clang leave it to the user.
+# Every compile of user code undefines it ahead of the user's flags, so that assert() stays in
+# optimized code, derivatives included, unless they pass -DNDEBUG.
+USERS_NDEBUG = ("-UNDEBUG",)
+
+
+@dataclass(frozen=True)
+class Compiler:
+    command: tuple[str, ...]  # argv prefix, e.g. (python, -m, ziglang, cc)
+    llvm_major: int
+    description: str
+
+
+def llvmlite_llvm_major() -> int:
+    import llvmlite.binding as llvm
+
+    return llvm.llvm_version_info[0]
+
+
+def select_compiler(cc: str | None) -> Compiler:
+    """The compiler named by --cc, else ADGEN_CC, else ziglang's clang; checked against llvmlite."""
+    chosen = cc or os.environ.get("ADGEN_CC") or None
+    if chosen:
+        command = tuple(shlex.split(chosen))
+        origin = "--cc" if cc else "ADGEN_CC"
+    else:
+        command = (sys.executable, "-m", "ziglang", "cc")
+        origin = "the ziglang wheel"
+    major, description = _version(command, origin)
+    supported = llvmlite_llvm_major()
+    if major > supported:
+        raise AdgenError(error(
+            f"{description} (from {origin}) uses LLVM {major}, newer than the LLVM {supported} in "
+            f"llvmlite: llvmlite cannot read its bitcode. Use a clang {supported} or older, or drop "
+            f"{origin} to use the clang {supported} bundled with adgen"))
+    return Compiler(command, major, description)
+
+
+@cache
+def _version(command: tuple[str, ...], origin: str) -> tuple[int, str]:
+    try:
+        out = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise AdgenError(error(f"cannot run the C compiler '{shlex.join(command)}' (from {origin}): {exc}"))
+    m = re.search(r"clang version (\d+)\.(\d+)\.(\d+)", out.stdout + out.stderr)
+    if out.returncode != 0 or not m:
+        raise AdgenError(error(
+            f"'{shlex.join(command)}' (from {origin}) is not a clang: adgen needs clang to lower C to "
+            f"LLVM bitcode ('--version' printed: {(out.stdout + out.stderr).strip()[:200]!r})"))
+    return int(m.group(1)), f"clang {m.group(1)}.{m.group(2)}.{m.group(3)}"
+
+
+@dataclass(frozen=True)
+class RustCompiler:
+    command: tuple[str, ...]
+    llvm_major: int
+    description: str
+    flags: tuple[str, ...] = ()  # ADGEN_RUSTFLAGS: more flags for rustc (an --edition, say)
+    version: tuple[int, int] = (0, 0)  # (major, minor)
+
+    @property
+    def unsafe_spellings(self) -> bool:
+        """Whether it takes `unsafe extern` blocks and `#[unsafe(...)]` attributes (1.82+, in every
+        edition), which edition 2024 requires and older rustcs (editions up to 2021) cannot parse."""
+        return self.version >= (1, 82)
+
+
+@cache
+def select_rustc() -> RustCompiler:
+    """The rustc named by ADGEN_RUSTC, else RUSTC (what cargo gives a build script), else the
+    one on the PATH; its LLVM must not be newer than llvmlite's."""
+    chosen = os.environ.get("ADGEN_RUSTC") or os.environ.get("RUSTC") or "rustc"
+    command = tuple(shlex.split(chosen))
+    try:
+        out = subprocess.run([*command, "-vV"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        raise AdgenError(error(f"no Rust compiler: '{chosen}' cannot be run. Install Rust (rustup, or your "
+                               "distribution's rustc), or name one with ADGEN_RUSTC"))
+    version = re.search(r"release: ((\d+)\.(\d+)\S*)", out.stdout)
+    llvm = re.search(r"LLVM version: (\d+)", out.stdout)
+    if out.returncode != 0 or not version or not llvm:
+        raise AdgenError(error(f"'{chosen}' is not a rustc ('-vV' printed: {(out.stdout + out.stderr).strip()[:200]!r})"))
+    major, supported = int(llvm.group(1)), llvmlite_llvm_major()
+    if major > supported:
+        raise AdgenError(error(f"rustc {version.group(1)} uses LLVM {major}, newer than the LLVM {supported} in "
+                               f"llvmlite: llvmlite cannot read its bitcode. Use a rustc whose LLVM is {supported} or "
+                               "older (ADGEN_RUSTC)"))
+    return RustCompiler(command, major, f"rustc {version.group(1)}",
+                        tuple(shlex.split(os.environ.get("ADGEN_RUSTFLAGS", ""))),
+                        (int(version.group(2)), int(version.group(3))))
+
+
+@cache
+def system_flags(compiler: Compiler) -> tuple[str, ...]:
+    """The target and header search flags the compiler would use, for libclang to see the same
+    headers (libclang's wheel ships no C library headers of its own)."""
+    probe = subprocess.run([*compiler.command, "-###", "-x", "c", "-c", os.devnull, "-o", os.devnull],
+                           capture_output=True, text=True, timeout=60)
+    cc1 = next((line for line in probe.stderr.splitlines() if '"-cc1"' in line), None)
+    if cc1 is None:
+        raise AdgenError(error(f"could not ask {compiler.description} for its header search paths:\n{probe.stderr}"))
+    args = shlex.split(cc1)
+    flags: list[str] = ["-nostdinc"]
+    for i, arg in enumerate(args[:-1]):
+        value = args[i + 1]
+        if arg == "-triple":
+            flags += ["-target", value]
+        elif arg in ("-isystem", "-internal-isystem", "-internal-externc-isystem", "-idirafter"):
+            flags += ["-isystem", str(Path(value).absolute())]
+        elif arg == "-D" and value.split("=")[0] != "NDEBUG":  # the user's alone (USERS_NDEBUG)
+            flags += ["-D", value]
+    return tuple(flags)

@@ -1,0 +1,262 @@
+"""`adgen build`, top to bottom: parse → check → render (the frontend) → lower → link and
+optimize → analyze (calls through function pointers made direct) → differentiate → optimize
+again → emit, one object per source."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+from adgen.frontend.abi import Signature
+from adgen.base.diagnostics import AdgenError, Collector
+from adgen.frontend.generate import Generated, generate
+from adgen.frontend.model import Mode
+from adgen.commands.outputs import write_all
+from adgen.base.timing import Stages, plural
+from adgen.frontend.rust_source import is_rust
+from adgen.base.toolchain import Compiler, select_rustc
+
+from adgen.ir_ad import optimize
+from adgen.ir_ad.ir.builder import Declarations
+from adgen.ir_ad.diagnose import IrreducibleLoop, Unsupported, located, source_name
+from adgen.ir_ad.dispatch import devirtualize
+from adgen.ir_ad.reverse.plan.explain import explain
+from adgen.ir_ad.forward.mode import ZEROS, ForwardMode
+from adgen.ir_ad.ir import Module
+from adgen.commands.build.kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel, tape_size
+from adgen.commands.build.levels import entry_levels, primal_ir_name
+from adgen.commands.build.lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_rust, lower_source,
+                    lower_stubs, partials_function, primal_functions)
+from adgen.ir_ad.reverse.mode import ReverseMode
+from adgen.ir_ad.rules import hand_rule, written_by_hand
+
+
+def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
+          compiler: Compiler, stages: Stages, target: str | None = None, march: str | None = None,
+          emit_llvm: bool = False) -> tuple[list[tuple[list[Path], list[str]]], list[Generated], str]:
+    """`read_flags` are what libclang reads the sources with; `flags` (-I, -D) and `extra` (after
+    --) what clang lowers them with. Returns what was written (paths and derived functions per
+    source), the frontend's results, and the cache plans of the reverse-mode derivatives as text
+    (`--explain`)."""
+    generated = generate(sources, out_dir, read_flags + extra, stages)
+    tm = optimize.target_machine(target, march)
+    target_flags = ["-target", target] if target else []
+    if march:
+        target_flags.append(f"-march={march}")
+    with tempfile.TemporaryDirectory(prefix="adgen-") as tmp:
+        linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages)
+    primals = [_primals(linked, i, g) for i, g in enumerate(generated)]
+    prepared = Prepared(linked, generated, tm, stages)
+    with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")), \
+            written_by_hand(prepared.by_hand):
+        text, explained = prepared.levels(lambda: _levels(prepared, generated, primals))
+    shared = prepared.shared
+    objects, written = {}, []
+    for i, (src, g) in enumerate(zip(sources, generated)):
+        stem = src.stem
+        with stages.stage("optimize", f"{stem}: after differentiation"):
+            final = optimize.parse(text)
+            before = optimize.instruction_count(final)
+            optimize.finish(final, {s.name for s in g.signatures}, tm, shared)
+        with stages.stage("emit", f"{stem}.adgen.o: {before} instructions before, "
+                                  f"{optimize.instruction_count(final)} after"):
+            objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm)
+            if emit_llvm:
+                objects[out_dir / f"{stem}.adgen.ll"] = str(final)
+        written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
+                        [s.name for s in g.signatures]))
+    with stages.stage("write"):  # only now: nothing is written when any stage fails
+        write_all({path: text for g in generated for path, text in g.files.items()} | objects)
+    return written, generated, "".join(explained)
+
+
+def _levels(prepared: "Prepared", generated: list[Generated], primals: list[dict[str, str]]) -> tuple[str, list[str]]:
+    """The derivatives, level by level, each from the optimized code of the one before: an
+    entry is made at the level after those of the derived functions its primal reaches
+    (levels.py), so that a derivative differentiates their code (`of INNER`, or a derived
+    function called in a differentiated function); the text, and the cache plans explained."""
+    explained, text, module = [], "", prepared.module
+    entries = [(s, names) for g, names in zip(generated, primals) for s in g.signatures]
+    levels = entry_levels(module, entries, prepared.calls)
+    last = max(levels.values(), default=1)
+    for level in range(1, last + 1):
+        if level > 1:  # of the optimized code of the levels before
+            module = prepared.again(text, level)
+        made = [(s, names) for s, names in entries if levels[s.derivation.name] == level]
+        text, plans, _ = differentiate(module, made, level, kept=level < last)
+        explained += [explain(module, plans)] if plans else []
+    return text, explained
+
+
+def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, flags: list[str], extra: list[str],
+          work: Path, stages: Stages):
+    """Each source (through its lowering wrapper) and stub file lowered and linked into one
+    module, with adgen's C definitions of the library functions they call."""
+    with stages.stage("lower", plural(len(sources), "source")):
+        bitcode, problems = [], Collector()
+        for i, (src, g) in enumerate(zip(sources, generated)):
+            try:
+                bitcode.append(lower_rust(select_rustc(), src, g, i, work) if is_rust(src) else
+                               lower_source(compiler, src, g, i, flags, extra, work, generated))
+            except AdgenError as exc:  # every source's errors, reported together
+                problems.diagnostics += exc.diagnostics
+        problems.raise_if_any()
+        for i, g in enumerate(generated):
+            bitcode.append(lower_stubs(compiler, g, i, flags, extra, work))
+    with stages.stage("link"):
+        linked = optimize.link(bitcode)
+        if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
+            optimize.link_into(linked, lower_libc(compiler, flags, extra, work))
+    return linked
+
+
+class Prepared:
+    """The linked module optimized for differentiation, calls through pointers made direct;
+    what its @inactive and @derivative annotations say; `again` for a later level."""
+
+    def __init__(self, linked, generated: list[Generated], tm, stages: Stages, inactive: set[str] = frozenset(),
+                 rules: dict | None = None, custom: dict | None = None, allocators: dict | None = None):
+        """`inactive`, `rules` (by IR name), `custom` (custom.py) and `allocators` are what
+        Enzyme's API registered, for `adgen cc`."""
+        self.tm = tm
+        self.inactive = {n for i in range(len(generated)) for n in optimize.kept(linked, inactive_array(i))} | inactive
+        self.by_hand = _rules_by_hand(linked, generated) | (rules or {})
+        self.custom = custom or {}
+        self.threading = True  # jump threading when preparing derivative code again (see `levels`)
+        self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
+        with stages.stage("optimize", "before differentiation"):
+            text = optimize.prepare(linked, tm, self.calls)
+        with stages.stage("analyze") as note:
+            text, self.shared = devirtualize(text, {s.name for g in generated for s in g.signatures})
+            self.module = self._module(text)
+            note.text = f"{plural(self.module.instruction_count(), 'instruction')} in the optimized sources"
+
+    @property
+    def calls(self) -> set[str]:
+        """Functions whose calls stay calls: @inactive, or with derivatives written by hand."""
+        return self.inactive | set(self.allocators) | {name.lstrip("@") for name in [*self.by_hand, *self.custom]}
+
+    def levels(self, run):
+        """`run()`, which makes the derivatives level by level; again with jump threading off
+        when preparing derivative code (see `again`) if it met a loop with more than one way
+        in, which jump threading can make of a reverse sweep and reverse mode cannot reverse."""
+        try:
+            return run()
+        except IrreducibleLoop:
+            if not self.threading:
+                raise
+            self.threading = False
+            return run()
+
+    def again(self, text: str, level: int) -> Module:
+        """A module's text (with the derivatives of an earlier level), optimized again, the
+        local names an earlier level made (all have a `'`) marked with the level, so that the
+        names the next one makes from labels and values cannot meet them."""
+        text = optimize.prepare(optimize.parse(text), self.tm, self.calls, derivatives=not self.threading)
+        text = re.sub(r'%"([^"]*\'[^"]*)"', lambda m: f'%"{level}~{m.group(1)}"', text)
+        text = re.sub(r'^"([^"]*\'[^"]*)":', lambda m: f'"{level}~{m.group(1)}":', text, flags=re.M)
+        return self._module(text)
+
+    def _module(self, text: str) -> Module:
+        module = Module(text)
+        module.inactive = {"@" + name for name in self.inactive}
+        module.custom = self.custom
+        module.allocators = self.allocators
+        return module
+
+
+def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]], level: int = 1,
+                  needed_by=lambda sig: sig.name, kept: bool = False) -> tuple[str, list, dict[str, int]]:
+    """The module's text with the derivative functions and the kernels the stubs call, the
+    cache plans of the reverse-mode ones (titled), and the tape bytes of split-mode entries,
+    by derived name. `entries`: the signatures to make (of one level: 1 for derivatives of
+    C functions, 2 for those of level 1's derived functions...), each with the IR names of the
+    functions its source keeps for differentiation, by C name. `needed_by(sig)` names what
+    an error is for. `kept`: the sources' keep arrays stay, for a later level to differentiate
+    the functions they keep."""
+    numbers = [int(k[1:]) for k in module.metadata if k[1:].isdigit()]
+    decls = Declarations(set(module.functions), max(numbers, default=0) + 1, f"{level}." if level > 1 else "")
+    signatures = [s for s, _ in entries]
+    forward = ForwardMode(module, decls, level)
+    reverse = ReverseMode(module, decls, level, releases=any(s.derivation.mode is Mode.SPLIT for s in signatures))
+    kernels: list[str] = []
+    top: dict[str, list[str]] = {}  # a derived function -> the annotations that call it
+    primal_of: dict[str, str] = {}
+    tapes: dict[str, int] = {}
+    problems, failed = [], set()  # every entry's error, each derivation's once
+    for sig, names in entries:
+        d = sig.derivation
+        fn = check_primal(module, sig, primal_ir_name(sig, names))
+        if d.name in failed:
+            continue
+        try:
+            if d.mode is Mode.FORWARD:
+                kernels.append(forward_kernel(forward, decls, sig, fn))
+                continue
+            if d.mode is Mode.SPLIT:
+                kernel, derived = split_kernel(reverse, decls, sig, fn)
+                tapes[d.name] = tape_size(fn, derived)
+            else:
+                kernel, derived = reverse_kernel(reverse, decls, sig, fn)
+            kernels.append(kernel)
+            top.setdefault(derived.aug, []).append(needed_by(sig))
+            primal_of[derived.aug] = d.primal.name
+        except Unsupported as exc:
+            failed.add(d.name)
+            problems.append(located(exc, module, needed_by(sig), fn.name, d.entry.name.span))
+    if problems:
+        irreducible = any(isinstance(p, IrreducibleLoop) for p in problems)
+        raise (IrreducibleLoop if irreducible else AdgenError)([x for p in problems for x in p.diagnostics])
+    runtime = [reverse.runtime_text()] if reverse.definitions or forward.uses_runtime else []
+    if forward.uses_zeros:
+        runtime.append(ZEROS)
+    replaced = {kernel_name(s) for s in signatures}
+    lines = [line for line in module.text.split("\n") if not _dropped(line, replaced, kept)]
+    new = "\n".join(decls.added + forward.definitions + reverse.definitions + runtime + kernels +
+                    decls.scopes.definitions())
+    if level > 1:  # its own runtime: the optimizer may have changed an earlier level's (dropped a parameter)
+        new = new.replace('@"adgen.', f'@"adgen{level}.')
+    text = "\n".join(lines) + "\n" + new + "\n"
+    plans = [(f"{', '.join(dict.fromkeys(top[d.aug]))}: reverse mode of {primal_of[d.aug]}", plan)
+             for d, plan in reverse.explained if d.aug in top]
+    plans += [(f"{source_name(d.pattern.function)}, as a callee of the derivatives above ({_activities(d.pattern)})",
+               plan) for d, plan in reverse.explained if d.aug not in top]
+    return text, plans, tapes
+
+
+def _rules_by_hand(linked, generated: list[Generated]) -> dict:
+    """The rules of the functions given derivatives by hand (@derivative), by IR name."""
+    rules = {}
+    for i, g in enumerate(generated):
+        for k, (name, c) in enumerate(zip(optimize.kept(linked, custom_array(i)), g.customs)):
+            rules["@" + name] = hand_rule("@" + name, "@" + partials_function(i) + str(k), c.active,
+                                          [p.name for p in c.primal.params], f"'{c.function.name}'")
+    return rules
+
+
+def _activities(pattern) -> str:
+    marks = ", ".join("active" if on else "const" for on in pattern.active)
+    return f"arguments ({marks})" + (", active result" if pattern.ret_active else "")
+
+
+def _primals(linked, index: int, g: Generated) -> dict[str, str]:
+    """A source's kept functions, by the name the source gives them -> their IR name."""
+    names = optimize.kept(linked, keep_array(index))
+    if is_rust(g.source.path):  # mangled: in the order the lowering keeps them
+        return {f.name: name for f, name in zip(primal_functions(g), names)}
+    return _by_c_name(names)
+
+
+def _by_c_name(names: list[str]) -> dict[str, str]:
+    """C name -> IR name (linking may rename a static function `f` to `f.1`)."""
+    return {n.split(".")[0]: n for n in names}
+
+
+def _dropped(line: str, kernels: set[str], kept: bool = False) -> bool:
+    """Lines of the linked module the output must not keep: the stubs' kernel declarations
+    (now defined) and, unless `kept`, what kept the annotated functions alive."""
+    if line.startswith("declare") and any(f" {k}(" in line for k in kernels):
+        return True
+    return not kept and line.startswith(("@__adgen_primals_", "@__adgen_inactive_", "@__adgen_custom_",
+                                         "@llvm.used", "@llvm.compiler.used"))

@@ -1,0 +1,230 @@
+"""`adgen cc`: a C compiler for code written for Enzyme's API. It takes what a C compiler takes
+(`CC="adgen cc"` for Make, a CMake compiler wrapper), compiles each C file that calls Enzyme's
+entry points through adgen (ir_ad/enzyme_build.py) and every other input with clang as it is,
+then links with the same clang unless -c, -S or -E says not to."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adgen.base.diagnostics import AdgenError, error
+from adgen.base.timing import Stages
+from adgen.base.toolchain import USERS_NDEBUG, Compiler, select_compiler, system_flags
+
+HELP = """\
+usage: adgen cc [C compiler flags] FILE.c ... [-c] [-o OUT]
+
+A C compiler for code written for Enzyme's C API (`__enzyme_autodiff((void *)f, enzyme_dup, x,
+dx, enzyme_const, n)`, `__enzyme_fwddiff`, `__enzyme_augmentfwd`, `__enzyme_reverse`...): each
+call to an entry point is replaced by a call to the derivative adgen generates, so such code
+builds with `pip install adgen` alone, no LLVM plugin. It takes a C compiler's flags (-I -D -O
+-g -std -c -o -MD -MF -fPIC -W... and link flags), compiles the C files that call Enzyme's API
+through adgen and everything else with clang as it is, and links with the same clang:
+
+    adgen cc -O2 prog.c -o prog -lm
+    make CC="adgen cc"
+    CC="adgen cc" cmake ..     (or -DCMAKE_C_COMPILER_LAUNCHER="adgen;cc": the compiler
+                                CMake names is then replaced by adgen's clang)
+
+Derivatives are always computed from optimized code, whatever -O the file is built with.
+The mapping from Enzyme's API to adgen's activities is in specs/enzyme.md of the source tree;
+what adgen does not implement is an error at the call, naming the argument.
+
+adgen's own options (all others go to the C compiler):
+  --adgen-verbose   print each stage's time
+  --adgen-explain   print the cache plan of each reverse-mode derivative
+  --adgen-help      this text (also: adgen cc with no arguments)
+
+environment:
+  ADGEN_CC   the clang to use instead of the one bundled with adgen"""
+
+# Flags whose value is the next argument.
+_WITH_VALUE = {"-o", "-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", "-idirafter", "-isysroot",
+               "-iprefix", "-iwithprefix", "-MF", "-MT", "-MQ", "-x", "-L", "-l", "-target", "-Xclang", "-Xlinker",
+               "-Xpreprocessor", "-Xassembler", "-T", "-u", "-z", "--param", "-arch", "-rpath", "--sysroot",
+               "-mllvm", "-aux-info", "-e", "--serialize-diagnostics"}
+# Flags that only concern the link (the compile of a file does not get them).
+_LINK_ONLY = ("-l", "-L", "-Wl,", "-Xlinker", "-shared", "-static", "-rdynamic", "-nostdlib", "-nostartfiles",
+              "-nodefaultlibs", "-pie", "-no-pie", "-s", "-T", "-u", "-z", "-fuse-ld=", "-rpath", "-e")
+# What the lowering for differentiation takes of the user's flags: the preprocessor's, the
+# language's, the target's. Optimization, debug information, warnings, dependency files,
+# instrumentation and the value-changing floating-point flags (-ffast-math and its parts) are
+# the object's business only: derivatives are computed from the file as C evaluates it, so
+# their rounding does not depend on the order fast-math lets LLVM sum in.
+_PREPROCESS = ("-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", "-idirafter", "-isysroot", "-iprefix",
+               "-iwithprefix", "--sysroot", "-std=", "-ansi", "-target", "--target=", "-march=", "-mcpu=", "-mtune=",
+               "-m32", "-m64", "-pthread", "-funsigned-char", "-fsigned-char", "-fgnu89-inline", "-fms-extensions",
+               "-fcommon", "-fno-common", "-fwrapv", "-fno-strict-aliasing", "-fstrict-aliasing", "-fno-builtin",
+               "-fbuiltin", "-ffreestanding", "-w")
+_STOPS = {"-E", "-M", "-MM", "-fsyntax-only", "-###", "--version", "-dumpversion", "-dumpmachine", "-print-search-dirs"}
+
+
+@dataclass
+class CommandLine:
+    """A C compiler's command line, taken apart."""
+
+    argv: list[str]
+    sources: list[tuple[int, Path]] = field(default_factory=list)  # (position in argv, path) of each C file
+    output: str | None = None
+    compile_only: bool = False  # -c
+    assemble_only: bool = False  # -S
+    stops_early: bool = False  # -E, -M, -fsyntax-only...: no object at all
+    adgen: list[str] = field(default_factory=list)  # --adgen-* options
+    compile_flags: list[str] = field(default_factory=list)  # what each file's compile gets
+    lowering_flags: list[str] = field(default_factory=list)  # what the lowering for differentiation gets
+
+
+def parse(argv: list[str]) -> CommandLine:
+    if argv and _is_compiler(argv[0]):  # as a launcher (CMAKE_C_COMPILER_LAUNCHER): `adgen cc /usr/bin/cc -c ...`
+        argv = argv[1:]
+    line = CommandLine([a for a in argv if not a.startswith("--adgen-")], adgen=[a for a in argv
+                                                                                   if a.startswith("--adgen-")])
+    args, language, i = line.argv, None, 0
+    while i < len(args):
+        a = args[i]
+        value = args[i + 1] if a in _WITH_VALUE and i + 1 < len(args) else None
+        width = 2 if value is not None else 1
+        if a == "-o":
+            line.output = value
+        elif a == "-x":
+            language = value
+        elif a == "-c":
+            line.compile_only = True
+        elif a == "-S":
+            line.assemble_only = True
+        elif a in _STOPS:
+            line.stops_early = True
+        elif not a.startswith("-") or a == "-":
+            if a.endswith(".c") and language in (None, "c"):
+                line.sources.append((i, Path(a)))
+        else:
+            taken = args[i:i + width]
+            if not a.startswith(_LINK_ONLY) or a.startswith(("-std", "-static-libgcc")):
+                line.compile_flags += taken
+            if a.startswith(_PREPROCESS) and not a.startswith(("-iframework",)):
+                line.lowering_flags += taken
+        i += width
+    return line
+
+
+def _is_compiler(arg: str) -> bool:
+    """Whether an argument names a compiler to run (a build system's, before its flags) rather
+    than a flag or an input."""
+    if arg.startswith("-") or Path(arg).suffix in (".c", ".i", ".o", ".a", ".so", ".s", ".S", ".cpp", ".cc"):
+        return False
+    found = shutil.which(arg)
+    return found is not None and os.access(found, os.X_OK) and not Path(arg).is_dir()
+
+
+def main(argv: list[str]) -> int:
+    if not argv or "--adgen-help" in argv:
+        print(HELP)
+        return 0
+    line = parse(argv)
+    stages = Stages(verbose="--adgen-verbose" in line.adgen, progress=False)
+    compiler = select_compiler(None)
+    if line.stops_early or not line.sources:
+        return _clang(compiler, line.argv)
+    if (line.compile_only or line.assemble_only) and line.output and len(line.sources) > 1:
+        raise AdgenError(error("cannot specify -o when generating multiple output files"))
+    implicit = [] if any(f.startswith("-fsanitize") for f in line.compile_flags) else ["-fno-sanitize=all"]
+    with tempfile.TemporaryDirectory(prefix="adgen-cc-") as tmp:
+        argv = list(line.argv)
+        for n, (at, source) in enumerate(line.sources):
+            if line.compile_only or line.assemble_only:
+                out = Path(line.output) if line.output else Path(source.stem + (".s" if line.assemble_only else ".o"))
+            else:
+                out = Path(tmp) / f"{n}-{source.stem}.o"
+                argv[at] = str(out)
+            status = _compile(compiler, line, source, out, implicit, stages)
+            if status:
+                return status
+        if line.compile_only or line.assemble_only:
+            return 0
+        flags = [a for i, a in enumerate(argv) if not (a in ("-o", "-x") or (i and argv[i - 1] in ("-o", "-x")))]
+        return _clang(compiler, [*flags, "-Wno-unused-command-line-argument", "-o", line.output or "a.out"])
+
+
+def _compile(compiler: Compiler, line: CommandLine, source: Path, out: Path, implicit: list[str],
+             stages: Stages) -> int:
+    """One C file to `out`: through adgen if it calls Enzyme's API, else by clang as it is."""
+    flags = [*line.compile_flags, *implicit]
+    mentions = _mentions_enzyme(compiler, source, line.lowering_flags)
+    if mentions:
+        from adgen.commands.cc.pipeline import compile_unit
+
+        user, deps = _without_dependencies(flags)
+        if mentions == "attributes":  # Enzyme's plugin's attributes, which clang does not know but adgen reads
+            user.append("-Wno-unknown-attributes")
+        read = [*system_flags(compiler), *line.lowering_flags]
+        obj, plans = compile_unit(source, line.lowering_flags, [*USERS_NDEBUG, *user], compiler, stages, read,
+                                  explain="--adgen-explain" in line.adgen, assembly=line.assemble_only)
+        if plans:
+            print(plans, end="", flush=True)
+        if obj is not None:
+            out.write_bytes(obj)
+            return _write_dependencies(compiler, user, deps, source, out)
+    return _clang(compiler, [*flags, "-c", str(source), "-o", str(out)] if not line.assemble_only else
+                  [*flags, "-S", str(source), "-o", str(out)])
+
+
+def _mentions_enzyme(compiler: Compiler, source: Path, flags: list[str]) -> str:
+    """Whether the preprocessed file names anything of Enzyme's API (cheap: no compile): "" if
+    not, "attributes" if it uses the attributes of Enzyme's plugin too, else "calls"."""
+    done = subprocess.run([*compiler.command, "-E", "-P", *USERS_NDEBUG, *flags, str(source)], capture_output=True,
+                          text=True, errors="replace")  # a C file's bytes need not be UTF-8 (a Latin-1 comment)
+    if done.returncode == 0 and "enzyme_" not in done.stdout:
+        return ""
+    return "attributes" if re.search(r"__attribute__\s*\(\(\s*enzyme_", done.stdout) else "calls"
+
+
+_DEPENDENCY_FLAGS = {"-MD", "-MMD", "-MP", "-MG"}
+_DEPENDENCY_VALUES = {"-MF", "-MT", "-MQ"}
+
+
+def _without_dependencies(flags: list[str]) -> tuple[list[str], list[str]]:
+    """The flags without those asking for a dependency file, and those (clang writes none
+    along with bitcode through zig's clang: adgen asks for it apart, see `_write_dependencies`)."""
+    kept, deps, i = [], [], 0
+    while i < len(flags):
+        f = flags[i]
+        if f in _DEPENDENCY_FLAGS:
+            deps.append(f)
+        elif f in _DEPENDENCY_VALUES and i + 1 < len(flags):
+            deps += flags[i:i + 2]
+            i += 1
+        else:
+            kept.append(f)
+        i += 1
+    return kept, deps
+
+
+def _write_dependencies(compiler: Compiler, flags: list[str], deps: list[str], source: Path, out: Path) -> int:
+    """The dependency file -MD/-MMD ask for, naming the object adgen wrote."""
+    if not {"-MD", "-MMD"} & set(deps):
+        return 0
+    args = [*flags, "-MM" if "-MMD" in deps else "-M", str(source)]
+    if "-MF" not in deps:
+        args += ["-MF", str(out.with_suffix(".d"))]
+    if "-MT" not in deps and "-MQ" not in deps:
+        args += ["-MT", str(out)]
+    return _clang(compiler, args + [d for d in deps if d not in ("-MD", "-MMD")])
+
+
+def _clang(compiler: Compiler, args: list[str]) -> int:
+    """The compiler run as gcc or clang would be: NDEBUG only from the user's flags."""
+    return subprocess.run([*compiler.command, *USERS_NDEBUG, *args]).returncode
+
+
+__all__ = ["main", "parse", "CommandLine", "HELP"]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

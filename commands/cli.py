@@ -1,0 +1,191 @@
+"""The `adgen` command. Errors are printed as located diagnostics and exit with status 1;
+no Python traceback reaches the user."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from adgen.base import __version__
+from adgen.base.diagnostics import AdgenError
+from adgen.commands.outputs import write_all, write_depfile
+from adgen.base.timing import Stages, plural
+from adgen.base.toolchain import select_compiler, system_flags
+
+DESCRIPTION = """\
+adgen: automatic differentiation for C, driven by @diff annotations.
+
+Annotate a function in a comment directly above it:
+
+    // @diff(rosen_grad: (const, const, active, active) -> active)
+    double rosen(double a, double b, double x, double y);
+
+then `adgen generate` writes rosen.adgen.h (the derivative functions' declarations) and
+rosen.adgen.c (the stubs `adgen build` fills), and `adgen build` also writes rosen.adgen.o.
+The annotation language and the generated C ABI are specified in specs/ of the source tree."""
+
+EXAMPLES = """\
+examples:
+  adgen generate rosen.c -o build            # build/rosen.adgen.h, build/rosen.adgen.c
+  adgen cc -O2 prog.c -o prog -lm            # code written for Enzyme's C API (see adgen cc)
+  adgen build model.rs -o build              # Rust: build/model.adgen.rs (wrappers) and model.adgen.o
+  adgen generate src/*.c -I include -D N=64  # several sources, with the flags they need
+  adgen build rosen.c -o build -- -O3        # flags after -- go to the C compiler
+  adgen -v generate rosen.c                  # print each stage's time
+
+environment:
+  ADGEN_CC         the clang to use instead of the one bundled with adgen (--cc wins)
+  ADGEN_RUSTC      the rustc for Rust sources (else RUSTC, else rustc on the PATH)
+  ADGEN_RUSTFLAGS  more flags for that rustc (--edition=2024, say)"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("sources", metavar="SRC.c", nargs="+", type=Path,
+                        help="annotated C sources (or Rust sources, SRC.rs: they get SRC.adgen.rs wrappers)")
+    common.add_argument("-o", dest="out_dir", metavar="DIR", type=Path, default=Path("."),
+                        help="where to write outputs (default: the current directory)")
+    common.add_argument("-I", dest="includes", metavar="DIR", action="append", default=[],
+                        help="add a directory to the header search path, as for the C compiler")
+    common.add_argument("-D", dest="defines", metavar="NAME[=VAL]", action="append", default=[],
+                        help="define a preprocessor macro, as for the C compiler")
+    common.add_argument("--cc", metavar="PATH",
+                        help="the clang to use (default: ADGEN_CC, else the clang of the ziglang wheel); "
+                             "its LLVM must not be newer than llvmlite's")
+    common.add_argument("-v", "--verbose", action="store_true", help="print each stage's time")
+    common.add_argument("--target", metavar="TRIPLE", help="build: the target triple (default: this machine's)")
+    common.add_argument("--march", metavar="CPU",
+                        help="build: the CPU to optimize for, passed to clang and LLVM (`native` for this "
+                             "machine's; default: the generic CPU of the target)")
+    common.add_argument("--emit-llvm", action="store_true",
+                        help="build: also write the differentiated module as DIR/<stem>.adgen.ll")
+    common.add_argument("--explain", action="store_true",
+                        help="build: print the cache plan of each reverse-mode derivative: what the forward sweep "
+                             "stores for the reverse sweep, where, why, and how many bytes per call or iteration")
+    common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+
+    parser = argparse.ArgumentParser(prog="adgen", description=DESCRIPTION, epilog=EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, fromfile_prefix_chars="@")
+    parser.add_argument("--version", action="version", version=f"adgen {__version__}")
+    parser.add_argument("--cmake-dir", action=_CMakeDir, nargs=0,
+                        help="print the directory of adgen's CMake package (for -Dadgen_DIR=...) and exit")
+    parser.add_argument("-v", "--verbose", action="store_true", dest="verbose_global",
+                        help="print each stage's time")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub.add_parser("cc", help="a C compiler for code written for Enzyme's API (adgen cc --adgen-help)",
+                   add_help=False)
+    common.add_argument("--depfile", type=Path, metavar="FILE",
+                        help="also write the headers each source includes as a Makefile rule (for build systems)")
+    sub.add_parser("generate", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+                   help="check annotations; write <stem>.adgen.h and <stem>.adgen.c",
+                   description="Check the @diff annotations of each SRC.c against its prototypes and "
+                               "write DIR/<stem>.adgen.h and DIR/<stem>.adgen.c.",
+                   epilog="example:\n  adgen generate rosen.c -o build")
+    sub.add_parser("build", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+                   help="generate, then write <stem>.adgen.o with the derivative functions",
+                   description="Generate, then lower the sources with clang, differentiate and write "
+                               "DIR/<stem>.adgen.o. Arguments after -- go to the C compiler.",
+                   epilog="example:\n  adgen build rosen.c -o build -- -DNDEBUG")
+    check = sub.add_parser("check", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+                           help="build, then check every derivative against finite differences",
+                           description="Build the sources with their derivatives, then check each derived function "
+                                       "against central finite differences of its primal on seeded random inputs "
+                                       "that respect its activities and width. Prints a table; the exit status is 1 "
+                                       "if any derivative does not match.",
+                           epilog="examples:\n  adgen check rosen.c\n"
+                                  "  adgen check kernel.c --only f_grad --size x=n --size n=16")
+    check.add_argument("--only", metavar="NAME", help="check this derived function only")
+    check.add_argument("--size", metavar="NAME=VALUE", action="append", default=[],
+                       help="the length of pointer parameter NAME (a number, or the name of an integer parameter), "
+                            "or the value of integer parameter NAME (default 4)")
+    check.add_argument("--seed", type=int, default=0, help="the random inputs' seed (default 0)")
+    check.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="give up on a call that has not returned after this long, naming the function and "
+                            "its input (default 10)")
+    return parser
+
+
+class _CMakeDir(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(Path(__file__).resolve().parent.parent / "cmake")
+        parser.exit()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["cc"]:  # a C compiler's command line: not adgen's own options
+        from adgen.commands.cc.driver import main as cc
+
+        return _reporting(lambda: cc(argv[1:]))
+    extra: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1 :]
+    args = _parser().parse_args(argv)
+    stages = Stages(verbose=args.verbose or args.verbose_global,
+                    progress=not args.quiet and sys.stderr.isatty() and not os.environ.get("CI"))
+    return _reporting(lambda: _run(args, extra, stages))
+
+
+def _reporting(run) -> int:
+    """Runs a command: its errors printed as located diagnostics (status 1), a bug in adgen as
+    one line (status 70), never a traceback."""
+    try:
+        return run()
+    except AdgenError as exc:
+        for diagnostic in exc.diagnostics:
+            print(diagnostic.render(), file=sys.stderr)
+        errors = sum(d.severity == "error" for d in exc.diagnostics)
+        print(f"{plural(errors, 'error')} generated.", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug in adgen: say so in one line, keep the trace for reports
+        if os.environ.get("ADGEN_TRACEBACK"):
+            raise
+        print(f"adgen: internal error: {type(exc).__name__}: {exc} "
+              "(set ADGEN_TRACEBACK=1 for the trace, and please report it)", file=sys.stderr)
+        return 70
+
+
+def _run(args, extra: list[str], stages: Stages) -> int:
+    with stages.stage("toolchain"):
+        compiler = select_compiler(args.cc)
+        user = [*(f"-I{d}" for d in args.includes), *(f"-D{d}" for d in args.defines)]
+        flags = [*system_flags(compiler), *user]  # libclang needs the compiler's header paths spelled out
+    if args.command == "check":
+        from adgen.commands.check import run
+
+        return run(args.sources, [*user, *extra], args.only, args.size, args.seed, args.quiet, args.timeout)
+    if args.command == "build":
+        from adgen.commands.build.pipeline import build
+
+        written, generated, plans = build(args.sources, args.out_dir, flags, user, extra, compiler, stages,
+                                          args.target, args.march, args.emit_llvm)
+        if args.explain:
+            print(plans or "no reverse-mode derivatives: nothing is stored for a reverse sweep\n", end="", flush=True)
+        if args.depfile:
+            write_depfile(args.depfile, [p for paths, _ in written for p in paths if p.suffix == ".o"], generated)
+        if not args.quiet:
+            for paths, names in written:
+                print(f"adgen: wrote {', '.join(str(p) for p in paths)} ({', '.join(names) or 'no derivatives'})",
+                      file=sys.stderr)
+        return 0
+    from adgen.frontend.generate import generate
+
+    generated = generate(args.sources, args.out_dir, flags + extra, stages)
+    with stages.stage("write"):
+        write_all({path: text for g in generated for path, text in g.files.items()})
+    if args.depfile:
+        write_depfile(args.depfile, [p for g in generated for p in g.files if p.suffix == ".h"], generated)
+    if not args.quiet:
+        for g in generated:
+            names = " and ".join(str(p) for p in g.files)
+            print(f"adgen: wrote {names} ({plural(len(g.signatures), 'derivative function')})", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

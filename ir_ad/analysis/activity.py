@@ -1,0 +1,266 @@
+"""Activity analysis for reverse mode: which values of a function carry adjoints (floating values
+that depend on an active input), which pointers have shadows, which pointers may lack one (a
+select or phi between shadowed and unshadowed memory), which adjoints can reach an output at
+all (`useful`), and the floating type of the memory a pointer points into."""
+
+from __future__ import annotations
+
+
+from adgen.ir_ad.analysis.flow import CFG, Memory, returns_fresh
+from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, float_type
+from adgen.ir_ad.analysis.masked import masked_slice
+from adgen.ir_ad.rules import rule_for
+from adgen.ir_ad.shadows import VECTOR_VALUES, is_allocator, callee_name, carries, inactive_call, mask_name
+
+
+def scalar_type(t: Type, memtype: str) -> Type | None:
+    """The float type of an active scalar argument's adjoint: its own, or for an integer that
+    carries a float's bits (a double passed on as an `unsigned long long`), the float's."""
+    if t.kind == "float":
+        return t
+    if t.kind == "int" and memtype and float_type(memtype).bits == t.bits:
+        return float_type(memtype)
+    return None
+
+
+# TBAA's names of scalar types that hold no floating data (pointers are "any pointer", "p1 float"...).
+_NOT_FLOATING = {"int", "long", "long long", "short", "_Bool", "bool", "any pointer", "unsigned int", "unsigned long"}
+
+
+class Activity:
+    def __init__(self, fn: Function, module: Module, cfg: CFG, memory: Memory, active: tuple[bool, ...],
+                 ret_active: bool, memtypes: tuple[str, ...]):
+        self.fn, self.module, self.cfg, self.memory = fn, module, cfg, memory
+        self.params = {p.name: i for i, p in enumerate(fn.params)}
+        self.arg_active, self.ret_active, self.arg_memtypes = active, ret_active, memtypes
+        self.inst: Instruction | None = None
+        self.floaty: dict[str, Type] = {}  # values with adjoints -> their float type
+        self.pointers: set[str] = set()  # pointer values with shadows
+        self.maybe: set[str] = set()  # pointers whose shadow may be missing
+        self.useful: set[str] = set()  # values whose adjoint can reach an output
+        self._memtypes: dict[str, Type | None] = {}
+        for i, (p, on) in enumerate(zip(fn.params, active)):
+            if on and scalar_type(p.type, memtypes[i] if i < len(memtypes) else ""):
+                self.floaty[p.name] = scalar_type(p.type, memtypes[i] if i < len(memtypes) else "")
+            elif on and p.type.kind == "ptr":
+                self.pointers.add(p.name)
+        changed = True
+        while changed:
+            changed = False
+            for inst in fn.instructions():
+                if not inst.result or inst.result in self.floaty or inst.result in self.pointers or \
+                        cfg.block_of[inst.result] in cfg.doomed:
+                    continue
+                self.inst = inst
+                kind = self._varies(inst)
+                if kind == "ptr":
+                    self.pointers.add(inst.result)
+                    changed = True
+                elif kind is not None:
+                    self.floaty[inst.result] = kind
+                    changed = True
+        self._find_maybe()
+        self._find_useful()
+        self.masked = masked_slice(fn, cfg, memory, self.floaty)  # values whose partials take a strong zero
+        self.inst = None
+
+    def fail(self, what: str) -> Unsupported:
+        return Unsupported(self.fn.name, self.inst, what)
+
+    # ------------------------------------------------------------------ queries
+    def on(self, op: Operand) -> bool:
+        """Whether an operand carries a derivative (an adjoint or a shadow)."""
+        return op.value in self.floaty or op.value in self.pointers
+
+    def active(self, value: str) -> bool:
+        """Whether a value's adjoint is worth keeping: it carries one and it can reach an output."""
+        return value in self.floaty and value in self.useful
+
+    def has_shadow(self, op: Operand) -> bool:
+        return op.value in self.pointers
+
+    def derived_callee(self, inst: Instruction) -> Function | None:
+        """The function of the sources a call differentiates into, when derivatives flow into it."""
+        if inst.opcode != "call" or not (any(self.on(a) for a in inst.operands) or inst.result in self.pointers):
+            return None
+        return self._source_callee(inst)
+
+    def _source_callee(self, inst: Instruction) -> Function | None:
+        target = self.module.functions.get(inst.callee)
+        if target is None or (target.declaration and inst.callee not in self.module.custom) or \
+                callee_name(inst).startswith("llvm.") or is_allocator(self.module, callee_name(inst)) or \
+                inactive_call(self.module, inst) or rule_for(inst.callee) is not None:
+            return None
+        return target
+
+    def _returns_shadow(self, inst: Instruction) -> bool:
+        """A call returning a pointer with a shadow: into memory with derivatives that the caller
+        passed (an argument carries one), or memory the callee allocated (see returns_fresh)."""
+        target = self._source_callee(inst)
+        return target is not None and (any(self.on(a) for a in inst.operands) or
+                                       returns_fresh(self.module, target))
+
+    # ------------------------------------------------------------------ the fixpoint
+    def _varies(self, inst: Instruction):
+        """None, "ptr" (a pointer with a shadow) or the float type of a value with an adjoint."""
+        op, ops, t = inst.opcode, inst.operands, inst.type
+        if t.kind == "ptr":
+            if op == "getelementptr" and self.on(ops[0]):
+                return "ptr"
+            if op == "alloca" or (op == "call" and (is_allocator(self.module, callee_name(inst)) or
+                                                    callee_name(inst) == "realloc")):
+                return "ptr"
+            if op == "phi" and any(v.value in self.pointers for v, _ in inst.incoming):
+                return "ptr"
+            if op == "select" and (ops[1].value in self.pointers or ops[2].value in self.pointers):
+                return "ptr"
+            if op in ("load", "freeze", "bitcast", "addrspacecast") and self.on(ops[0]):
+                return "ptr"
+            if op == "call" and self._returns_shadow(inst):
+                return "ptr"
+            return None
+        float_t = t if t.kind == "float" else None
+        if t.kind == "other" and any(v in self.floaty or v in self.pointers for v in inst.mentions()):
+            raise self.fail(f"the '{op}' instruction")
+        if t.kind == "vector" and t.elems[0].kind == "float" and any(self.on(o) for o in ops):
+            raise self.fail(f"a vector value ('{t.text}') carrying derivatives: {VECTOR_VALUES}")
+        if op == "load" and self.on(ops[0]):
+            if float_t:
+                return float_t
+            if t.kind == "int" and t.bits in (32, 64):  # float data moved as integer bits
+                mt = self.memtype(ops[0].value)
+                if mt is not None and mt.bits == t.bits:
+                    return mt
+            return None
+        if op == "phi":
+            kinds = {self.floaty[v.value] for v, _ in inst.incoming if v.value in self.floaty}
+            return kinds.pop() if kinds else None
+        if op == "select":
+            kinds = {self.floaty[o.value] for o in ops[1:] if o.value in self.floaty}
+            return kinds.pop() if kinds else None
+        if op == "bitcast" and ops[0].value in self.floaty:
+            return float_t or self.floaty[ops[0].value]
+        if op == "freeze" and ops[0].value in self.floaty:
+            return self.floaty[ops[0].value]
+        if float_t is None:
+            if op in ("extractvalue", "insertvalue") or (op == "call" and any(self.on(o) for o in ops)
+                                                         and carries(self.module, t)):
+                if op == "call" and any(self.on(o) for o in ops):
+                    raise self.fail(f"a call to '{callee_name(inst)}', which returns a struct by value ('{t.text}') "
+                                    "and could not be inlined (noinline, or recursive; reverse mode has no "
+                                    "adjoints of struct values, so let it write its result through a pointer)")
+                if any(self.on(o) for o in ops):
+                    raise self.fail(f"a value of type '{t.text}' carrying derivatives (aggregates are supported in "
+                                    "forward mode only)")
+            return None
+        if op in ("fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fpext", "fptrunc"):
+            return float_t if any(o.value in self.floaty for o in ops) else None
+        if op == "call":
+            if not any(self.on(o) for o in ops):
+                return None
+            if self.derived_callee(inst) is not None or rule_for(inst.callee) is not None:
+                return float_t
+        return None
+
+    def _find_maybe(self) -> None:
+        """Pointers that may point into memory without a shadow (a select or phi between an
+        argument with derivatives and a const one): their shadows are used behind a mask."""
+        def shadowless(o: Operand) -> bool:
+            return not self.has_shadow(o) and o.value not in ("null", "undef", "poison")
+
+        changed = True
+        while changed:
+            changed = False
+            for inst in self.fn.instructions():
+                if inst.result not in self.pointers or inst.result in self.maybe:
+                    continue
+                if inst.opcode == "phi":
+                    found = any(shadowless(v) or v.value in self.maybe for v, _ in inst.incoming)
+                elif inst.opcode == "select":
+                    found = any(shadowless(o) or o.value in self.maybe for o in inst.operands[1:])
+                else:
+                    found = inst.opcode in ("getelementptr", "freeze", "bitcast") and \
+                        inst.operands[0].value in self.maybe
+                if found:
+                    self.maybe.add(inst.result)
+                    changed = True
+
+    def mask(self, op: Operand) -> str:
+        """The i1 saying whether a pointer operand has a real shadow ("true"/"false" when known)."""
+        if op.value in self.maybe:
+            return mask_name(self.mask_root(op.value).result)
+        return "true" if op.value in self.pointers else "false"
+
+    def mask_root(self, value: str) -> Instruction:
+        """The select or phi a maybe-shadowed pointer comes from."""
+        inst = self.cfg.defs[value]
+        while inst.opcode not in ("phi", "select"):
+            inst = self.cfg.defs[inst.operands[0].value]
+        return inst
+
+    def _find_useful(self) -> None:
+        """Values whose adjoint can reach an output: the returned value, stores into shadowed
+        memory, and the arguments of differentiated calls; then backwards through operands."""
+        work: list[str] = []
+        if self.ret_active:
+            for inst in self.fn.instructions():
+                if inst.opcode == "ret" and inst.operands and inst.operands[0].value in self.floaty:
+                    work.append(inst.operands[0].value)
+        for inst in self.fn.instructions():
+            if self.cfg.block_of_inst(inst) in self.cfg.doomed:
+                continue
+            if inst.opcode == "store" and inst.operands[1].value in self.pointers:
+                work.append(inst.operands[0].value)
+            elif self.derived_callee(inst) is not None:
+                work += [o.value for o in inst.operands if o.value in self.floaty]
+        while work:
+            v = work.pop()
+            if v in self.useful or v not in self.floaty:
+                continue
+            self.useful.add(v)
+            inst = self.cfg.defs.get(v)
+            if inst is None:
+                continue
+            if inst.opcode == "phi":
+                work += [x.value for x, _ in inst.incoming]
+            elif inst.opcode != "load":
+                work += [o.value for o in inst.operands]
+
+    def holds_no_floats(self, *pointers: str) -> bool:
+        """Whether the memory at these pointers is known to hold no floating data: the accesses
+        through the same bases name (in their struct-path TBAA) structs of integers and
+        pointers only. A copy between such memory has no adjoints to move."""
+        scalars: set[str] = set()
+        bases = {self.memory.base(p).name for p in pointers if self.memory.base(p).name == p}
+        for inst in self.fn.instructions():
+            if inst.opcode in ("load", "store") and inst.tbaa:
+                ptr = inst.operands[0] if inst.opcode == "load" else inst.operands[1]
+                if self.memory.base(ptr.value).name in bases:
+                    found = self.module.tbaa_scalars(inst.tbaa)
+                    if found is None:
+                        return False
+                    scalars |= set(found)
+        return bool(scalars) and all(n in _NOT_FLOATING or n.startswith("p") and " " in n for n in scalars)
+
+    def memtype(self, pointer: str) -> Type | None:
+        """The float type of the memory a pointer points into: from the C prototypes (passed down
+        through calls) or from how this function loads and stores through the same base."""
+        base = self.memory.base(pointer)
+        if base.name in self._memtypes:
+            return self._memtypes[base.name]
+        found = None
+        if base.kind == "arg" and self.arg_memtypes[self.params[base.name]]:
+            found = float_type(self.arg_memtypes[self.params[base.name]])
+        else:
+            kinds = set()
+            for inst in self.fn.instructions():
+                if inst.opcode in ("load", "store"):
+                    value_t = inst.type if inst.opcode == "load" else inst.operands[0].type
+                    ptr = inst.operands[0] if inst.opcode == "load" else inst.operands[1]
+                    if value_t.kind == "float" and self.memory.base(ptr.value) == base:
+                        kinds.add(value_t.text)
+            if len(kinds) == 1:
+                found = float_type(kinds.pop())
+        self._memtypes[base.name] = found
+        return found

@@ -1,0 +1,320 @@
+"""Analyses of a function that the reverse sweep relies on: the CFG, dominators, natural
+loops, reachability, the memory object each pointer is based on, and which instructions
+may write which objects (to decide whether a load can be repeated in the reverse sweep)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from adgen.ir_ad.ir import Function, Instruction
+
+PURE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl",
+        "lshr", "ashr", "and", "or", "xor", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi",
+        "uitofp", "sitofp", "ptrtoint", "inttoptr", "bitcast", "getelementptr", "icmp", "fcmp", "select",
+        "extractvalue", "insertvalue", "freeze"}
+FRESH_ALLOCATORS = {"malloc", "calloc", "aligned_alloc"}
+
+
+def returns_fresh(module, fn: Function, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a function of the sources may return memory it allocated (malloc or realloc, or
+    from a call to such a function): its callers' pointer gets a shadow even when no argument
+    carries a derivative (a constructor, a malloc wrapper)."""
+    if fn.declaration or fn.ret.kind != "ptr" or fn.name in seen:
+        return False
+    defs = {i.result: i for i in fn.instructions() if i.result}
+    work = [i.operands[0].value for i in fn.instructions() if i.opcode == "ret" and i.operands]
+    visited: set[str] = set()
+    while work:
+        inst = defs.get(work.pop())
+        if inst is None or inst.result in visited:
+            continue
+        visited.add(inst.result)
+        if inst.opcode == "call":
+            name = inst.callee.lstrip("@").strip('"')
+            target = module.functions.get(inst.callee)
+            if name in FRESH_ALLOCATORS or name in module.allocators or name == "realloc" or \
+                    (target is not None and returns_fresh(module, target, seen | {fn.name})):
+                return True
+        elif inst.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
+            work.append(inst.operands[0].value)
+        elif inst.opcode == "select":
+            work += [inst.operands[1].value, inst.operands[2].value]
+        elif inst.opcode == "phi":
+            work += [v.value for v, _ in inst.incoming]
+    return False
+
+
+@dataclass(frozen=True)
+class Base:
+    """What a pointer points into: an argument, a fresh allocation, a global, or unknown."""
+
+    kind: str  # "arg", "fresh", "global", "unknown"
+    name: str  # the argument, alloca/malloc result or global
+
+
+class CFG:
+    def __init__(self, fn: Function):
+        self.fn = fn
+        self.blocks = [b.label for b in fn.blocks]
+        self.block_of: dict[str, str] = {}
+        self.index_in_block: dict[int, tuple[str, int]] = {}
+        self.defs: dict[str, Instruction] = {}
+        self.succs: dict[str, list[str]] = {}
+        self.preds: dict[str, list[str]] = {b: [] for b in self.blocks}
+        for b in fn.blocks:
+            term = b.instructions[-1]
+            self.succs[b.label] = list(dict.fromkeys(term.targets))
+            for i, inst in enumerate(b.instructions):
+                self.index_in_block[id(inst)] = (b.label, i)
+                if inst.result:
+                    self.defs[inst.result] = inst
+                    self.block_of[inst.result] = b.label
+        for b, ss in self.succs.items():
+            for s in ss:
+                self.preds[s].append(b)
+        self.entry = self.blocks[0]
+
+    @cached_property
+    def doomed(self) -> frozenset[str]:
+        """The blocks from which no path returns: they end in a call that never returns (a
+        panic, an abort). What they compute reaches no result, so it carries no derivatives:
+        their code runs as it is, and the program stops there."""
+        returning = {b.label for b in self.fn.blocks if b.instructions[-1].opcode == "ret"}
+        work = list(returning)
+        while work:
+            for p in self.preds[work.pop()]:
+                if p not in returning:
+                    returning.add(p)
+                    work.append(p)
+        return frozenset(b for b in self.blocks if b not in returning)
+
+    @cached_property
+    def order(self) -> list[str]:
+        """Reverse postorder from the entry."""
+        seen, post = set(), []
+
+        def visit(b):
+            stack = [(b, iter(self.succs[b]))]
+            seen.add(b)
+            while stack:
+                node, it = stack[-1]
+                nxt = next((s for s in it if s not in seen), None)
+                if nxt is None:
+                    post.append(node)
+                    stack.pop()
+                else:
+                    seen.add(nxt)
+                    stack.append((nxt, iter(self.succs[nxt])))
+
+        visit(self.entry)
+        return post[::-1]
+
+    @cached_property
+    def idom(self) -> dict[str, str]:
+        """Immediate dominators (Cooper, Harvey and Kennedy's iterative algorithm)."""
+        order = self.order
+        index = {b: i for i, b in enumerate(order)}
+        idom = {self.entry: self.entry}
+        changed = True
+        while changed:
+            changed = False
+            for b in order[1:]:
+                done = [p for p in self.preds[b] if p in idom]
+                if not done:
+                    continue
+                new = done[0]
+                for p in done[1:]:
+                    a, c = p, new
+                    while a != c:
+                        while index[a] > index[c]:
+                            a = idom[a]
+                        while index[c] > index[a]:
+                            c = idom[c]
+                    new = a
+                if idom.get(b) != new:
+                    idom[b] = new
+                    changed = True
+        return idom
+
+    def dominates(self, a: str, b: str) -> bool:
+        while True:
+            if a == b:
+                return True
+            parent = self.idom.get(b)
+            if parent is None or parent == b:
+                return False
+            b = parent
+
+    @cached_property
+    def loops(self) -> dict[str, set[str]]:
+        """Natural loops: header -> the blocks of the loop (all back edges to it merged)."""
+        loops: dict[str, set[str]] = {}
+        for tail in self.order:
+            for head in self.succs[tail]:
+                if self.dominates(head, tail):
+                    body = loops.setdefault(head, {head})
+                    work = [tail]
+                    while work:
+                        b = work.pop()
+                        if b not in body:
+                            body.add(b)
+                            work.extend(self.preds[b])
+        return loops
+
+    @cached_property
+    def reachable(self) -> dict[str, set[str]]:
+        """Blocks reachable from each block by one or more edges."""
+        out: dict[str, set[str]] = {}
+        for b in self.blocks:
+            seen, work = set(), list(self.succs[b])
+            while work:
+                s = work.pop()
+                if s not in seen:
+                    seen.add(s)
+                    work.extend(self.succs[s])
+            out[b] = seen
+        return out
+
+    def block_of_inst(self, inst: Instruction) -> str:
+        return self.index_in_block[id(inst)][0]
+
+    def may_follow(self, first: Instruction, later: Instruction) -> bool:
+        """Whether `later` can execute after `first` in the same call."""
+        b1, i1 = self.index_in_block[id(first)]
+        b2, i2 = self.index_in_block[id(later)]
+        return (b1 == b2 and i2 > i1) or b2 in self.reachable[b1]
+
+
+class Memory:
+    """Pointer bases and writes, for deciding whether a load may be repeated later.
+
+    `overwritten` names the pointer arguments whose memory the caller may write after this call
+    returns, and `later_writes` says whether it may write anything at all (globals, memory
+    reached through loaded pointers): a load from such memory cannot be repeated in the reverse
+    sweep, which runs after the caller's writes."""
+
+    def __init__(self, fn: Function, cfg: CFG, module, overwritten: frozenset[str] = frozenset(),
+                 later_writes: bool = False):
+        self.fn, self.cfg, self.module = fn, cfg, module
+        self.functions, self.attributes = module.functions, module.attributes
+        self.overwritten, self.later_writes = overwritten, later_writes
+        self.params = {p.name: p for p in fn.params}
+        self._bases: dict[str, Base] = {}
+        self.writes: list[tuple[Instruction, Base]] = []
+        for inst in fn.instructions():
+            for target in self._written(inst):
+                self.writes.append((inst, target))
+
+    def base(self, value: str, depth: int = 0) -> Base:
+        if value in self._bases:
+            return self._bases[value]
+        result = Base("unknown", value)
+        if value in self.params:
+            result = Base("arg", value)
+        elif value.startswith("@"):
+            result = Base("global", value)
+        elif depth < 64 and value in self.cfg.defs:
+            inst = self.cfg.defs[value]
+            callee = inst.callee.lstrip("@")
+            if inst.opcode == "alloca" or (inst.opcode == "call" and (callee in FRESH_ALLOCATORS or
+                                                                      callee in self.module.allocators)):
+                result = Base("fresh", value)
+            elif inst.opcode == "getelementptr" or inst.opcode in ("bitcast", "addrspacecast", "freeze"):
+                result = self.base(inst.operands[0].value, depth + 1)
+            elif inst.opcode in ("phi", "select"):
+                incoming = [v.value for v, _ in inst.incoming] if inst.opcode == "phi" else \
+                    [inst.operands[1].value, inst.operands[2].value]
+                self._bases[value] = Base("unknown", value)  # cycles through phis
+                bases = {self.base(v, depth + 1) for v in incoming if v not in ("null", "poison", "undef")}
+                result = bases.pop() if len(bases) == 1 else Base("unknown", value)
+        self._bases[value] = result
+        return result
+
+    def may_alias(self, a: Base, b: Base) -> bool:
+        if a == b or "unknown" in (a.kind, b.kind):
+            return True
+        if "fresh" in (a.kind, b.kind):
+            return False
+        if a.kind == "global" and b.kind == "global":
+            return "*" in (a.name, b.name)  # "*": whatever globals a callee writes
+        return not any(self.params[x.name].attrs.get("noalias") is not None
+                       for x in (a, b) if x.kind == "arg")
+
+    def types_may_alias(self, a: Instruction, b: Instruction) -> bool:
+        """C's type rules (clang's TBAA tags): a double and an int never overlap."""
+        ta, tb = self.module.tbaa_types(a.tbaa), self.module.tbaa_types(b.tbaa)
+        return not ta or not tb or ta[0] in tb or tb[0] in ta
+
+    def _written(self, inst: Instruction) -> list[Base]:
+        op = inst.opcode
+        if op == "store":
+            return [self.base(inst.operands[1].value)]
+        if op in ("atomicrmw", "cmpxchg"):
+            return [self.base(inst.operands[0].value)]
+        if op != "call":
+            return []
+        name = inst.callee.lstrip("@").strip('"')
+        if name.startswith(("llvm.memcpy", "llvm.memmove", "llvm.memset")) or name in ("memcpy", "memmove", "memset"):
+            return [self.base(inst.operands[0].value)]
+        if name in ("free", "realloc"):  # the memory is gone (or moved) afterwards
+            return [self.base(inst.operands[0].value)]
+        if name.startswith("llvm.") or name in ("malloc", "calloc", "aligned_alloc", "printf", "puts", "fprintf"):
+            return []
+        target = self.functions.get(inst.callee)
+        if target is not None and _reads_only(target, self.attributes):
+            return []
+        pointers = [self.base(a.value) for a in inst.operands if a.type.kind == "ptr"]
+        if target is None or target.declaration:
+            return pointers + [Base("unknown", inst.callee)]
+        return pointers + [Base("global", "*")]  # a defined callee may write globals too
+
+    def unchanged_after(self, load: Instruction, ignored: set[int] = frozenset()) -> bool:
+        """Whether the memory `load` reads holds the same value when the reverse sweep runs: no
+        write in this call after it (but those in `ignored`, which the reverse sweep undoes or
+        performs itself), nor in the caller after this call."""
+        base = self.base(load.operands[0].value)
+        if (base.kind == "arg" and base.name in self.overwritten) or \
+                (base.kind in ("global", "unknown") and self.later_writes):
+            return False
+        for inst, target in self.writes:
+            if id(inst) in ignored or not self.cfg.may_follow(load, inst) or not self.may_alias(base, target):
+                continue
+            if inst.opcode == "store" and not self.types_may_alias(load, inst):
+                continue
+            return False
+        return True
+
+    def clobbering(self, load: Instruction, among: set[int]) -> list[Instruction]:
+        """The writes in `among` (by id) that may overwrite what `load` read, after it."""
+        base = self.base(load.operands[0].value)
+        return [inst for inst, target in self.writes
+                if id(inst) in among and self.cfg.may_follow(load, inst) and self.may_alias(base, target)
+                and (inst.opcode != "store" or self.types_may_alias(load, inst))]
+
+    def written_after(self, call: Instruction, ignored: set[int] = frozenset()) -> tuple[list[Base], bool]:
+        """What this call's caller may write after `call`: the bases written, and whether anything
+        at all is (for the callee's `Memory`)."""
+        found = [t for inst, t in self.writes if id(inst) not in ignored and self.cfg.may_follow(call, inst)]
+        return found, bool(found) or self.later_writes
+
+    def arg_overwritten(self, value: str, after: list[Base]) -> bool:
+        """Whether memory a pointer points into may be written after a call (see written_after)."""
+        base = self.base(value)
+        if base.kind == "arg" and base.name in self.overwritten:
+            return True
+        if base.kind in ("global", "unknown") and self.later_writes:
+            return True
+        return any(self.may_alias(base, t) for t in after)
+
+
+def _reads_only(fn: Function, attributes: dict[str, str]) -> bool:
+    """From the function attributes LLVM inferred: memory(none) or memory(read...)."""
+    import re
+
+    groups = re.findall(r"#(\d+)", fn.text.split("\n", 1)[0].split(")")[-1])
+    text = " ".join(attributes.get(g, "") for g in groups)
+    m = re.search(r"memory\(([^)]*)\)", text)
+    if not m:
+        return False
+    return "write" not in m.group(1)

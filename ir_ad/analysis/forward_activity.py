@@ -1,0 +1,138 @@
+"""Which values of a function carry tangents in one forward derivative, and which pointers may
+point into memory without a shadow (their shadow is used only behind a mask). Decided before
+the forward writer emits anything."""
+
+from __future__ import annotations
+
+import weakref
+
+from adgen.ir_ad.analysis.flow import CFG, returns_fresh
+from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.ir import Function, Instruction, Module, Operand
+from adgen.ir_ad.rules import rule_for
+from adgen.ir_ad.shadows import VECTOR_VALUES, Layout, callee_name, carries, inactive_call, is_allocator, mask_name
+
+
+class TangentFlow:
+    def __init__(self, module: Module, fn: Function, active_params: tuple[bool, ...], layout: Layout):
+        self.module, self.fn, self.layout = module, fn, layout
+        self.active: set[str] = set()
+        self.maybe: set[str] = set()
+        self.defs = {i.result: i for i in fn.instructions() if i.result}
+        self._analyze(active_params)
+
+    def _analyze(self, active_params) -> None:
+        """Which values carry derivatives: a fixpoint, since phis see values from later blocks.
+        Values of blocks from which no path returns (a panic's) carry none (CFG.doomed)."""
+        cfg = CFG(self.fn)
+        self.doomed = cfg.doomed
+        self.doomed_values = {v for v, b in cfg.block_of.items() if b in self.doomed}
+        for p, on in zip(self.fn.params, active_params):
+            if on:
+                self.active.add(p.name)
+        changed = True
+        while changed:
+            changed = False
+            for inst in self.fn.instructions():
+                if inst.result and inst.result in self.doomed_values:
+                    continue
+                if inst.result and inst.result not in self.active and self.has_tangent(inst):
+                    self.active.add(inst.result)
+                    changed = True
+                elif inst.type.kind == "vector" and inst.type.elems[0].kind == "float" and \
+                        any(self.on(o) for o in inst.operands):
+                    raise Unsupported(self.fn.name, inst, f"a vector value ('{inst.type.text}') carrying "
+                                                          f"derivatives: {VECTOR_VALUES}")
+        # Pointers that may point into memory without shadow (a select or phi between an active
+        # pointer and a const one): their shadow is used only behind a mask.
+        changed = True
+        while changed:
+            changed = False
+            for inst in self.fn.instructions():
+                if inst.result in self.active and inst.result not in self.maybe and inst.type.kind == "ptr" \
+                        and self._maybe(inst):
+                    self.maybe.add(inst.result)
+                    changed = True
+
+    def on(self, op: Operand) -> bool:
+        return op.value in self.active
+
+    def _shadowless(self, op: Operand) -> bool:
+        return op.value not in self.active and op.value not in ("null", "undef", "poison")
+
+    def _maybe(self, inst: Instruction) -> bool:
+        if inst.opcode == "phi":
+            return any(self._shadowless(v) or v.value in self.maybe for v, _ in inst.incoming)
+        if inst.opcode == "select":
+            return any(self._shadowless(o) or o.value in self.maybe for o in inst.operands[1:])
+        if inst.opcode in ("getelementptr", "freeze", "bitcast"):
+            return inst.operands[0].value in self.maybe
+        return False
+
+    def mask(self, op: Operand) -> str:
+        """An i1 telling whether a pointer has a real shadow ("true"/"false" when known)."""
+        if op.value in self.maybe:
+            inst = self.defs[op.value]
+            if inst.opcode in ("phi", "select"):
+                return mask_name(op.value)
+            return self.mask(inst.operands[0])
+        return "true" if op.value in self.active else "false"
+
+    def has_tangent(self, inst: Instruction) -> bool:
+        """Whether an instruction's result has a tangent, given which operands do."""
+        op = inst.opcode
+        ops = inst.operands
+        has = lambda t: self.layout.part_type(t) is not None
+        if op == "phi":
+            return any(v.value in self.active for v, _ in inst.incoming)
+        if op == "select":
+            return self.on(ops[1]) or self.on(ops[2])
+        if op in ("fadd", "fsub", "fmul", "fdiv", "frem", "fneg"):
+            return any(self.on(o) for o in ops)
+        if op in ("fpext", "fptrunc", "bitcast", "freeze"):
+            return self.on(ops[0]) and has(inst.type)
+        if op == "load":
+            return self.on(ops[0]) and has(inst.type)
+        if op == "getelementptr":
+            return self.on(ops[0])
+        if op == "alloca":
+            return True
+        if op == "extractvalue":
+            return self.on(ops[0]) and carries(self.module, inst.type)
+        if op == "insertvalue":
+            return self.on(ops[0]) or self.on(ops[1])
+        if op == "call":
+            name = callee_name(inst)
+            if is_allocator(self.module, name) or name == "realloc":
+                return True
+            target = self.module.functions.get(inst.callee)
+            if inactive_call(self.module, inst):
+                return False
+            source = target is not None and not target.declaration and rule_for(inst.callee) is None
+            if not any(self.on(o) for o in ops):  # a constructor: memory it allocates has tangents
+                return source and returns_fresh(self.module, target)
+            if source:
+                if not carries(self.module, inst.type):
+                    return False
+                if inst.callee in self.module.custom or inst.type.kind != "float":
+                    return True
+                active = tuple(self.on(o) and self.layout.part_type(o.type) is not None for o in ops)
+                return returns_tangent(self.module, target, active, self.layout)
+            return rule_for(inst.callee) is not None
+        return False
+
+
+_RETURNS_TANGENT: "weakref.WeakKeyDictionary[Module, dict]" = weakref.WeakKeyDictionary()  # by module, while it lives
+
+
+def returns_tangent(module: Module, fn: Function, active: tuple[bool, ...], layout: Layout) -> bool:
+    """Whether fn's returned value carries a tangent when the given parameters do (a callee that
+    takes an active pointer may still return a value computed from constants only). A recursive
+    call asks again while the answer is open: it is assumed to, which errs on the safe side."""
+    memo = _RETURNS_TANGENT.setdefault(module, {})
+    key = (fn.name, active, layout.width, layout.kind)
+    if key not in memo:
+        memo[key] = True
+        flow = TangentFlow(module, fn, active, layout)
+        memo[key] = any(i.opcode == "ret" and i.operands and flow.on(i.operands[0]) for i in fn.instructions())
+    return memo[key]

@@ -1,0 +1,255 @@
+"""Writes LLVM IR text: typed values, fresh names, arithmetic on scalars and `<N x T>` vectors,
+and the declarations of the intrinsics and libm functions the derivative code calls."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from adgen.ir_ad.ir.model import I1, I64, PTR, Type, element_align, vector
+
+# LLVM intrinsics for math functions (anything else is called in libm by its C name).
+INTRINSIC_MATH = {"sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "pow",
+                  "exp", "exp2", "exp10", "log", "log10", "log2", "fabs", "copysign", "floor", "ceil", "trunc",
+                  "rint", "nearbyint", "round", "roundeven", "minnum", "maxnum", "fma", "fmuladd"}
+_PIECES = re.compile(r'%(?:"[^"]*"|[-a-zA-Z$._0-9]+)|c?"[^"]*"|[^%"c]+|.')  # local names, strings, the rest
+_SIMPLE_NAME = re.compile(r"[-a-zA-Z$._][-a-zA-Z$._0-9]*\Z")
+
+
+def local(name: str) -> str:
+    """`%name`, quoted when the name needs it."""
+    return "%" + (name if _SIMPLE_NAME.match(name) else '"' + name + '"')
+
+
+def bare(ref: str) -> str:
+    """The name inside a `%name` or `%"name"` reference."""
+    name = ref[1:]
+    return name[1:-1] if name.startswith('"') else name
+
+
+@dataclass(frozen=True)
+class V:
+    """A typed IR value: a reference or a constant."""
+
+    type: Type
+    ref: str
+
+    def __str__(self) -> str:
+        return f"{self.type.text} {self.ref}"
+
+
+def float_const(value: float, t: Type) -> str:
+    """An exact IR spelling of a floating constant (hex for doubles, also valid for floats
+    when the value is exactly representable, which holds for every constant we use)."""
+    import struct as _struct
+
+    if t.text == "float":
+        value = _struct.unpack("<f", _struct.pack("<f", value))[0]
+    return "0x%016X" % _struct.unpack("<Q", _struct.pack("<d", value))[0]
+
+
+PRIMAL, SHADOW, CACHE = "primal", "shadow", "cache"
+
+
+class AliasScopes:
+    """Tells LLVM what the derivative code knows and alias analysis cannot see: primal memory,
+    shadow memory and the cache plan's storage never overlap, and neither do the N lanes of a
+    shadow (each is its own memory by the ABI's contract; the storage is adgen's own). Each load
+    and store the derivative code makes is tagged with the one it touches, so that loops over
+    primal and shadow arrays vectorize without runtime checks, values carried in memory become
+    registers, and the lanes of a derivative are scheduled freely. Scopes are numbered after the
+    module's own metadata, in the order they are first used."""
+
+    def __init__(self, first: int):
+        self.first = first
+        self.kinds: list[str] = []
+
+    def tag(self, kind: str) -> str:
+        if kind not in self.kinds:
+            self.kinds.append(kind)
+        base = self.first + 1 + 3 * self.kinds.index(kind)
+        return f", !alias.scope !{base + 1}, !noalias !{base + 2}"
+
+    def definitions(self) -> list[str]:
+        if not self.kinds:
+            return []
+        f = self.first
+        out = [f"!{f} = distinct !{{!{f}, !\"adgen\"}}"]
+        scope = lambda i: f"!{f + 1 + 3 * i}"
+        for i, kind in enumerate(self.kinds):
+            base = f + 1 + 3 * i
+            others = ", ".join(scope(j) for j in range(len(self.kinds)) if j != i)
+            out += [f"!{base} = distinct !{{!{base}, !{f}, !\"adgen {kind}\"}}", f"!{base + 1} = !{{!{base}}}",
+                    f"!{base + 2} = !{{{others}}}"]
+        return out
+
+
+class Declarations:
+    """The functions the module declares or defines, the declarations to add, and the alias
+    scopes of the derivative code (numbered after the module's own metadata)."""
+
+    def __init__(self, known: set[str], first_metadata: int = 1_000_000, tag: str = ""):
+        self.known = set(known)
+        self.added: list[str] = []
+        self.scopes = AliasScopes(first_metadata)
+        # In the names of new values: apart from those an earlier level wrote into the code being
+        # differentiated again ("" at level 1).
+        self.tag = tag
+
+    def need(self, name: str, ret: Type, params: list[Type]) -> None:
+        if name not in self.known:
+            self.known.add(name)
+            self.added.append(f"declare {ret.text} {name}({', '.join(p.text for p in params)})")
+
+
+class Builder:
+    """Appends instructions to `lines`, naming results with a prefix no C value can have."""
+
+    def __init__(self, decls: Declarations, lines: list[str] | None = None, prefix: str = "t"):
+        self.decls = decls
+        self.lines = lines if lines is not None else []
+        self.prefix = prefix
+        self.count = 0
+
+    def fresh(self, hint: str = "") -> str:
+        self.count += 1
+        return local(f"{self.prefix}'{self.decls.tag}{hint}{self.count}")
+
+    def emit(self, text: str) -> None:
+        self.lines.append("  " + text)
+
+    def reemit(self, inst, refs: dict[str, str]) -> V:
+        """A copy of a pure instruction, with some of its operands (by name) replaced."""
+        text = inst.text.split("=", 1)[1].strip()
+        if refs:  # token by token, so that %a is not replaced inside %ab
+            text = "".join(refs.get(piece, piece) for piece in _PIECES.findall(text))
+        return self.value(inst.type, text + (self.tag(PRIMAL) if inst.opcode == "load" else ""))
+
+    def value(self, t: Type, text: str, hint: str = "") -> V:
+        name = self.fresh(hint)
+        self.emit(f"{name} = {text}")
+        return V(t, name)
+
+    # constants
+    def const(self, t: Type, value: float) -> V:
+        if t.kind == "vector":
+            return V(t, f"splat ({t.elems[0].text} {float_const(value, t.elems[0])})")
+        return V(t, float_const(value, t))
+
+    def zero(self, t: Type) -> V:
+        if t.kind == "float":
+            return V(t, float_const(0.0, t))
+        if t.kind == "ptr":
+            return V(t, "null")
+        if t.kind == "int":
+            return V(t, "0")
+        return V(t, "zeroinitializer")
+
+    # arithmetic on scalars or vectors of the same type
+    def binary(self, op: str, a: V, b: V) -> V:
+        return self.value(a.type, f"{op} {a}, {b.ref}")
+
+    def fadd(self, a: V, b: V) -> V:
+        return self.binary("fadd", a, b)
+
+    def fsub(self, a: V, b: V) -> V:
+        return self.binary("fsub", a, b)
+
+    def fmul(self, a: V, b: V) -> V:
+        return self.binary("fmul", a, b)
+
+    def fdiv(self, a: V, b: V) -> V:
+        return self.binary("fdiv", a, b)
+
+    def fneg(self, a: V) -> V:
+        return self.value(a.type, f"fneg {a}")
+
+    def fcmp(self, pred: str, a: V, b: V) -> V:
+        return self.value(I1 if a.type.kind != "vector" else vector(I1, a.type.count), f"fcmp {pred} {a}, {b.ref}")
+
+    def select(self, cond: V, a: V, b: V) -> V:
+        return self.value(a.type, f"select {cond}, {a}, {b}")
+
+    def cast(self, op: str, a: V, to: Type) -> V:
+        return self.value(to, f"{op} {a} to {to.text}")
+
+    def math(self, name: str, *args: V) -> V:
+        """A libm function or its LLVM intrinsic, on float or double scalars."""
+        t = args[0].type
+        if name in INTRINSIC_MATH:
+            suffix = "f64" if t.text == "double" else "f32" if t.text == "float" else t.text
+            callee = f"@llvm.{name}.{suffix}"
+        else:
+            callee = f"@{name}" + ("f" if t.text == "float" else "")
+        return self.call(callee, t, list(args))
+
+    def powi(self, x: V, n: V) -> V:
+        suffix = "f64" if x.type.text == "double" else "f32"
+        return self.call(f"@llvm.powi.{suffix}.{n.type.text}", x.type, [x, n])
+
+    def call(self, callee: str, ret: Type, args: list[V]) -> V | None:
+        self.decls.need(callee, ret, [a.type for a in args])
+        text = f"call {ret.text} {callee}({', '.join(str(a) for a in args)})"
+        if ret.kind == "void":
+            self.emit(text)
+            return None
+        return self.value(ret, text)
+
+    # vectors
+    def splat(self, x: V, n: int) -> V:
+        t = vector(x.type, n)
+        if not x.ref.startswith("%"):
+            return V(t, f"splat ({x})")
+        one = self.value(t, f"insertelement {t.text} poison, {x}, i64 0")
+        return self.value(t, f"shufflevector {one}, {t.text} poison, <{n} x i32> zeroinitializer")
+
+    def extract(self, vec: V, k: int) -> V:
+        return self.value(vec.type.elems[0], f"extractelement {vec}, i64 {k}")
+
+    def insert(self, vec: V, x: V, k: int) -> V:
+        return self.value(vec.type, f"insertelement {vec}, {x}, i64 {k}")
+
+    def gather(self, elems: list[V]) -> V:
+        t = vector(elems[0].type, len(elems))
+        out = V(t, "poison")
+        for k, e in enumerate(elems):
+            out = self.insert(out, e, k)
+        return out
+
+    # memory
+    def load(self, t: Type, ptr: V, align: int | None = None, memory: str | None = None) -> V:
+        """`align`: what is known of the address (the primal access's alignment); `memory`:
+        PRIMAL, SHADOW or CACHE, the memory it reads (see AliasScopes)."""
+        return self.value(t, f"load {t.text}, {ptr}, align {_align(t, align)}" + self.tag(memory))
+
+    def store(self, v: V, ptr: V, align: int | None = None, memory: str | None = None) -> None:
+        self.emit(f"store {v}, {ptr}, align {_align(v.type, align)}" + self.tag(memory))
+
+    def tag(self, memory: str | None) -> str:
+        return self.decls.scopes.tag(memory) if memory else ""
+
+    def gep(self, source: Type, base: V, *indices: V, flags: str = "") -> V:
+        """A pointer, or a vector of pointers when the base or an index is a vector."""
+        lanes = [v.type.count for v in (base, *indices) if v.type.kind == "vector"]
+        t = vector(PTR, lanes[0]) if lanes else PTR
+        idx = "".join(f", {i}" for i in indices)
+        return self.value(t, f"getelementptr {flags + ' ' if flags else ''}{source.text}, {base}{idx}")
+
+    def size_of(self, t: Type, count: V | None = None) -> V:
+        """sizeof(t) * count as i64, folded by the optimizer."""
+        end = self.gep(t, V(PTR, "null"), count or V(I64, "1"))
+        return self.cast("ptrtoint", end, I64)
+
+    def memset0(self, ptr: V, size: V) -> None:
+        self.call("@llvm.memset.p0.i64", Type("void", "void"), [ptr, V(Type("i8", "int", 8), "0"), size, V(I1, "false")])
+
+    def memcpy(self, dst: V, src: V, size: V, move: bool = False) -> None:
+        name = "@llvm.memmove.p0.p0.i64" if move else "@llvm.memcpy.p0.p0.i64"
+        self.call(name, Type("void", "void"), [dst, src, size, V(I1, "false")])
+
+
+def _align(t: Type, known: int | None) -> int:
+    """Every access adgen writes states its alignment, the element's at most (ir.element_align):
+    one without would get LLVM's alignment of the type, 32 for a `<4 x double>`, which the
+    caller's memory need not have."""
+    return min(known, element_align(t)) if known else element_align(t)

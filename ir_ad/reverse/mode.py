@@ -1,0 +1,344 @@
+"""Reverse mode: for a function and a pattern of which arguments carry derivatives, two
+functions that share a *record*:
+
+- the augmented forward sweep (`aug`, augmented.py) runs the primal code and stores what the
+  cache plan says the reverse sweep cannot recompute;
+- the reverse sweep (`rev`, reverse_sweep.py) walks the function backwards, accumulating
+  adjoints, recomputing or reading back the primal values its rules need.
+
+The record is a fixed number of bytes, known at build time, that the caller provides: the
+kernel keeps it on its stack, and a caller keeps a callee's record in its own storage (the
+callee's record is part of the caller's). Everything is decided first, in this order: the
+analyses (loops, memory, activity), the reverse sweep's needs, the cache plan (cache_plan.py),
+then the two functions are written from the plan."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from adgen.base.templates import render_text
+from adgen.ir_ad.analysis.activity import Activity, scalar_type
+from adgen.ir_ad.analysis.flow import CFG, Memory
+from adgen.ir_ad.ir.builder import Declarations, bare, local
+from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, make_plan
+from adgen.ir_ad.custom import Custom, reverse_wrappers
+from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, Type, struct
+from adgen.ir_ad.reverse.plan.keys import BLOB, OLD, SHADOW, Key, Keys, instruction_key
+from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
+from adgen.ir_ad.reverse.plan.mincut import NoCut
+from adgen.ir_ad.shadows import Layout, callee_name
+
+
+@dataclass(frozen=True)
+class RevPattern:
+    function: str
+    active: tuple[bool, ...]  # per argument: an active float, or a pointer with a shadow
+    ret_active: bool
+    width: int
+    kind: str  # LANES or INTERLEAVED
+    memtypes: tuple[str, ...]  # per pointer argument: "double"/"float" when its memory holds only that; per
+    # integer argument: the float type whose bits it carries, if it carries any
+    overwritten: tuple[bool, ...] = ()  # per argument: memory the caller may write after the call
+    later_writes: bool = False  # the caller may write memory (any) after the call
+    ret_needed: bool = True  # the caller uses the primal result
+    ret_shadow: bool = False  # a pointer result whose shadow `aug` returns beside it
+
+
+@dataclass
+class RevDerived:
+    aug: str
+    rev: str
+    pattern: RevPattern
+    aug_ret: Type
+    rev_ret: Type
+    scalars: list[int]  # the active float arguments, whose gradients `rev` returns in order
+    plan: CachePlan | None = None  # None while it is being written (a recursive call)
+    free: str = ""  # split mode: releases what `aug` allocated, without reversing anything
+    rev_uses: tuple[bool, ...] = ()  # which primal arguments `rev` reads
+    aug_uses: tuple[bool, ...] = ()  # which arguments' shadows `aug` reads
+
+    @property
+    def record_size(self) -> int:
+        return self.plan.record_size
+
+
+@dataclass
+class CallSite:
+    """A call to a function of the sources that derivatives flow into."""
+
+    derived: RevDerived
+    blob: Key  # where its record is kept
+    indirect: bool  # a recursive call: its record is allocated, the blob holds the pointer
+
+
+@dataclass
+class Derivation:
+    """Everything known about one function being differentiated, shared by the stages."""
+
+    mode: "ReverseMode"
+    fn: Function
+    derived: RevDerived
+    layout: Layout
+    cfg: CFG
+    loops: LoopForest
+    memory: Memory
+    activity: Activity
+    calls: dict[int, CallSite] = field(default_factory=dict)
+    undoable: list[Instruction] = field(default_factory=list)  # stores the reverse sweep undoes and redoes
+    stack: set[str] = field(default_factory=set)  # fixed-size local arrays of the forward sweep
+    reverse_local: set[str] = field(default_factory=set)  # ... whose shadow the reverse sweep allocates
+    heap: set[str] = field(default_factory=set)  # local arrays with shadows, moved to the heap
+    keys: Keys | None = None
+    plan: CachePlan | None = None
+    inst: Instruction | None = None
+
+    @property
+    def module(self) -> Module:
+        return self.mode.module
+
+    @property
+    def decls(self) -> Declarations:
+        return self.mode.decls
+
+    @property
+    def pattern(self) -> RevPattern:
+        return self.derived.pattern
+
+    def fail(self, what: str) -> Unsupported:
+        return Unsupported(self.fn.name, self.inst, what)
+
+
+# What the helpers of templates/runtime.ll.j2 call.
+RUNTIME_DECLARATIONS = [
+    ("@realloc", PTR, [PTR, I64]), ("@abort", VOID, []), ("@malloc", PTR, [I64]), ("@free", VOID, [PTR]),
+    ("@llvm.umax.i64", I64, [I64, I64]), ("@llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1]),
+    ("@llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1]), ("@calloc", PTR, [I64, I64]),
+    ("@write", I64, [I32, PTR, I64]), ("@llvm.umin.i64", I64, [I64, I64]),
+]
+
+
+class ReverseMode:
+    def __init__(self, module: Module, decls: Declarations, level: int = 1, releases: bool = False):
+        self.module, self.decls = module, decls
+        self.releases = releases  # also write each pair's `free` function (split mode needs them)
+        self.tag = "" if level == 1 else str(level)  # in names: apart from an earlier level's, still in the module
+        self.memo: dict[RevPattern, RevDerived] = {}
+        self.definitions: list[str] = []
+        self.explained: list[tuple[RevDerived, CachePlan]] = []
+
+        self.runtime = render_text("runtime.ll.j2")
+        decls.known |= set(re.findall(r'^define internal .*? (@"[^"]+")\(', self.runtime, re.M))
+
+    def runtime_text(self) -> str:
+        """The storage and adjoint helpers, with the declarations they need."""
+        for name, ret, params in RUNTIME_DECLARATIONS:
+            self.decls.need(name, ret, params)
+        return self.runtime
+
+    def derive(self, pattern: RevPattern) -> RevDerived:
+        if pattern in self.memo:
+            return self.memo[pattern]
+        fn = self.module.functions[pattern.function]
+        custom = self.module.custom.get(pattern.function)
+        if custom is not None and custom.gradient:
+            return self._by_hand(fn, custom, pattern)
+        layout = Layout(self.module, pattern.width, pattern.kind)
+        scalars = [i for i, (p, on) in enumerate(zip(fn.params, pattern.active))
+                   if on and scalar_type(p.type, pattern.memtypes[i])]
+        grads = [t for i in scalars for t in [layout.part_type(scalar_type(fn.params[i].type,
+                                                                           pattern.memtypes[i]))] * layout.parts]
+        mask = "".join("d" if a else "c" for a in pattern.active) + ("a" if pattern.ret_active else "") + \
+            ("s" if pattern.ret_shadow else "")
+        stem = f"{bare(fn.name)}'{mask}{self.tag}.{pattern.kind[0]}{pattern.width}.{len(self.memo)}"
+        aug_ret = struct(fn.ret, *[layout.part_type(PTR)] * layout.parts) if pattern.ret_shadow else \
+            fn.ret if pattern.ret_needed else VOID
+        derived = RevDerived("@" + local(stem + ".aug")[1:], "@" + local(stem + ".rev")[1:], pattern,
+                             aug_ret, struct(*grads) if grads else VOID, scalars, free="@" + local(stem + ".free")[1:])
+        self.memo[pattern] = derived
+        d = self._analyze(fn, derived, layout)
+        from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
+        from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep
+
+        sweep = ReverseSweep(d)
+        needs = sweep.collect()
+        forced = [c.blob for c in d.calls.values()] + [Key(OLD, instruction_key(fn, s)) for s in d.undoable]
+        sizes = {c.blob: 8 if c.indirect else c.derived.record_size for c in d.calls.values()}
+        try:
+            d.plan = make_plan(fn.name, d.keys, d.loops, needs, forced, sizes)
+        except NoCut as exc:
+            key, _ = exc.node
+            what = f"the shadow of {key.name}" if key.kind == SHADOW else key.name
+            raise Unsupported(fn.name, d.keys[key].inst, f"{what}, a value the reverse sweep needs but can neither "
+                              "store nor recompute") from None
+        rev = sweep.write(d.plan)
+        if self.releases:
+            releaser = ReverseSweep(d, release_only=True)
+            releaser.collect()
+            self.definitions.append(releaser.write(d.plan))
+        aug = write_augmented(d)
+        derived.plan = d.plan
+        derived.rev_uses = tuple(_mentions(rev, p.name) for p in fn.params)
+        derived.aug_uses = tuple(any(_mentions(aug, n) for n in layout.names(p.name)) for p in fn.params)
+        self.definitions += [aug, rev, f"{size_global(derived)} = internal constant i64 {d.plan.record_size}"]
+        self.explained.append((derived, d.plan))
+        return derived
+
+    def _by_hand(self, fn: Function, custom: Custom, pattern: RevPattern) -> RevDerived:
+        """The pair for a function with a gradient written by hand: wrappers calling it."""
+        stem = f"{bare(fn.name)}'custom{self.tag}.{len(self.memo)}"
+        names = tuple("@" + local(f"{stem}.{part}")[1:] for part in ("aug", "rev", "free"))
+        texts, pair = reverse_wrappers(self.module, custom, fn, names, pattern)
+        every = tuple(True for _ in fn.params)
+        derived = RevDerived(pair.aug, pair.rev, pattern, pair.aug_ret, pair.rev_ret, pair.scalars, pair.record,
+                             pair.free, every, every)
+        self.memo[pattern] = derived
+        self.definitions += texts + [f"{size_global(derived)} = internal constant i64 {pair.record.record_size}"]
+        return derived
+
+    def _analyze(self, fn: Function, derived: RevDerived, layout: Layout) -> Derivation:
+        pattern = derived.pattern
+        cfg = CFG(fn)
+        loops = LoopForest(fn, cfg)
+        try:
+            loops.check_reducible()
+        except Irreducible as exc:
+            block = next(b for b in fn.blocks if b.label == exc.block)
+            raise Unsupported(fn.name, block.instructions[0], "a loop with more than one way in (irreducible "
+                              "control flow, from a goto into a loop)", irreducible=True)
+        overwritten = frozenset(p.name for p, o in zip(fn.params, pattern.overwritten) if o)
+        memory = Memory(fn, cfg, self.module, overwritten, pattern.later_writes)
+        activity = Activity(fn, self.module, cfg, memory, pattern.active, pattern.ret_active, pattern.memtypes)
+        d = Derivation(self, fn, derived, layout, cfg, loops, memory, activity)
+        self._find_undoable(d)
+        ignored = {id(s) for s in d.undoable} | {id(i) for i in fn.instructions() if _frees(i, d)}
+        used = {o.value for i in fn.instructions() for o in i.operands} | \
+            {v.value for i in fn.instructions() for v, _ in i.incoming}
+        for inst in fn.instructions():
+            d.inst = inst
+            target = activity.derived_callee(inst)
+            if target is not None:
+                d.calls[id(inst)] = self._call(d, inst, target, ignored, inst.result in used)
+        d.inst = None
+        self._classify_allocas(d)
+        d.keys = Keys(fn, self.module, cfg, loops, memory, activity, layout, ignored, d.stack, d.reverse_local,
+                      {id(s) for s in d.undoable})
+        return d
+
+    def _find_undoable(self, d: Derivation) -> None:
+        """The stores the reverse sweep undoes while it runs: those outside every loop, into
+        arguments or globals (executed at most once per call)."""
+        for inst in d.fn.instructions():
+            if inst.opcode == "store" and d.loops.loop_of[d.cfg.block_of_inst(inst)] is None:
+                value, ptr = inst.operands
+                if d.memory.base(ptr.value).kind in ("arg", "global") and value.type.kind in ("float", "int", "ptr") \
+                        and " atomic " not in inst.text and "volatile" not in inst.text.split():
+                    d.undoable.append(inst)
+
+    def _classify_allocas(self, d: Derivation) -> None:
+        """Local arrays stay in the forward sweep's frame; the shadow of a fixed-size one is the
+        reverse sweep's own local array, unless the forward sweep needs it too: then, like
+        variable-size arrays with shadows, primal and shadow move to the heap until the reverse
+        sweep frees them; so do those whose own memory a callee's reverse sweep reaches (a store it
+        puts back while it runs), which the forward sweep's frame no longer holds by then."""
+        entry = d.fn.blocks[0].label
+        forward_uses = _forward_shadow_uses(d) | _reverse_primal_uses(d)
+        for inst in d.fn.instructions():
+            if inst.opcode != "alloca":
+                continue
+            fixed = d.cfg.block_of[inst.result] == entry and (inst.count is None or inst.count.is_constant)
+            if inst.result not in d.activity.pointers:
+                d.stack.add(inst.result)
+            elif fixed and inst.result not in forward_uses:
+                d.stack.add(inst.result)
+                d.reverse_local.add(inst.result)
+            else:
+                d.heap.add(inst.result)
+
+    def _call(self, d: Derivation, inst: Instruction, target: Function, ignored: set[int], used: bool) -> CallSite:
+        name = callee_name(inst)
+        if target.variadic:
+            raise d.fail(f"a call to variadic function '{name}'")
+        activity = d.activity
+        args = inst.operands
+        after, later = d.memory.written_after(inst, ignored)
+        memtypes = tuple((activity.memtype(a.value).text if a.type.kind == "ptr" and activity.on(a)
+                          and activity.memtype(a.value) else activity.floaty[a.value].text
+                          if a.type.kind == "int" and a.value in activity.floaty else "") for a in args)
+        overwritten = tuple(a.type.kind == "ptr" and d.memory.arg_overwritten(a.value, after) for a in args)
+        ret_active = inst.result is not None and activity.active(inst.result)
+        pattern = RevPattern(target.name, tuple(activity.on(a) for a in args), ret_active, d.pattern.width,
+                             d.pattern.kind, memtypes, overwritten, later, used, inst.result in activity.pointers)
+        derived = self.derive(pattern)  # no plan yet: a recursive call, whose record goes on the heap
+        return CallSite(derived, Key(BLOB, instruction_key(d.fn, inst)), derived.plan is None)
+
+    # ------------------------------------------------------------------ signatures
+    def aug_params(self, fn: Function, derived: RevDerived) -> list[str]:
+        layout = Layout(self.module, derived.pattern.width, derived.pattern.kind)
+        params = [f"{p.type.text} {p.name}" for p in fn.params]
+        params += [f"{layout.part_type(p.type).text} {n}" for p, on in zip(fn.params, derived.pattern.active)
+                   if on and p.type.kind == "ptr" for n in layout.names(p.name)]
+        return params + ["ptr %rec"]
+
+    def rev_params(self, fn: Function, derived: RevDerived) -> list[str]:
+        layout = Layout(self.module, derived.pattern.width, derived.pattern.kind)
+        params = self.aug_params(fn, derived)[:-1]
+        if derived.pattern.ret_active:
+            params += [f"{layout.part_type(fn.ret).text} {n}" for n in layout.names("%ret'seed")]
+        return params + ["ptr %rec"]
+
+
+def size_global(derived: RevDerived) -> str:
+    """The constant holding a derived function's record size (for records allocated on the heap,
+    which a recursive call may need before the size is known)."""
+    return "@" + local(bare("%" + derived.aug[1:]) + ".size")[1:]
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(re.escape(name) + r"(?![-\w$.\"'])", text.split("\n", 1)[1]) is not None
+
+
+def _frees(inst: Instruction, d: Derivation) -> bool:
+    """A free of memory with derivatives: the forward sweep only marks it (adgen.shadow.drop)."""
+    return inst.opcode == "call" and callee_name(inst) == "free" and inst.operands[0].value in d.activity.pointers
+
+
+def _reverse_primal_uses(d: Derivation) -> set[str]:
+    """The local arrays passed to calls whose reverse sweep reads the argument itself."""
+    used = set()
+    for inst in d.fn.instructions():
+        if id(inst) in d.calls:
+            uses = d.calls[id(inst)].derived.rev_uses
+            used |= {d.memory.base(a.value).name for j, a in enumerate(inst.operands)
+                     if a.type.kind == "ptr" and (not uses or uses[j])}
+    return used
+
+
+def _forward_shadow_uses(d: Derivation) -> set[str]:
+    """The local arrays whose shadow the forward sweep itself uses (pointers stored into or
+    loaded from shadowed memory, shadows passed to calls, merged by a phi or select, whose
+    shadow may have to be stored): those keep their shadow on the heap."""
+    activity, used = d.activity, set()
+    for inst in d.fn.instructions():
+        if d.cfg.block_of_inst(inst) in d.cfg.doomed:
+            continue
+        ops = []
+        if inst.opcode == "phi" and inst.type.kind == "ptr":
+            ops = [v for v, _ in inst.incoming]
+        elif inst.opcode == "select" and inst.type.kind == "ptr":
+            ops = inst.operands[1:]
+        elif inst.opcode == "store" and inst.operands[0].type.kind == "ptr":
+            ops = inst.operands
+        elif inst.opcode == "load" and inst.type.kind == "ptr":
+            ops = inst.operands[:1]
+        elif id(inst) in d.calls:
+            uses = d.calls[id(inst)].derived.aug_uses
+            ops = [a for j, a in enumerate(inst.operands) if a.type.kind == "ptr" and (not uses or uses[j])]
+        for op in ops:
+            if op.value in activity.pointers:
+                used.add(d.memory.base(op.value).name)
+    return used
+
+
+__all__ = ["ReverseMode", "RevPattern", "RevDerived", "Derivation", "CallSite"]

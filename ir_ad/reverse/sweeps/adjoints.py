@@ -1,0 +1,305 @@
+"""The reverse of each instruction: what it adds to adjoints (kept in stack slots, one per
+derivative part, which the optimizer turns into registers) and to shadow memory. Primal values
+are asked of the sweep (`ReverseSweep.value` and the like), which notes what each site needs;
+the rules of rules.py give the partial derivatives."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
+from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type
+from adgen.ir_ad.reverse.plan.keys import CHOICE, OLD, Key, instruction_key
+from adgen.ir_ad.rules import rule_for
+from adgen.ir_ad.shadows import IGNORED_INTRINSICS, INTERLEAVED, MIXED_POINTER, Shadow, inactive_call, is_allocator, \
+    callee_name, no_derivative
+
+if TYPE_CHECKING:
+    from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep, Site
+
+
+class Adjoints:
+    def __init__(self, sweep: "ReverseSweep"):
+        self.sweep, self.d = sweep, sweep.d
+        self.fn, self.layout, self.activity = sweep.d.fn, sweep.d.layout, sweep.d.activity
+        self.undo: list[tuple[int, Instruction]] = []  # the stores undone, numbered
+
+    def slots(self, name: str) -> Shadow:
+        n = self.layout.parts
+        return tuple(V(PTR, local(bare(name) + ("'adj" if n == 1 else f"'adj.{k}"))) for k in range(n))
+
+    def part(self, name: str) -> Type:
+        return self.layout.part_type(self.activity.floaty[name])
+
+    def empty(self, t: Type) -> V:
+        """An adjoint with nothing in it yet: -0.0, so that adding to it folds away (x + -0.0 is x
+        exactly, x + 0.0 is not for x = -0.0)."""
+        if t.kind == "vector":
+            return V(t, f"splat ({t.elems[0].text} -0.000000e+00)")
+        return V(t, "-0.000000e+00")
+
+    def take(self, b: Builder, name: str) -> Shadow:
+        """Reads the adjoint of `name` and clears it (its definition is being reversed)."""
+        t = self.part(name)
+        out = []
+        for slot in self.slots(name):
+            out.append(b.load(t, slot))
+            b.store(self.empty(t), slot)
+        return tuple(out)
+
+    def add(self, b: Builder, name: str, value: Shadow) -> None:
+        if not self.activity.active(name) or self.sweep.release_only:
+            return
+        value = self.layout.convert(b, value, self.activity.floaty[name])
+        t = self.part(name)
+        for slot, v in zip(self.slots(name), value):
+            b.store(self.layout.add(b, (b.load(t, slot),), (v,))[0], slot)
+
+    def reverse(self, inst: Instruction, site: Site, b: Builder) -> None:
+        """The reverse of one instruction."""
+        op = inst.opcode
+        if self.sweep.release_only:
+            return self._release_only(inst, site, b)
+        if op in ("br", "switch", "ret", "unreachable", "fcmp", "icmp"):
+            return
+        if op == "call":
+            return self.reverse_call(inst, site, b)
+        if op == "alloca":
+            return self._release(inst.result, site, b) if inst.result in self.d.heap else None
+        if op == "store":
+            return self.reverse_store(inst, site, b)
+        if op == "load":
+            return self.reverse_load(inst, site, b)
+        if inst.result is None or not self.activity.active(inst.result):
+            return
+        dr = self.take(b, inst.result)
+        ops = inst.operands
+        if op in ("fpext", "fptrunc", "bitcast", "freeze"):
+            return self.add(b, ops[0].value, dr) if ops[0].value in self.activity.floaty else None
+        if op == "select":
+            cond = self.sweep.value(ops[0], site)
+            zero = self.layout.zero(self.activity.floaty[inst.result])
+            if self.activity.active(ops[1].value):
+                self.add(b, ops[1].value, self.layout.select(b, cond, dr, zero))
+            if self.activity.active(ops[2].value):
+                self.add(b, ops[2].value, self.layout.select(b, cond, zero, dr))
+            return
+        if op in ("fadd", "fsub", "fmul", "fdiv", "frem", "fneg"):
+            return self.reverse_rule(inst, op, ops, dr, site, b)
+        raise self.d.fail(f"the '{op}' instruction in reverse mode")
+
+    def _release_only(self, inst, site, b) -> None:
+        """What the reverse sweep releases, and nothing else (split mode's `free`)."""
+        if inst.opcode == "alloca" and inst.result in self.d.heap:
+            return self._release(inst.result, site, b)
+        if inst.opcode != "call":
+            return
+        if is_allocator(self.activity.module, callee_name(inst)) or callee_name(inst) == "realloc":
+            return self._release(inst.result, site, b, freed_by_primal=True)
+        if id(inst) in self.d.calls:
+            return self.reverse_derived_call(inst, site, b)
+
+    def reverse_rule(self, inst, name, args, dr, site, b) -> None:
+        rule = rule_for(name)
+        if rule is None:
+            raise self.d.fail(f"'{name.lstrip('@')}', which has no derivative rule")
+        if rule.refuse is not None and (why := rule.refuse([self.activity.on(a) for a in args])):
+            raise self.d.fail(why)
+        if rule.choice is not None:
+            partials = rule.from_choice(b, self.sweep.need(Key(CHOICE, inst.result), site, (I1,))[0],
+                                        V(inst.type, "poison"))
+        else:
+            lazy = [_Lazy(a.type, lambda a=a: self.sweep.value(a, site)) for a in args]
+            result = _Lazy(inst.type, lambda: self.sweep.value(Operand(inst.type, inst.result), site))
+            partials = rule.partials(b, lazy, result)
+        scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
+        for a, partial in zip(args, partials):
+            if partial is not None and self.activity.active(a.value):
+                self.add(b, a.value, scale(b, partial, dr))
+
+    def reverse_load(self, inst, site, b) -> None:
+        if inst.result is None or not self.activity.active(inst.result):
+            return
+        dr = self.take(b, inst.result)
+        p = self.sweep.guard(inst.operands[0], self.sweep.shadow(inst.operands[0], site), site, b)
+        t = self.activity.floaty[inst.result]
+        old = self.layout.load(b, t, p, inst.align)
+        self.layout.store(b, self.layout.add(b, old, dr), p, inst.align)
+
+    def reverse_store(self, inst, site, b) -> None:
+        value, ptr = inst.operands
+        if inst in self.d.undoable:
+            self._undo(inst, site, b)
+        activity = self.activity
+        params = {p.name for p in self.fn.params}
+        if ptr.value not in activity.pointers:
+            if value.value in activity.floaty:
+                what = "through a 'const' pointer argument" if ptr.value in params else \
+                    "to memory adgen keeps no derivatives of (a global variable, say)"
+                raise self.d.fail(f"a store of a value carrying derivatives {what}")
+            return
+        t = value.type if value.type.kind == "float" else activity.floaty.get(value.value) or (
+            activity.memtype(ptr.value) if value.type.kind == "int" and value.type.bits in (32, 64) else None)
+        if t is None or (value.type.kind == "int" and t.bits != value.type.bits):
+            return  # integers and pointers: nothing flows back
+        p = self.sweep.guard(ptr, self.sweep.shadow(ptr, site), site, b)
+        dv = self.layout.load(b, t, p, inst.align)
+        self.layout.store(b, self.layout.zero(t), p, inst.align)
+        if ptr.value in activity.maybe:  # the sink holds nothing to pass on
+            m = self.sweep.mask(ptr, site)
+            dv = self.layout.select(b, m, dv, self.layout.zero(t))
+        if activity.active(value.value):
+            self.add(b, value.value, dv)
+
+    def _undo(self, inst, site, b) -> None:
+        """Puts back the value a store overwrote, so that loads before it repeat as they ran;
+        the exit puts the stored value back again."""
+        k = len(self.undo)
+        value, ptr = inst.operands
+        at = self.sweep.value(ptr, site)
+        old = self.sweep.need(Key(OLD, instruction_key(self.fn, inst)), site, (value.type,))[0]
+        now = b.load(value.type, at, memory=PRIMAL)
+        b.store(now, V(PTR, f"%\"undo'{k}.value\""))
+        b.store(at, V(PTR, f"%\"undo'{k}.at\""))
+        b.store(V(I1, "true"), V(PTR, f"%\"undo'{k}.on\""))
+        b.store(old, at, memory=PRIMAL)
+        self.undo.append((k, inst))
+
+    def reverse_call(self, inst, site, b) -> None:
+        name = callee_name(inst)
+        args = inst.operands
+        activity = self.activity
+        if any(a.value in activity.maybe for a in args) and not name.startswith(IGNORED_INTRINSICS):
+            raise self.d.fail(MIXED_POINTER)
+        if name.startswith(IGNORED_INTRINSICS):
+            return
+        if name.startswith(("llvm.memcpy", "llvm.memmove")) or name in ("memcpy", "memmove"):
+            return self.reverse_copy(inst, site, b, move="memmove" in name)
+        if name.startswith("llvm.memset") or name == "memset":
+            return self.reverse_set(inst, site, b)
+        if is_allocator(self.activity.module, name):
+            return self._release(inst.result, site, b, freed_by_primal=True)
+        if name == "realloc":
+            return self.reverse_realloc(inst, site, b)
+        if name == "free":
+            return
+        if id(inst) in self.d.calls:  # (a constructor too, without arguments with derivatives: it releases)
+            return self.reverse_derived_call(inst, site, b)
+        if not any(activity.on(a) for a in args):
+            return
+        if rule_for(inst.callee) is not None:
+            if inst.result is None or not activity.active(inst.result):
+                return
+            return self.reverse_rule(inst, inst.callee, args, self.take(b, inst.result), site, b)
+        if inactive_call(self.activity.module, inst):
+            return
+        raise self.d.fail(no_derivative(inst))
+
+    def reverse_derived_call(self, inst, site, b) -> None:
+        call = self.d.calls[id(inst)]
+        callee = call.derived
+        args = [self.sweep.value(a, site) if not callee.rev_uses or callee.rev_uses[i] else V(a.type, "poison")
+                for i, a in enumerate(inst.operands)]
+        shadows = [x for a, on in zip(inst.operands, callee.pattern.active) if on and a.type.kind == "ptr"
+                   for x in self.sweep.shadow(a, site)]
+        rec = self.sweep.need(call.blob, site, (PTR,))[0]
+        if self.sweep.release_only:
+            b.emit(f"call void {callee.free}({', '.join(str(a) for a in args + shadows + [rec])})")
+            if call.indirect:
+                b.call("@free", VOID, [rec])
+            return
+        seeds = list(self.take(b, inst.result)) if callee.pattern.ret_active else []
+        text = ", ".join(str(a) for a in args + shadows + seeds + [rec])
+        if callee.rev_ret.kind == "void":
+            b.emit(f"call void {callee.rev}({text})")
+        else:
+            grads = b.value(callee.rev_ret, f"call {callee.rev_ret.text} {callee.rev}({text})")
+            parts = self.layout.parts
+            for k, i in enumerate(callee.scalars):
+                lanes = tuple(b.value(callee.rev_ret.elems[k * parts + j], f"extractvalue {grads}, {k * parts + j}")
+                              for j in range(parts))
+                self.add(b, inst.operands[i].value, lanes)
+        if call.indirect:
+            b.call("@free", VOID, [rec])
+
+    def reverse_copy(self, inst, site, b, move: bool) -> None:
+        dst, src, size = inst.operands[0], inst.operands[1], inst.operands[2]
+        activity = self.activity
+        if dst.value not in activity.pointers:
+            return
+        t = activity.memtype(dst.value) or activity.memtype(src.value)
+        d = self.sweep.shadow(dst, site)
+        length = self.sweep.value(size, site)
+        if length.type.text != "i64":
+            length = b.cast("zext", length, I64)
+        if src.value not in activity.pointers:
+            return self.layout.zero_memory(b, d, length)
+        if t is None and activity.holds_no_floats(dst.value, src.value):
+            return  # integers and pointers: no adjoints to move (their shadows stay as they are)
+        if t is None:
+            raise self.d.fail("a copy between memory holding derivatives whose element type adgen cannot deduce "
+                              "(give the pointers a float or double type in C)")
+        count = b.binary("udiv", length, V(I64, str(t.bits // 8)))
+        s = self.sweep.shadow(src, site)
+        helper = f'@"adgen.adjoint.{"move" if move else "copy"}.{t.text}"'
+        if self.layout.kind == INTERLEAVED:
+            b.call(helper, VOID, [d[0], s[0], b.binary("mul", count, V(I64, str(self.layout.width)))])
+        else:
+            for dk, sk in zip(d, s):
+                b.call(helper, VOID, [dk, sk, count])
+
+    def reverse_set(self, inst, site, b) -> None:
+        dst, size = inst.operands[0], inst.operands[2]
+        if dst.value not in self.activity.pointers:
+            return
+        length = self.sweep.value(size, site)
+        if length.type.text != "i64":
+            length = b.cast("zext", length, I64)
+        self.layout.zero_memory(b, self.sweep.shadow(dst, site), length)
+
+    def reverse_realloc(self, inst, site, b) -> None:
+        """Gives the adjoints of the bytes realloc kept back to the old memory, by a plain copy:
+        the old shadow holds no adjoint yet (nothing after the realloc may touch the old memory,
+        and what came before has not been reversed), and pointers in it are the same. Then the
+        new memory is released like an allocation."""
+        old, size = inst.operands
+        if old.value in self.activity.pointers:
+            s = self.sweep.shadow(old, site)
+            kept = b.call("@llvm.umin.i64", I64, [b.call('@"adgen.shadow.size"', I64, [s[0]]),
+                                                  self.sweep.value(size, site)])
+            if self.layout.kind == INTERLEAVED:
+                kept = b.binary("mul", kept, V(I64, str(self.layout.width)))
+            for sk, nk in zip(s, self.sweep.shadow(Operand(PTR, inst.result), site)):
+                b.memcpy(sk, nk, kept, False)
+        self._release(inst.result, site, b, freed_by_primal=True)
+
+    def _release(self, name: str, site: Site, b: Builder, freed_by_primal: bool = False) -> None:
+        """Frees an allocation and its shadow once the reverse sweep is done with them: local
+        arrays the forward sweep moved to the heap, and memory allocated on the heap if the
+        primal code freed it (the forward sweep marked it: adgen.shadow.drop)."""
+        primal = self.sweep.value(Operand(PTR, name), site)
+        shadow = self.sweep.shadow(Operand(PTR, name), site)
+        if freed_by_primal:
+            b.call('@"adgen.shadow.release"', VOID, [primal, shadow[0]])
+        else:
+            b.call("@free", VOID, [primal])
+            b.call('@"adgen.shadow.free"', VOID, [shadow[0]])
+
+
+class _Lazy(V):
+    """A primal value the reverse sweep asks for only if a rule's partial uses it."""
+
+    def __init__(self, t: Type, make):
+        object.__setattr__(self, "type", t)
+        object.__setattr__(self, "_make", make)
+        object.__setattr__(self, "_made", None)
+
+    @property
+    def ref(self) -> str:  # type: ignore[override]
+        if self._made is None:
+            object.__setattr__(self, "_made", self._make())
+        return self._made.ref
+
+    def __str__(self) -> str:
+        return f"{self.type.text} {self.ref}"
+

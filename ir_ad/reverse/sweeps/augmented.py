@@ -1,0 +1,244 @@
+"""The augmented forward sweep of reverse mode: the primal code, plus what the cache plan says
+to store (written by `CacheWrites`, where the plan says).
+
+Besides the primal instructions it computes the shadows of pointers the forward sweep needs
+(pointers stored in or loaded from shadowed memory, shadows of allocations). Calls to functions
+of the sources call their own augmented forward sweep, whose record is kept where the plan put
+it; `free` of memory with shadows moves to the reverse sweep, and local arrays whose shadow the
+forward sweep needs move to the heap."""
+
+from __future__ import annotations
+
+from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare
+from adgen.ir_ad.reverse.sweeps.cache_writes import CacheWrites
+from adgen.ir_ad.ir import I64, PTR, VOID, Instruction, Operand
+from adgen.ir_ad.reverse.plan.keys import CAME, CHOICE, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, instruction_key
+from adgen.ir_ad.reverse.mode import Derivation, size_global
+from adgen.ir_ad.rules import rule_for
+from adgen.ir_ad.shadows import INTERLEAVED, allocation_size, is_allocator, MIXED_POINTER, Shadow, callee_name, mask_name
+
+
+def write_augmented(d: Derivation) -> str:
+    return AugmentedWriter(d).write()
+
+
+class AugmentedWriter:
+    def __init__(self, d: Derivation):
+        self.d, self.fn, self.layout = d, d.fn, d.layout
+        self.activity = d.activity
+        self.cache = CacheWrites(d)
+        self.out: list[str] = []
+
+    def fail(self, what: str):
+        return self.d.fail(what)
+
+    def write(self) -> str:
+        d, fn = self.d, self.fn
+        derived = d.derived
+        self.out = [f"define internal {derived.aug_ret.text} {derived.aug}({', '.join(d.mode.aug_params(fn, derived))}) {{"]
+        order = d.cfg.order + [b.label for b in fn.blocks if b.label not in set(d.cfg.order)]
+        blocks = {b.label: b for b in fn.blocks}
+        for index, block in enumerate(blocks[label] for label in order):  # dominators first
+            self.block = block
+            self.out.append(f"{block.label[1:]}:")
+            b = Builder(d.decls, self.out, prefix=f"f{bare(block.label)}.")
+            if index == 0:
+                self.cache.entry(b)
+            phis = [i for i in block.instructions if i.opcode == "phi"]
+            for inst in phis:
+                self.out.append("  " + self.cache.relabeled(inst, block.label))
+                d.inst = inst
+                self._phi_shadow(inst, b)
+            self.cache.control(block, b)
+            for inst in phis:
+                self.cache.keep(Key(VALUE, inst.result), b)
+                if inst.result in self.activity.pointers:
+                    self.cache.keep(Key(SHADOW, inst.result), b)
+                    self.cache.keep(Key(MASK, inst.result), b)
+            for inst in block.instructions[len(phis):-1]:
+                d.inst = inst
+                if block.label in d.cfg.doomed:  # the program stops there: its code as it is
+                    if not (inst.opcode == "call" and callee_name(inst).startswith("llvm.lifetime.")):
+                        self.out.append("  " + inst.text)  # (local arrays may have moved to the heap)
+                    continue
+                self.forward(inst, b)
+                if inst.result:
+                    self.cache.keep(Key(VALUE, inst.result), b)
+                    if Key(CHOICE, inst.result) in self.cache.stores:
+                        rule = rule_for(inst.callee)
+                        self.cache.keep(Key(CHOICE, inst.result), b, rule.choice(
+                            b, [V(o.type, o.value) for o in inst.operands], V(inst.type, inst.result)))
+                    if inst.result in self.activity.pointers:
+                        self.cache.keep(Key(SHADOW, inst.result), b)
+                        self.cache.keep(Key(MASK, inst.result), b)
+            term = block.instructions[-1]
+            d.inst = term
+            self.cache.before_branch(block, b)
+            if term.opcode == "ret":
+                self.cache.keep(Key(CAME, RETURNS), b, V(came_type(len(d.keys.returns)), str(d.keys.returns.index(block.label))))
+                if derived.aug_ret.kind == "void":
+                    self.out.append("  ret void")
+                    continue
+                if d.pattern.ret_shadow:
+                    self._return_with_shadow(term, b)
+                    continue
+            self.out.append("  " + self.cache.split_edges(block, term, b))
+        self.out += self.cache.after
+        self.out.append("}")
+        return "\n".join(self.out)
+
+    def _copy_pointer_shadows(self, inst: Instruction, b: Builder) -> None:
+        """A copy of memory holding pointers and integers only (a struct of them, by its TBAA):
+        the pointers' shadows are copied with them, which the callees the copy reaches need.
+        Memory holding floating data keeps its shadow: there it holds adjoints, for the reverse
+        sweep."""
+        dst, src, size = inst.operands[:3]
+        activity = self.activity
+        if dst.value not in activity.pointers or activity.memtype(dst.value) or activity.memtype(src.value) or \
+                not activity.holds_no_floats(dst.value, src.value):
+            return
+        length = V(size.type, size.value)
+        if length.type.text != "i64":
+            length = b.cast("zext", length, I64)
+        if self.layout.kind == INTERLEAVED:
+            raise self.fail("a copy of memory holding pointers with interleaved (dupv) derivatives")
+        if src.value not in activity.pointers:
+            return self.layout.zero_memory(b, self.shadow(dst), length)
+        for d, s in zip(self.shadow(dst), self.shadow(src)):
+            b.memcpy(d, s, length, move="memmove" in callee_name(inst))
+
+    def shadow(self, op: Operand, missing_ok: bool = False) -> Shadow:
+        """The forward sweep's shadow of a pointer operand (by its canonical names)."""
+        if op.value in self.activity.pointers:
+            return self.layout.named(op.value, PTR)
+        if op.value in ("null", "undef", "poison") or missing_ok:
+            return self.layout.zero(PTR)
+        raise self.fail(MIXED_POINTER)
+
+    def _return_with_shadow(self, term: Instruction, b: Builder) -> None:
+        """A returned pointer, with its shadow: the caller needs both."""
+        value = term.operands[0]
+        if value.value not in self.activity.pointers and value.value not in ("null", "undef", "poison"):
+            raise self.fail("a returned pointer into memory without derivatives, where the caller needs them "
+                            "(return memory this function allocates, or reaches from an argument with derivatives)")
+        both = V(self.d.derived.aug_ret, "poison")
+        for k, part in enumerate((V(PTR, value.value),) + self.shadow(value)):
+            both = b.value(both.type, f"insertvalue {both}, {part}, {k}")
+        b.emit(f"ret {both}")
+
+    def _phi_shadow(self, inst: Instruction, b: Builder) -> None:
+        if inst.result not in self.activity.pointers:
+            return
+        maybe = inst.result in self.activity.maybe
+        names = self.layout.names(inst.result)
+        pt = self.layout.part_type(PTR)
+        for k, name in enumerate(names):
+            parts = ", ".join(dict.fromkeys(f"[ {self.shadow(v, maybe)[k].ref}, {self.cache.via(frm, self.block.label)} ]"
+                                            for v, frm in inst.incoming))
+            b.emit(f"{name} = phi {pt.text} {parts}")
+        if maybe:
+            masks = ", ".join(dict.fromkeys(f"[ {self.activity.mask(v)}, {self.cache.via(frm, self.block.label)} ]"
+                                            for v, frm in inst.incoming))
+            b.emit(f"{mask_name(inst.result)} = phi i1 {masks}")
+
+    def forward(self, inst: Instruction, b: Builder) -> None:
+        op = inst.opcode
+        activity = self.activity
+        if any(o.value in activity.maybe for o in inst.operands) and (
+                op not in ("load", "store", "getelementptr", "select", "freeze", "bitcast", "icmp", "ptrtoint")
+                or (op == "load" and inst.type.kind == "ptr") or (op == "store" and inst.operands[0].type.kind == "ptr")):
+            raise self.fail(MIXED_POINTER)
+        if op == "alloca" and inst.result in self.d.heap:
+            return self._heap_alloca(inst, b)
+        if op == "call":
+            return self.forward_call(inst, b)
+        if op == "store" and inst in self.d.undoable:
+            self.cache.keep(Key(OLD, instruction_key(self.fn, inst)), b,
+                       b.load(inst.operands[0].type, V(PTR, inst.operands[1].value), memory=PRIMAL))
+        self.out.append("  " + inst.text + (b.tag(PRIMAL) if op in ("load", "store") else ""))
+        if op == "alloca" and inst.result in self.d.reverse_local:
+            self.layout.bind(b, inst.result, self.layout.zero(PTR))  # never used: the reverse sweep has its own
+            return
+        if inst.result not in activity.pointers:
+            if op == "store" and inst.operands[0].type.kind == "ptr" and activity.on(inst.operands[1]):
+                if self.layout.kind == INTERLEAVED:
+                    raise self.fail("a pointer stored into memory with interleaved (dupv) derivatives")
+                self.layout.store(b, self.shadow(inst.operands[0]), self.shadow(inst.operands[1]), inst.align)
+            return
+        if op == "getelementptr":
+            made = self.layout.gep(b, inst, self.shadow(inst.operands[0]), lambda o: V(o.type, o.value))
+        elif op in ("bitcast", "freeze", "addrspacecast"):
+            made = self.shadow(inst.operands[0])
+        elif op == "select":
+            cond = inst.operands[0]
+            maybe = inst.result in activity.maybe
+            made = self.layout.select(b, V(cond.type, cond.value), self.shadow(inst.operands[1], maybe),
+                                      self.shadow(inst.operands[2], maybe))
+            if maybe:
+                b.emit(f"{mask_name(inst.result)} = select {cond}, i1 {self.activity.mask(inst.operands[1])}, "
+                       f"i1 {self.activity.mask(inst.operands[2])}")
+        elif op == "load":
+            if self.layout.kind == INTERLEAVED:
+                raise self.fail("a pointer loaded from memory with interleaved (dupv) derivatives")
+            made = self.layout.load(b, PTR, self.shadow(inst.operands[0]), inst.align)
+        else:
+            raise self.fail(f"a pointer made by '{op}' where derivatives are needed")
+        self.layout.bind(b, inst.result, made)
+
+    def _heap_alloca(self, inst: Instruction, b: Builder) -> None:
+        """A local array whose shadow the forward sweep needs: on the heap, with its shadow,
+        until the reverse sweep frees them."""
+        count = V(inst.count.type, inst.count.value) if inst.count else V(I64, "1")
+        if count.type.text != "i64":
+            count = b.cast("zext", count, I64)
+        size = b.size_of(inst.source_type, count)
+        self.out.append(f"  {inst.result} = call ptr @\"adgen.alloc\"({size})")
+        self._shadow_memory(inst.result, size, b)
+
+    def _shadow_memory(self, name: str, size: V, b: Builder) -> None:
+        self.layout.bind(b, name, self.layout.allocate(b, size, on_stack=False, tracked=True))
+
+    def forward_call(self, inst: Instruction, b: Builder) -> None:
+        name = callee_name(inst)
+        args = inst.operands
+        if name.startswith("llvm.lifetime."):
+            return  # local arrays may move to the heap, and the reverse sweep reads some after these would end
+        if is_allocator(self.activity.module, name) and inst.result in self.activity.pointers:
+            self.out.append("  " + inst.text)
+            size = allocation_size(self.activity.module, name, [V(a.type, a.value) for a in args], b)
+            return self._shadow_memory(inst.result, size, b)
+        if name == "realloc" and inst.result in self.activity.pointers:
+            primal, size = (V(a.type, a.value) for a in args)
+            return self.layout.bind(b, inst.result, self.layout.reallocate(
+                b, inst.result, primal, self.shadow(args[0], missing_ok=True), size))
+        if name.startswith(("llvm.memcpy", "llvm.memmove")) or name in ("memcpy", "memmove"):
+            self.out.append("  " + inst.text)
+            return self._copy_pointer_shadows(inst, b)
+        if name == "free" and args[0].value in self.activity.pointers:  # the reverse sweep frees it
+            return b.call('@"adgen.shadow.drop"', VOID, [V(PTR, args[0].value), self.shadow(args[0])[0]])
+        if id(inst) not in self.d.calls:
+            self.out.append("  " + inst.text)
+            return
+        call = self.d.calls[id(inst)]
+        callee = call.derived
+        slot = self.cache.slot_of(call.blob, self.d.loops.loop_of[self.block.label])
+        at = self.cache.address(slot, b)
+        if call.indirect:
+            size = b.load(I64, V(PTR, size_global(callee)))
+            record = b.call('@"adgen.alloc"', PTR, [size])
+            b.store(record, at, 8)
+        else:
+            record = at
+        text = ", ".join([str(V(a.type, a.value)) for a in args] +
+                         [str(x) for a, on in zip(args, callee.pattern.active) if on and a.type.kind == "ptr"
+                          for x in self.shadow(a)] + [str(record)])
+        call_text = f"call {callee.aug_ret.text} {callee.aug}({text})"
+        if callee.pattern.ret_shadow:
+            both = b.value(callee.aug_ret, call_text)
+            self.out.append(f"  {inst.result} = extractvalue {both}, 0")
+            self.layout.bind(b, inst.result, tuple(b.value(t, f"extractvalue {both}, {k}")
+                                                   for k, t in enumerate(callee.aug_ret.elems[1:], 1)))
+        elif inst.result and callee.aug_ret.kind != "void":
+            self.out.append(f"  {inst.result} = {call_text}")
+        else:
+            b.emit(call_text)

@@ -1,0 +1,319 @@
+"""The reverse sweep of reverse mode: walks the function's blocks backwards, each instruction's
+adjoint rule in reverse order, accumulating adjoints in stack slots (which the optimizer turns
+into registers) and into shadow memory.
+
+It is written in two steps around the cache plan. `collect` writes the code of every block,
+referring to the primal values it needs by placeholder names and noting, per *site* (a block of
+the reverse function), which keys it needs there: those needs are what the plan decides on.
+`write` then gives each site a prologue that materializes its needs, as the plan says (reading
+them back from storage, or recomputing them from other keys), and assembles the function.
+
+Loops run backwards by counting: each loop has a counter slot, set to the iteration count when
+the reverse sweep enters the loop through an exit and counted down at its header; affine
+induction variables are recomputed from it, and stored values are indexed by it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from adgen.ir_ad.reverse.sweeps.adjoints import Adjoints
+from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
+from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, PlanSite
+from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type
+from adgen.ir_ad.reverse.plan.keys import CAME, EXIT, MASK, RETURNS, SHADOW, VALUE, Key, came_type
+from adgen.ir_ad.analysis.loops import Loop
+from adgen.ir_ad.reverse.sweeps.materialize import Materializer, counter
+from adgen.ir_ad.reverse.mode import Derivation
+from adgen.ir_ad.shadows import Shadow
+
+SINK = V(PTR, "%\"adgen'sink\"")
+
+
+@dataclass(eq=False)
+class Site:
+    """A stretch of the reverse function: its code, and the keys it needs from the plan, which
+    its prologue materializes. A block's reverse is one site, or several when it undoes stores
+    (what it reads before an undo and after it differ); each edge is a site of its own."""
+
+    label: str | None  # as written after the colon; None: it continues the site before it
+    loop: Loop | None  # the loop it runs in: what it reads is per iteration of this loop
+    before: frozenset = frozenset()  # the undone stores still in effect here (ids)
+    lines: list[str] = field(default_factory=list)
+    wants: dict[Key, Shadow] = field(default_factory=dict)  # key -> its placeholder names
+    term: list[str] = field(default_factory=list)  # the branch that ends it (and blocks it needs)
+    frees: list[Key] = field(default_factory=list)  # descriptors of buffers freed here
+
+
+class ReverseSweep:
+    def __init__(self, d: Derivation, release_only: bool = False):
+        """`release_only`: split mode's `free` function, which walks the reverse sweep's control
+        flow to release what the forward sweep allocated (the same plan, read the same way), and
+        computes nothing."""
+        self.d = d
+        self.release_only = release_only
+        self.fn, self.layout, self.activity = d.fn, d.layout, d.activity
+        self.sites: list[Site] = []
+        self.rev_of: dict[str, Site] = {}
+        self.segments: dict[str, list[Site]] = {}
+        self.edges: dict[tuple[str, str], Site] = {}
+        self.entry = Site("entry", None)
+        self.adjoints = Adjoints(self)
+        self.placeholders = 0
+        self.local_shadow: dict[str, Shadow] = {}
+
+    # ================================================================== collecting
+    def collect(self) -> dict[Key, set]:
+        d = self.d
+        blocks = self.fn.blocks
+        for block in blocks:
+            site = Site(f"rev'{bare(block.label)}", d.loops.loop_of.get(block.label),
+                        self._undone_before(block.instructions[-1]))
+            self.rev_of[block.label] = site
+            self.segments[block.label] = [site]
+        for block in blocks:
+            for p in d.cfg.preds[block.label]:
+                where = _common_loop(d, p, block.label)
+                term = next(b for b in blocks if b.label == p).instructions[-1]
+                self.edges[(p, block.label)] = Site(f"edge'{bare(p)}'{bare(block.label)}", where,
+                                                    self._undone_before(term))
+        for block in blocks:
+            self._block(block)
+        self.entry.before = frozenset(id(s) for s in d.undoable)
+        self._entry()
+        self.sites = [self.entry] + [s for b in blocks for s in self.segments[b.label] +
+                                     [self.edges[(p, b.label)] for p in d.cfg.preds[b.label]]]
+        needs: dict[Key, set] = {}
+        for site in self.sites:
+            for key in site.wants:
+                needs.setdefault(key, set()).add(PlanSite(site.loop, site.before))
+        return needs
+
+    def _undone_before(self, end: Instruction) -> frozenset:
+        """The undone stores that precede `end` in the forward sweep: still in effect when the
+        reverse sweep gets back there."""
+        return frozenset(id(s) for s in self.d.undoable if self.d.cfg.may_follow(s, end))
+
+    def need(self, key: Key, site: Site, types: tuple[Type, ...]) -> Shadow:
+        """Placeholders for a key at a site; the prologue defines them."""
+        if key not in site.wants:
+            stem = bare(key.name) if key.kind == VALUE else f"{key.kind}'{bare(key.name)}{key.sub and '.' + bare(key.sub)}"
+            self.placeholders += 1
+            index = self.placeholders
+            names = [local(f"{stem}'@{index}" + (f".{k}" if len(types) > 1 else "")) for k in range(len(types))]
+            site.wants[key] = tuple(V(t, n) for t, n in zip(types, names))
+        return site.wants[key]
+
+    def value(self, op: Operand, site: Site) -> V:
+        """A primal operand as the site can use it."""
+        key = self.d.keys.value(op)
+        if key is None:
+            return V(op.type, op.value)
+        return self.need(key, site, (op.type,))[0]
+
+    def shadow(self, op: Operand, site: Site) -> Shadow:
+        """The shadow of a pointer operand."""
+        d = self.d
+        if op.value in d.activity.pointers and op.value in {p.name for p in self.fn.params}:
+            return self.layout.named(op.value, PTR)
+        if op.value not in d.activity.pointers:
+            raise d.fail("a pointer into memory adgen keeps no derivatives of, where derivatives are needed")
+        pt = self.layout.part_type(PTR)
+        return self.need(Key(SHADOW, op.value), site, (pt,) * self.layout.parts)
+
+    def mask(self, op: Operand, site: Site) -> V:
+        if op.value not in self.activity.maybe:
+            return V(I1, "true" if op.value in self.activity.pointers else "false")
+        return self.need(Key(MASK, op.value), site, (I1,))[0]
+
+    def guard(self, op: Operand, p: Shadow, site: Site, b: Builder) -> Shadow:
+        """A shadow address safe to use: the real one, or a scratch sink where there is none."""
+        if op.value not in self.activity.maybe:
+            return p
+        m = self.mask(op, site)
+        return tuple(b.select(m, x, SINK) for x in p)
+
+    # ------------------------------------------------------------------ blocks
+    def _block(self, block) -> None:
+        d = self.d
+        site = self.rev_of[block.label]
+        b = Builder(d.decls, site.lines, prefix=f"r{bare(block.label)}.")
+        phis = [i for i in block.instructions if i.opcode == "phi"]
+        for inst in reversed(block.instructions[len(phis):]):
+            d.inst = inst
+            self.adjoints.reverse(inst, site, b)
+            if inst in d.undoable:  # what follows sees memory as it was before the store
+                site = Site(None, site.loop, self._undone_before(inst))
+                self.segments[block.label].append(site)
+                b.lines = site.lines
+        d.inst = block.instructions[-1]
+        taken = {i.result: self.adjoints.take(b, i.result) for i in phis if self.activity.active(i.result)}
+        preds = d.cfg.preds[block.label]
+        for p in preds:
+            edge = self.edges[(p, block.label)]
+            eb = Builder(d.decls, edge.lines, prefix=f"x{bare(p)}.{bare(block.label)}.")
+            for inst in phis:
+                if inst.result in taken:
+                    for v, frm in inst.incoming:
+                        if frm == p and v.is_local:
+                            self.adjoints.add(eb, v.value, taken[inst.result])
+            for loop in d.loops.exited(p, block.label):
+                count = self.need(Key(EXIT, loop.header, block.label), edge, (I64,))[0]
+                eb.store(count, counter(loop))
+            edge.term = [f"br label %\"rev'{bare(p)}\""]
+        loop = d.loops.by_header.get(block.label)
+        if not preds:
+            site.term = ["br label %\"rev'exit\""]
+        elif loop is not None and len(loop.entries) == 1 and len(loop.latches) == 1:
+            count = b.load(I64, counter(loop))
+            first = b.value(I1, f"icmp eq {count}, 0")
+            less = b.binary("sub", count, V(I64, "1"))
+            back = local(f"back'{bare(block.label)}")
+            site.term = [f"br {first}, label {self._edge(loop.entries[0], block.label)}, label {back}",
+                         f"{back[1:]}:", f"store {less}, ptr {counter(loop).ref}",
+                         f"br label {self._edge(loop.latches[0], block.label)}"]
+        elif len(preds) == 1:
+            site.term = [f"br label {self._edge(preds[0], block.label)}"]
+        else:
+            came = self.need(Key(CAME, block.label), site, (came_type(len(preds)),))[0]
+            targets = [self._edge(p, block.label) for p in preds]
+            site.term = []
+            if loop is not None:  # a header with several ways in or back: count down on the way back
+                for i, p in enumerate(preds):
+                    if p in loop.latches:
+                        targets[i] = local(f"dec'{bare(p)}'{bare(block.label)}")
+                        n, m = (local(f"{x}'{bare(p)}'{bare(block.label)}") for x in "nm")
+                        site.term += [f"{targets[i][1:]}:", f"{n} = load i64, ptr {counter(loop).ref}",
+                                      f"{m} = sub i64 {n}, 1", f"store i64 {m}, ptr {counter(loop).ref}",
+                                      f"br label {self._edge(p, block.label)}"]
+            site.term = [self._switch(came, targets)] + site.term
+
+    def _edge(self, p: str, block: str) -> str:
+        return local(self.edges[(p, block)].label)
+
+    def _switch(self, came: V, targets: list[str]) -> str:
+        if came.type.bits == 1:
+            return f"br {came}, label {targets[1]}, label {targets[0]}"  # true is predecessor 1
+        cases = " ".join(f"{came.type.text} {i}, label {t}" for i, t in enumerate(targets))
+        return f"switch {came}, label {targets[0]} [ {cases} ]"
+
+    def _entry(self) -> None:
+        """Seeds the returned value's adjoint, at the return the forward sweep took."""
+        d = self.d
+        returns = [b for b in self.fn.blocks if b.instructions[-1].opcode == "ret"]
+        if not returns:
+            d.inst = None
+            raise d.fail("a function that never returns")
+        site = self.entry
+        targets = [local(f"seed'{bare(r.label)}") for r in returns]
+        if len(returns) > 1:
+            came = self.need(Key(CAME, RETURNS), site, (came_type(len(returns)),))[0]
+            site.term = [self._switch(came, targets)]
+        else:
+            site.term = [f"br label {targets[0]}"]
+        seeds = []
+        for r, label in zip(returns, targets):
+            lines = [f"{label[1:]}:"]
+            ret = r.instructions[-1]
+            if d.pattern.ret_active and ret.operands and self.activity.active(ret.operands[0].value):
+                seed = self.layout.named("%ret'seed", self.fn.ret)
+                self.adjoints.add(Builder(d.decls, lines, prefix=f"s{bare(r.label)}."), ret.operands[0].value, seed)
+            lines.append(f"  br label %\"rev'{bare(r.label)}\"")
+            seeds += lines
+        self.seed_lines = seeds
+
+    # ================================================================== writing
+    def write(self, plan: CachePlan) -> str:
+        d = self.d
+        mat = Materializer(d, plan, self.local_shadow)
+        fn, derived = self.fn, d.derived
+        for block in fn.blocks:  # a group's buffer is freed once its loops are reversed
+            loop = d.loops.by_header.get(block.label)
+            group = plan.group_of(loop) if loop is not None else None
+            if group is not None and group.root is loop and group.in_record is None:
+                for p in loop.entries:
+                    self.edges[(p, block.label)].frees.append(group.desc)
+        if self.release_only:
+            out = [f"define internal void {derived.free}({', '.join(d.mode.aug_params(fn, derived))}) {{"]
+        else:
+            out = [f"define internal {derived.rev_ret.text} {derived.rev}({', '.join(d.mode.rev_params(fn, derived))}) {{"]
+        out.append("entry:")
+        eb = Builder(d.decls, out, prefix="a")
+        if self.activity.maybe:
+            out.append("  %\"adgen'sink\" = alloca [64 x i64], align 64")
+        for name in sorted(self.activity.floaty):
+            if self.activity.active(name):
+                t = self.adjoints.part(name)
+                for slot in self.adjoints.slots(name):
+                    eb.emit(f"{slot.ref} = alloca {t.text}")
+                    eb.store(self.adjoints.empty(t), slot)
+        for loop in d.loops.loops:
+            eb.emit(f"{counter(loop).ref} = alloca i64")
+        for k, inst in self.adjoints.undo:
+            eb.emit(f"%\"undo'{k}.value\" = alloca {inst.operands[0].type.text}")
+            eb.emit(f"%\"undo'{k}.at\" = alloca ptr")
+            eb.emit(f"%\"undo'{k}.on\" = alloca i1")
+            eb.store(V(I1, "false"), V(PTR, f"%\"undo'{k}.on\""))
+        self._local_shadows(eb)
+        for number, site in enumerate(self.sites):
+            prologue: list[str] = []
+            pb = Builder(d.decls, prologue, prefix=f"p{number}.")
+            mat.label = site.label or mat.label
+            mat.counters(site, pb)  # before any branch of the prologue
+            for key, names in site.wants.items():
+                made = mat.materialize(key, site, pb)
+                for name, v in zip(names, made):
+                    prologue.append(f"  {name.ref} = select i1 true, {v}, {v}")
+            for key in site.frees:
+                pb.call("@free", VOID, [mat.materialize(key, site, pb)[0]])
+            if site is not self.entry and site.label is not None:
+                out.append(f"\"{site.label}\":")
+            out += prologue + site.lines + [line if line.endswith(":") else "  " + line for line in site.term]
+            if site is self.entry:
+                out += self.seed_lines
+        out.append("\"rev'exit\":")
+        xb = Builder(d.decls, out, prefix="x")
+        for k, inst in self.adjoints.undo:  # put the stores back, in their order
+            on = xb.load(I1, V(PTR, f"%\"undo'{k}.on\""))
+            out.append(f"  br {on}, label %\"redo'{k}\", label %\"redo'{k}.done\"")
+            out.append(f"\"redo'{k}\":")
+            value = xb.load(inst.operands[0].type, V(PTR, f"%\"undo'{k}.value\""))
+            xb.store(value, xb.load(PTR, V(PTR, f"%\"undo'{k}.at\"")), memory=PRIMAL)
+            out.append(f"  br label %\"redo'{k}.done\"")
+            out.append(f"\"redo'{k}.done\":")
+        grads = []
+        params = self.fn.params
+        for i in derived.scalars:
+            name = params[i].name
+            t = self.layout.part_type(self.activity.floaty[name])
+            if self.activity.active(name):
+                grads += [xb.fadd(xb.load(t, slot), V(t, "zeroinitializer" if t.kind == "vector" else "0.0"))
+                          for slot in self.adjoints.slots(name)]  # -0.0 becomes 0.0
+            else:
+                grads += [V(t, "zeroinitializer" if t.kind == "vector" else "0.0")] * self.layout.parts
+        if grads and not self.release_only:
+            agg = V(derived.rev_ret, "poison")
+            for k, g in enumerate(grads):
+                agg = xb.value(derived.rev_ret, f"insertvalue {agg}, {g}, {k}")
+            xb.emit(f"ret {agg}")
+        else:
+            xb.emit("ret void")
+        out.append("}")
+        return "\n".join(out)
+
+    def _local_shadows(self, b: Builder) -> None:
+        """The shadows of the forward sweep's fixed-size local arrays: the reverse sweep's own."""
+        for name in sorted(self.d.reverse_local):
+            inst = self.d.cfg.defs[name]
+            count = V(inst.count.type, inst.count.value) if inst.count else V(I64, "1")
+            if count.type.text != "i64":
+                count = b.cast("zext", count, I64)
+            self.local_shadow[name] = self.layout.allocate(b, b.size_of(inst.source_type, count), on_stack=True)
+
+
+def _common_loop(d: Derivation, p: str, block: str):
+    from adgen.ir_ad.analysis.loops import common
+
+    return common(d.loops.loop_of.get(p), d.loops.loop_of.get(block))
+
+
+__all__ = ["ReverseSweep", "Site"]

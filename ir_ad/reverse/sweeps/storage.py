@@ -1,0 +1,89 @@
+"""The arithmetic of the cache plan's storage, written the same way by both sweeps: trip counts,
+an indexed group's size and array bases, the flat index of an iteration, and a slot's address.
+The forward sweep calls it with its own values (counter phis, the descriptor it just made), the
+reverse sweep with what it reads back (counter slots, descriptors it loads)."""
+
+from __future__ import annotations
+
+from adgen.ir_ad.ir.builder import Builder, V
+from adgen.ir_ad.reverse.plan.cache_plan import ARRAY_ALIGN, INDEXED, Group, Slot, element_size
+from adgen.ir_ad.reverse.plan.keys import align_of, size_of
+from adgen.ir_ad.ir import I8, I64, Type
+from adgen.ir_ad.analysis.loops import Loop, Trip
+
+
+def trip_count(b: Builder, trip: Trip, start: V, bound: V) -> V:
+    """The number of iterations (i64), from the loop's start and bound values."""
+    first, second = (bound, start) if trip.sign == 1 else (start, bound)
+    if trip.exact:
+        diff = b.binary("sub", first, second)
+        if diff.type.bits != 64:
+            diff = b.cast("zext", diff, I64)
+        return b.binary("add", diff, V(I64, str(trip.offset))) if trip.offset else diff
+    ext = "sext" if trip.signed else "zext"
+    wide = [x if x.type.bits == 64 else b.cast(ext, x, I64) for x in (first, second)]
+    diff = b.binary("add", b.binary("sub", wide[0], wide[1]), V(I64, str(trip.offset)))
+    return b.call("@llvm.smax.i64", I64, [diff, V(I64, "1")])
+
+
+def _count(b: Builder, group: Group, scope: Loop, trips: list[V]) -> V:
+    """Iterations of `scope` per execution of the group's root nest: the product of the trips from
+    the root down to it."""
+    total = None
+    for loop, t in zip(group.members, trips):
+        if loop.contains(scope):
+            total = t if total is None else b.binary("mul", total, t)
+    return total
+
+
+def array_bases(b: Builder, group: Group, base: V, trips: list[V], upto: int | None = None) -> tuple[list[V], V]:
+    """The start of each array of an indexed group (up to array `upto`), and where the last one
+    ends: the bytes to allocate."""
+    offset, out = V(I64, "0"), []
+    for i, slot in enumerate(group.slots if upto is None else group.slots[: upto + 1]):
+        out.append(b.gep(I8, base, offset) if i else base)
+        size = b.binary("mul", _count(b, group, slot.scope, trips), V(I64, str(element_size(slot))))
+        end = b.binary("add", offset, size)
+        offset = b.binary("and", b.binary("add", end, V(I64, str(ARRAY_ALIGN - 1))), V(I64, str(-ARRAY_ALIGN)))
+    return out, offset
+
+
+def flat_index(b: Builder, group: Group, scope: Loop, counters: dict[int, V], trips: list[V]) -> V:
+    """The element of `scope`'s arrays for the current iterations: ((i0*T1 + i1)*T2 + i2)…"""
+    index = None
+    for loop, t in zip(group.members, trips):
+        if not loop.contains(scope):
+            continue
+        count = counters[id(loop)]
+        index = count if index is None else b.binary("add", b.binary("mul", index, t), count)
+    return index
+
+
+def address(b: Builder, slot: Slot, record: V, counters: dict[int, V], descriptor) -> V:
+    """Where a slot's element for the current iterations is. `descriptor(group)` gives the
+    group's buffer and trip counts (indexed) or its buffer (growable)."""
+    group = slot.group
+    if group is None:
+        return b.gep(I8, record, V(I64, str(slot.offset))) if slot.offset else record
+    desc = descriptor(group)
+    if group.kind == INDEXED:
+        base, trips = desc[0], list(desc[1:])
+        array = array_bases(b, group, base, trips, slot.index)[0][-1]
+        index = flat_index(b, group, slot.scope, counters, trips)
+        return b.gep(Type(f"[{element_size(slot)} x i8]", "array", 0, (I8,), element_size(slot)), array, index)
+    at = b.binary("mul", counters[id(group.root)], V(I64, str(group.stride)))
+    if slot.offset:
+        at = b.binary("add", at, V(I64, str(slot.offset)))
+    return b.gep(I8, desc[0], at)
+
+
+def parts_at(b: Builder, types, at: V) -> list[V]:
+    """The addresses of a stored key's parts, one after another from `at`."""
+    out, offset = [], 0
+    for t in types:
+        offset = (offset + align_of(t) - 1) // align_of(t) * align_of(t)
+        out.append(b.gep(I8, at, V(I64, str(offset))) if offset else at)
+        offset += size_of(t)
+    return out
+
+
