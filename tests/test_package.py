@@ -1,11 +1,13 @@
-"""Packaging: the wheel installs `adgen.frontend`, `adgen.ir_ad` and the templates under one
-`adgen` package (no top-level `frontend`), with the `adgen` console script."""
+"""Packaging: the wheel installs every layer (`adgen.base`, `adgen.commands`, `adgen.frontend`,
+`adgen.ir_ad` and their subpackages) and the templates under one `adgen` package (no top-level
+`frontend`), with the `adgen` console script."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 
 from conftest import ROOT
@@ -21,13 +23,23 @@ def test_wheel_layout(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     code = [n for n in names if not n.startswith("adgen-")]
     assert all(n.startswith("adgen/") for n in code), code
-    for needed in ("adgen/__init__.py", "adgen/library.py", "adgen/check.py", "adgen/torch.py",
-                   "adgen/frontend/cli.py", "adgen/frontend/annotations.lark", "adgen/ir_ad/__init__.py",
-                   "adgen/ir_ad/reverse.py", "adgen/templates/header.h.j2", "adgen/templates/stubs.c.j2",
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    code_packages = [p for p in packages if p not in ("adgen.templates", "adgen.cmake")]
+    assert {"adgen.base", "adgen.commands", "adgen.frontend", "adgen.ir_ad"} <= set(code_packages)
+    for package in code_packages:  # every package of the source tree is in the wheel
+        assert package.replace(".", "/") + "/__init__.py" in names, package
+    for needed in ("adgen/torch.py", "adgen/commands/cli.py", "adgen/commands/load.py", "adgen/commands/check.py",
+                   "adgen/frontend/annotations.lark", "adgen/frontend/rust.lark",
+                   "adgen/templates/header.h.j2", "adgen/templates/stubs.c.j2",
                    "adgen/templates/declarations.h.j2", "adgen/templates/runtime.ll.j2",
                    "adgen/templates/lowering.c.j2", "adgen/cmake/adgenConfig.cmake",
                    "adgen/cmake/adgenConfigVersion.cmake"):
         assert needed in names
+    package_dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    for package, folder in package_dirs.items():  # and no package of the source tree is left out of the list
+        for init in (ROOT / folder).glob("**/__init__.py"):
+            sub = init.parent.relative_to(ROOT / folder).parts
+            assert ".".join((package, *sub)) in packages, init
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "adgen = adgen.commands.cli:main" in entry_points
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
