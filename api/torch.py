@@ -28,37 +28,10 @@ _DUP = ("dup", "duponly")
 def function(lib, entry: str, hvp: str | None = None):
     """A callable taking the primal's arguments and returning a 0-d tensor that backpropagates
     (twice, with a Hessian-vector product entry `hvp`)."""
-    spec = lib._specs.get(entry)
-    if spec is None or spec["kind"] != "split" or spec["returns_activity"] != "active":
-        raise ValueError(f"'{entry}' must be a split-mode entry with an 'active' return "
-                         f"(`// @diff({entry}: split (...) -> active)`)")
-    if spec["width"] != 1:
-        raise ValueError(f"'{entry}' has width {spec['width']}; the bridge takes width 1")
-    split = getattr(lib, entry)
-    activities = spec["activities"]
-    names = [p["name"] for p in lib._specs[spec["of"]]["params"]]
-    gradients = lib._specs[spec["parts"]["reverse"]]["returns"]
-    differentiable = [i for i, act in enumerate(activities) if act in _DUP or act == "active"]
-    products = _hessian(lib, entry, spec, names, hvp) if hvp else None
-
-    def sweep(args):
-        """A forward sweep over copies of the arguments, into zeroed shadows: value, tape, shadows."""
-        call, shadows = [], {}
-        for i, (a, act) in enumerate(zip(args, activities)):
-            call.append(_array(a))
-            if act in _DUP:
-                shadows[i] = np.zeros_like(call[-1])
-                call.append(shadows[i])
-        value, tape = split.forward(*call)
-        return value, tape, shadows
-
-    def reverse(tape, shadows, seed: float) -> list:
-        """The reverse sweep of a tape: the gradient of each differentiable input, as tensors."""
-        result = split.reverse(tape, seed)
-        values = result._asdict() if "struct" in gradients else \
-            {gradients["field"]: result} if "field" in gradients else {}
-        return [torch.from_numpy(shadows[i]) if i in shadows else
-                torch.tensor(float(values[spec["prefix"] + names[i]]), dtype=torch.float64) for i in differentiable]
+    spec = _split_entry(lib, entry)
+    sweeps = _Sweeps(lib, entry, spec)
+    activities, differentiable = spec["activities"], sweeps.differentiable
+    products = _hessian(lib, entry, spec, sweeps.names, hvp) if hvp else None
 
     class Gradient(torch.autograd.Function):
         """The gradient at seed 1 as a function of the inputs, whose backward is the hvp entry:
@@ -67,7 +40,7 @@ def function(lib, entry: str, hvp: str | None = None):
         @staticmethod
         def forward(ctx, held, *args):
             _keep(ctx, args)
-            return tuple(reverse(*held, 1.0))
+            return tuple(sweeps.reverse(*held, 1.0))
 
         @staticmethod
         def backward(ctx, *cotangents):
@@ -82,7 +55,7 @@ def function(lib, entry: str, hvp: str | None = None):
         @staticmethod
         def forward(ctx, *args):
             _keep(ctx, args)
-            value, ctx.tape, ctx.shadows = sweep(args)
+            value, ctx.tape, ctx.shadows = sweeps.forward(args)
             return torch.tensor(value, dtype=torch.float64)
 
         @staticmethod
@@ -90,13 +63,13 @@ def function(lib, entry: str, hvp: str | None = None):
             args = _kept(ctx)
             tape, shadows, ctx.tape, ctx.shadows = ctx.tape, ctx.shadows, None, None  # a tape is reversed once
             if tape is None:  # another backward through this graph (retain_graph=True)
-                _, tape, shadows = sweep(args)
+                _, tape, shadows = sweeps.forward(args)
             if not torch.is_grad_enabled():
-                grads = reverse(tape, shadows, float(seed))
+                grads = sweeps.reverse(tape, shadows, float(seed))
             elif products is not None:  # create_graph=True: differentiable in the inputs and the seed
                 grads = [seed * g.to(seed.dtype) for g in Gradient.apply((tape, shadows), *args)]
             else:
-                grads = _first_order_only(reverse(tape, shadows, float(seed.detach())), (seed, *args),
+                grads = _first_order_only(sweeps.reverse(tape, shadows, float(seed.detach())), (seed, *args),
                                           f"{entry} gives first derivatives only: for double backward, pass "
                                           f"adgen.torch.function(lib, '{entry}', hvp=NAME), NAME a forward-over-"
                                           f"reverse entry of {spec['of']} (README 'From Python')")
@@ -110,6 +83,49 @@ def function(lib, entry: str, hvp: str | None = None):
 
     apply.__doc__ = f"{spec['of']} with gradients from {entry} (split mode)" + (f", Hessians from {hvp}" if hvp else "")
     return apply
+
+
+def _split_entry(lib, entry: str) -> dict:
+    """The manifest's spec of `entry`, which must be a split-mode entry of width 1 with an active return."""
+    spec = lib._specs.get(entry)
+    if spec is None or spec["kind"] != "split" or spec["returns_activity"] != "active":
+        raise ValueError(f"'{entry}' must be a split-mode entry with an 'active' return "
+                         f"(`// @diff({entry}: split (...) -> active)`)")
+    if spec["width"] != 1:
+        raise ValueError(f"'{entry}' has width {spec['width']}; the bridge takes width 1")
+    return spec
+
+
+class _Sweeps:
+    """A split-mode entry's two sweeps over PyTorch's arguments and gradients."""
+
+    def __init__(self, lib, entry: str, spec: dict):
+        self.split = getattr(lib, entry)
+        self.activities, self.prefix = spec["activities"], spec["prefix"]
+        self.names = [p["name"] for p in lib._specs[spec["of"]]["params"]]
+        self.gradients = lib._specs[spec["parts"]["reverse"]]["returns"]
+        self.differentiable = [i for i, act in enumerate(self.activities) if act in _DUP or act == "active"]
+
+    def forward(self, args):
+        """A forward sweep over copies of the arguments, into zeroed shadows: value, tape, shadows."""
+        call, shadows = [], {}
+        for i, (a, act) in enumerate(zip(args, self.activities)):
+            call.append(_array(a))
+            if act in _DUP:
+                shadows[i] = np.zeros_like(call[-1])
+                call.append(shadows[i])
+        value, tape = self.split.forward(*call)
+        return value, tape, shadows
+
+    def reverse(self, tape, shadows, seed: float) -> list:
+        """The reverse sweep of a tape: the gradient of each differentiable input, as tensors."""
+        result = self.split.reverse(tape, seed)
+        gradients = self.gradients
+        values = result._asdict() if "struct" in gradients else \
+            {gradients["field"]: result} if "field" in gradients else {}
+        return [torch.from_numpy(shadows[i]) if i in shadows else
+                torch.tensor(float(values[self.prefix + self.names[i]]), dtype=torch.float64)
+                for i in self.differentiable]
 
 
 def _hessian(lib, entry: str, spec: dict, names: list[str], hvp: str):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import sys
 import threading
 from dataclasses import dataclass
@@ -473,9 +474,6 @@ def _error(got: np.ndarray, expected: np.ndarray) -> float:
 def annotated_sizes(sources: list) -> list[str]:
     """`@size(x=n, n=16)` in the sources' comments: lengths and values for `adgen check`, as if
     given with --size (which wins)."""
-    import re
-    from pathlib import Path
-
     found = []
     for src in sources:
         for body in re.findall(r"@size\(([^)]*)\)", Path(src).read_text()):

@@ -11,6 +11,7 @@ from pathlib import Path
 from adgen.base import __version__
 from adgen.base.diagnostics import AdgenError
 from adgen.commands.outputs import write_all, write_depfile
+from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.base.timing import Stages, plural
 from adgen.base.toolchain import select_compiler, system_flags
 
@@ -135,18 +136,14 @@ def _reporting(run) -> int:
     try:
         return run()
     except AdgenError as exc:
-        for diagnostic in exc.diagnostics:
-            print(diagnostic.render(), file=sys.stderr)
-        errors = sum(d.severity == "error" for d in exc.diagnostics)
-        print(f"{plural(errors, 'error')} generated.", file=sys.stderr)
+        print(diagnostics_text(exc.diagnostics), end="", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a bug in adgen: say so in one line, keep the trace for reports
         if os.environ.get("ADGEN_TRACEBACK"):
             raise
-        print(f"adgen: internal error: {type(exc).__name__}: {exc} "
-              "(set ADGEN_TRACEBACK=1 for the trace, and please report it)", file=sys.stderr)
+        print(internal_error_text(exc), end="", file=sys.stderr)
         return 70
 
 

@@ -8,19 +8,23 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import io
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import threading
 from collections import namedtuple
-from contextlib import contextmanager, redirect_stderr
+from contextlib import contextmanager
 from pathlib import Path
 
 from adgen.base import __version__
+from adgen.base.diagnostics import AdgenError, Diagnostic
+from adgen.base.timing import Stages
+from adgen.base.toolchain import USERS_NDEBUG, select_compiler, system_flags
+from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.frontend.languages import is_rust
-from adgen.base.toolchain import USERS_NDEBUG
 
 _SCALARS = {
     "double": ctypes.c_double, "float": ctypes.c_float, "longdouble": ctypes.c_longdouble, "bool": ctypes.c_bool,
@@ -34,7 +38,15 @@ NUMPY_DTYPES = {"double": "float64", "float": "float32", "int": "int32", "uint":
 
 
 class BuildError(RuntimeError):
-    """adgen or the C compiler refused the sources; the message is their diagnostics."""
+    """adgen or the C compiler refused the sources. The message is what `adgen build` prints
+    (adgen's located diagnostics and their count), or the C compiler's own output; adgen's
+    diagnostics are also in `diagnostics`, as data (adgen.base.diagnostics.Diagnostic: severity,
+    message, span, notes), for a caller that shows them its own way. `diagnostics` is empty when
+    the C compiler, or a bug in adgen, stopped the build."""
+
+    def __init__(self, message: str, diagnostics: list[Diagnostic] = ()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
 
 
 def load(path, build_dir=None, flags=()) -> "Library":
@@ -66,28 +78,21 @@ def load(path, build_dir=None, flags=()) -> "Library":
 @functools.cache
 def _fingerprint() -> str:
     """adgen's own files (sizes and times): a cached build is stale once adgen changes, even at
-    the same version (an editable install)."""
-    import adgen
-    import adgen.base
-    import adgen.commands
-    import adgen.frontend
-    import adgen.ir_ad
-    from adgen.base.templates import TEMPLATES
+    the same version (an editable install). The packages' folders are looked up, not imported:
+    `adgen` itself imports this module."""
+    from adgen.base.templates import TEMPLATES  # Jinja: imported when building only
 
-    packages = [Path(m.__file__).parent for m in (adgen, adgen.base, adgen.commands, adgen.frontend, adgen.ir_ad)]
+    packages = [Path(folder) for name in ("adgen", "adgen.base", "adgen.commands", "adgen.frontend", "adgen.ir_ad")
+                for folder in importlib.util.find_spec(name).submodule_search_locations]
     files = sorted({p for d in packages for p in d.rglob("*") if p.suffix in (".py", ".lark")}
                    | {p for p in TEMPLATES.iterdir() if p.suffix == ".j2"})
     return ";".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
 
 
 def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> None:
-    from adgen.commands.cli import main
-
-    errors = io.StringIO()
-    with redirect_stderr(errors):
-        status = main(["build", "-q", *map(str, sources), "-o", str(out), "--", *flags])
-    if status != 0:
-        raise BuildError(errors.getvalue())
+    """`adgen build -q SOURCES -o OUT -- FLAGS`, then the sources and the derivatives' objects
+    linked into `library`."""
+    _derive(sources, out, flags)
     cc = [sys.executable, "-m", "ziglang", "cc"]
     objects = []
     for src in sources:
@@ -95,6 +100,22 @@ def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> N
         _run([*cc, "-c", "-O2", "-fPIC", *USERS_NDEBUG, *flags, "-iquote", str(out), str(src), "-o", str(obj)])
         objects.append(str(obj))
     _run([*cc, "-shared", *objects, *(str(out / f"{s.stem}.adgen.o") for s in sources), "-o", str(library), "-lm"])
+
+
+def _derive(sources: list[Path], out: Path, flags: list[str]) -> None:
+    """The build pipeline (what `adgen build` runs), its failure a BuildError that reads as the
+    command's would."""
+    from adgen.commands.build.pipeline import build  # LLVM and the AD core: imported when building only
+
+    try:
+        compiler = select_compiler(None)
+        build(sources, out, list(system_flags(compiler)), [], flags, compiler, Stages())
+    except AdgenError as exc:
+        raise BuildError(diagnostics_text(exc.diagnostics), exc.diagnostics) from exc
+    except Exception as exc:
+        if os.environ.get("ADGEN_TRACEBACK"):
+            raise
+        raise BuildError(internal_error_text(exc)) from exc
 
 
 def _from_build_dir(folder: Path) -> "Library":

@@ -16,8 +16,9 @@ from adgen.base.diagnostics import AdgenError, Collector, SourceFile, Span, erro
 from adgen.frontend.prototypes import Prototype, Unit, read_unit
 from adgen.frontend.manifest import manifest
 from adgen.frontend.languages import refuse_unread
-from adgen.frontend.render import output_names, render, render_rust
+from adgen.frontend.render import output_names, render
 from adgen.frontend.rust_source import RustUnit, is_rust, read_rust_unit, rust_entry
+from adgen.frontend.rust_wrappers import render_rust
 from adgen.base.timing import Stages, plural
 
 

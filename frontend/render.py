@@ -17,14 +17,8 @@ from adgen.frontend.languages import is_rust
 from adgen.base.naming import KERNEL_PREFIX
 from adgen.base import __version__
 from adgen.base.templates import environment
+from adgen.frontend.local_type import LocalType
 from adgen.frontend.prototypes import Prototype, Unit
-
-
-@dataclass(frozen=True)
-class LocalType:
-    name: str
-    text: str
-    line: int  # where the source defines it
 
 
 @dataclass(frozen=True)
@@ -39,7 +33,8 @@ def output_names(source: Path) -> tuple[str, str]:
 
 
 @cache
-def _environment() -> jinja2.Environment:
+def c_environment() -> jinja2.Environment:
+    """adgen's templates, with the filters that spell C declarations."""
     return environment(declare=declare, pointer_to=pointer_to)
 
 
@@ -64,7 +59,7 @@ def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str)
         where=lambda f: f"{source.path.name}:{source.line_col(f.span.offset)[0]}",
         kernel_prefix=KERNEL_PREFIX,
     )
-    env = _environment()
+    env = c_environment()
     return Outputs(env.get_template("header.h.j2").render(context), env.get_template("stubs.c.j2").render(context))
 
 
@@ -109,17 +104,6 @@ def _local_types(unit: Unit, decls: list[DeclRef]) -> list[LocalType]:
     return [found[k] for k in sorted(found)]
 
 
-def render_rust(unit: Unit, signatures: list[Signature], version: str) -> str:
-    """A Rust source's `<stem>.adgen.rs`: the C functions' declarations and safe wrappers."""
-    from adgen.frontend.rust_wrappers import unsafe_spellings, wrappers
-
-    stem = unit.source.path.stem
-    return _environment().get_template("wrappers.rs.j2").render(
-        version=version, source=unit.source.path.name, stem=stem, wrappers=wrappers(unit, signatures),
-        unsafe_spellings=unsafe_spellings(),
-        ffi="__adgen_ffi_" + re.sub(r"[^A-Za-z0-9_]", "_", stem))
-
-
 def render_text(template: str, **context) -> str:
     """Any other generated text that spells C declarations (the lowering wrapper, say)."""
-    return _environment().get_template(template).render(version=__version__, **context)
+    return c_environment().get_template(template).render(version=__version__, **context)

@@ -20,8 +20,8 @@ from adgen.frontend.annotations import Annotation, Entry, Word, following
 from adgen.frontend.ctype import CType
 from adgen.base.diagnostics import Collector, SourceFile, Span, error, note
 from adgen.frontend.languages import is_rust
+from adgen.frontend.local_type import LocalType
 from adgen.frontend.prototypes import Prototype, Param, Unit
-from adgen.frontend.render import LocalType
 
 # Rust scalars: their C spelling, size, whether floating, and how ctypes passes them.
 SCALARS = {

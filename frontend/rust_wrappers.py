@@ -3,15 +3,18 @@ what its Rust signature takes and returns, in the shape of `std::autodiff`'s gen
 (a slice's shadow a slice of the same length, checked; the gradients of active scalars after the
 primal result in a tuple; N shadows at width N), and how each parameter of the C function it
 calls is passed. The template (templates/wrappers.rs.j2) prints what this decides, in the
-spelling the user's rustc takes (`unsafe_spellings`)."""
+spelling the user's rustc takes (`unsafe_spellings`): `render_rust`, beside the C header's
+renderer, whose templates it shares."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from adgen.frontend.abi import Signature
 from adgen.base.diagnostics import AdgenError
 from adgen.frontend.model import Activity, Mode
+from adgen.frontend.render import c_environment
 from adgen.frontend.rust_source import RFunction, RType, RustUnit
 from adgen.base.toolchain import select_rustc
 
@@ -54,6 +57,15 @@ class Wrapper:
     fields: tuple[tuple[str, str], ...]  # (name, Rust type) of the C result, in order
     returns: str | None  # the wrapper's Rust result type; None for ()
     unsafe: bool  # it takes raw pointers, which it cannot check: an `unsafe fn`
+
+
+def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> str:
+    """A Rust source's `<stem>.adgen.rs`: the C functions' declarations and safe wrappers."""
+    stem = unit.source.path.stem
+    return c_environment().get_template("wrappers.rs.j2").render(
+        version=version, source=unit.source.path.name, stem=stem, wrappers=wrappers(unit, signatures),
+        unsafe_spellings=unsafe_spellings(),
+        ffi="__adgen_ffi_" + re.sub(r"[^A-Za-z0-9_]", "_", stem))
 
 
 def unsafe_spellings() -> bool:
