@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from adgen.ir_ad.calls import is_intrinsic
 from adgen.ir_ad.ir import Function, Instruction, Module
 
 _INDIRECT = re.compile(r"\bcall\b[^\n]*?\s%[-\w.$\"]+\(")  # a quick test: is there any to rewrite?
@@ -67,7 +68,7 @@ def _candidates(module: Module, text: str) -> list[Function]:
         if line.startswith(("@__adgen_", "@llvm.", "declare", "define")):
             continue
         taken |= {m.group(1) for m in _TAKEN.finditer(line)}
-    return [f for name, f in module.functions.items() if not f.variadic and not name.startswith("@llvm.") and
+    return [f for name, f in module.functions.items() if not f.variadic and not is_intrinsic(name) and
             (name in taken or (not f.declaration and not re.search(r"\b(internal|private)\b", f.linkage))) and
             not name.lstrip("@").strip('"').startswith("__adgen")]
 

@@ -14,60 +14,19 @@ import math
 from dataclasses import dataclass
 
 from adgen.ir_ad.ir.builder import SHADOW as SHADOW_MEMORY, Builder, V, bare, local
-from adgen.ir_ad.ir import I8, I64, PTR, Instruction, Module, Type, array, int_type, struct, vector
+from adgen.ir_ad.ir import I8, I64, PTR, Instruction, Module, Operand, Type, array, int_type, struct, vector
 
 LANES, INTERLEAVED = "lanes", "interleaved"
 Shadow = tuple  # of V: `Layout.parts` values
 FLAGS = "reassoc nsz contract"  # of derivative arithmetic (see Layout.scale)
 ALIGN = 16  # the alignment of shadow memory adgen allocates (calloc's), each lane's included
 
-# Calls that neither read nor write derivatives, whatever their arguments.
-INACTIVE_CALLS = {"printf", "fprintf", "puts", "fputs", "putchar", "fflush", "abort", "exit", "_exit", "rand", "srand",
-                  "time", "clock", "__assert_fail", "assert", "perror", "fwrite", "sprintf", "snprintf"}
-IGNORED_INTRINSICS = ("llvm.dbg.", "llvm.lifetime.", "llvm.assume", "llvm.experimental.noalias.scope.decl",
-                      "llvm.invariant.", "llvm.prefetch", "llvm.donothing", "llvm.sideeffect", "llvm.stacksave",
-                      "llvm.stackrestore", "llvm.pseudoprobe", "llvm.var.annotation")
-ALLOCATORS = {"malloc", "calloc", "aligned_alloc"}
-
-
-def is_allocator(module: Module, name: str) -> bool:
-    """malloc, calloc, aligned_alloc, or a function registered as allocating like them (adgen cc:
-    Enzyme's `__enzyme_allocation_like`), whose memory gets a fresh shadow."""
-    return name in ALLOCATORS or name in module.allocators
-
-
-def allocation_size(module: Module, name: str, args: list[V], b: Builder) -> V:
-    """The bytes an allocator's call allocates, as i64."""
-    if name == "calloc":
-        return b.binary("mul", *args)
-    size = args[0] if name == "malloc" else args[1] if name == "aligned_alloc" else args[module.allocators[name]]
-    return size if size.type.text == "i64" else b.cast("zext", size, I64)
 # Both modes refuse vector values carrying derivatives, and say where they come from.
 VECTOR_VALUES = ("adgen differentiates scalar code (vector values come from vector types in the source, or from a "
                  "struct of two floats passed by value, which the target passes as one vector)")
 # Both modes refuse a pointer whose shadow is known only on some paths; this says what to do instead.
 MIXED_POINTER = ("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of"
                  " (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
-
-
-def callee_name(inst: Instruction) -> str:
-    return inst.callee.lstrip("@").strip('"')
-
-
-def no_derivative(inst: Instruction) -> str:
-    """What to say of a call that neither mode can differentiate."""
-    if inst.callee.startswith("%"):  # dispatch.py found no function the pointer may point to
-        types = ", ".join(a.type.text for a, _ in inst.call_args)
-        return (f"a call through a function pointer, and no function of the sources has its type "
-                f"('{inst.type.text} ({types})')")
-    return f"a call to '{callee_name(inst)}', which is not defined in the sources and has no derivative rule"
-
-
-def inactive_call(module: Module, inst: Instruction) -> bool:
-    """A call that carries no derivatives: a C library function known to (INACTIVE_CALLS), a
-    function of the sources marked `@inactive`, or one that never returns (a Rust panic with
-    the values it reports, an abort)."""
-    return callee_name(inst) in INACTIVE_CALLS or inst.callee in module.inactive or module.noreturn(inst.callee)
 
 
 def mask_name(value: str) -> str:
@@ -283,9 +242,7 @@ class Layout:
                 b.memset0(p, length)
 
 
-def _result(inst: Instruction):
-    from adgen.ir_ad.ir import Operand
-
+def _result(inst: Instruction) -> Operand:
     return Operand(PTR, inst.result)
 
 

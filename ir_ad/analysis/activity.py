@@ -11,7 +11,8 @@ from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, float_type
 from adgen.ir_ad.analysis.masked import masked_slice
 from adgen.ir_ad.rules import rule_for
-from adgen.ir_ad.shadows import VECTOR_VALUES, is_allocator, callee_name, carries, inactive_call, mask_name
+from adgen.ir_ad.calls import DEFINED, allocates, callee_name, kind_of
+from adgen.ir_ad.shadows import VECTOR_VALUES, carries, mask_name
 
 
 def scalar_type(t: Type, memtype: str) -> Type | None:
@@ -87,12 +88,7 @@ class Activity:
         return self._source_callee(inst)
 
     def _source_callee(self, inst: Instruction) -> Function | None:
-        target = self.module.functions.get(inst.callee)
-        if target is None or (target.declaration and inst.callee not in self.module.custom) or \
-                callee_name(inst).startswith("llvm.") or is_allocator(self.module, callee_name(inst)) or \
-                inactive_call(self.module, inst) or rule_for(inst.callee) is not None:
-            return None
-        return target
+        return self.module.functions[inst.callee] if kind_of(self.module, inst) == DEFINED else None
 
     def _returns_shadow(self, inst: Instruction) -> bool:
         """A call returning a pointer with a shadow: into memory with derivatives that the caller
@@ -108,8 +104,7 @@ class Activity:
         if t.kind == "ptr":
             if op == "getelementptr" and self.on(ops[0]):
                 return "ptr"
-            if op == "alloca" or (op == "call" and (is_allocator(self.module, callee_name(inst)) or
-                                                    callee_name(inst) == "realloc")):
+            if op == "alloca" or (op == "call" and allocates(self.module, inst)):
                 return "ptr"
             if op == "phi" and any(v.value in self.pointers for v, _ in inst.incoming):
                 return "ptr"

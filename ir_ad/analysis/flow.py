@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from adgen.ir_ad.calls import ALLOCATE, allocates, callee_name, kind_by_name, writes_first_argument
 from adgen.ir_ad.ir import Function, Instruction
 
 PURE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl",
         "lshr", "ashr", "and", "or", "xor", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi",
         "uitofp", "sitofp", "ptrtoint", "inttoptr", "bitcast", "getelementptr", "icmp", "fcmp", "select",
         "extractvalue", "insertvalue", "freeze"}
-FRESH_ALLOCATORS = {"malloc", "calloc", "aligned_alloc"}
 
 
 def returns_fresh(module, fn: Function, seen: frozenset[str] = frozenset()) -> bool:
@@ -31,10 +31,8 @@ def returns_fresh(module, fn: Function, seen: frozenset[str] = frozenset()) -> b
             continue
         visited.add(inst.result)
         if inst.opcode == "call":
-            name = inst.callee.lstrip("@").strip('"')
             target = module.functions.get(inst.callee)
-            if name in FRESH_ALLOCATORS or name in module.allocators or name == "realloc" or \
-                    (target is not None and returns_fresh(module, target, seen | {fn.name})):
+            if allocates(module, inst) or (target is not None and returns_fresh(module, target, seen | {fn.name})):
                 return True
         elif inst.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
             work.append(inst.operands[0].value)
@@ -216,9 +214,8 @@ class Memory:
             result = Base("global", value)
         elif depth < 64 and value in self.cfg.defs:
             inst = self.cfg.defs[value]
-            callee = inst.callee.lstrip("@")
-            if inst.opcode == "alloca" or (inst.opcode == "call" and (callee in FRESH_ALLOCATORS or
-                                                                      callee in self.module.allocators)):
+            if inst.opcode == "alloca" or (inst.opcode == "call" and
+                                           kind_by_name(self.module, callee_name(inst)) == ALLOCATE):
                 result = Base("fresh", value)
             elif inst.opcode == "getelementptr" or inst.opcode in ("bitcast", "addrspacecast", "freeze"):
                 result = self.base(inst.operands[0].value, depth + 1)
@@ -254,13 +251,9 @@ class Memory:
             return [self.base(inst.operands[0].value)]
         if op != "call":
             return []
-        name = inst.callee.lstrip("@").strip('"')
-        if name.startswith(("llvm.memcpy", "llvm.memmove", "llvm.memset")) or name in ("memcpy", "memmove", "memset"):
-            return [self.base(inst.operands[0].value)]
-        if name in ("free", "realloc"):  # the memory is gone (or moved) afterwards
-            return [self.base(inst.operands[0].value)]
-        if name.startswith("llvm.") or name in ("malloc", "calloc", "aligned_alloc", "printf", "puts", "fprintf"):
-            return []
+        first = writes_first_argument(self.module, inst)  # (free, realloc: the memory is gone or moved)
+        if first is not None:
+            return [self.base(inst.operands[0].value)] if first else []
         target = self.functions.get(inst.callee)
         if target is not None and _reads_only(target, self.attributes):
             return []

@@ -9,8 +9,8 @@ import weakref
 from adgen.ir_ad.analysis.flow import CFG, returns_fresh
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import Function, Instruction, Module, Operand
-from adgen.ir_ad.rules import rule_for
-from adgen.ir_ad.shadows import VECTOR_VALUES, Layout, callee_name, carries, inactive_call, is_allocator, mask_name
+from adgen.ir_ad.calls import ALLOCATE, DEFINED, INACTIVE, REALLOCATE, RULE, kind_of
+from adgen.ir_ad.shadows import VECTOR_VALUES, Layout, carries, mask_name
 
 
 class TangentFlow:
@@ -102,13 +102,13 @@ class TangentFlow:
         if op == "insertvalue":
             return self.on(ops[0]) or self.on(ops[1])
         if op == "call":
-            name = callee_name(inst)
-            if is_allocator(self.module, name) or name == "realloc":
+            kind = kind_of(self.module, inst)
+            if kind in (ALLOCATE, REALLOCATE):
                 return True
-            target = self.module.functions.get(inst.callee)
-            if inactive_call(self.module, inst):
+            if kind == INACTIVE:
                 return False
-            source = target is not None and not target.declaration and rule_for(inst.callee) is None
+            target = self.module.functions.get(inst.callee)
+            source = kind == DEFINED and not target.declaration
             if not any(self.on(o) for o in ops):  # a constructor: memory it allocates has tangents
                 return source and returns_fresh(self.module, target)
             if source:
@@ -118,7 +118,7 @@ class TangentFlow:
                     return True
                 active = tuple(self.on(o) and self.layout.part_type(o.type) is not None for o in ops)
                 return returns_tangent(self.module, target, active, self.layout)
-            return rule_for(inst.callee) is not None
+            return kind == RULE
         return False
 
 

@@ -1,15 +1,70 @@
-"""Forward mode's library calls on memory, and what each does to the shadows: memcpy and
-memmove copy tangents, memset clears them, malloc/calloc allocate zeroed shadow memory, realloc
-moves it, free releases it. A part of the forward writer (_FunctionWriter), kept apart."""
+"""Forward mode's memory: loads and stores move tangents through shadow memory, addresses
+get shadow addresses, local arrays zeroed shadows; and the library calls on memory (the kinds
+ir_ad/calls.py names): copies copy tangents, fills clear them, allocators allocate zeroed shadow
+memory, realloc moves it, free releases it. A part of the forward writer (forward/function.py),
+kept apart."""
 
 from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import V
+from adgen.ir_ad.calls import allocation_size
 from adgen.ir_ad.ir import I64, PTR, VOID
-from adgen.ir_ad.shadows import INTERLEAVED, allocation_size, callee_name
+from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, carries
 
 
-class MemoryCalls:
+class MemoryRules:
+    def op_load(self, inst):
+        self.copy(inst)
+        if inst.result not in self.active:
+            return
+        if " atomic " in inst.text:
+            raise self.fail("an atomic load of data carrying derivatives")
+        t = inst.type
+        if t.kind not in ("float", "ptr", "int"):
+            raise self.fail(f"a load of '{t.text}' from memory holding derivatives")
+        ptr = inst.operands[0]
+        if t.kind == "ptr" and ptr.value in self.maybe:
+            raise self.fail(MIXED_POINTER)
+        lanes = self.guarded(ptr, self.shadow(ptr), False)
+        self.bind(inst, self.layout.load(self.b, t, lanes, inst.align))
+
+    def op_store(self, inst):
+        self.copy(inst)
+        value, ptr = inst.operands
+        if " atomic " in inst.text and self._on(value):
+            raise self.fail("an atomic store of data carrying derivatives")
+        if not self._on(ptr):
+            if self._on(value) and carries(self.mode.module, value.type):
+                raise self.fail("a store of a value carrying derivatives to memory adgen keeps no derivatives of "
+                                "(a global variable, say)")
+            return
+        t = value.type
+        if t.kind not in ("float", "ptr", "int"):
+            if carries(self.mode.module, t):
+                raise self.fail(f"a store of '{t.text}' into memory holding derivatives")
+            return
+        s = self.shadow(value) if t.kind != "int" or self._on(value) else None
+        if s is None:
+            if t.kind == "ptr":
+                raise self.fail("a pointer into memory adgen keeps no derivatives of, stored where derivatives are kept")
+            s = self.layout.zero(t)
+        if value.value in self.maybe:
+            raise self.fail(MIXED_POINTER)
+        self.layout.store(self.b, s, self.guarded(ptr, self.shadow(ptr), True), inst.align)
+
+    def op_getelementptr(self, inst):
+        self.copy(inst)
+        if inst.result in self.active:
+            self.bind(inst, self.layout.gep(self.b, inst, self.shadow(inst.operands[0]), lambda o: V(o.type, o.value)))
+
+    def op_alloca(self, inst):
+        self.copy(inst)
+        count = V(inst.count.type, inst.count.value) if inst.count else V(I64, "1")
+        if count.type.text != "i64":
+            count = self.b.cast("zext", count, I64)
+        self.bind(inst, self.layout.allocate(self.b, self.b.size_of(inst.source_type, count), on_stack=True))
+
+    # library calls on memory -------------------------------------------------
     def copy_memory(self, inst, move: bool):
         self.copy(inst)
         dst, src, size = inst.operands[0], inst.operands[1], inst.operands[2]
@@ -39,10 +94,9 @@ class MemoryCalls:
         self.layout.zero_memory(self.b, self.shadow(dst), length)
 
     def allocate(self, inst):
-        """Shadow memory for malloc/calloc: zeroed, N times the size, freed with the primal."""
+        """Shadow memory for an allocator's: zeroed, N times the size, freed with the primal."""
         self.copy(inst)
-        name = callee_name(inst)
-        size = allocation_size(self.mode.module, name, [V(a.type, a.value) for a in inst.operands], self.b)
+        size = allocation_size(self.mode.module, inst, self.b)
         self.bind(inst, self.layout.allocate(self.b, size, on_stack=False, tracked=self._tracked()))
 
     def _tracked(self) -> bool:

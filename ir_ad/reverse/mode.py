@@ -28,7 +28,8 @@ from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, M
 from adgen.ir_ad.reverse.plan.keys import BLOB, OLD, SHADOW, Key, Keys, instruction_key
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
-from adgen.ir_ad.shadows import Layout, callee_name
+from adgen.ir_ad.calls import FREE, callee_name, kind_of
+from adgen.ir_ad.shadows import Layout
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,8 @@ def _mentions(text: str, name: str) -> bool:
 
 def _frees(inst: Instruction, d: Derivation) -> bool:
     """A free of memory with derivatives: the forward sweep only marks it (adgen.shadow.drop)."""
-    return inst.opcode == "call" and callee_name(inst) == "free" and inst.operands[0].value in d.activity.pointers
+    return inst.opcode == "call" and kind_of(d.activity.module, inst) == FREE and \
+        inst.operands[0].value in d.activity.pointers
 
 
 def _reverse_primal_uses(d: Derivation) -> set[str]:

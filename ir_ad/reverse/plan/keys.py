@@ -17,6 +17,7 @@ from adgen.ir_ad.analysis.activity import Activity
 from adgen.ir_ad.analysis.flow import PURE, CFG, Memory
 from adgen.ir_ad.ir import I1, I64, PTR, Instruction, Module, Operand, Type, element_align, int_type
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
+from adgen.ir_ad.calls import is_intrinsic
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.shadows import INTERLEAVED, Layout
 
@@ -197,7 +198,7 @@ class Keys:
         elif op in PURE and op != "inttoptr":
             d.recomputable, d.operands = True, self._operands(inst.operands)
         elif op == "call" and (PURE_INTRINSICS.match(inst.callee) or
-                               (rule_for(inst.callee) is not None and not inst.callee.startswith("@llvm.")
+                               (rule_for(inst.callee) is not None and not is_intrinsic(inst.callee)
                                 and rule_for(inst.callee).recompute
                                 and not any(o.type.kind == "ptr" for o in inst.operands))):  # frexp writes
             d.recomputable, d.operands = True, self._operands(inst.operands)

@@ -11,8 +11,9 @@ from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type
 from adgen.ir_ad.reverse.plan.keys import CHOICE, OLD, Key, instruction_key
 from adgen.ir_ad.rules import rule_for
-from adgen.ir_ad.shadows import IGNORED_INTRINSICS, INTERLEAVED, MIXED_POINTER, Shadow, inactive_call, is_allocator, \
-    callee_name, no_derivative
+from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, allocates, kind_of,
+                               no_derivative)
+from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow
 
 if TYPE_CHECKING:
     from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep, Site
@@ -94,7 +95,7 @@ class Adjoints:
             return self._release(inst.result, site, b)
         if inst.opcode != "call":
             return
-        if is_allocator(self.activity.module, callee_name(inst)) or callee_name(inst) == "realloc":
+        if allocates(self.activity.module, inst):
             return self._release(inst.result, site, b, freed_by_primal=True)
         if id(inst) in self.d.calls:
             return self.reverse_derived_call(inst, site, b)
@@ -166,22 +167,22 @@ class Adjoints:
         self.undo.append((k, inst))
 
     def reverse_call(self, inst, site, b) -> None:
-        name = callee_name(inst)
+        kind = kind_of(self.activity.module, inst)
         args = inst.operands
         activity = self.activity
-        if any(a.value in activity.maybe for a in args) and not name.startswith(IGNORED_INTRINSICS):
+        if any(a.value in activity.maybe for a in args) and kind not in IGNORED:
             raise self.d.fail(MIXED_POINTER)
-        if name.startswith(IGNORED_INTRINSICS):
+        if kind in IGNORED:
             return
-        if name.startswith(("llvm.memcpy", "llvm.memmove")) or name in ("memcpy", "memmove"):
-            return self.reverse_copy(inst, site, b, move="memmove" in name)
-        if name.startswith("llvm.memset") or name == "memset":
+        if kind in COPIES:
+            return self.reverse_copy(inst, site, b, move=kind == MOVE)
+        if kind == SET:
             return self.reverse_set(inst, site, b)
-        if is_allocator(self.activity.module, name):
+        if kind == ALLOCATE:
             return self._release(inst.result, site, b, freed_by_primal=True)
-        if name == "realloc":
+        if kind == REALLOCATE:
             return self.reverse_realloc(inst, site, b)
-        if name == "free":
+        if kind == FREE:
             return
         if id(inst) in self.d.calls:  # (a constructor too, without arguments with derivatives: it releases)
             return self.reverse_derived_call(inst, site, b)
@@ -191,7 +192,7 @@ class Adjoints:
             if inst.result is None or not activity.active(inst.result):
                 return
             return self.reverse_rule(inst, inst.callee, args, self.take(b, inst.result), site, b)
-        if inactive_call(self.activity.module, inst):
+        if kind == INACTIVE:
             return
         raise self.d.fail(no_derivative(inst))
 

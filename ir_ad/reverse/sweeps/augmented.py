@@ -15,7 +15,8 @@ from adgen.ir_ad.ir import I64, PTR, VOID, Instruction, Operand
 from adgen.ir_ad.reverse.plan.keys import CAME, CHOICE, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, instruction_key
 from adgen.ir_ad.reverse.mode import Derivation, size_global
 from adgen.ir_ad.rules import rule_for
-from adgen.ir_ad.shadows import INTERLEAVED, allocation_size, is_allocator, MIXED_POINTER, Shadow, callee_name, mask_name
+from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, LIFETIME, MOVE, REALLOCATE, allocation_size, kind_of
+from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow, mask_name
 
 
 def write_augmented(d: Derivation) -> str:
@@ -58,7 +59,7 @@ class AugmentedWriter:
             for inst in block.instructions[len(phis):-1]:
                 d.inst = inst
                 if block.label in d.cfg.doomed:  # the program stops there: its code as it is
-                    if not (inst.opcode == "call" and callee_name(inst).startswith("llvm.lifetime.")):
+                    if not (inst.opcode == "call" and kind_of(d.activity.module, inst) == LIFETIME):
                         self.out.append("  " + inst.text)  # (local arrays may have moved to the heap)
                     continue
                 self.forward(inst, b)
@@ -105,7 +106,7 @@ class AugmentedWriter:
         if src.value not in activity.pointers:
             return self.layout.zero_memory(b, self.shadow(dst), length)
         for d, s in zip(self.shadow(dst), self.shadow(src)):
-            b.memcpy(d, s, length, move="memmove" in callee_name(inst))
+            b.memcpy(d, s, length, move=kind_of(activity.module, inst) == MOVE)
 
     def shadow(self, op: Operand, missing_ok: bool = False) -> Shadow:
         """The forward sweep's shadow of a pointer operand (by its canonical names)."""
@@ -199,22 +200,22 @@ class AugmentedWriter:
         self.layout.bind(b, name, self.layout.allocate(b, size, on_stack=False, tracked=True))
 
     def forward_call(self, inst: Instruction, b: Builder) -> None:
-        name = callee_name(inst)
+        kind = kind_of(self.activity.module, inst)
         args = inst.operands
-        if name.startswith("llvm.lifetime."):
+        if kind == LIFETIME:
             return  # local arrays may move to the heap, and the reverse sweep reads some after these would end
-        if is_allocator(self.activity.module, name) and inst.result in self.activity.pointers:
+        if kind == ALLOCATE and inst.result in self.activity.pointers:
             self.out.append("  " + inst.text)
-            size = allocation_size(self.activity.module, name, [V(a.type, a.value) for a in args], b)
+            size = allocation_size(self.activity.module, inst, b)
             return self._shadow_memory(inst.result, size, b)
-        if name == "realloc" and inst.result in self.activity.pointers:
+        if kind == REALLOCATE and inst.result in self.activity.pointers:
             primal, size = (V(a.type, a.value) for a in args)
             return self.layout.bind(b, inst.result, self.layout.reallocate(
                 b, inst.result, primal, self.shadow(args[0], missing_ok=True), size))
-        if name.startswith(("llvm.memcpy", "llvm.memmove")) or name in ("memcpy", "memmove"):
+        if kind in COPIES:
             self.out.append("  " + inst.text)
             return self._copy_pointer_shadows(inst, b)
-        if name == "free" and args[0].value in self.activity.pointers:  # the reverse sweep frees it
+        if kind == FREE and args[0].value in self.activity.pointers:  # the reverse sweep frees it
             return b.call('@"adgen.shadow.drop"', VOID, [V(PTR, args[0].value), self.shadow(args[0])[0]])
         if id(inst) not in self.d.calls:
             self.out.append("  " + inst.text)

@@ -1,0 +1,121 @@
+"""What a call is, by its callee: one table, as rules.py is for instructions, that every stage
+asks (the activity analyses, forward mode, the reverse sweeps, the memory analysis) instead of
+recognising library functions and intrinsics by name itself.
+
+A callee is one kind: an intrinsic that neither reads nor writes derivatives (LIFETIME, INERT),
+a copy or fill of memory (COPY, MOVE, SET), an allocation (ALLOCATE, REALLOCATE, FREE), a
+function that carries no derivatives (INACTIVE), one with a derivative rule (RULE: libm and
+intrinsics, rules.py), a function of the sources (DEFINED), an intrinsic without a rule
+(INTRINSIC), adgen's runtime (RUNTIME), or anything else (UNDEFINED). The first that applies,
+in that order."""
+
+from __future__ import annotations
+
+from adgen.ir_ad.ir.builder import Builder, V
+from adgen.ir_ad.ir import I64, Instruction, Module
+from adgen.ir_ad.rules import rule_for
+
+LIFETIME, INERT = "lifetime", "inert"
+COPY, MOVE, SET = "copy", "move", "set"
+ALLOCATE, REALLOCATE, FREE = "allocate", "reallocate", "free"
+INACTIVE, RULE, DEFINED = "inactive", "rule", "defined"
+INTRINSIC, RUNTIME, UNDEFINED = "intrinsic", "runtime", "undefined"
+
+IGNORED = (LIFETIME, INERT)  # calls neither mode differentiates nor checks: copied as they are
+COPIES = (COPY, MOVE)
+
+# Intrinsics that neither read nor write derivatives, whatever their arguments.
+_INERT_INTRINSICS = ("llvm.dbg.", "llvm.assume", "llvm.experimental.noalias.scope.decl", "llvm.invariant.",
+                     "llvm.prefetch", "llvm.donothing", "llvm.sideeffect", "llvm.stacksave", "llvm.stackrestore",
+                     "llvm.pseudoprobe", "llvm.var.annotation")
+# By prefix (the intrinsics, overloaded by type) or by the C library's name.
+_MEMORY = ((("llvm.memcpy", "memcpy"), COPY), (("llvm.memmove", "memmove"), MOVE), (("llvm.memset", "memset"), SET))
+# The C library's allocators -> the index of their size argument (calloc's is a product of both).
+ALLOCATORS = {"malloc": 0, "calloc": None, "aligned_alloc": 1}
+# C library functions that carry no derivatives, whatever their arguments.
+INACTIVE_CALLS = {"printf", "fprintf", "puts", "fputs", "putchar", "fflush", "abort", "exit", "_exit", "rand", "srand",
+                  "time", "clock", "__assert_fail", "assert", "perror", "fwrite", "sprintf", "snprintf"}
+# Library functions the memory analysis knows write no memory the caller can see.
+_WRITE_NOTHING = {"printf", "puts", "fprintf"}
+
+
+def callee_name(inst: Instruction) -> str:
+    return inst.callee.lstrip("@").strip('"')
+
+
+def is_intrinsic(name: str) -> bool:
+    """An LLVM intrinsic, by a callee's or function's name (with or without its '@')."""
+    return name.lstrip("@").startswith("llvm.")
+
+
+def kind_by_name(module: Module, name: str) -> str | None:
+    """The kinds a callee's name alone decides (the module's allocators included), else None."""
+    if name.startswith("llvm.lifetime."):
+        return LIFETIME
+    if name.startswith(_INERT_INTRINSICS):
+        return INERT
+    for (prefix, libc), kind in _MEMORY:
+        if name.startswith(prefix) or name == libc:
+            return kind
+    if name in ALLOCATORS or name in module.allocators:
+        return ALLOCATE
+    return {"realloc": REALLOCATE, "free": FREE}.get(name)
+
+
+def kind_of(module: Module, inst: Instruction) -> str:
+    """The kind of a call's callee (see the module's docstring)."""
+    name = callee_name(inst)
+    named = kind_by_name(module, name)
+    if named is not None:
+        return named
+    if name in INACTIVE_CALLS or inst.callee in module.inactive or module.noreturn(inst.callee):
+        return INACTIVE  # (a function marked `@inactive`; one that never returns: a panic, abort)
+    if rule_for(inst.callee) is not None:
+        return RULE
+    if is_intrinsic(name):
+        return INTRINSIC
+    target = module.functions.get(inst.callee)
+    if target is not None and (not target.declaration or inst.callee in module.custom):
+        return DEFINED
+    return RUNTIME if _runtime(name) else UNDEFINED
+
+
+def _runtime(name: str) -> bool:
+    """adgen.alloc, adgen.shadow.*, ... (templates/runtime.ll.j2), adgen2.* at a second level."""
+    stem, dot, _ = name.partition(".")
+    return dot == "." and stem.startswith("adgen") and (stem == "adgen" or stem[5:].isdigit())
+
+
+def allocates(module: Module, inst: Instruction) -> bool:
+    """A call returning fresh memory (malloc and the like, realloc), whose memory gets a shadow."""
+    return kind_by_name(module, callee_name(inst)) in (ALLOCATE, REALLOCATE)
+
+
+def allocation_size(module: Module, inst: Instruction, b: Builder) -> V:
+    """The bytes an allocator's call allocates, as i64."""
+    name, args = callee_name(inst), [V(a.type, a.value) for a in inst.operands]
+    if name == "calloc":
+        return b.binary("mul", *args)
+    size = args[ALLOCATORS[name] if name in ALLOCATORS else module.allocators[name]]
+    return size if size.type.text == "i64" else b.cast("zext", size, I64)
+
+
+def writes_first_argument(module: Module, inst: Instruction) -> bool | None:
+    """For the memory analysis: True for a call that writes (or frees) only the memory its first
+    argument points to, False for one that writes nothing the caller sees (an intrinsic, the C
+    library's allocators, printing), None when the callee itself must be asked."""
+    name = callee_name(inst)
+    if kind_by_name(module, name) in (COPY, MOVE, SET, REALLOCATE, FREE):
+        return True
+    if is_intrinsic(name) or name in ALLOCATORS or name in _WRITE_NOTHING:
+        return False
+    return None
+
+
+def no_derivative(inst: Instruction) -> str:
+    """What to say of a call that neither mode can differentiate."""
+    if inst.callee.startswith("%"):  # dispatch.py found no function the pointer may point to
+        types = ", ".join(a.type.text for a, _ in inst.call_args)
+        return (f"a call through a function pointer, and no function of the sources has its type "
+                f"('{inst.type.text} ({types})')")
+    return f"a call to '{callee_name(inst)}', which is not defined in the sources and has no derivative rule"

@@ -1,0 +1,97 @@
+"""Forward mode's tangents of values computed from values: primitives with a derivative rule
+(rules.py), select, casts, aggregates, and the integer operations that carry none. A part of
+the forward writer (forward/function.py), kept apart."""
+
+from __future__ import annotations
+
+from adgen.ir_ad.ir.builder import V
+from adgen.ir_ad.ir import PTR, Instruction, Operand
+from adgen.ir_ad.rules import rule_for
+
+
+class ArithmeticRules:
+    def elementwise(self, inst: Instruction, rule_name: str, args: list[Operand]) -> None:
+        """Any primitive with a rule: d_out = sum of partial_i * d_in_i over active args."""
+        self.copy(inst)
+        if inst.result not in self.active:
+            return
+        rule = rule_for(rule_name)
+        if rule is None:
+            raise self.fail(f"'{rule_name.lstrip('@')}', which has no derivative rule")
+        if rule.refuse is not None and (why := rule.refuse([self._on(a) for a in args])):
+            raise self.fail(why)
+        x = [V(a.type, a.value) for a in args]
+        partials = rule.partials(self.b, x, V(inst.type, inst.result))
+        total = None
+        for a, p in zip(args, partials):
+            if p is None or not self._on(a):
+                continue
+            term = (self.layout.scale_masked if rule.masks else self.layout.scale)(self.b, p, self.shadow(a))
+            total = term if total is None else self.layout.add(self.b, total, term)
+        self.bind(inst, total or self.layout.zero(inst.type))
+
+    def op_fadd(self, inst):
+        self.elementwise(inst, "fadd", inst.operands)
+
+    op_fsub = lambda self, inst: self.elementwise(inst, "fsub", inst.operands)
+    op_fmul = lambda self, inst: self.elementwise(inst, "fmul", inst.operands)
+    op_fdiv = lambda self, inst: self.elementwise(inst, "fdiv", inst.operands)
+    op_frem = lambda self, inst: self.elementwise(inst, "frem", inst.operands)
+    op_fneg = lambda self, inst: self.elementwise(inst, "fneg", inst.operands)
+
+    def op_select(self, inst):
+        self.copy(inst)
+        if inst.result in self.active:
+            zero = self.layout.zero(inst.type)
+            a = self.shadow(inst.operands[1]) or zero
+            c = self.shadow(inst.operands[2]) or zero
+            cond = inst.operands[0]
+            self.bind(inst, self.layout.select(self.b, V(cond.type, cond.value), a, c))
+            if inst.result in self.maybe:
+                self.b.emit(f"{self.mask(Operand(PTR, inst.result))} = select {cond}, i1 "
+                            f"{self.mask(inst.operands[1])}, i1 {self.mask(inst.operands[2])}")
+
+    def _cast(self, inst):
+        self.copy(inst)
+        if inst.result in self.active:
+            self.bind(inst, self.layout.cast(self.b, inst.opcode, self.shadow(inst.operands[0]), inst.type))
+
+    op_fpext = op_fptrunc = _cast
+
+    def op_bitcast(self, inst):
+        self._cast(inst)
+
+    def op_freeze(self, inst):
+        self.copy(inst)
+        if inst.result in self.active:
+            self.bind(inst, self.shadow(inst.operands[0]))
+
+    def op_inttoptr(self, inst):
+        raise self.fail("an integer turned into a pointer (inttoptr): adgen cannot follow derivatives through it")
+
+    # aggregates ------------------------------------------------------------
+    def op_extractvalue(self, inst):
+        self.copy(inst)
+        if inst.result in self.active:
+            idx = ", ".join(str(i) for i in inst.indices)
+            t = self.layout.part_type(inst.type)
+            self.bind(inst, tuple(self.b.value(t, f"extractvalue {a}, {idx}") for a in self.shadow(inst.operands[0])))
+
+    def op_insertvalue(self, inst):
+        self.copy(inst)
+        if inst.result in self.active:
+            agg = self.shadow(inst.operands[0]) or self.layout.zero(inst.type)
+            val = self.shadow(inst.operands[1])
+            if val is None:
+                raise self.fail("a pointer into memory adgen keeps no derivatives of, put into an aggregate")
+            idx = ", ".join(str(i) for i in inst.indices)
+            t = self.layout.part_type(inst.type)
+            self.bind(inst, tuple(self.b.value(t, f"insertvalue {a}, {v}, {idx}") for a, v in zip(agg, val)))
+
+    # no tangents: comparisons, integers, conversions to and from them -------
+    def _passive(self, inst):
+        self.copy(inst)
+
+    op_fcmp = op_icmp = op_ptrtoint = op_sitofp = op_uitofp = op_fptosi = op_fptoui = _passive
+    op_add = op_sub = op_mul = op_udiv = op_sdiv = op_urem = op_srem = op_shl = op_lshr = op_ashr = _passive
+    op_and = op_or = op_xor = op_trunc = op_zext = op_sext = _passive

@@ -1,0 +1,59 @@
+"""Forward mode's calls, by their callee's kind (ir_ad/calls.py): intrinsics copied as they
+are, memory and allocation handed to forward/memory.py, a libm function by its derivative rule,
+a function of the sources by its own forward derivative. A part of the forward writer
+(forward/function.py), kept apart."""
+
+from __future__ import annotations
+
+from adgen.ir_ad.ir.builder import V
+from adgen.ir_ad.calls import (ALLOCATE, COPIES, DEFINED, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, RULE, SET,
+                               callee_name, kind_of, no_derivative)
+from adgen.ir_ad.forward.derived import Pattern
+from adgen.ir_ad.ir import Function
+
+
+class CallRules:
+    def op_call(self, inst):
+        module = self.mode.module
+        kind = kind_of(module, inst)
+        if kind in IGNORED:
+            return self.copy(inst)
+        if kind in COPIES:
+            return self.copy_memory(inst, move=kind == MOVE)
+        if kind == SET:
+            return self.set_memory(inst)
+        if kind == ALLOCATE:
+            return self.allocate(inst)
+        if kind == REALLOCATE:
+            return self.reallocate(inst)
+        if kind == FREE:
+            return self.release(inst)
+        if (not any(self._on(a) for a in inst.operands) and inst.result not in self.active) or kind == INACTIVE:
+            return self.copy(inst)  # nothing flows in (nor memory allocated), or nothing flows out
+        if kind == RULE:  # a libm function, or one with a derivative written by hand
+            return self.elementwise(inst, inst.callee, inst.operands)
+        if kind == DEFINED:
+            return self.call_derivative(inst, module.functions[inst.callee])
+        raise self.fail(no_derivative(inst))
+
+    def call_derivative(self, inst, target: Function):
+        if target.variadic:
+            raise self.fail(f"a call to variadic function '{callee_name(inst)}'")
+        active = tuple(self._on(a) and self.layout.part_type(a.type) is not None for a in inst.operands)
+        d = self.mode.derive(Pattern(target.name, active, self.n, self.layout.kind))
+        args = [str(V(a.type, a.value)) for a in inst.operands]
+        for a, on in zip(inst.operands, active):
+            if on:
+                args += [str(x) for x in self.shadow(a)]
+        call = f"call {d.ret_type.text} {d.name}({', '.join(args)})"
+        if inst.result is None:
+            self.b.emit(call)
+        elif d.returns_shadow:
+            both = self.b.value(d.ret_type, call)
+            self.lines.append(f"  {inst.result} = extractvalue {both}, 0")
+            if inst.result in self.active:
+                parts = tuple(self.b.value(d.ret_type.elems[k + 1], f"extractvalue {both}, {k + 1}")
+                              for k in range(self.layout.parts))
+                self.bind(inst, parts)
+        else:
+            self.lines.append(f"  {inst.result} = {call}")
