@@ -4,13 +4,12 @@ the function, and the instruction."""
 from __future__ import annotations
 
 import os
-import re
 
 from adgen.base.diagnostics import AdgenError, Diagnostic, SourceFile, Span, error, note
 
 from adgen.base.naming import KERNEL_PREFIX
 
-from adgen.ir_ad.ir import Instruction, Location, Module
+from adgen.ir_ad.ir import Instruction, Location, Module, rust_path
 
 
 class Unsupported(Exception):
@@ -63,22 +62,18 @@ def source_name(function: str) -> str:
     name = function.lstrip("@").strip('"')
     if name.startswith(KERNEL_PREFIX):  # a derived function's code, as its stub calls it
         return name[len(KERNEL_PREFIX):]
-    if not re.fullmatch(r"_ZN(\d+[^\d]\S*)E", name):
+    path = rust_path(name)
+    if path is None:
         return name
-    parts, at = [], 3
-    while at < len(name) - 1:
-        m = re.match(r"\d+", name[at:])
-        if m is None:
-            return name
-        length = int(m.group())
-        at += m.end()
-        parts.append(name[at:at + length])
-        at += length
-    if parts and re.fullmatch(r"h[0-9a-f]{16}", parts[-1]):
-        parts.pop()
-    if parts and re.fullmatch(r"adgen_\d+", parts[0]):
-        parts.pop(0)
-    return "::".join(parts).replace("_$u7b$$u7b$closure$u7d$$u7d$", "{{closure}}") or name
+    if path and _adgen_crate(path[0]):
+        path.pop(0)
+    return "::".join(path) or name
+
+
+def _adgen_crate(name: str) -> bool:
+    """`adgen_0`...: the crate names `adgen build` compiles Rust sources as."""
+    crate, _, index = name.partition("_")
+    return crate == "adgen" and index.isdecimal()
 
 
 def _needed(derivation: str) -> str:
@@ -118,7 +113,7 @@ def _in_derived_code(module: Module, exc: Unsupported, primal: str) -> tuple[str
     function it is in."""
     chain = _inlined(module, exc.inst.dbg if exc.inst is not None else None)
     for k, (where, node) in enumerate(chain):
-        name = _subprogram(module, node) if _in_stubs(where) else None
+        name = module.subprogram(node) if _in_stubs(where) else None
         if name is not None:
             outer = next((w for w, _ in chain[k + 1:] if not _in_stubs(w)), None)
             return name, _span(outer) if outer else None
@@ -136,27 +131,12 @@ def _inlined(module: Module, dbg: str | None) -> list[tuple[Location, str]]:
         where = module.location(dbg)
         if where is not None and where.line:
             chain.append((where, dbg))
-        outer = re.search(r"inlinedAt: (![0-9]+)", module.metadata.get(dbg, ""))
-        dbg = outer.group(1) if outer else None
+        dbg = module.inlined_at(dbg)
     return chain
 
 
 def _in_stubs(where: Location) -> bool:
     return where.file.endswith(STUBS_SUFFIX)
-
-
-def _subprogram(module: Module, node: str) -> str | None:
-    """The name of the function a debug location's scope is in."""
-    for _ in range(32):
-        text = module.metadata.get(node, "")
-        name = re.search(r'DISubprogram\(name: "([^"]*)"', text)
-        if name:
-            return name.group(1)
-        scope = re.search(r"scope: (![0-9]+)", text)
-        if not scope:
-            break
-        node = scope.group(1)
-    return None
 
 
 def _call_path(module: Module, start: str, target: str) -> list[Instruction]:

@@ -10,13 +10,9 @@ in the user's code is then the same pointer."""
 
 from __future__ import annotations
 
-import re
-
 from adgen.ir_ad.calls import is_intrinsic
-from adgen.ir_ad.ir import Function, Instruction, Module
+from adgen.ir_ad.ir import Function, Instruction, Module, global_addresses, may_call_through_pointer
 
-_INDIRECT = re.compile(r"\bcall\b[^\n]*?\s%[-\w.$\"]+\(")  # a quick test: is there any to rewrite?
-_TAKEN = re.compile(r"\bptr (@[-\w.$]+|@\"[^\"]*\")")
 MESSAGE = "adgen: a call through a function pointer reached a function outside the sources it differentiated\n"
 
 
@@ -25,7 +21,7 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
     and the functions they may call, by name: those the object must share with the user's own
     object of the same source (one address for both, so a pointer from either is recognized).
     `own`: functions adgen adds (the derived functions of the stubs), never targets."""
-    if not _INDIRECT.search(text):
+    if not may_call_through_pointer(text):
         return text, set()
     module = Module(text)
     candidates = [f for f in _candidates(module, text) if f.name.lstrip("@").strip('"') not in own]
@@ -67,9 +63,9 @@ def _candidates(module: Module, text: str) -> list[Function]:
     for line in text.split("\n"):
         if line.startswith(("@__adgen_", "@llvm.", "declare", "define")):
             continue
-        taken |= {m.group(1) for m in _TAKEN.finditer(line)}
+        taken.update(global_addresses(line))
     return [f for name, f in module.functions.items() if not f.variadic and not is_intrinsic(name) and
-            (name in taken or (not f.declaration and not re.search(r"\b(internal|private)\b", f.linkage))) and
+            (name in taken or (not f.declaration and not f.local)) and
             not name.lstrip("@").strip('"').startswith("__adgen")]
 
 

@@ -4,12 +4,13 @@ after differentiation, internalize, optimize again (O3, vectorization on) and em
 
 from __future__ import annotations
 
-import re
 from functools import cache
 
 import llvmlite.binding as llvm
 
 from adgen.base.diagnostics import AdgenError, error
+from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_addresses,
+                            without_target_attributes)
 
 
 @cache
@@ -84,10 +85,10 @@ def kept(module, array: str) -> list[str]:
     for a Rust source, those the function of that name returns the addresses of."""
     for g in module.global_variables:
         if g.name == array:
-            return [n.strip('"') for n in re.findall(r"ptr @([-\w$.]+|\"[^\"]*\")", str(g))]
+            return [n[1:].strip('"') for n in global_addresses(str(g))]
     for fn in module.functions:
         if fn.name == array and not fn.is_declaration:
-            return [n.strip('"') for n in re.findall(r"store ptr @([-\w$.]+|\"[^\"]*\")", str(fn))]
+            return [n[1:].strip('"') for n in stored_global_addresses(str(fn))]
     return []
 
 
@@ -120,7 +121,9 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     namer = llvm.create_new_module_pass_manager()
     namer.add_instruction_namer_pass()
     namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
-    return strip_target_attributes(str(module))
+    # without per-function CPU choices (zig's clang picks the build machine's): the target
+    # machine (--march) decides for all code alike
+    return without_target_attributes(str(module))
 
 
 def inline_aggregates(module) -> None:
@@ -137,12 +140,6 @@ def inline_aggregates(module) -> None:
         byval = any(b"byval" in attr for arg in fn.arguments for attr in arg.attributes)
         if result[:1] in "{[<%" or any(t in params for t in ("{", "[", "<", "%")) or byval:
             fn.add_function_attribute("alwaysinline")
-
-
-def strip_target_attributes(text: str) -> str:
-    """Drops per-function CPU choices (zig's clang picks the build machine's), so the target
-    machine (--march) decides for all code alike."""
-    return re.sub(r' "(?:target-cpu|target-features|tune-cpu)"="[^"]*"', "", text)
 
 
 def parse(text: str):
@@ -210,5 +207,4 @@ def emit_object(module, tm) -> bytes:
 
 def instruction_count(module) -> int:
     """From the module's text (one call into LLVM, not one per instruction)."""
-    return sum(1 for line in str(module).split("\n")
-               if line.startswith("  ") and not line.lstrip().startswith(";") and line.strip())
+    return count_instructions(str(module))

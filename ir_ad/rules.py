@@ -10,13 +10,12 @@ say), and a function with all-None partials is piecewise constant (floor, round,
 from __future__ import annotations
 
 import math
-import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
 from adgen.ir_ad.ir.builder import Builder, V
-from adgen.ir_ad.ir import Type
+from adgen.ir_ad.ir import Type, intrinsic_family
 
 Partials = Callable[[Builder, list[V], V], list[V | None]]
 
@@ -247,11 +246,9 @@ def rule_for(callee: str) -> Rule | None:
     """The rule for a call target: `@llvm.sin.f64`, `@sin`, `@sinf`, `@llvm.powi.f64.i32`, ..."""
     if callee in _WRITTEN:
         return _WRITTEN[callee]
-    name = callee.lstrip("@").strip('"')
-    m = re.match(r"llvm\.([a-z0-9]+)\.", name)
-    if m:
-        name = m.group(1)
-    elif name not in RULES and name not in ALIASES and name.endswith("f"):
+    family = intrinsic_family(callee)
+    name = family or callee.lstrip("@").strip('"')
+    if family is None and name not in RULES and name not in ALIASES and name.endswith("f"):
         name = name[:-1]  # sinf -> sin, fminf -> fmin
     name = ALIASES.get(name, name)
     return RULES.get(name)

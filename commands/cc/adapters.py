@@ -17,7 +17,7 @@ from adgen.frontend.abi import Signature
 from adgen.ir_ad.ir.builder import Builder, Declarations, V, local
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.commands.cc.calls import Call
-from adgen.ir_ad.ir import I64, PTR, VOID, Module, Type, _header, _strip_metadata
+from adgen.ir_ad.ir import I64, PTR, VOID, Module, Type, parse_header, strip_metadata
 
 TAPE_ALIGN = 16  # what a split-mode tape needs; a caller's tape memory is aligned up to it
 
@@ -34,8 +34,7 @@ class Kernel:
 def kernel_types(text: str, name: str) -> tuple[Type, ...]:
     """The IR parameter types of a kernel defined in a module's text."""
     m = re.search(r"^define [^\n]*" + re.escape(name) + r"\(.*$", text, re.M)
-    _, _, params, _, _, _ = _header(m.group(0), None)
-    return tuple(p.type for p in params)
+    return tuple(p.type for p in parse_header(m.group(0)).params)
 
 
 def rewrite(module: Module, calls: list[Call], kernels: dict, tape_sizes: dict[str, int]) -> str:
@@ -55,10 +54,10 @@ def rewrite(module: Module, calls: list[Call], kernels: dict, tape_sizes: dict[s
     lines, current = [], {}
     for line in module.text.split("\n"):
         if line.startswith("define "):
-            name = _header(line, None)[0]
+            name = parse_header(line).name
             current = replaced.get(name, {})
             line_unused = unused.get(name, set())
-        text, _ = _strip_metadata(line)
+        text, _ = strip_metadata(line)
         if text.strip() in current:
             line = line.replace(text.strip(), current[text.strip()], 1)
         lines.append(line)

@@ -17,7 +17,7 @@ from adgen.frontend.model import Activity, Mode
 
 from adgen.ir_ad.custom import Custom
 from adgen.ir_ad.diagnose import Unsupported
-from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, _header, parse_instruction
+from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, parse_header, parse_instruction
 
 # The entry points adgen implements, by the part of the name Enzyme looks for (a declared name
 # containing it, `__enzyme_autodiff_f` say, is that entry point, as for Enzyme).
@@ -185,7 +185,7 @@ def hinted(text: str, steering: bool = True) -> str:
     out = []
     for line in text.split("\n"):
         if line.startswith("declare "):
-            name, ret, params, _, _, _ = _header(line, None)
+            name, ret, params, *_ = parse_header(line)
             bare = name.lstrip("@").strip('"')
             if any(p in bare for p in PASS_THROUGH) and not steering:
                 line = re.sub(r"\)( #\d+)?( !dbg ![0-9]+)?$", ") nounwind willreturn memory(none)", line, count=1)
@@ -215,7 +215,7 @@ def iterated(text: str, before: set[str]) -> str:
     out, inside, count = [], False, 0
     for line in text.split("\n"):
         if line.startswith("define "):
-            inside = _header(line, None)[0] not in before
+            inside = parse_header(line).name not in before
         if inside and "__enzyme_iter" in line and " call " in f" {line.strip()}":
             inst = parse_instruction(line.strip())
             if "__enzyme_iter" in inst.callee and len(inst.operands) == 2:

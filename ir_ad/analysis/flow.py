@@ -195,7 +195,7 @@ class Memory:
     def __init__(self, fn: Function, cfg: CFG, module, overwritten: frozenset[str] = frozenset(),
                  later_writes: bool = False):
         self.fn, self.cfg, self.module = fn, cfg, module
-        self.functions, self.attributes = module.functions, module.attributes
+        self.functions = module.functions
         self.overwritten, self.later_writes = overwritten, later_writes
         self.params = {p.name: p for p in fn.params}
         self._bases: dict[str, Base] = {}
@@ -255,7 +255,7 @@ class Memory:
         if first is not None:
             return [self.base(inst.operands[0].value)] if first else []
         target = self.functions.get(inst.callee)
-        if target is not None and _reads_only(target, self.attributes):
+        if target is not None and _reads_only(self.module, target):
             return []
         pointers = [self.base(a.value) for a in inst.operands if a.type.kind == "ptr"]
         if target is None or target.declaration:
@@ -301,13 +301,7 @@ class Memory:
         return any(self.may_alias(base, t) for t in after)
 
 
-def _reads_only(fn: Function, attributes: dict[str, str]) -> bool:
+def _reads_only(module, fn: Function) -> bool:
     """From the function attributes LLVM inferred: memory(none) or memory(read...)."""
-    import re
-
-    groups = re.findall(r"#(\d+)", fn.text.split("\n", 1)[0].split(")")[-1])
-    text = " ".join(attributes.get(g, "") for g in groups)
-    m = re.search(r"memory\(([^)]*)\)", text)
-    if not m:
-        return False
-    return "write" not in m.group(1)
+    effects = module.memory_effects(fn)
+    return effects is not None and "write" not in effects

@@ -1,5 +1,23 @@
-"""The IR package: LLVM IR text read into a model (`model`), and written (`builder`). The one
-place in adgen that reads or edits IR text; every other stage works on the model."""
+"""The IR package: the one place in adgen that reads IR text. LLVM IR text is read into a model
+(`model`: functions, blocks, instructions; `types`) by `module`, `functions` and
+`instructions` (over the lexer, `tokens`); the module answers what stages ask of the text
+besides (attributes, `debuginfo`, `tbaa`); `names` reads symbol and intrinsic names, `text`
+answers quick questions of a text without reading it whole; `builder` writes IR."""
 
-from adgen.ir_ad.ir.model import *  # noqa: F401,F403  the model's public names
-from adgen.ir_ad.ir.model import _header, _strip_metadata  # noqa: F401
+from adgen.ir_ad.ir.debuginfo import Location
+from adgen.ir_ad.ir.functions import Header, parse_header
+from adgen.ir_ad.ir.instructions import parse_instruction, strip_metadata
+from adgen.ir_ad.ir.model import Argument, Block, Function, Instruction, Operand
+from adgen.ir_ad.ir.module import Module
+from adgen.ir_ad.ir.names import intrinsic_family, rust_path
+from adgen.ir_ad.ir.text import (count_instructions, global_addresses, may_call_through_pointer,
+                                 stored_global_addresses, without_target_attributes)
+from adgen.ir_ad.ir.tokens import Cursor, IRError
+from adgen.ir_ad.ir.types import (I1, I8, I32, I64, PTR, VOID, Type, array, element_align, float_type, int_type,
+                                  parse_type, struct, vector)
+
+__all__ = ["Argument", "Block", "Cursor", "Function", "Header", "I1", "I8", "I32", "I64", "IRError", "Instruction",
+           "Location", "Module", "Operand", "PTR", "Type", "VOID", "array", "count_instructions", "element_align",
+           "float_type", "global_addresses", "int_type", "intrinsic_family", "may_call_through_pointer",
+           "parse_header", "parse_instruction", "parse_type", "rust_path", "stored_global_addresses",
+           "strip_metadata", "struct", "vector", "without_target_attributes"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from adgen.ir_ad.ir.model import I1, I64, PTR, Type, element_align, vector
+from adgen.ir_ad.ir.types import I1, I64, PTR, Type, element_align, vector
 
 # LLVM intrinsics for math functions (anything else is called in libm by its C name).
 INTRINSIC_MATH = {"sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "pow",

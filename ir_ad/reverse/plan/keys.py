@@ -10,12 +10,11 @@ when it cannot, why (for `--explain`)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from adgen.ir_ad.analysis.activity import Activity
 from adgen.ir_ad.analysis.flow import PURE, CFG, Memory
-from adgen.ir_ad.ir import I1, I64, PTR, Instruction, Module, Operand, Type, element_align, int_type
+from adgen.ir_ad.ir import I1, I64, PTR, Instruction, Module, Operand, Type, element_align, int_type, intrinsic_family
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
 from adgen.ir_ad.calls import is_intrinsic
 from adgen.ir_ad.rules import rule_for
@@ -24,11 +23,12 @@ from adgen.ir_ad.shadows import INTERLEAVED, Layout
 VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD, CHOICE = ("value", "shadow", "mask", "came", "exit", "blob", "desc",
                                                            "old", "choice")
 RETURNS = "%<return>"  # the pseudo-block after every return: its CAME says which return was taken
-# Intrinsics that are pure (no memory, no side effects) and so can be recomputed.
-PURE_INTRINSICS = re.compile(r"@llvm\.(fmuladd|fma|fabs|copysign|minnum|maxnum|minimum|maximum|minimumnum|maximumnum|"
-                             r"floor|ceil|trunc|round|rint|nearbyint|roundeven|smax|smin|umax|umin|abs|sqrt|powi|"
-                             r"sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh|exp|exp2|exp10|log|log2|log10|pow|"
-                             r"ldexp|is\.fpclass|ctpop|ctlz|cttz|bswap|fshl|fshr)\.")
+# Intrinsics that are pure (no memory, no side effects) and so can be recomputed, by family.
+PURE_INTRINSICS = frozenset({
+    "fmuladd", "fma", "fabs", "copysign", "minnum", "maxnum", "minimum", "maximum", "minimumnum", "maximumnum",
+    "floor", "ceil", "trunc", "round", "rint", "nearbyint", "roundeven", "smax", "smin", "umax", "umin", "abs", "sqrt",
+    "powi", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "exp2", "exp10", "log",
+    "log2", "log10", "pow", "ldexp", "is.fpclass", "ctpop", "ctlz", "cttz", "bswap", "fshl", "fshr"})
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ class Keys:
                 d.why = "a phi (a value carried from an earlier iteration, or merged from branches)"
         elif op in PURE and op != "inttoptr":
             d.recomputable, d.operands = True, self._operands(inst.operands)
-        elif op == "call" and (PURE_INTRINSICS.match(inst.callee) or
+        elif op == "call" and (intrinsic_family(inst.callee) in PURE_INTRINSICS or
                                (rule_for(inst.callee) is not None and not is_intrinsic(inst.callee)
                                 and rule_for(inst.callee).recompute
                                 and not any(o.type.kind == "ptr" for o in inst.operands))):  # frexp writes

@@ -1,0 +1,70 @@
+"""Reading the debug information clang attaches (`-gline-tables-only`): where an instruction
+stands in the C source, where it was inlined, and the function its code came from. Each
+reader takes the module's metadata nodes ("!12" -> its text); `Module` offers them as
+queries."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass
+class Location:
+    file: str
+    line: int
+    column: int
+
+
+def location(metadata: dict[str, str], dbg: str | None) -> Location | None:
+    """The C file, line and column of a !DILocation."""
+    if not dbg or dbg not in metadata:
+        return None
+    loc = metadata[dbg]
+    line = re.search(r"line: (\d+)", loc)
+    col = re.search(r"column: (\d+)", loc)
+    scope = re.search(r"scope: (![0-9]+)", loc)
+    file = _file_of(metadata, scope.group(1)) if scope else None
+    if not line or not file:
+        return None
+    return Location(file, int(line.group(1)), int(col.group(1)) if col else 1)
+
+
+def inlined_at(metadata: dict[str, str], dbg: str | None) -> str | None:
+    """The !DILocation a location's code was inlined at (the call's), if it was."""
+    outer = re.search(r"inlinedAt: (![0-9]+)", metadata.get(dbg or "", ""))
+    return outer.group(1) if outer else None
+
+
+def subprogram(metadata: dict[str, str], node: str) -> str | None:
+    """The source name of the function (its !DISubprogram) a debug location's scope is in."""
+    for _ in range(32):
+        text = metadata.get(node, "")
+        name = re.search(r'DISubprogram\(name: "([^"]*)"', text)
+        if name:
+            return name.group(1)
+        scope = re.search(r"scope: (![0-9]+)", text)
+        if not scope:
+            break
+        node = scope.group(1)
+    return None
+
+
+def _file_of(metadata: dict[str, str], node: str, depth: int = 0) -> str | None:
+    text = metadata.get(node, "")
+    if text.startswith("!DIFile"):
+        name = re.search(r'filename: "([^"]*)"', text)
+        directory = re.search(r'directory: "([^"]*)"', text)
+        if not name:
+            return None
+        fname = name.group(1)
+        if directory and not fname.startswith("/"):
+            fname = directory.group(1).rstrip("/") + "/" + fname
+        return fname
+    m = re.search(r"file: (![0-9]+)", text)
+    if m and depth < 20:
+        return _file_of(metadata, m.group(1), depth + 1)
+    m = re.search(r"scope: (![0-9]+)", text)
+    if m and depth < 20:
+        return _file_of(metadata, m.group(1), depth + 1)
+    return None

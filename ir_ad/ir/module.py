@@ -1,0 +1,110 @@
+"""A module's text read into the model (its functions, named types, globals, metadata and
+attribute groups), and the queries the AD core asks of a module: types of named structs and
+their members, function attributes, TBAA tags and debug locations."""
+
+from __future__ import annotations
+
+import re
+
+import adgen.ir_ad.ir.debuginfo as debuginfo
+import adgen.ir_ad.ir.tbaa as tbaa
+from adgen.ir_ad.ir.debuginfo import Location
+from adgen.ir_ad.ir.functions import declaration, parse_function
+from adgen.ir_ad.ir.model import Function
+from adgen.ir_ad.ir.tokens import Cursor
+from adgen.ir_ad.ir.types import Type, parse_type
+
+
+class Module:
+    """The functions, named types, globals and debug locations of a module's text."""
+
+    def __init__(self, text: str):
+        self.inactive: set[str] = set()  # functions marked @inactive, by IR name (set by the build)
+        self.custom: dict = {}  # functions with derivatives written by hand in Enzyme's conventions (custom.py)
+        self.allocators: dict[str, int] = {}  # functions allocating like malloc -> their size parameter's index
+        self.text = text
+        self.functions: dict[str, Function] = {}
+        self.named_types: dict[str, str] = {}
+        self.globals: dict[str, str] = {}
+        self.metadata: dict[str, str] = {}
+        self.attributes: dict[str, str] = {}  # attribute group ("0" for #0) -> its text
+        lines = text.split("\n")
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            if line.startswith("%") and " = type " in line:
+                name, body = line.split(" = type ", 1)
+                self.named_types[name] = body
+            elif line.startswith("@"):
+                self.globals[line.split(" ", 1)[0]] = line
+            elif line.startswith("!"):
+                key, _, value = line.partition(" = ")
+                self.metadata[key] = value
+            elif line.startswith("attributes #"):
+                key, _, value = line.partition(" = ")
+                self.attributes[key.split("#")[1].strip()] = value
+            elif line.startswith("declare"):
+                fn = declaration(line)
+                self.functions[fn.name] = fn
+            elif line.startswith("define"):
+                j = i
+                while lines[j].rstrip() != "}":
+                    j += 1
+                fn = parse_function(lines[i:j + 1], self.member_type)
+                self.functions[fn.name] = fn
+                i = j
+            i += 1
+
+    def struct_type(self, t: Type) -> Type:
+        """A named struct's body, parsed."""
+        if t.kind != "named":
+            return t
+        body = self.named_types.get(t.text, "")
+        if body.strip() == "opaque" or not body:
+            return Type(t.text, "other")
+        return parse_type(Cursor(body))
+
+    def instruction_count(self) -> int:
+        return sum(len(b.instructions) for f in self.functions.values() for b in f.blocks)
+
+    def member_type(self, t: Type, indices: list[int]) -> Type:
+        for i in indices:
+            t = self.struct_type(t)
+            t = t.elems[0] if t.kind in ("array", "vector") else t.elems[i]
+        return t
+
+    def noreturn(self, callee: str) -> bool:
+        """Whether a function never returns (a panic, abort, exit), by its attributes."""
+        fn = self.functions.get(callee)
+        if fn is None:
+            return False
+        header = fn.text.split("{", 1)[0] if not fn.declaration else fn.text
+        if re.search(r"\)[^(]*\bnoreturn\b", header):
+            return True
+        return any("noreturn" in self.attributes.get(group, "").split() for group in re.findall(r"#(\d+)", header))
+
+    def memory_effects(self, fn: Function) -> str | None:
+        """What LLVM inferred a function may do to memory, its attributes' `memory(...)`
+        ("none", "read", "argmem: readwrite"...); None where they say nothing (anything)."""
+        found = re.search(r"memory\(([^)]*)\)", " ".join(self.attributes.get(g, "") for g in fn.attribute_groups))
+        return found.group(1) if found else None
+
+    def tbaa_types(self, tag: str | None) -> tuple[str, ...]:
+        """See `tbaa.tbaa_types`."""
+        return tbaa.tbaa_types(self.metadata, tag)
+
+    def tbaa_scalars(self, tag: str | None) -> list[str] | None:
+        """See `tbaa.tbaa_scalars`."""
+        return tbaa.tbaa_scalars(self.metadata, tag)
+
+    def location(self, dbg: str | None) -> Location | None:
+        """The C file, line and column of a !DILocation."""
+        return debuginfo.location(self.metadata, dbg)
+
+    def inlined_at(self, dbg: str | None) -> str | None:
+        """The !DILocation where the code at `dbg` was inlined, if it was."""
+        return debuginfo.inlined_at(self.metadata, dbg)
+
+    def subprogram(self, dbg: str) -> str | None:
+        """The source name of the function the code at a debug location belongs to."""
+        return debuginfo.subprogram(self.metadata, dbg)

@@ -1,0 +1,51 @@
+"""Reading clang's type-based alias analysis tags (`!tbaa`): the C types a load or store
+accesses, which tell a `double` from an `int` that can never overlap. Each reader takes the
+module's metadata nodes; `Module` offers them as queries."""
+
+from __future__ import annotations
+
+import re
+
+
+def tbaa_types(metadata: dict[str, str], tag: str | None) -> tuple[str, ...]:
+    """The scalar type an access tag names and the types above it, nearest first
+    ("double", "omnipotent char", ...); empty when unknown."""
+    refs = re.findall(r"![0-9]+", metadata.get(tag or "", ""))
+    if len(refs) < 2:
+        return ()
+    chain, at = [], refs[1]  # the access type
+    for _ in range(16):
+        m = re.match(r'!\{!"([^"]*)"(?:, (![0-9]+))?', metadata.get(at, ""))
+        if not m:
+            break
+        chain.append(m.group(1))
+        if not m.group(2):
+            break
+        at = m.group(2)
+    return tuple(chain)
+
+
+def tbaa_scalars(metadata: dict[str, str], tag: str | None) -> list[str] | None:
+    """The scalar types of the struct an access tag's struct path starts at, its nested
+    structs flattened ("int", "p1 float", "double"...); None for a scalar access tag or
+    one adgen cannot read. An array member is listed as its element type."""
+    refs = re.findall(r"![0-9]+", metadata.get(tag or "", ""))
+    if len(refs) < 2 or refs[0] == refs[1]:
+        return None
+    return _members(metadata, refs[0], 0)
+
+
+def _members(metadata: dict[str, str], node: str, depth: int) -> list[str] | None:
+    m = re.match(r'!\{!"([^"]*)"(.*)\}$', metadata.get(node, ""))
+    if m is None or depth > 16:
+        return None
+    members = re.findall(r"(![0-9]+), i64 [0-9]+", m.group(2))
+    if len(members) <= 1 and re.fullmatch(r", ![0-9]+(, i64 0)?", m.group(2)):
+        return [m.group(1)]  # a scalar type node: name, parent, offset
+    out: list[str] = []
+    for member in members:
+        inner = _members(metadata, member, depth + 1)
+        if inner is None:
+            return None
+        out += inner
+    return out

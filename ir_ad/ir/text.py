@@ -1,0 +1,40 @@
+"""Questions asked of IR text that is not read into a `Module`: a whole module's (a quick test
+before reading it, a count for the verbose output) or llvmlite's text of one global or
+function; and the function attributes that pin code to a CPU, dropped from a module's text."""
+
+from __future__ import annotations
+
+import re
+
+_INDIRECT_CALL = re.compile(r"\bcall\b[^\n]*?\s%[-\w.$\"]+\(")
+_ADDRESS = re.compile(r"\bptr (@[-\w.$]+|@\"[^\"]*\")")
+_STORED_ADDRESS = re.compile(r"store ptr (@[-\w$.]+|@\"[^\"]*\")")
+_TARGET_ATTRIBUTES = re.compile(r' "(?:target-cpu|target-features|tune-cpu)"="[^"]*"')
+
+
+def may_call_through_pointer(text: str) -> bool:
+    """Whether some call in the text may go through a function pointer (a quick test: false
+    means none does)."""
+    return _INDIRECT_CALL.search(text) is not None
+
+
+def global_addresses(text: str) -> list[str]:
+    """The globals (functions, mostly) whose address the text uses as a value (`ptr @f`), in
+    order, as IR names ("@f", '@"f.g"')."""
+    return [m.group(1) for m in _ADDRESS.finditer(text)]
+
+
+def stored_global_addresses(text: str) -> list[str]:
+    """The globals whose address the text stores (`store ptr @f, ...`), in order, as IR names."""
+    return [m.group(1) for m in _STORED_ADDRESS.finditer(text)]
+
+
+def without_target_attributes(text: str) -> str:
+    """The text without per-function CPU choices (`"target-cpu"="..."` and the like)."""
+    return _TARGET_ATTRIBUTES.sub("", text)
+
+
+def count_instructions(text: str) -> int:
+    """The instructions of a module's text: its indented lines, less comments."""
+    return sum(1 for line in text.split("\n")
+               if line.startswith("  ") and not line.lstrip().startswith(";") and line.strip())
