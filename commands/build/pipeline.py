@@ -4,7 +4,6 @@ again → emit, one object per source."""
 
 from __future__ import annotations
 
-import re
 import tempfile
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from adgen.ir_ad.dispatch import devirtualize
 from adgen.ir_ad.reverse.plan.explain import explain
 from adgen.ir_ad.forward.mode import ZEROS, ForwardMode
 from adgen.ir_ad.ir import Module
+from adgen.ir_ad.ir.edit import rename_locals
 from adgen.commands.build.kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel, tape_size
 from adgen.commands.build.levels import entry_levels, primal_ir_name
 from adgen.commands.build.lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_rust, lower_source,
@@ -154,8 +154,7 @@ class Prepared:
         local names an earlier level made (all have a `'`) marked with the level, so that the
         names the next one makes from labels and values cannot meet them."""
         text = optimize.prepare(optimize.parse(text), self.tm, self.calls, derivatives=not self.threading)
-        text = re.sub(r'%"([^"]*\'[^"]*)"', lambda m: f'%"{level}~{m.group(1)}"', text)
-        text = re.sub(r'^"([^"]*\'[^"]*)":', lambda m: f'"{level}~{m.group(1)}":', text, flags=re.M)
+        text = rename_locals(text, lambda name: f"{level}~{name}" if "'" in name else None)
         return self._module(text)
 
     def _module(self, text: str) -> Module:

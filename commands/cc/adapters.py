@@ -9,7 +9,6 @@ two doubles, a double, an array...). Markers no longer used are dropped with the
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from adgen.frontend.abi import Signature
@@ -17,7 +16,8 @@ from adgen.frontend.abi import Signature
 from adgen.ir_ad.ir.builder import Builder, Declarations, V, local
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.commands.cc.calls import Call
-from adgen.ir_ad.ir import I64, PTR, VOID, Module, Type, parse_header, strip_metadata
+from adgen.ir_ad.ir import I64, PTR, VOID, Module, Type, parse_header
+from adgen.ir_ad.ir.edit import define_line, define_weak_globals, drop_dead_loads, replace_instructions
 
 TAPE_ALIGN = 16  # what a split-mode tape needs; a caller's tape memory is aligned up to it
 
@@ -33,8 +33,7 @@ class Kernel:
 
 def kernel_types(text: str, name: str) -> tuple[Type, ...]:
     """The IR parameter types of a kernel defined in a module's text."""
-    m = re.search(r"^define [^\n]*" + re.escape(name) + r"\(.*$", text, re.M)
-    return tuple(p.type for p in parse_header(m.group(0)).params)
+    return tuple(p.type for p in parse_header(define_line(text, name)).params)
 
 
 def rewrite(module: Module, calls: list[Call], kernels: dict, tape_sizes: dict[str, int]) -> str:
@@ -51,38 +50,12 @@ def rewrite(module: Module, calls: list[Call], kernels: dict, tape_sizes: dict[s
         adapters.append(writer.write())
         replaced.setdefault(call.caller, {})[call.inst.text] = writer.call_text()
         unused.setdefault(call.caller, set()).update(call.inst.call_args[i][0].value for i in writer.unused)
-    lines, current = [], {}
-    for line in module.text.split("\n"):
-        if line.startswith("define "):
-            name = parse_header(line).name
-            current = replaced.get(name, {})
-            line_unused = unused.get(name, set())
-        text, _ = strip_metadata(line)
-        if text.strip() in current:
-            line = line.replace(text.strip(), current[text.strip()], 1)
-        lines.append(line)
-        if line.startswith("define "):
-            start = len(lines) - 1
-        elif line == "}" and current:
-            lines[start:] = _without_dead_loads(lines[start:], line_unused)
-            current = {}
-    text = "\n".join(lines)
-    text = re.sub(r"^(@enzyme_\w+) = external global ([^,\s]+)", r"\1 = weak global \2 0", text, flags=re.M)
+    text = replace_instructions(module.text, replaced)
+    # The markers only the replaced calls used are loaded no more, and defined weak, so that a
+    # program declaring them `extern`, as Enzyme's headers do, links either way.
+    text = drop_dead_loads(text, unused, "@enzyme_")
+    text = define_weak_globals(text, "@enzyme_")
     return text + "\n" + "\n".join(decls.added + adapters) + "\n"
-
-
-def _without_dead_loads(lines: list[str], candidates: set[str]) -> list[str]:
-    """A function's lines without the loads of markers that only the replaced calls used (the
-    markers are given weak definitions too, so that a program declaring them `extern`, as
-    Enzyme's headers do, links either way)."""
-    for value in candidates:
-        if not value.startswith("%"):
-            continue
-        pattern = re.compile(re.escape(value) + r"(?![-\w$.\"])")
-        uses = [i for i, line in enumerate(lines) if pattern.search(line)]
-        if len(uses) == 1 and re.match(r"\s*" + re.escape(value) + r" = load \S+, ptr @enzyme_", lines[uses[0]]):
-            del lines[uses[0]]
-    return lines
 
 
 class _Adapter:

@@ -9,7 +9,6 @@ them. A marker or an entry point adgen does not implement is a located error at 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 
 from adgen.base.diagnostics import AdgenError, error
@@ -17,7 +16,10 @@ from adgen.frontend.model import Activity, Mode
 
 from adgen.ir_ad.custom import Custom
 from adgen.ir_ad.diagnose import Unsupported
-from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, parse_header, parse_instruction
+from adgen.ir_ad.ir import Function, Header, Instruction, Module, Operand, Type, parse_instruction
+from adgen.ir_ad.ir.edit import (c_string, edit_declarations, int_as_pointer, lines_by_function,
+                                 with_attributes)
+from adgen.ir_ad.ir.text import global_addresses
 
 # The entry points adgen implements, by the part of the name Enzyme looks for (a declared name
 # containing it, `__enzyme_autodiff_f` say, is that entry point, as for Enzyme).
@@ -129,10 +131,6 @@ class Registrations:
     allocators: dict[str, int] = field(default_factory=dict)  # function allocating like malloc -> its size parameter
 
 
-_GLOBAL_REFS = re.compile(r'ptr (@"[^"]+"|@[-\w.$]+)')
-_STRING = re.compile(r'c"((?:[^"\\]|\\[0-9A-Fa-f]{2})*)\\00"')
-
-
 def registrations(module: Module) -> Registrations:
     """The registrations of a module's globals. A form of Enzyme's adgen does not implement
     (`__enzyme_register_splitderivative`, `__enzyme_inactive_global`, `__enzyme_allocation_like`)
@@ -142,7 +140,7 @@ def registrations(module: Module) -> Registrations:
         bare = name.lstrip("@").strip('"')
         if not bare.startswith("__enzyme_"):
             continue
-        refs = _GLOBAL_REFS.findall(line.split(" = ", 1)[1])
+        refs = global_addresses(line.split(" = ", 1)[1])
         functions = [r for r in refs if r in module.functions]
         if "__enzyme_register_gradient" in bare or "__enzyme_register_derivative" in bare:
             gradient = "__enzyme_register_gradient" in bare
@@ -161,18 +159,17 @@ def registrations(module: Module) -> Registrations:
                 raise AdgenError(error(f"'{bare}' must hold a function and the name of the function it is like"))
             found.like[functions[0]] = strings[0]
         elif "__enzyme_allocation_like" in bare:
-            index = re.search(r"inttoptr \(i64 (\d+) to ptr\)", line)
-            if not functions or index is None or int(index.group(1)) >= len(module.functions[functions[0]].params):
+            index = int_as_pointer(line)
+            if not functions or index is None or index >= len(module.functions[functions[0]].params):
                 raise AdgenError(error(f"'{bare}' must hold a function and the index of its size parameter"))
-            found.allocators[functions[0]] = int(index.group(1))
+            found.allocators[functions[0]] = index
         elif any(part in bare for part in ("__enzyme_register_splitderivative", "__enzyme_inactive_global")):
             raise AdgenError(error(f"'{bare}': adgen does not implement this registration of Enzyme's API"))
     return found
 
 
 def _string(module: Module, ref: str) -> str | None:
-    m = _STRING.search(module.globals.get(ref, ""))
-    return m.group(1) if m else None
+    return c_string(module.globals.get(ref, ""))
 
 
 def hinted(text: str, steering: bool = True) -> str:
@@ -182,25 +179,25 @@ def hinted(text: str, steering: bool = True) -> str:
     argument. Without it (code still to differentiate) those two stay calls that neither read
     nor write memory: `iterated` counts the first's differentiations, and the second carries
     no derivative, as an inactive call."""
-    out = []
-    for line in text.split("\n"):
-        if line.startswith("declare "):
-            name, ret, params, *_ = parse_header(line)
-            bare = name.lstrip("@").strip('"')
-            if any(p in bare for p in PASS_THROUGH) and not steering:
-                line = re.sub(r"\)( #\d+)?( !dbg ![0-9]+)?$", ") nounwind willreturn memory(none)", line, count=1)
-            elif any(p in bare for p in PASS_THROUGH + TYPE_HINTS):
-                args = ", ".join(f"{p.type.text} %a{i}" for i, p in enumerate(params))
-                if ret.kind == "void":
-                    body = "ret void"
-                elif params and params[0].type == ret:
-                    body = f"ret {ret.text} %a0"
-                else:
-                    body = f"ret {ret.text} zeroinitializer" if ret.kind != "int" or not params else \
-                        _int_result(ret, params[0].type)
-                line = f"define internal {ret.text} {name}({args}) alwaysinline {{\n  {body}\n}}"
-        out.append(line)
-    return "\n".join(out)
+
+    def hint(header: Header, line: str) -> str:
+        name, ret, params = header.name, header.ret, header.params
+        bare = name.lstrip("@").strip('"')
+        if any(p in bare for p in PASS_THROUGH) and not steering:
+            return with_attributes(line, "nounwind willreturn memory(none)")
+        if any(p in bare for p in PASS_THROUGH + TYPE_HINTS):
+            args = ", ".join(f"{p.type.text} %a{i}" for i, p in enumerate(params))
+            if ret.kind == "void":
+                body = "ret void"
+            elif params and params[0].type == ret:
+                body = f"ret {ret.text} %a0"
+            else:
+                body = f"ret {ret.text} zeroinitializer" if ret.kind != "int" or not params else \
+                    _int_result(ret, params[0].type)
+            return f"define internal {ret.text} {name}({args}) alwaysinline {{\n  {body}\n}}"
+        return line
+
+    return edit_declarations(text, hint)
 
 
 def steering_calls(module: Module) -> set[str]:
@@ -212,11 +209,9 @@ def iterated(text: str, before: set[str]) -> str:
     """The text with `__enzyme_iter(a, b)` made `__enzyme_iter(a + b, b)` in the functions not
     in `before` (those the last differentiation wrote), as Enzyme does in each copy of code it
     differentiates: a loop bound that grows with each derivative taken (more terms of a series)."""
-    out, inside, count = [], False, 0
-    for line in text.split("\n"):
-        if line.startswith("define "):
-            inside = parse_header(line).name not in before
-        if inside and "__enzyme_iter" in line and " call " in f" {line.strip()}":
+    out, count = [], 0
+    for fn, line in lines_by_function(text):
+        if fn is not None and fn not in before and "__enzyme_iter" in line and " call " in f" {line.strip()}":
             inst = parse_instruction(line.strip())
             if "__enzyme_iter" in inst.callee and len(inst.operands) == 2:
                 a, b = inst.operands

@@ -35,7 +35,8 @@ from adgen.ir_ad.diagnose import Unsupported, at_instruction
 from adgen.ir_ad.reverse.plan.explain import explain as explain_plans
 from adgen.commands.cc.calls import (Call, Registrations, Request, find_calls, hinted, iterated, registrations,
                            steering_calls)
-from adgen.ir_ad.ir import Cursor, Module, parse_type
+from adgen.ir_ad.ir import Module
+from adgen.ir_ad.ir.edit import declare_globals, define_line, make_external, string_attribute
 from adgen.commands.build.kernels import kernel_name
 from adgen.commands.build.lower import keep_array, lower_source
 from adgen.ir_ad.rules import rule_for, written_by_hand
@@ -254,7 +255,7 @@ def _kernels(generated: Generated, names: dict[Request, str], text: str) -> dict
     kernels = {}
     for s in generated.signatures:
         name = kernel_name(s)
-        if re.search(r"^define [^\n]*" + re.escape(name) + r"\(", text, re.M):  # else of a later level
+        if define_line(text, name) is not None:  # else of a later level
             kernels[(by_name[s.derivation.name], s.part)] = Kernel(s, name, kernel_types(text, name))
     return kernels
 
@@ -262,7 +263,7 @@ def _kernels(generated: Generated, names: dict[Request, str], text: str) -> dict
 def _exported(text: str, kernels: dict) -> str:
     """The kernels made visible to the file's own code, which calls them through adapters."""
     for k in {k.name for k in kernels.values()}:
-        text = re.sub(r"^define internal (void " + re.escape(k) + r"\()", r"define \1", text, flags=re.M)
+        text = make_external(text, k)
     return text
 
 
@@ -271,20 +272,7 @@ def _shared_globals(text: str, user) -> str:
     derivatives read and write the program's own (a counter a derivative written by hand
     increments, a buffer an allocator hands out)."""
     defined = {g.name for g in user.global_variables if not g.is_declaration and not g.name.startswith("llvm.")}
-    out = []
-    for line in text.split("\n"):
-        m = re.match(r'^@("[^"]+"|[-\w.$]+) = (?:(?:internal|private|dso_local|common|weak|linkonce_odr|weak_odr|'
-                     r'linkonce|external) )*(?:(?:unnamed_addr|local_unnamed_addr) )?(global|constant) (.*)$', line)
-        if m and m.group(1).strip('"') in defined and m.group(2) == "global":
-            t = _global_type(m.group(3))
-            align = re.search(r", align (\d+)", line)
-            line = f"@{m.group(1)} = external global {t}" + (f", align {align.group(1)}" if align else "")
-        out.append(line)
-    return "\n".join(out)
-
-
-def _global_type(rest: str) -> str:
-    return parse_type(Cursor(rest)).text
+    return declare_globals(text, defined)
 
 
 def _compile(source: Path, user_flags: list[str], compiler: Compiler, work: Path):
@@ -302,10 +290,8 @@ def _machine_of(user):
     """A target machine for the file's triple and the CPU clang chose for it (zig's clang
     chooses this machine's unless -march or -mcpu says otherwise)."""
     text = str(user)
-    cpu = re.search(r'"target-cpu"="([^"]*)"', text)
-    features = re.search(r'"target-features"="([^"]*)"', text)
-    return optimize.target_machine(user.triple or None, None, cpu.group(1) if cpu else "",
-                                   features.group(1) if features else "")
+    return optimize.target_machine(user.triple or None, None, string_attribute(text, "target-cpu") or "",
+                                   string_attribute(text, "target-features") or "")
 
 
 def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flags: list[str],

@@ -14,7 +14,6 @@ then the two functions are written from the plan."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from adgen.base.templates import render_text
@@ -25,6 +24,7 @@ from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, make_plan
 from adgen.ir_ad.custom import Custom, reverse_wrappers
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, Type, struct
+from adgen.ir_ad.ir.edit import body_mentions, defined_functions
 from adgen.ir_ad.reverse.plan.keys import BLOB, OLD, SHADOW, Key, Keys, instruction_key
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
@@ -130,7 +130,7 @@ class ReverseMode:
         self.explained: list[tuple[RevDerived, CachePlan]] = []
 
         self.runtime = render_text("runtime.ll.j2")
-        decls.known |= set(re.findall(r'^define internal .*? (@"[^"]+")\(', self.runtime, re.M))
+        decls.known |= defined_functions(self.runtime)
 
     def runtime_text(self) -> str:
         """The storage and adjoint helpers, with the declarations they need."""
@@ -180,8 +180,8 @@ class ReverseMode:
             self.definitions.append(releaser.write(d.plan))
         aug = write_augmented(d)
         derived.plan = d.plan
-        derived.rev_uses = tuple(_mentions(rev, p.name) for p in fn.params)
-        derived.aug_uses = tuple(any(_mentions(aug, n) for n in layout.names(p.name)) for p in fn.params)
+        derived.rev_uses = tuple(body_mentions(rev, p.name) for p in fn.params)
+        derived.aug_uses = tuple(any(body_mentions(aug, n) for n in layout.names(p.name)) for p in fn.params)
         self.definitions += [aug, rev, f"{size_global(derived)} = internal constant i64 {d.plan.record_size}"]
         self.explained.append((derived, d.plan))
         return derived
@@ -294,10 +294,6 @@ def size_global(derived: RevDerived) -> str:
     """The constant holding a derived function's record size (for records allocated on the heap,
     which a recursive call may need before the size is known)."""
     return "@" + local(bare("%" + derived.aug[1:]) + ".size")[1:]
-
-
-def _mentions(text: str, name: str) -> bool:
-    return re.search(re.escape(name) + r"(?![-\w$.\"'])", text.split("\n", 1)[1]) is not None
 
 
 def _frees(inst: Instruction, d: Derivation) -> bool:

@@ -9,12 +9,11 @@ primal instructions it writes."""
 
 from __future__ import annotations
 
-import re
-
 from adgen.ir_ad.reverse.sweeps import storage
 from adgen.ir_ad.ir.builder import CACHE, Builder, V, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import GROWABLE, INDEXED, Group, Slot, descriptor_types
 from adgen.ir_ad.ir import I1, I8, I64, PTR, VOID, Instruction, Operand
+from adgen.ir_ad.ir.edit import retarget
 from adgen.ir_ad.reverse.plan.keys import BLOB, CAME, DESC, EXIT, MASK, SHADOW, VALUE, Key, align_of, came_type
 from adgen.ir_ad.analysis.loops import Loop
 from adgen.ir_ad.reverse.mode import Derivation
@@ -61,7 +60,7 @@ class CacheWrites:
             if (block.label, succ) not in self.split:
                 continue
             edge = self.via(block.label, succ)
-            text = re.sub(re.escape(succ) + r"(?![-\w$.\"'])", edge, text)
+            text = retarget(text, succ, edge)
             self.after.append(f"{edge[1:]}:")
             eb = Builder(self.d.decls, self.after, prefix=f"xe{bare(block.label)}.{bare(succ)}.")
             for key in self.split[(block.label, succ)]:

@@ -1,0 +1,130 @@
+"""The IR package's edits of IR text (adgen.ir_ad.ir.edit), on small snippets."""
+
+from adgen.ir_ad.ir.edit import (body_mentions, c_string, declare_globals, define_line, define_weak_globals,
+                                 defined_functions, drop_dead_loads, edit_declarations, int_as_pointer,
+                                 lines_by_function, make_external, mentions, rename_locals, replace_instructions,
+                                 retarget, string_attribute, with_attributes)
+
+FUNCTION = """define internal double @f(double %x) {
+entry:
+  %"x'" = fmul double %x, 2.0
+  br label %"loop'"
+"loop'":
+  ret double %"x'"
+}"""
+
+
+def test_rename_locals_renames_values_and_labels_it_is_asked_to():
+    marked = rename_locals(FUNCTION, lambda name: f"2~{name}" if "'" in name else None)
+    assert marked == """define internal double @f(double %x) {
+entry:
+  %"2~x'" = fmul double %x, 2.0
+  br label %"2~loop'"
+"2~loop'":
+  ret double %"2~x'"
+}"""
+
+
+def test_rename_locals_quotes_only_where_the_new_name_needs_it():
+    text = "a:\n  %y = add i64 %x, 1\n  br label %a"
+    assert rename_locals(text, {"x": "z", "a": "b c"}.get) == '"b c":\n  %y = add i64 %z, 1\n  br label %"b c"'
+
+
+def test_rename_locals_leaves_globals_and_strings():
+    text = '@x = global i64 0\n@s = constant [3 x i8] c"%d\\00"'
+    assert rename_locals(text, lambda name: "renamed") == text
+
+
+def test_retarget_changes_only_the_successor_named():
+    term = "br i1 %c, label %loop, label %loop.exit"
+    assert retarget(term, "%loop", "%\"xe'loop\"") == "br i1 %c, label %\"xe'loop\", label %loop.exit"
+
+
+def test_mentions_a_whole_name():
+    assert mentions("  %y = fadd double %x, %x", "%x")
+    assert not mentions("  %y = fadd double %x.1, %xs", "%x")
+    assert not mentions('  %y = fadd double %"x\'", 1.0', '%"x')
+
+
+def test_body_mentions_does_not_count_the_parameters():
+    assert body_mentions(FUNCTION, "%x")
+    assert not body_mentions("define void @g(ptr %p) {\nentry:\n  ret void\n}", "%p")
+
+
+def test_defined_functions():
+    text = 'declare void @h()\ndefine internal ptr @"adgen.alloc"(i64 %n) {\n}\ndefine void @g() {\n}'
+    assert defined_functions(text) == {'@"adgen.alloc"', "@g"}
+
+
+def test_define_line():
+    text = "declare void @k(ptr)\ndefine internal void @k(ptr %a, double %b) #0 {\nentry:\n  ret void\n}"
+    assert define_line(text, "@k") == "define internal void @k(ptr %a, double %b) #0 {"
+    assert define_line(text, "@other") is None
+
+
+def test_make_external_drops_internal_from_that_function_only():
+    text = "define internal void @k(ptr %a) {\n}\ndefine internal void @k2(ptr %a) {\n}"
+    assert make_external(text, "@k") == "define void @k(ptr %a) {\n}\ndefine internal void @k2(ptr %a) {\n}"
+
+
+def test_lines_by_function():
+    text = "@g = global i32 0\n" + FUNCTION + "\ndeclare void @h()"
+    owners = [fn for fn, _ in lines_by_function(text)]
+    assert owners == [None] + ["@f"] * 7 + [None]
+
+
+def test_edit_declarations():
+    text = "declare void @a(double) #1\ndefine void @b() {\n}"
+    edited = edit_declarations(text, lambda header, line: f"; {header.name} takes {len(header.params)}")
+    assert edited == "; @a takes 1\ndefine void @b() {\n}"
+
+
+def test_with_attributes_replaces_the_group_and_dbg():
+    assert with_attributes("declare double @it(double, double) #3 !dbg !7", "nounwind memory(none)") == \
+        "declare double @it(double, double) nounwind memory(none)"
+    unnamed = "declare double @it(double) local_unnamed_addr #3"
+    assert with_attributes(unnamed, "nounwind") == unnamed
+
+
+def test_replace_instructions_keeps_metadata_and_other_functions():
+    text = ("define void @a() {\n  %r = call double @e(i32 1), !dbg !4\n}\n"
+            "define void @b() {\n  %r = call double @e(i32 1)\n}")
+    replaced = replace_instructions(text, {"@a": {"%r = call double @e(i32 1)": "%r = call double @adapter()"}})
+    assert replaced == ("define void @a() {\n  %r = call double @adapter(), !dbg !4\n}\n"
+                        "define void @b() {\n  %r = call double @e(i32 1)\n}")
+
+
+def test_drop_dead_loads_only_of_unused_markers():
+    text = ("define void @a() {\n  %m = load i32, ptr @enzyme_dup\n  %n = load i32, ptr @enzyme_out\n"
+            "  call void @use(i32 %n)\n  %o = load i32, ptr @other\n}")
+    assert drop_dead_loads(text, {"@a": {"%m", "%n", "%o", "@g"}}, "@enzyme_") == \
+        ("define void @a() {\n  %n = load i32, ptr @enzyme_out\n  call void @use(i32 %n)\n"
+         "  %o = load i32, ptr @other\n}")
+
+
+def test_define_weak_globals():
+    text = "@enzyme_dup = external global i32, align 4\n@other = external global i32"
+    assert define_weak_globals(text, "@enzyme_") == \
+        "@enzyme_dup = weak global i32 0, align 4\n@other = external global i32"
+
+
+def test_declare_globals_keeps_type_and_alignment():
+    text = ('@count = internal global i64 0, align 8\n@"a.b" = dso_local global [2 x double] zeroinitializer\n'
+            "@k = constant i32 3\n@other = global i32 1")
+    assert declare_globals(text, {"count", "a.b", "k"}) == (
+        '@count = external global i64, align 8\n@"a.b" = external global [2 x double]\n'
+        "@k = constant i32 3\n@other = global i32 1")
+
+
+def test_what_a_global_holds():
+    assert c_string('@.str = private constant [6 x i8] c"log1p\\00", align 1') == "log1p"
+    assert c_string("@x = global i32 0") is None
+    assert int_as_pointer("@__enzyme_allocation_like = global [4 x ptr] [ptr @f, ptr inttoptr (i64 1 to ptr), "
+                          "ptr @n, ptr @free]") == 1
+    assert int_as_pointer("@x = global ptr null") is None
+
+
+def test_string_attribute():
+    text = 'attributes #0 = { noinline "target-cpu"="x86-64" "target-features"="+sse2" }'
+    assert string_attribute(text, "target-cpu") == "x86-64"
+    assert string_attribute(text, "tune-cpu") is None
