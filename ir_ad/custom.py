@@ -2,7 +2,7 @@
 with `__enzyme_register_derivative_F = {f, df}` (forward mode) or `__enzyme_register_gradient_F
 = {f, augmented, gradient}` (reverse mode) is never differentiated; the derived functions both
 modes call for it are thin wrappers around the user's, in adgen's internal conventions (the
-`Derived` of forward.py, the `RevDerived` pair of reverse.py), the tape of the augmented
+`Derived` of forward.py, the `RevDerived` pair of reverse/types.py), the tape of the augmented
 function kept in the caller's record.
 
 Enzyme's conventions, as its integration tests use them: after each floating or pointer
@@ -24,7 +24,7 @@ from adgen.ir_ad.ir import VOID, Function, Instruction, Module, Type, struct
 
 
 @dataclass(frozen=True)
-class Custom:
+class HandDerivatives:
     """The derivatives written by hand of one function (IR names, "" where none is given)."""
 
     function: str
@@ -44,7 +44,7 @@ def _fail(fn: Function, what: str, inst: Instruction | None = None) -> Unsupport
     return Unsupported(fn.name, inst, what)
 
 
-def _user(module: Module, name: str, custom: Custom, what: str) -> Function:
+def _user(module: Module, name: str, custom: HandDerivatives, what: str) -> Function:
     user = module.functions.get(name)
     if user is None:
         raise _fail(module.functions[custom.function], f"the {what} registered for it ('{name.lstrip('@')}'), "
@@ -76,7 +76,7 @@ def _check_arity(fn: Function, user: Function, args: list[str], what: str) -> No
                         f"parameters where Enzyme's convention for '{fn.name.lstrip('@')}' gives {len(args)}")
 
 
-def forward_wrapper(module: Module, custom: Custom, fn: Function, name: str, active: tuple[bool, ...],
+def forward_wrapper(module: Module, custom: HandDerivatives, fn: Function, name: str, active: tuple[bool, ...],
                     width: int) -> tuple[str, Type, bool]:
     """A forward-mode derived function of `fn` calling `df`: its text, return type, and whether
     it returns a tangent of the result."""
@@ -116,7 +116,7 @@ class ReversePair:
     record: FixedRecord
 
 
-def reverse_wrappers(module: Module, custom: Custom, fn: Function, names: tuple[str, str, str], pattern
+def reverse_wrappers(module: Module, custom: HandDerivatives, fn: Function, names: tuple[str, str, str], pattern
                      ) -> tuple[list[str], ReversePair]:
     """The augmented forward sweep, reverse sweep and release of `fn` as adgen's reverse mode
     calls them (see ReverseMode.aug_params and rev_params), calling the user's pair."""

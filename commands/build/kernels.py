@@ -15,7 +15,8 @@ from adgen.base.naming import KERNEL_PREFIX
 from adgen.ir_ad.ir.builder import Builder, Declarations, V, local
 from adgen.ir_ad.forward.mode import ForwardMode, Pattern
 from adgen.ir_ad.ir import I1, I8, I64, PTR, Function, Module, Type, vector
-from adgen.ir_ad.reverse.mode import RevDerived, RevPattern, ReverseMode
+from adgen.ir_ad.reverse.mode import ReverseMode
+from adgen.ir_ad.reverse.types import RevDerived, RevPattern
 from adgen.ir_ad.shadows import INTERLEAVED, LANES
 
 _DUAL = {Activity.DUAL, Activity.DUALONLY}

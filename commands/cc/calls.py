@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from adgen.base.diagnostics import AdgenError, error
 from adgen.frontend.model import Activity, Mode
 
-from adgen.ir_ad.custom import Custom
+from adgen.ir_ad.custom import HandDerivatives
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import Function, Header, Instruction, Module, Operand, Type, parse_instruction
 from adgen.ir_ad.ir.edit import (c_string, edit_declarations, int_as_pointer, lines_by_function,
@@ -125,7 +125,7 @@ class Registrations:
     = {f, size parameter's index, ...}`: their memory gets a fresh shadow, which adgen releases
     itself; the deallocation function given is not needed)."""
 
-    custom: dict[str, Custom] = field(default_factory=dict)
+    custom: dict[str, HandDerivatives] = field(default_factory=dict)
     inactive: set[str] = field(default_factory=set)
     like: dict[str, str] = field(default_factory=dict)  # function -> the libm function it is like
     allocators: dict[str, int] = field(default_factory=dict)  # function allocating like malloc -> its size parameter
@@ -148,7 +148,7 @@ def registrations(module: Module) -> Registrations:
                 raise AdgenError(error(f"'{bare}' must hold the function and its derivative{'s' if gradient else ''} "
                                        "written by hand"))
             f = functions[0]
-            known = found.custom.get(f, Custom(f))
+            known = found.custom.get(f, HandDerivatives(f))
             found.custom[f] = replace(known, augmented=functions[1], gradient=functions[2]) if gradient else \
                 replace(known, forward=functions[1])
         elif "__enzyme_inactivefn" in bare:

@@ -29,7 +29,9 @@ def scalar_type(t: Type, memtype: str) -> Type | None:
 _NOT_FLOATING = {"int", "long", "long long", "short", "_Bool", "bool", "any pointer", "unsigned int", "unsigned long"}
 
 
-class Activity:
+class ActivityAnalysis:
+    """Which values of one function carry adjoints, and which pointers carry shadows."""
+
     def __init__(self, fn: Function, module: Module, cfg: CFG, memory: Memory, active: tuple[bool, ...],
                  ret_active: bool, memtypes: tuple[str, ...]):
         self.fn, self.module, self.cfg, self.memory = fn, module, cfg, memory

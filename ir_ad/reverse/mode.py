@@ -10,105 +10,28 @@ The record is a fixed number of bytes, known at build time, that the caller prov
 kernel keeps it on its stack, and a caller keeps a callee's record in its own storage (the
 callee's record is part of the caller's). Everything is decided first, in this order: the
 analyses (loops, memory, activity), the reverse sweep's needs, the cache plan (cache_plan.py),
-then the two functions are written from the plan."""
+then the two functions are written from the plan. This module drives those stages; what they
+share (the pattern, the pair, the facts about the function) is in types.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from adgen.base.templates import render_text
-from adgen.ir_ad.analysis.activity import Activity, scalar_type
+from adgen.ir_ad.analysis.activity import ActivityAnalysis, scalar_type
 from adgen.ir_ad.analysis.flow import CFG, Memory
 from adgen.ir_ad.ir.builder import Declarations, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, make_plan
-from adgen.ir_ad.custom import Custom, reverse_wrappers
+from adgen.ir_ad.custom import HandDerivatives, reverse_wrappers
 from adgen.ir_ad.diagnose import Unsupported
-from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, Type, struct
+from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, struct
 from adgen.ir_ad.ir.edit import body_mentions, defined_functions
 from adgen.ir_ad.reverse.plan.keys import BLOB, OLD, SHADOW, Key, Keys, instruction_key
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
+from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
+from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep
+from adgen.ir_ad.reverse.types import CallSite, ReverseFacts, RevDerived, RevPattern, size_global
 from adgen.ir_ad.calls import FREE, callee_name, kind_of
 from adgen.ir_ad.shadows import Layout
-
-
-@dataclass(frozen=True)
-class RevPattern:
-    function: str
-    active: tuple[bool, ...]  # per argument: an active float, or a pointer with a shadow
-    ret_active: bool
-    width: int
-    kind: str  # LANES or INTERLEAVED
-    memtypes: tuple[str, ...]  # per pointer argument: "double"/"float" when its memory holds only that; per
-    # integer argument: the float type whose bits it carries, if it carries any
-    overwritten: tuple[bool, ...] = ()  # per argument: memory the caller may write after the call
-    later_writes: bool = False  # the caller may write memory (any) after the call
-    ret_needed: bool = True  # the caller uses the primal result
-    ret_shadow: bool = False  # a pointer result whose shadow `aug` returns beside it
-
-
-@dataclass
-class RevDerived:
-    aug: str
-    rev: str
-    pattern: RevPattern
-    aug_ret: Type
-    rev_ret: Type
-    scalars: list[int]  # the active float arguments, whose gradients `rev` returns in order
-    plan: CachePlan | None = None  # None while it is being written (a recursive call)
-    free: str = ""  # split mode: releases what `aug` allocated, without reversing anything
-    rev_uses: tuple[bool, ...] = ()  # which primal arguments `rev` reads
-    aug_uses: tuple[bool, ...] = ()  # which arguments' shadows `aug` reads
-
-    @property
-    def record_size(self) -> int:
-        return self.plan.record_size
-
-
-@dataclass
-class CallSite:
-    """A call to a function of the sources that derivatives flow into."""
-
-    derived: RevDerived
-    blob: Key  # where its record is kept
-    indirect: bool  # a recursive call: its record is allocated, the blob holds the pointer
-
-
-@dataclass
-class Derivation:
-    """Everything known about one function being differentiated, shared by the stages."""
-
-    mode: "ReverseMode"
-    fn: Function
-    derived: RevDerived
-    layout: Layout
-    cfg: CFG
-    loops: LoopForest
-    memory: Memory
-    activity: Activity
-    calls: dict[int, CallSite] = field(default_factory=dict)
-    undoable: list[Instruction] = field(default_factory=list)  # stores the reverse sweep undoes and redoes
-    stack: set[str] = field(default_factory=set)  # fixed-size local arrays of the forward sweep
-    reverse_local: set[str] = field(default_factory=set)  # ... whose shadow the reverse sweep allocates
-    heap: set[str] = field(default_factory=set)  # local arrays with shadows, moved to the heap
-    keys: Keys | None = None
-    plan: CachePlan | None = None
-    inst: Instruction | None = None
-
-    @property
-    def module(self) -> Module:
-        return self.mode.module
-
-    @property
-    def decls(self) -> Declarations:
-        return self.mode.decls
-
-    @property
-    def pattern(self) -> RevPattern:
-        return self.derived.pattern
-
-    def fail(self, what: str) -> Unsupported:
-        return Unsupported(self.fn.name, self.inst, what)
 
 
 # What the helpers of templates/runtime.ll.j2 call.
@@ -121,6 +44,8 @@ RUNTIME_DECLARATIONS = [
 
 
 class ReverseMode:
+    """The reverse-mode pairs of one module, each pattern derived once, with their definitions."""
+
     def __init__(self, module: Module, decls: Declarations, level: int = 1, releases: bool = False):
         self.module, self.decls = module, decls
         self.releases = releases  # also write each pair's `free` function (split mode needs them)
@@ -139,6 +64,8 @@ class ReverseMode:
         return self.runtime
 
     def derive(self, pattern: RevPattern) -> RevDerived:
+        """The pair for a pattern, written once: analyses, the reverse sweep's needs, the cache
+        plan, then the reverse sweep and the augmented forward sweep from the plan."""
         if pattern in self.memo:
             return self.memo[pattern]
         fn = self.module.functions[pattern.function]
@@ -146,33 +73,11 @@ class ReverseMode:
         if custom is not None and custom.gradient:
             return self._by_hand(fn, custom, pattern)
         layout = Layout(self.module, pattern.width, pattern.kind)
-        scalars = [i for i, (p, on) in enumerate(zip(fn.params, pattern.active))
-                   if on and scalar_type(p.type, pattern.memtypes[i])]
-        grads = [t for i in scalars for t in [layout.part_type(scalar_type(fn.params[i].type,
-                                                                           pattern.memtypes[i]))] * layout.parts]
-        mask = "".join("d" if a else "c" for a in pattern.active) + ("a" if pattern.ret_active else "") + \
-            ("s" if pattern.ret_shadow else "")
-        stem = f"{bare(fn.name)}'{mask}{self.tag}.{pattern.kind[0]}{pattern.width}.{len(self.memo)}"
-        aug_ret = struct(fn.ret, *[layout.part_type(PTR)] * layout.parts) if pattern.ret_shadow else \
-            fn.ret if pattern.ret_needed else VOID
-        derived = RevDerived("@" + local(stem + ".aug")[1:], "@" + local(stem + ".rev")[1:], pattern,
-                             aug_ret, struct(*grads) if grads else VOID, scalars, free="@" + local(stem + ".free")[1:])
+        derived = self._pair(fn, pattern, layout)
         self.memo[pattern] = derived
         d = self._analyze(fn, derived, layout)
-        from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
-        from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep
-
         sweep = ReverseSweep(d)
-        needs = sweep.collect()
-        forced = [c.blob for c in d.calls.values()] + [Key(OLD, instruction_key(fn, s)) for s in d.undoable]
-        sizes = {c.blob: 8 if c.indirect else c.derived.record_size for c in d.calls.values()}
-        try:
-            d.plan = make_plan(fn.name, d.keys, d.loops, needs, forced, sizes)
-        except NoCut as exc:
-            key, _ = exc.node
-            what = f"the shadow of {key.name}" if key.kind == SHADOW else key.name
-            raise Unsupported(fn.name, d.keys[key].inst, f"{what}, a value the reverse sweep needs but can neither "
-                              "store nor recompute") from None
+        d.plan = _plan(d, sweep.collect())
         rev = sweep.write(d.plan)
         if self.releases:
             releaser = ReverseSweep(d, release_only=True)
@@ -186,7 +91,7 @@ class ReverseMode:
         self.explained.append((derived, d.plan))
         return derived
 
-    def _by_hand(self, fn: Function, custom: Custom, pattern: RevPattern) -> RevDerived:
+    def _by_hand(self, fn: Function, custom: HandDerivatives, pattern: RevPattern) -> RevDerived:
         """The pair for a function with a gradient written by hand: wrappers calling it."""
         stem = f"{bare(fn.name)}'custom{self.tag}.{len(self.memo)}"
         names = tuple("@" + local(f"{stem}.{part}")[1:] for part in ("aug", "rev", "free"))
@@ -198,7 +103,24 @@ class ReverseMode:
         self.definitions += texts + [f"{size_global(derived)} = internal constant i64 {pair.record.record_size}"]
         return derived
 
-    def _analyze(self, fn: Function, derived: RevDerived, layout: Layout) -> Derivation:
+    def _pair(self, fn: Function, pattern: RevPattern, layout: Layout) -> RevDerived:
+        """The names and return types of the pair, before anything is written (a recursive call
+        needs them)."""
+        scalars = [i for i, (p, on) in enumerate(zip(fn.params, pattern.active))
+                   if on and scalar_type(p.type, pattern.memtypes[i])]
+        grads = [t for i in scalars for t in [layout.part_type(scalar_type(fn.params[i].type,
+                                                                           pattern.memtypes[i]))] * layout.parts]
+        mask = "".join("d" if a else "c" for a in pattern.active) + ("a" if pattern.ret_active else "") + \
+            ("s" if pattern.ret_shadow else "")
+        stem = f"{bare(fn.name)}'{mask}{self.tag}.{pattern.kind[0]}{pattern.width}.{len(self.memo)}"
+        aug_ret = struct(fn.ret, *[layout.part_type(PTR)] * layout.parts) if pattern.ret_shadow else \
+            fn.ret if pattern.ret_needed else VOID
+        return RevDerived("@" + local(stem + ".aug")[1:], "@" + local(stem + ".rev")[1:], pattern,
+                          aug_ret, struct(*grads) if grads else VOID, scalars, free="@" + local(stem + ".free")[1:])
+
+    def _analyze(self, fn: Function, derived: RevDerived, layout: Layout) -> ReverseFacts:
+        """The analyses of `fn`, the calls it makes to other pairs (derived first), and where
+        its local arrays and their shadows live."""
         pattern = derived.pattern
         cfg = CFG(fn)
         loops = LoopForest(fn, cfg)
@@ -210,8 +132,8 @@ class ReverseMode:
                               "control flow, from a goto into a loop)", irreducible=True)
         overwritten = frozenset(p.name for p, o in zip(fn.params, pattern.overwritten) if o)
         memory = Memory(fn, cfg, self.module, overwritten, pattern.later_writes)
-        activity = Activity(fn, self.module, cfg, memory, pattern.active, pattern.ret_active, pattern.memtypes)
-        d = Derivation(self, fn, derived, layout, cfg, loops, memory, activity)
+        activity = ActivityAnalysis(fn, self.module, cfg, memory, pattern.active, pattern.ret_active, pattern.memtypes)
+        d = ReverseFacts(self.module, self.decls, fn, derived, layout, cfg, loops, memory, activity)
         self._find_undoable(d)
         ignored = {id(s) for s in d.undoable} | {id(i) for i in fn.instructions() if _frees(i, d)}
         used = {o.value for i in fn.instructions() for o in i.operands} | \
@@ -227,7 +149,7 @@ class ReverseMode:
                       {id(s) for s in d.undoable})
         return d
 
-    def _find_undoable(self, d: Derivation) -> None:
+    def _find_undoable(self, d: ReverseFacts) -> None:
         """The stores the reverse sweep undoes while it runs: those outside every loop, into
         arguments or globals (executed at most once per call)."""
         for inst in d.fn.instructions():
@@ -237,7 +159,7 @@ class ReverseMode:
                         and " atomic " not in inst.text and "volatile" not in inst.text.split():
                     d.undoable.append(inst)
 
-    def _classify_allocas(self, d: Derivation) -> None:
+    def _classify_allocas(self, d: ReverseFacts) -> None:
         """Local arrays stay in the forward sweep's frame; the shadow of a fixed-size one is the
         reverse sweep's own local array, unless the forward sweep needs it too: then, like
         variable-size arrays with shadows, primal and shadow move to the heap until the reverse
@@ -257,7 +179,7 @@ class ReverseMode:
             else:
                 d.heap.add(inst.result)
 
-    def _call(self, d: Derivation, inst: Instruction, target: Function, ignored: set[int], used: bool) -> CallSite:
+    def _call(self, d: ReverseFacts, inst: Instruction, target: Function, ignored: set[int], used: bool) -> CallSite:
         name = callee_name(inst)
         if target.variadic:
             raise d.fail(f"a call to variadic function '{name}'")
@@ -274,35 +196,28 @@ class ReverseMode:
         derived = self.derive(pattern)  # no plan yet: a recursive call, whose record goes on the heap
         return CallSite(derived, Key(BLOB, instruction_key(d.fn, inst)), derived.plan is None)
 
-    # ------------------------------------------------------------------ signatures
-    def aug_params(self, fn: Function, derived: RevDerived) -> list[str]:
-        layout = Layout(self.module, derived.pattern.width, derived.pattern.kind)
-        params = [f"{p.type.text} {p.name}" for p in fn.params]
-        params += [f"{layout.part_type(p.type).text} {n}" for p, on in zip(fn.params, derived.pattern.active)
-                   if on and p.type.kind == "ptr" for n in layout.names(p.name)]
-        return params + ["ptr %rec"]
 
-    def rev_params(self, fn: Function, derived: RevDerived) -> list[str]:
-        layout = Layout(self.module, derived.pattern.width, derived.pattern.kind)
-        params = self.aug_params(fn, derived)[:-1]
-        if derived.pattern.ret_active:
-            params += [f"{layout.part_type(fn.ret).text} {n}" for n in layout.names("%ret'seed")]
-        return params + ["ptr %rec"]
-
-
-def size_global(derived: RevDerived) -> str:
-    """The constant holding a derived function's record size (for records allocated on the heap,
-    which a recursive call may need before the size is known)."""
-    return "@" + local(bare("%" + derived.aug[1:]) + ".size")[1:]
+def _plan(d: ReverseFacts, needs: dict[Key, set]) -> CachePlan:
+    """The cache plan for what the reverse sweep needs; the records of calls and the values of
+    undone stores are always stored."""
+    forced = [c.blob for c in d.calls.values()] + [Key(OLD, instruction_key(d.fn, s)) for s in d.undoable]
+    sizes = {c.blob: 8 if c.indirect else c.derived.record_size for c in d.calls.values()}
+    try:
+        return make_plan(d.fn.name, d.keys, d.loops, needs, forced, sizes)
+    except NoCut as exc:
+        key, _ = exc.node
+        what = f"the shadow of {key.name}" if key.kind == SHADOW else key.name
+        raise Unsupported(d.fn.name, d.keys[key].inst, f"{what}, a value the reverse sweep needs but can neither "
+                          "store nor recompute") from None
 
 
-def _frees(inst: Instruction, d: Derivation) -> bool:
+def _frees(inst: Instruction, d: ReverseFacts) -> bool:
     """A free of memory with derivatives: the forward sweep only marks it (adgen.shadow.drop)."""
     return inst.opcode == "call" and kind_of(d.activity.module, inst) == FREE and \
         inst.operands[0].value in d.activity.pointers
 
 
-def _reverse_primal_uses(d: Derivation) -> set[str]:
+def _reverse_primal_uses(d: ReverseFacts) -> set[str]:
     """The local arrays passed to calls whose reverse sweep reads the argument itself."""
     used = set()
     for inst in d.fn.instructions():
@@ -313,7 +228,7 @@ def _reverse_primal_uses(d: Derivation) -> set[str]:
     return used
 
 
-def _forward_shadow_uses(d: Derivation) -> set[str]:
+def _forward_shadow_uses(d: ReverseFacts) -> set[str]:
     """The local arrays whose shadow the forward sweep itself uses (pointers stored into or
     loaded from shadowed memory, shadows passed to calls, merged by a phi or select, whose
     shadow may have to be stored): those keep their shadow on the heap."""
@@ -339,4 +254,4 @@ def _forward_shadow_uses(d: Derivation) -> set[str]:
     return used
 
 
-__all__ = ["ReverseMode", "RevPattern", "RevDerived", "Derivation", "CallSite"]
+__all__ = ["ReverseMode"]

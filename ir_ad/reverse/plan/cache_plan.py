@@ -48,7 +48,7 @@ class Group:
     root: Loop
     kind: str
     members: list[Loop]  # root first, each loop after the loop around it
-    slots: list["Slot"] = field(default_factory=list)  # indexed: one array each; growable: the fields
+    slots: list["CacheSlot"] = field(default_factory=list)  # indexed: one array each; growable: the fields
     stride: int = 0  # growable: bytes per iteration
     in_record: int | None = None  # an indexed nest of constant trip counts, small: its offset in the record
 
@@ -62,7 +62,7 @@ class Group:
 
 
 @dataclass(eq=False)
-class Slot:
+class CacheSlot:
     """Where one stored key lives: at a byte offset of the record (group None), as array number
     `index` of an indexed group, or at a byte offset of a growable group's per-iteration record."""
 
@@ -95,13 +95,13 @@ class CachePlan:
     keys: Keys
     loops: LoopForest
     cut: set[tuple[Key, PlanSite]]  # loaded from storage at that site
-    slots: dict[tuple[Key, int], Slot]  # (key, id of its scope or 0) -> where it lives
+    slots: dict[tuple[Key, int], CacheSlot]  # (key, id of its scope or 0) -> where it lives
     groups: list[Group]
     record_size: int
     needs: dict[Key, set]  # what the reverse sweep asked for, and at which sites
     recomputed: set[Key]
 
-    def stored(self, key: Key, site: PlanSite) -> Slot | None:
+    def stored(self, key: Key, site: PlanSite) -> CacheSlot | None:
         """The slot the reverse sweep reads `key` from at a site, or None when it recomputes it
         (or has it at hand)."""
         if key.kind in ALWAYS_STORED or (key, site) in self.cut:
@@ -264,10 +264,10 @@ def _layout(keys: Keys, entries: dict, groups: list[Group], sizes: dict[Key, int
         return align_of(d.types[0])
 
     order = sorted(entries.items(), key=lambda item: (-align(item[0][0]), str(item[0][0])))
-    slots: dict[tuple[Key, int], Slot] = {}
+    slots: dict[tuple[Key, int], CacheSlot] = {}
     record = 0
     for (key, scope_id), scope in order:
-        slot = Slot(key, scope, group_of.get(scope_id) if scope is not None else None, size(key))
+        slot = CacheSlot(key, scope, group_of.get(scope_id) if scope is not None else None, size(key))
         slots[(key, scope_id)] = slot
         if slot.group is None:
             record = _aligned(record, align(key))
@@ -333,9 +333,9 @@ def descriptor_types(group: Group):
     return (PTR,) + ((I64,) * len(group.members) if group.kind == INDEXED else ())
 
 
-def element_size(slot: Slot) -> int:
+def element_size(slot: CacheSlot) -> int:
     """The bytes between consecutive elements of an indexed group's array."""
     return _aligned(slot.size, 8 if slot.size >= 8 else 1 << (slot.size - 1).bit_length())
 
 
-__all__ = ["CachePlan", "Group", "Slot", "make_plan", "INDEXED", "GROWABLE", "descriptor_types", "element_size"]
+__all__ = ["CachePlan", "Group", "CacheSlot", "make_plan", "INDEXED", "GROWABLE", "descriptor_types", "element_size"]

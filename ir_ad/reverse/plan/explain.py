@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from adgen.ir_ad.reverse.plan.cache_plan import INDEXED, CachePlan, Slot
+from adgen.ir_ad.reverse.plan.cache_plan import INDEXED, CachePlan, CacheSlot
 from adgen.ir_ad.diagnose import source_name, user_location
 from adgen.ir_ad.ir import Module
 from adgen.ir_ad.reverse.plan.keys import BLOB, CAME, CHOICE, DESC, EXIT, MASK, OLD, RETURNS, SHADOW, VALUE
@@ -55,7 +55,7 @@ def _one(module: Module, title: str, plan: CachePlan) -> str:
     return "\n".join(lines)
 
 
-def _slot(module: Module, plan: CachePlan, slot: Slot) -> str:
+def _slot(module: Module, plan: CachePlan, slot: CacheSlot) -> str:
     key = slot.key
     d = plan.keys[key]
     what, why, inst = _describe(module, plan, key)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adgen.ir_ad.analysis.activity import Activity
+from adgen.ir_ad.analysis.activity import ActivityAnalysis
 from adgen.ir_ad.analysis.flow import PURE, CFG, Memory
 from adgen.ir_ad.ir import I1, I64, PTR, Instruction, Module, Operand, Type, element_align, int_type, intrinsic_family
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
@@ -95,7 +95,7 @@ def came_type(choices: int) -> Type:
 class Keys:
     """The `Def` of every key of one function, made on demand."""
 
-    def __init__(self, fn, module: Module, cfg: CFG, loops: LoopForest, memory: Memory, activity: Activity,
+    def __init__(self, fn, module: Module, cfg: CFG, loops: LoopForest, memory: Memory, activity: ActivityAnalysis,
                  layout: Layout, ignored: set[int], stack: set[str], reverse_local: set[str],
                  undoable: set[int] = frozenset()):
         self.fn, self.module, self.cfg, self.loops, self.memory = fn, module, cfg, loops, memory

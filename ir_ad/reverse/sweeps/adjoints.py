@@ -1,11 +1,9 @@
 """The reverse of each instruction: what it adds to adjoints (kept in stack slots, one per
 derivative part, which the optimizer turns into registers) and to shadow memory. Primal values
-are asked of the sweep (`ReverseSweep.value` and the like), which notes what each site needs;
+are asked of the site's needs (`SiteNeeds.value` and the like), which notes what each site needs;
 the rules of rules.py give the partial derivatives."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type
@@ -14,15 +12,14 @@ from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, allocates, kind_of,
                                no_derivative)
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow
-
-if TYPE_CHECKING:
-    from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep, Site
+from adgen.ir_ad.reverse.sweeps.sites import Site, SiteNeeds
 
 
 class Adjoints:
-    def __init__(self, sweep: "ReverseSweep"):
-        self.sweep, self.d = sweep, sweep.d
-        self.fn, self.layout, self.activity = sweep.d.fn, sweep.d.layout, sweep.d.activity
+    def __init__(self, needs: SiteNeeds, release_only: bool):
+        """`release_only`: split mode's `free`, which reverses nothing and only releases."""
+        self.needs, self.d, self.release_only = needs, needs.d, release_only
+        self.fn, self.layout, self.activity = needs.d.fn, needs.d.layout, needs.d.activity
         self.undo: list[tuple[int, Instruction]] = []  # the stores undone, numbered
 
     def slots(self, name: str) -> Shadow:
@@ -49,7 +46,7 @@ class Adjoints:
         return tuple(out)
 
     def add(self, b: Builder, name: str, value: Shadow) -> None:
-        if not self.activity.active(name) or self.sweep.release_only:
+        if not self.activity.active(name) or self.release_only:
             return
         value = self.layout.convert(b, value, self.activity.floaty[name])
         t = self.part(name)
@@ -59,7 +56,7 @@ class Adjoints:
     def reverse(self, inst: Instruction, site: Site, b: Builder) -> None:
         """The reverse of one instruction."""
         op = inst.opcode
-        if self.sweep.release_only:
+        if self.release_only:
             return self._release_only(inst, site, b)
         if op in ("br", "switch", "ret", "unreachable", "fcmp", "icmp"):
             return
@@ -78,7 +75,7 @@ class Adjoints:
         if op in ("fpext", "fptrunc", "bitcast", "freeze"):
             return self.add(b, ops[0].value, dr) if ops[0].value in self.activity.floaty else None
         if op == "select":
-            cond = self.sweep.value(ops[0], site)
+            cond = self.needs.value(ops[0], site)
             zero = self.layout.zero(self.activity.floaty[inst.result])
             if self.activity.active(ops[1].value):
                 self.add(b, ops[1].value, self.layout.select(b, cond, dr, zero))
@@ -107,11 +104,11 @@ class Adjoints:
         if rule.refuse is not None and (why := rule.refuse([self.activity.on(a) for a in args])):
             raise self.d.fail(why)
         if rule.choice is not None:
-            partials = rule.from_choice(b, self.sweep.need(Key(CHOICE, inst.result), site, (I1,))[0],
+            partials = rule.from_choice(b, self.needs.need(Key(CHOICE, inst.result), site, (I1,))[0],
                                         V(inst.type, "poison"))
         else:
-            lazy = [_Lazy(a.type, lambda a=a: self.sweep.value(a, site)) for a in args]
-            result = _Lazy(inst.type, lambda: self.sweep.value(Operand(inst.type, inst.result), site))
+            lazy = [_Lazy(a.type, lambda a=a: self.needs.value(a, site)) for a in args]
+            result = _Lazy(inst.type, lambda: self.needs.value(Operand(inst.type, inst.result), site))
             partials = rule.partials(b, lazy, result)
         scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
         for a, partial in zip(args, partials):
@@ -122,7 +119,7 @@ class Adjoints:
         if inst.result is None or not self.activity.active(inst.result):
             return
         dr = self.take(b, inst.result)
-        p = self.sweep.guard(inst.operands[0], self.sweep.shadow(inst.operands[0], site), site, b)
+        p = self.needs.guard(inst.operands[0], self.needs.shadow(inst.operands[0], site), site, b)
         t = self.activity.floaty[inst.result]
         old = self.layout.load(b, t, p, inst.align)
         self.layout.store(b, self.layout.add(b, old, dr), p, inst.align)
@@ -143,11 +140,11 @@ class Adjoints:
             activity.memtype(ptr.value) if value.type.kind == "int" and value.type.bits in (32, 64) else None)
         if t is None or (value.type.kind == "int" and t.bits != value.type.bits):
             return  # integers and pointers: nothing flows back
-        p = self.sweep.guard(ptr, self.sweep.shadow(ptr, site), site, b)
+        p = self.needs.guard(ptr, self.needs.shadow(ptr, site), site, b)
         dv = self.layout.load(b, t, p, inst.align)
         self.layout.store(b, self.layout.zero(t), p, inst.align)
         if ptr.value in activity.maybe:  # the sink holds nothing to pass on
-            m = self.sweep.mask(ptr, site)
+            m = self.needs.mask(ptr, site)
             dv = self.layout.select(b, m, dv, self.layout.zero(t))
         if activity.active(value.value):
             self.add(b, value.value, dv)
@@ -157,8 +154,8 @@ class Adjoints:
         the exit puts the stored value back again."""
         k = len(self.undo)
         value, ptr = inst.operands
-        at = self.sweep.value(ptr, site)
-        old = self.sweep.need(Key(OLD, instruction_key(self.fn, inst)), site, (value.type,))[0]
+        at = self.needs.value(ptr, site)
+        old = self.needs.need(Key(OLD, instruction_key(self.fn, inst)), site, (value.type,))[0]
         now = b.load(value.type, at, memory=PRIMAL)
         b.store(now, V(PTR, f"%\"undo'{k}.value\""))
         b.store(at, V(PTR, f"%\"undo'{k}.at\""))
@@ -199,12 +196,12 @@ class Adjoints:
     def reverse_derived_call(self, inst, site, b) -> None:
         call = self.d.calls[id(inst)]
         callee = call.derived
-        args = [self.sweep.value(a, site) if not callee.rev_uses or callee.rev_uses[i] else V(a.type, "poison")
+        args = [self.needs.value(a, site) if not callee.rev_uses or callee.rev_uses[i] else V(a.type, "poison")
                 for i, a in enumerate(inst.operands)]
         shadows = [x for a, on in zip(inst.operands, callee.pattern.active) if on and a.type.kind == "ptr"
-                   for x in self.sweep.shadow(a, site)]
-        rec = self.sweep.need(call.blob, site, (PTR,))[0]
-        if self.sweep.release_only:
+                   for x in self.needs.shadow(a, site)]
+        rec = self.needs.need(call.blob, site, (PTR,))[0]
+        if self.release_only:
             b.emit(f"call void {callee.free}({', '.join(str(a) for a in args + shadows + [rec])})")
             if call.indirect:
                 b.call("@free", VOID, [rec])
@@ -229,8 +226,8 @@ class Adjoints:
         if dst.value not in activity.pointers:
             return
         t = activity.memtype(dst.value) or activity.memtype(src.value)
-        d = self.sweep.shadow(dst, site)
-        length = self.sweep.value(size, site)
+        d = self.needs.shadow(dst, site)
+        length = self.needs.value(size, site)
         if length.type.text != "i64":
             length = b.cast("zext", length, I64)
         if src.value not in activity.pointers:
@@ -241,7 +238,7 @@ class Adjoints:
             raise self.d.fail("a copy between memory holding derivatives whose element type adgen cannot deduce "
                               "(give the pointers a float or double type in C)")
         count = b.binary("udiv", length, V(I64, str(t.bits // 8)))
-        s = self.sweep.shadow(src, site)
+        s = self.needs.shadow(src, site)
         helper = f'@"adgen.adjoint.{"move" if move else "copy"}.{t.text}"'
         if self.layout.kind == INTERLEAVED:
             b.call(helper, VOID, [d[0], s[0], b.binary("mul", count, V(I64, str(self.layout.width)))])
@@ -253,10 +250,10 @@ class Adjoints:
         dst, size = inst.operands[0], inst.operands[2]
         if dst.value not in self.activity.pointers:
             return
-        length = self.sweep.value(size, site)
+        length = self.needs.value(size, site)
         if length.type.text != "i64":
             length = b.cast("zext", length, I64)
-        self.layout.zero_memory(b, self.sweep.shadow(dst, site), length)
+        self.layout.zero_memory(b, self.needs.shadow(dst, site), length)
 
     def reverse_realloc(self, inst, site, b) -> None:
         """Gives the adjoints of the bytes realloc kept back to the old memory, by a plain copy:
@@ -265,12 +262,12 @@ class Adjoints:
         new memory is released like an allocation."""
         old, size = inst.operands
         if old.value in self.activity.pointers:
-            s = self.sweep.shadow(old, site)
+            s = self.needs.shadow(old, site)
             kept = b.call("@llvm.umin.i64", I64, [b.call('@"adgen.shadow.size"', I64, [s[0]]),
-                                                  self.sweep.value(size, site)])
+                                                  self.needs.value(size, site)])
             if self.layout.kind == INTERLEAVED:
                 kept = b.binary("mul", kept, V(I64, str(self.layout.width)))
-            for sk, nk in zip(s, self.sweep.shadow(Operand(PTR, inst.result), site)):
+            for sk, nk in zip(s, self.needs.shadow(Operand(PTR, inst.result), site)):
                 b.memcpy(sk, nk, kept, False)
         self._release(inst.result, site, b, freed_by_primal=True)
 
@@ -278,8 +275,8 @@ class Adjoints:
         """Frees an allocation and its shadow once the reverse sweep is done with them: local
         arrays the forward sweep moved to the heap, and memory allocated on the heap if the
         primal code freed it (the forward sweep marked it: adgen.shadow.drop)."""
-        primal = self.sweep.value(Operand(PTR, name), site)
-        shadow = self.sweep.shadow(Operand(PTR, name), site)
+        primal = self.needs.value(Operand(PTR, name), site)
+        shadow = self.needs.shadow(Operand(PTR, name), site)
         if freed_by_primal:
             b.call('@"adgen.shadow.release"', VOID, [primal, shadow[0]])
         else:

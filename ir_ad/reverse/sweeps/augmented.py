@@ -13,18 +13,18 @@ from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare
 from adgen.ir_ad.reverse.sweeps.cache_writes import CacheWrites
 from adgen.ir_ad.ir import I64, PTR, VOID, Instruction, Operand
 from adgen.ir_ad.reverse.plan.keys import CAME, CHOICE, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, instruction_key
-from adgen.ir_ad.reverse.mode import Derivation, size_global
+from adgen.ir_ad.reverse.types import ReverseFacts, size_global
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, LIFETIME, MOVE, REALLOCATE, allocation_size, kind_of
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow, mask_name
 
 
-def write_augmented(d: Derivation) -> str:
+def write_augmented(d: ReverseFacts) -> str:
     return AugmentedWriter(d).write()
 
 
 class AugmentedWriter:
-    def __init__(self, d: Derivation):
+    def __init__(self, d: ReverseFacts):
         self.d, self.fn, self.layout = d, d.fn, d.layout
         self.activity = d.activity
         self.cache = CacheWrites(d)
@@ -36,7 +36,7 @@ class AugmentedWriter:
     def write(self) -> str:
         d, fn = self.d, self.fn
         derived = d.derived
-        self.out = [f"define internal {derived.aug_ret.text} {derived.aug}({', '.join(d.mode.aug_params(fn, derived))}) {{"]
+        self.out = [f"define internal {derived.aug_ret.text} {derived.aug}({', '.join(d.aug_params())}) {{"]
         order = d.cfg.order + [b.label for b in fn.blocks if b.label not in set(d.cfg.order)]
         blocks = {b.label: b for b in fn.blocks}
         for index, block in enumerate(blocks[label] for label in order):  # dominators first

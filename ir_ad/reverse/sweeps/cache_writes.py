@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from adgen.ir_ad.reverse.sweeps import storage
 from adgen.ir_ad.ir.builder import CACHE, Builder, V, bare, local
-from adgen.ir_ad.reverse.plan.cache_plan import GROWABLE, INDEXED, Group, Slot, descriptor_types
+from adgen.ir_ad.reverse.plan.cache_plan import GROWABLE, INDEXED, CacheSlot, Group, descriptor_types
 from adgen.ir_ad.ir import I1, I8, I64, PTR, VOID, Instruction, Operand
 from adgen.ir_ad.ir.edit import retarget
 from adgen.ir_ad.reverse.plan.keys import BLOB, CAME, DESC, EXIT, MASK, SHADOW, VALUE, Key, align_of, came_type
 from adgen.ir_ad.analysis.loops import Loop
-from adgen.ir_ad.reverse.mode import Derivation
+from adgen.ir_ad.reverse.types import ReverseFacts
 
 
 class CacheWrites:
-    def __init__(self, d: Derivation):
+    def __init__(self, d: ReverseFacts):
         self.d, self.plan, self.layout = d, d.plan, d.layout
         self.descriptors: dict[int, tuple[V, ...]] = {}  # indexed group -> its descriptor, made before it
-        self.stores: dict[Key, list[Slot]] = {}  # what the plan stores, and where
+        self.stores: dict[Key, list[CacheSlot]] = {}  # what the plan stores, and where
         for slot in self.plan.slots.values():
             self.stores.setdefault(slot.key, []).append(slot)
         self.after: list[str] = []  # blocks written after the function's own: the exit edges
@@ -152,7 +152,7 @@ class CacheWrites:
         return memo[op.value]
 
     # ------------------------------------------------------------------ storing
-    def slot_of(self, key: Key, scope: Loop | None) -> Slot:
+    def slot_of(self, key: Key, scope: Loop | None) -> CacheSlot:
         return next(s for s in self.stores[key] if s.scope is scope)
 
     def keep(self, key: Key, b: Builder, *value: V) -> None:
@@ -178,7 +178,7 @@ class CacheWrites:
             return (V(I1, self.d.activity.mask(Operand(PTR, key.name))),)
         raise AssertionError(key)
 
-    def address(self, slot: Slot, b: Builder) -> V:
+    def address(self, slot: CacheSlot, b: Builder) -> V:
         counters = {id(l): V(I64, _count(l)) for l in (slot.scope.ancestors() if slot.scope else [])}
         return storage.address(b, slot, V(PTR, "%rec"), counters, lambda g: self._descriptor(g, b))
 

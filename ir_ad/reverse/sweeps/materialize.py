@@ -1,5 +1,5 @@
 """Materializing, for the reverse sweep: each site (a stretch of the reverse function, see
-reverse_sweep.Site) gets the keys it needs at its top, as the cache plan says: read back from
+sites.Site) gets the keys it needs at its top, as the cache plan says: read back from
 where the forward sweep stored them, or recomputed from other keys (which are materialized the
 same way, recursively).
 
@@ -10,24 +10,20 @@ values that do not dominate each other."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from adgen.ir_ad.reverse.sweeps import storage
 from adgen.ir_ad.ir.builder import CACHE, Builder, V, bare, local
-from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, PlanSite, Slot, descriptor_types
+from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, CacheSlot, PlanSite, descriptor_types
 from adgen.ir_ad.ir import I1, I64, PTR, Operand
 from adgen.ir_ad.reverse.plan.keys import BLOB, DESC, MASK, SHADOW, Key, align_of
 from adgen.ir_ad.analysis.loops import Loop
-from adgen.ir_ad.reverse.mode import Derivation
+from adgen.ir_ad.reverse.sweeps.sites import Site
+from adgen.ir_ad.reverse.types import ReverseFacts
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.shadows import Shadow
 
-if TYPE_CHECKING:
-    from adgen.ir_ad.reverse.sweeps.reverse_sweep import Site
-
 
 class Materializer:
-    def __init__(self, d: Derivation, plan: CachePlan, local_shadow: dict[str, Shadow]):
+    def __init__(self, d: ReverseFacts, plan: CachePlan, local_shadow: dict[str, Shadow]):
         self.d, self.plan, self.layout, self.activity = d, plan, d.layout, d.activity
         self.local_shadow = local_shadow  # the reverse sweep's own shadows of local arrays
         self.params = {p.name for p in d.fn.params}
@@ -49,7 +45,7 @@ class Materializer:
         self.made[memo] = made
         return made
 
-    def _operands_first(self, key: Key, site: "Site", b: Builder, shift: tuple) -> None:
+    def _operands_first(self, key: Key, site: Site, b: Builder, shift: tuple) -> None:
         """Materializes what `key` is recomputed from before it, deepest first and without
         recursion, so that long chains of recomputed values (straight-line code of thousands of
         statements) do not recurse as deep. Values of earlier iterations are left to their own
@@ -69,7 +65,7 @@ class Materializer:
         for k in order[:-1]:
             self.materialize(k, site, b, shift)
 
-    def _load(self, key: Key, slot: Slot, site: Site, b: Builder, shift: tuple) -> Shadow:
+    def _load(self, key: Key, slot: CacheSlot, site: Site, b: Builder, shift: tuple) -> Shadow:
         at = storage.address(b, slot, V(PTR, "%rec"), self.counters(site, b, shift),
                              lambda g: self.materialize(g.desc, site, b, shift))
         if key.kind == BLOB:

@@ -14,38 +14,20 @@ induction variables are recomputed from it, and stored values are indexed by it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from adgen.ir_ad.reverse.sweeps.adjoints import Adjoints
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, PlanSite
-from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type
-from adgen.ir_ad.reverse.plan.keys import CAME, EXIT, MASK, RETURNS, SHADOW, VALUE, Key, came_type
-from adgen.ir_ad.analysis.loops import Loop
+from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction
+from adgen.ir_ad.reverse.plan.keys import CAME, EXIT, RETURNS, Key, came_type
+from adgen.ir_ad.analysis.loops import common
 from adgen.ir_ad.reverse.sweeps.materialize import Materializer, counter
-from adgen.ir_ad.reverse.mode import Derivation
+from adgen.ir_ad.reverse.sweeps.sites import Site, SiteNeeds
+from adgen.ir_ad.reverse.types import ReverseFacts
 from adgen.ir_ad.shadows import Shadow
-
-SINK = V(PTR, "%\"adgen'sink\"")
-
-
-@dataclass(eq=False)
-class Site:
-    """A stretch of the reverse function: its code, and the keys it needs from the plan, which
-    its prologue materializes. A block's reverse is one site, or several when it undoes stores
-    (what it reads before an undo and after it differ); each edge is a site of its own."""
-
-    label: str | None  # as written after the colon; None: it continues the site before it
-    loop: Loop | None  # the loop it runs in: what it reads is per iteration of this loop
-    before: frozenset = frozenset()  # the undone stores still in effect here (ids)
-    lines: list[str] = field(default_factory=list)
-    wants: dict[Key, Shadow] = field(default_factory=dict)  # key -> its placeholder names
-    term: list[str] = field(default_factory=list)  # the branch that ends it (and blocks it needs)
-    frees: list[Key] = field(default_factory=list)  # descriptors of buffers freed here
 
 
 class ReverseSweep:
-    def __init__(self, d: Derivation, release_only: bool = False):
+    def __init__(self, d: ReverseFacts, release_only: bool = False):
         """`release_only`: split mode's `free` function, which walks the reverse sweep's control
         flow to release what the forward sweep allocated (the same plan, read the same way), and
         computes nothing."""
@@ -57,8 +39,8 @@ class ReverseSweep:
         self.segments: dict[str, list[Site]] = {}
         self.edges: dict[tuple[str, str], Site] = {}
         self.entry = Site("entry", None)
-        self.adjoints = Adjoints(self)
-        self.placeholders = 0
+        self.needs = SiteNeeds(d)
+        self.adjoints = Adjoints(self.needs, release_only)
         self.local_shadow: dict[str, Shadow] = {}
 
     # ================================================================== collecting
@@ -93,45 +75,6 @@ class ReverseSweep:
         reverse sweep gets back there."""
         return frozenset(id(s) for s in self.d.undoable if self.d.cfg.may_follow(s, end))
 
-    def need(self, key: Key, site: Site, types: tuple[Type, ...]) -> Shadow:
-        """Placeholders for a key at a site; the prologue defines them."""
-        if key not in site.wants:
-            stem = bare(key.name) if key.kind == VALUE else f"{key.kind}'{bare(key.name)}{key.sub and '.' + bare(key.sub)}"
-            self.placeholders += 1
-            index = self.placeholders
-            names = [local(f"{stem}'@{index}" + (f".{k}" if len(types) > 1 else "")) for k in range(len(types))]
-            site.wants[key] = tuple(V(t, n) for t, n in zip(types, names))
-        return site.wants[key]
-
-    def value(self, op: Operand, site: Site) -> V:
-        """A primal operand as the site can use it."""
-        key = self.d.keys.value(op)
-        if key is None:
-            return V(op.type, op.value)
-        return self.need(key, site, (op.type,))[0]
-
-    def shadow(self, op: Operand, site: Site) -> Shadow:
-        """The shadow of a pointer operand."""
-        d = self.d
-        if op.value in d.activity.pointers and op.value in {p.name for p in self.fn.params}:
-            return self.layout.named(op.value, PTR)
-        if op.value not in d.activity.pointers:
-            raise d.fail("a pointer into memory adgen keeps no derivatives of, where derivatives are needed")
-        pt = self.layout.part_type(PTR)
-        return self.need(Key(SHADOW, op.value), site, (pt,) * self.layout.parts)
-
-    def mask(self, op: Operand, site: Site) -> V:
-        if op.value not in self.activity.maybe:
-            return V(I1, "true" if op.value in self.activity.pointers else "false")
-        return self.need(Key(MASK, op.value), site, (I1,))[0]
-
-    def guard(self, op: Operand, p: Shadow, site: Site, b: Builder) -> Shadow:
-        """A shadow address safe to use: the real one, or a scratch sink where there is none."""
-        if op.value not in self.activity.maybe:
-            return p
-        m = self.mask(op, site)
-        return tuple(b.select(m, x, SINK) for x in p)
-
     # ------------------------------------------------------------------ blocks
     def _block(self, block) -> None:
         d = self.d
@@ -157,7 +100,7 @@ class ReverseSweep:
                         if frm == p and v.is_local:
                             self.adjoints.add(eb, v.value, taken[inst.result])
             for loop in d.loops.exited(p, block.label):
-                count = self.need(Key(EXIT, loop.header, block.label), edge, (I64,))[0]
+                count = self.needs.need(Key(EXIT, loop.header, block.label), edge, (I64,))[0]
                 eb.store(count, counter(loop))
             edge.term = [f"br label %\"rev'{bare(p)}\""]
         loop = d.loops.by_header.get(block.label)
@@ -174,7 +117,7 @@ class ReverseSweep:
         elif len(preds) == 1:
             site.term = [f"br label {self._edge(preds[0], block.label)}"]
         else:
-            came = self.need(Key(CAME, block.label), site, (came_type(len(preds)),))[0]
+            came = self.needs.need(Key(CAME, block.label), site, (came_type(len(preds)),))[0]
             targets = [self._edge(p, block.label) for p in preds]
             site.term = []
             if loop is not None:  # a header with several ways in or back: count down on the way back
@@ -206,7 +149,7 @@ class ReverseSweep:
         site = self.entry
         targets = [local(f"seed'{bare(r.label)}") for r in returns]
         if len(returns) > 1:
-            came = self.need(Key(CAME, RETURNS), site, (came_type(len(returns)),))[0]
+            came = self.needs.need(Key(CAME, RETURNS), site, (came_type(len(returns)),))[0]
             site.term = [self._switch(came, targets)]
         else:
             site.term = [f"br label {targets[0]}"]
@@ -233,9 +176,9 @@ class ReverseSweep:
                 for p in loop.entries:
                     self.edges[(p, block.label)].frees.append(group.desc)
         if self.release_only:
-            out = [f"define internal void {derived.free}({', '.join(d.mode.aug_params(fn, derived))}) {{"]
+            out = [f"define internal void {derived.free}({', '.join(d.aug_params())}) {{"]
         else:
-            out = [f"define internal {derived.rev_ret.text} {derived.rev}({', '.join(d.mode.rev_params(fn, derived))}) {{"]
+            out = [f"define internal {derived.rev_ret.text} {derived.rev}({', '.join(d.rev_params())}) {{"]
         out.append("entry:")
         eb = Builder(d.decls, out, prefix="a")
         if self.activity.maybe:
@@ -310,10 +253,8 @@ class ReverseSweep:
             self.local_shadow[name] = self.layout.allocate(b, b.size_of(inst.source_type, count), on_stack=True)
 
 
-def _common_loop(d: Derivation, p: str, block: str):
-    from adgen.ir_ad.analysis.loops import common
-
+def _common_loop(d: ReverseFacts, p: str, block: str):
     return common(d.loops.loop_of.get(p), d.loops.loop_of.get(block))
 
 
-__all__ = ["ReverseSweep", "Site"]
+__all__ = ["ReverseSweep"]

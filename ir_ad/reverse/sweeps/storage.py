@@ -6,7 +6,7 @@ reverse sweep with what it reads back (counter slots, descriptors it loads)."""
 from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import Builder, V
-from adgen.ir_ad.reverse.plan.cache_plan import ARRAY_ALIGN, INDEXED, Group, Slot, element_size
+from adgen.ir_ad.reverse.plan.cache_plan import ARRAY_ALIGN, INDEXED, CacheSlot, Group, element_size
 from adgen.ir_ad.reverse.plan.keys import align_of, size_of
 from adgen.ir_ad.ir import I8, I64, Type
 from adgen.ir_ad.analysis.loops import Loop, Trip
@@ -59,7 +59,7 @@ def flat_index(b: Builder, group: Group, scope: Loop, counters: dict[int, V], tr
     return index
 
 
-def address(b: Builder, slot: Slot, record: V, counters: dict[int, V], descriptor) -> V:
+def address(b: Builder, slot: CacheSlot, record: V, counters: dict[int, V], descriptor) -> V:
     """Where a slot's element for the current iterations is. `descriptor(group)` gives the
     group's buffer and trip counts (indexed) or its buffer (growable)."""
     group = slot.group

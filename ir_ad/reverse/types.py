@@ -1,0 +1,111 @@
+"""What the stages of reverse mode share: the pattern a pair of derived functions is made for,
+the pair itself, the calls into other pairs, and the facts gathered about one function being
+differentiated. It imports no stage, so that every stage (plan, sweeps) and the driver
+(mode.py) can import it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from adgen.ir_ad.analysis.activity import ActivityAnalysis
+from adgen.ir_ad.analysis.flow import CFG, Memory
+from adgen.ir_ad.analysis.loops import LoopForest
+from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.ir import Function, Instruction, Module, Type
+from adgen.ir_ad.ir.builder import Declarations, bare, local
+from adgen.ir_ad.reverse.plan.cache_plan import CachePlan
+from adgen.ir_ad.reverse.plan.keys import Key, Keys
+from adgen.ir_ad.shadows import Layout
+
+
+@dataclass(frozen=True)
+class RevPattern:
+    function: str
+    active: tuple[bool, ...]  # per argument: an active float, or a pointer with a shadow
+    ret_active: bool
+    width: int
+    kind: str  # LANES or INTERLEAVED
+    memtypes: tuple[str, ...]  # per pointer argument: "double"/"float" when its memory holds only that; per
+    # integer argument: the float type whose bits it carries, if it carries any
+    overwritten: tuple[bool, ...] = ()  # per argument: memory the caller may write after the call
+    later_writes: bool = False  # the caller may write memory (any) after the call
+    ret_needed: bool = True  # the caller uses the primal result
+    ret_shadow: bool = False  # a pointer result whose shadow `aug` returns beside it
+
+
+@dataclass
+class RevDerived:
+    aug: str
+    rev: str
+    pattern: RevPattern
+    aug_ret: Type
+    rev_ret: Type
+    scalars: list[int]  # the active float arguments, whose gradients `rev` returns in order
+    plan: CachePlan | None = None  # None while it is being written (a recursive call)
+    free: str = ""  # split mode: releases what `aug` allocated, without reversing anything
+    rev_uses: tuple[bool, ...] = ()  # which primal arguments `rev` reads
+    aug_uses: tuple[bool, ...] = ()  # which arguments' shadows `aug` reads
+
+    @property
+    def record_size(self) -> int:
+        return self.plan.record_size
+
+
+def size_global(derived: RevDerived) -> str:
+    """The constant holding a derived function's record size (for records allocated on the heap,
+    which a recursive call may need before the size is known)."""
+    return "@" + local(bare("%" + derived.aug[1:]) + ".size")[1:]
+
+
+@dataclass
+class CallSite:
+    """A call to a function of the sources that derivatives flow into."""
+
+    derived: RevDerived
+    blob: Key  # where its record is kept
+    indirect: bool  # a recursive call: its record is allocated, the blob holds the pointer
+
+
+@dataclass
+class ReverseFacts:
+    """Everything known about one function being differentiated, shared by the stages."""
+
+    module: Module
+    decls: Declarations
+    fn: Function
+    derived: RevDerived
+    layout: Layout
+    cfg: CFG
+    loops: LoopForest
+    memory: Memory
+    activity: ActivityAnalysis
+    calls: dict[int, CallSite] = field(default_factory=dict)
+    undoable: list[Instruction] = field(default_factory=list)  # stores the reverse sweep undoes and redoes
+    stack: set[str] = field(default_factory=set)  # fixed-size local arrays of the forward sweep
+    reverse_local: set[str] = field(default_factory=set)  # ... whose shadow the reverse sweep allocates
+    heap: set[str] = field(default_factory=set)  # local arrays with shadows, moved to the heap
+    keys: Keys | None = None
+    plan: CachePlan | None = None
+    inst: Instruction | None = None
+
+    @property
+    def pattern(self) -> RevPattern:
+        return self.derived.pattern
+
+    def fail(self, what: str) -> Unsupported:
+        return Unsupported(self.fn.name, self.inst, what)
+
+    def aug_params(self) -> list[str]:
+        """The parameters of `aug` (and of `free`): the primal ones, the shadows of pointers
+        with derivatives, the record."""
+        params = [f"{p.type.text} {p.name}" for p in self.fn.params]
+        params += [f"{self.layout.part_type(p.type).text} {n}" for p, on in zip(self.fn.params, self.pattern.active)
+                   if on and p.type.kind == "ptr" for n in self.layout.names(p.name)]
+        return params + ["ptr %rec"]
+
+    def rev_params(self) -> list[str]:
+        """The parameters of `rev`: those of `aug`, with the seed of an active result before the record."""
+        params = self.aug_params()[:-1]
+        if self.pattern.ret_active:
+            params += [f"{self.layout.part_type(self.fn.ret).text} {n}" for n in self.layout.names("%ret'seed")]
+        return params + ["ptr %rec"]
