@@ -36,6 +36,15 @@ class Files:
     user: dict[str, SourceFile] = field(default_factory=dict)
     own: dict[str, str] = field(default_factory=dict)
 
+    def read(self, path: str, real: str) -> SourceFile | None:
+        """The user's file at `path` (its real path `real`), read once; None if it cannot be read."""
+        if real not in self.user:
+            try:
+                self.user[real] = SourceFile(Path(path))
+            except OSError:
+                return None
+        return self.user[real]
+
 
 def compiler_errors(stderr: str, files: Files, compiler: str) -> list[Diagnostic]:
     """clang's errors (and the notes after each) as diagnostics; its warnings, the 'In file
@@ -75,12 +84,9 @@ def _span(m: re.Match, files: Files) -> Span | None:
         return _at_end(files.source)
     if path in files.own:
         return None
-    if path not in files.user:
-        try:
-            files.user[path] = SourceFile(Path(m["path"]))
-        except OSError:
-            return None
-    source = files.user[path]
+    source = files.read(m["path"], path)
+    if source is None:
+        return None
     line = int(m["line"])
     if line > source.line_count:
         return _at_end(source)
@@ -117,12 +123,9 @@ def rustc_errors(stderr: str, files: Files, compiler: str) -> list[Diagnostic]:
 
 def _rust_span(span: dict, files: Files) -> Span | None:
     path = os.path.realpath(span["file_name"])
-    if path not in files.user:
-        try:
-            files.user[path] = SourceFile(Path(span["file_name"]))
-        except OSError:
-            return None
-    source = files.user[path]
+    source = files.read(span["file_name"], path)
+    if source is None:
+        return None
     data = source.text.encode("utf-8")
     if span["byte_start"] >= len(data.rstrip()):
         return _at_end(source)
