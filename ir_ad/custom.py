@@ -2,7 +2,7 @@
 with `__enzyme_register_derivative_F = {f, df}` (forward mode) or `__enzyme_register_gradient_F
 = {f, augmented, gradient}` (reverse mode) is never differentiated; the derived functions both
 modes call for it are thin wrappers around the user's, in adgen's internal conventions (the
-`Derived` of forward.py, the `RevDerived` pair of reverse/types.py), the tape of the augmented
+`Derived` of forward/derived.py, the `RevDerived` pair of reverse/types.py), the tape of the augmented
 function kept in the caller's record.
 
 Enzyme's conventions, as its integration tests use them: after each floating or pointer

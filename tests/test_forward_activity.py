@@ -1,4 +1,4 @@
-"""Which values carry tangents in a forward derivative (ir_ad/forward_activity.py), decided
+"""Which values carry tangents in a forward derivative (ir_ad/analysis/forward_activity.py), decided
 before any code is written."""
 
 from __future__ import annotations

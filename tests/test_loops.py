@@ -1,4 +1,4 @@
-"""Loop analysis (ir_ad/loops.py): which loops have a trip count known when they start, and that
+"""Loop analysis (ir_ad/analysis/loops.py): which loops have a trip count known when they start, and that
 reverse mode gets every loop shape right, whether its storage is allocated ahead (known trip
 count) or grows (unknown)."""
 

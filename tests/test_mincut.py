@@ -1,4 +1,4 @@
-"""The minimum vertex cut that decides what reverse mode stores (ir_ad/mincut.py)."""
+"""The minimum vertex cut that decides what reverse mode stores (ir_ad/reverse/plan/mincut.py)."""
 
 import pytest
 

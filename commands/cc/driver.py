@@ -1,6 +1,6 @@
 """`adgen cc`: a C compiler for code written for Enzyme's API. It takes what a C compiler takes
 (`CC="adgen cc"` for Make, a CMake compiler wrapper), compiles each C file that calls Enzyme's
-entry points through adgen (ir_ad/enzyme_build.py) and every other input with clang as it is,
+entry points through adgen (commands/cc/pipeline.py) and every other input with clang as it is,
 then links with the same clang unless -c, -S or -E says not to."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`adgen cc`, one C file written for Enzyme's API, top to bottom: read its calls to Enzyme's
-entry points from the lowered file (enzyme_calls.py) → give each distinct request a derivation
+entry points from the lowered file (calls.py) → give each distinct request a derivation
 (as if an annotation asked for it) → lower, optimize and differentiate the file as `adgen build`
 does, level by level where a differentiated function itself calls Enzyme's API (a derivative
 of a derivative), those calls made adapter calls between levels → compile the file as the
