@@ -1,0 +1,57 @@
+"""Builds one program three ways and times each tool on its file: `adgen build` (with its -v
+stage timings), the primal with the clang adgen uses (`python -m ziglang cc -O2
+-fno-math-errno`), and, given Enzyme's plugin, NAME_enzyme.c with clang-19 alone and with the
+plugin (the difference is Enzyme's own time). All at -O2 -fno-math-errno for a generic CPU of
+this machine's architecture. Links them with harness.c into one executable."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.programs import HERE, Program
+
+ZIG_CC = [sys.executable, "-m", "ziglang", "cc", "-O2", "-fno-math-errno"]
+STAGE = re.compile(r"^adgen: (\w[\w ]*?)\s+([\d.]+) ms")
+
+
+@dataclass
+class Built:
+    executable: Path
+    seconds: dict[str, float] = field(default_factory=dict)  # tool -> wall-clock seconds on the file
+    adgen_stages: list[tuple[str, float]] = field(default_factory=list)  # (stage, seconds), in order
+
+
+def _timed(command: list[str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"failed ({done.returncode}): {' '.join(command)}\n{done.stdout}{done.stderr}")
+    return seconds, done.stdout + done.stderr
+
+
+def build(program: Program, work: Path, enzyme: Path | None = None, enzyme_cc: str = "clang-19") -> Built:
+    work.mkdir(parents=True, exist_ok=True)
+    built = Built(work / program.name)
+    objects = [work / f"{program.name}.o", work / f"{program.name}.adgen.o"]
+    built.seconds["adgen"], log = _timed([sys.executable, "-m", "adgen.commands.cli", "build", "-v",
+                                          str(program.source()), "-o", str(work)])
+    built.adgen_stages = [(m[1], float(m[2]) / 1e3) for m in map(STAGE.match, log.splitlines()) if m]
+    built.seconds["clang"], _ = _timed([*ZIG_CC, "-c", str(program.source()), "-o", str(objects[0])])
+    defines = ["-DWITH_ADGEN"]
+    if enzyme is not None:
+        source, plain = program.source("_enzyme"), work / f"{program.name}_enzyme_plain.o"
+        base = [enzyme_cc, "-O2", "-fno-math-errno", "-w", "-c", str(source)]
+        built.seconds["clang-19"], _ = _timed([*base, "-o", str(plain)])
+        built.seconds["clang-19 + Enzyme"], _ = _timed([*base, f"-fplugin={enzyme}", "-o",
+                                                        str(work / f"{program.name}_enzyme.o")])
+        objects.append(work / f"{program.name}_enzyme.o")
+        defines.append("-DWITH_ENZYME")
+    _timed([*ZIG_CC, *defines, "-I", str(work), "-I", str(HERE), str(HERE / "harness.c"),
+            str(program.source("_bench")), *map(str, objects), "-lm", "-o", str(built.executable)])
+    return built
