@@ -104,7 +104,9 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     and then set on (not back to LLVM's per-target default) for the optimization after
     differentiation, where the derivative's loops gain from them. `derivatives`: jump threading
     off, for derivative code to differentiate again where it turned a reverse sweep into a loop
-    with several ways in (which reverse mode cannot reverse)."""
+    with several ways in (which reverse mode cannot reverse). GVN's partial redundancy
+    elimination is off here too: the phis of copies it makes cost the reverse sweep a stored
+    value per iteration where the copies cost nothing (it runs after differentiation)."""
     for fn in module.functions:
         if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
             fn.add_function_attribute("noinline")
@@ -112,12 +114,14 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     llvm.set_option("adgen", "-unroll-runtime=false")
     llvm.set_option("adgen", "-unroll-allow-partial=false")
     llvm.set_option("adgen", f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}")
+    llvm.set_option("adgen", "-enable-pre=false")
     try:
         _run(module, tm, 2, vectorize=False)
     finally:
         llvm.set_option("adgen", "-unroll-runtime=true")
         llvm.set_option("adgen", "-unroll-allow-partial=true")
         llvm.set_option("adgen", f"-jump-threading-threshold={JUMP_THREADING}")
+        llvm.set_option("adgen", "-enable-pre=true")
     namer = llvm.create_new_module_pass_manager()
     namer.add_instruction_namer_pass()
     namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))

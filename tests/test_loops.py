@@ -19,7 +19,14 @@ SHAPES = {
     "down": ("for (int i = n - 1; i >= 0; i--)", True),
     "unsigned_up": ("for (unsigned i = 0; i < (unsigned)n; i++)", True),
     "long_up": ("for (long i = 0; i < (long)n; i++)", True),
-    "step_two": ("for (int i = 0; i < n; i += 2)", False),
+    "step_two": ("for (int i = 0; i < n; i += 2)", True),
+    "step_three_from_one": ("for (int i = 1; i < n; i += 3)", True),
+    "step_two_inclusive": ("for (int i = 1; i <= n - 1; i += 2)", True),
+    "down_by_three": ("for (int i = n - 1; i >= 0; i -= 3)", True),
+    "down_by_two_exclusive": ("for (int i = n - 1; i > 0; i -= 2)", True),
+    "unsigned_step_four": ("for (unsigned i = 0; i < (unsigned)n; i += 4)", True),
+    "long_step_eight": ("for (long i = 0; i < (long)n; i += 8)", True),
+    "step_two_until_equal": ("for (int i = 0; i != n - n % 2; i += 2)", False),
     "early_exit": ("for (int i = 0; i < n && x[i] < 10.0; i++)", False),
 }
 
@@ -70,7 +77,7 @@ def test_gradient_for_each_loop_shape(name, build_lib):
     lib = build_lib(source(name, loop))
     primal = fn(lib, name, D, P, I)
     grad = fn(lib, f"{name}_grad", D, P, P, I, D)
-    for n in (1, 2, 7):
+    for n in (1, 2, 3, 7, 8, 9, 17):
         x = [0.2 + 0.3 * k * (-1) ** k for k in range(n)]
         g = arr([0.0] * n)
         grad(arr(x), g, n, 1.0)

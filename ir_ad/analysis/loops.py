@@ -40,7 +40,9 @@ class Induction:
 class Trip:
     """The number of iterations of a loop, known when it starts: `max(1, sign * (bound - start) + offset)`
     in `bits`-bit arithmetic extended to i64 (signed or not), or exactly `bound - start` (mod 2^bits)
-    when the loop runs until its induction variable equals the bound."""
+    when the loop runs until its induction variable equals the bound. A loop stepping by `stride`
+    (more than 1, counting up or down) runs `max(1, ceil((sign * (bound - start) + slack) / stride) + offset)`
+    times: `slack` is 1 where the comparison includes the bound (`<=`, `>=`)."""
 
     start: Operand
     bound: Operand
@@ -48,6 +50,8 @@ class Trip:
     offset: int
     signed: bool
     exact: bool  # runs until equal: no max(1, ...), the difference taken modulo 2^bits
+    stride: int = 1
+    slack: int = 0
 
     @property
     def operands(self) -> list[Operand]:
@@ -188,7 +192,8 @@ class LoopForest:
 
     def _trip(self, loop: Loop) -> Trip | None:
         """The trip count of a rotated loop whose latch is its only exit and compares an induction
-        variable stepping by 1 with a bound fixed before the loop."""
+        variable stepping by a constant with a bound fixed before the loop (by 1 only when the
+        loop runs until they are equal: a larger step may step over the bound)."""
         latch = loop.latches[0]
         if len(loop.exits) != 1 or loop.exits[0][0] != latch:
             return None
@@ -205,21 +210,25 @@ class LoopForest:
             return None
         iv, after = found
         ind = loop.inductions[iv]
-        if not ind.step.is_constant or int(ind.step.value) not in (1, -1):
+        if not ind.step.is_constant or int(ind.step.value) == 0:
             return None
         if term.targets[0] != loop.header:  # the loop goes on while the comparison is false
             pred = _NEGATED[pred]
-        sign = int(ind.step.value)
-        # compared value at iteration k: start + sign * (k + after); the loop goes on while `x pred bound`
-        if pred == "ne":
+        step = int(ind.step.value)
+        sign, stride = (1, step) if step > 0 else (-1, -step)
+        # compared value at iteration k: start + step * (k + after); the loop goes on while `x pred bound`
+        if pred == "ne" and stride == 1:
             return Trip(ind.start, bound, sign, 1 - after, signed=False, exact=True)
-        if pred == "eq":
+        if pred in ("eq", "ne"):
             return None
         signed = pred.startswith("s")
         direction = pred[1:]
         if (sign == 1 and direction not in ("lt", "le")) or (sign == -1 and direction not in ("gt", "ge")):
             return None
-        return Trip(ind.start, bound, sign, 1 - after + (1 if direction in ("le", "ge") else 0), signed, exact=False)
+        slack = 1 if direction in ("le", "ge") else 0
+        if stride == 1:
+            return Trip(ind.start, bound, sign, 1 - after + slack, signed, exact=False)
+        return Trip(ind.start, bound, sign, 1 - after, signed, exact=False, stride=stride, slack=slack)
 
     def _progression(self, value: str, loop: Loop) -> tuple[str, int] | None:
         """(the induction variable, 0) for an induction variable of `loop`, (it, 1) for its next value."""

@@ -299,7 +299,11 @@ def trip_value(trip, start: int, bound: int, bits: int) -> int:
     first, second = (bound, start) if trip.sign == 1 else (start, bound)
     if trip.exact:
         return (first - second) % (1 << bits) + trip.offset
-    return max(first - second + trip.offset, 1)
+    diff = first - second
+    if trip.stride != 1:  # as storage.trip_count: C's division, rounding towards 0
+        numerator = diff + trip.slack + trip.stride - 1
+        diff = abs(numerator) // trip.stride * (1 if numerator >= 0 else -1)
+    return max(diff + trip.offset, 1)
 
 
 def _static_bytes(group: Group) -> int | None:

@@ -22,7 +22,11 @@ def trip_count(b: Builder, trip: Trip, start: V, bound: V) -> V:
         return b.binary("add", diff, V(I64, str(trip.offset))) if trip.offset else diff
     ext = "sext" if trip.signed else "zext"
     wide = [x if x.type.bits == 64 else b.cast(ext, x, I64) for x in (first, second)]
-    diff = b.binary("add", b.binary("sub", wide[0], wide[1]), V(I64, str(trip.offset)))
+    diff = b.binary("sub", wide[0], wide[1])
+    if trip.stride != 1:  # ceil((diff + slack) / stride), rounded towards 0 where negative (then max(1, ...) wins)
+        diff = b.binary("sdiv", b.binary("add", diff, V(I64, str(trip.slack + trip.stride - 1))),
+                        V(I64, str(trip.stride)))
+    diff = b.binary("add", diff, V(I64, str(trip.offset)))
     return b.call("@llvm.smax.i64", I64, [diff, V(I64, "1")])
 
 
