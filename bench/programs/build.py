@@ -2,13 +2,17 @@
 stage timings), the primal with the clang adgen uses (`python -m ziglang cc -O2
 -fno-math-errno`), and, given Enzyme's plugin, NAME_enzyme.c with clang-19 alone and with the
 plugin (the difference is Enzyme's own time). All at -O2 -fno-math-errno for a generic CPU of
-this machine's architecture. Links them with harness.c into one executable."""
+this machine's architecture. Each timed step gets an empty zig cache: zig's clang caches the
+objects it compiles, and a cached build of the same file takes a tenth of a second. Links them
+with harness.c into one executable."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +30,12 @@ class Built:
     adgen_stages: list[tuple[str, float]] = field(default_factory=list)  # (stage, seconds), in order
 
 
-def _timed(command: list[str]) -> tuple[float, str]:
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+def _timed(command: list[str], fresh_cache: bool = True) -> tuple[float, str]:
+    with tempfile.TemporaryDirectory(prefix="zig-cache-") as cache:
+        env = dict(os.environ, ZIG_GLOBAL_CACHE_DIR=cache, ZIG_LOCAL_CACHE_DIR=cache) if fresh_cache else None
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"failed ({done.returncode}): {' '.join(command)}\n{done.stdout}{done.stderr}")
     return seconds, done.stdout + done.stderr
@@ -52,6 +58,7 @@ def build(program: Program, work: Path, enzyme: Path | None = None, enzyme_cc: s
                                                         str(work / f"{program.name}_enzyme.o")])
         objects.append(work / f"{program.name}_enzyme.o")
         defines.append("-DWITH_ENZYME")
-    _timed([*ZIG_CC, *defines, "-I", str(work), "-I", str(HERE), str(HERE / "harness.c"),
-            str(program.source("_bench")), *map(str, objects), "-lm", "-o", str(built.executable)])
+    link = [*ZIG_CC, *defines, "-I", str(work), "-I", str(HERE), str(HERE / "harness.c"),
+            str(program.source("_bench")), *map(str, objects), "-lm", "-o", str(built.executable)]
+    _timed(link, fresh_cache=False)
     return built
