@@ -249,6 +249,12 @@ class Custom:
     def active(self) -> tuple[bool, ...]:
         return tuple(a is not Activity.CONST for a in self.derivation.activities)
 
+    @property
+    def of_arrays(self) -> bool:
+        """A reverse derivative of a function of arrays (`dup` pointers): adgen's reverse sweep
+        calls it in place of the reverse function it would make, instead of reading partials."""
+        return Activity.DUP in self.derivation.activities
+
     def partials(self) -> list[tuple[list[str], str]]:
         """How to get the partial derivative of the result with respect to each active parameter
         from the hand-written function: its arguments (a seed of 1, or tangents 1 for that
@@ -267,15 +273,23 @@ class Custom:
                     out.append("1" if slot.role.split(" of ", 1)[1] == lit else "0")
             return out
 
-        def field(name: str) -> str:
-            return f"__adgen_r.{name}" if sig.result_struct else "__adgen_r"
-
         if d.mode is Mode.REVERSE:
-            return [(args(""), field(f"d_{p}")) for p in actives]
-        return [(args(p), field("d_ret")) for p in actives]
+            return [(args(""), self._field(f"d_{p}")) for p in actives]
+        return [(args(p), self._field("d_ret")) for p in actives]
+
+    def gradients(self) -> list[tuple[str, str]]:
+        """For a derivative of arrays: the type and the field of its result holding the gradient
+        of each active scalar parameter, in order."""
+        d = self.derivation
+        return [(p.ctype.spelling, self._field(f"d_{p.name}"))
+                for p, a in zip(d.primal.params, d.activities) if a is Activity.ACTIVE]
+
+    def _field(self, name: str) -> str:
+        return f"__adgen_r.{name}" if self.signature.result_struct else "__adgen_r"
 
 
 _CUSTOM_ACTIVITIES = {Activity.CONST, Activity.ACTIVE, Activity.DUAL}
+_ARRAY_ACTIVITIES = {Activity.CONST, Activity.ACTIVE, Activity.DUP}
 
 
 def check_custom(entry: Entry, function: Prototype, unit: Unit, problems: Collector) -> Custom | None:
@@ -300,20 +314,10 @@ def check_custom(entry: Entry, function: Prototype, unit: Unit, problems: Collec
     if d.width != 1:
         problems.add(error("a derivative written by hand has width 1 (adgen calls it once per lane)",
                            entry.width.span))
-    floating = {p.ctype.spelling for p, a in zip(primal.params, d.activities) if a is not Activity.CONST}
-    for word, act, p in zip(entry.activities, d.activities, primal.params):
-        if act not in _CUSTOM_ACTIVITIES or p.ctype.by_value or (act is not Activity.CONST and not p.ctype.is_floating):
-            problems.add(error(f"a derivative written by hand takes parameters as const, active (reverse mode) or "
-                               f"dual (forward mode), floating ones by value, not '{act.word}' on "
-                               f"'{p.ctype.spelling} {p.name}'", word.span, where))
-    if d.returns in (None, Activity.CONST) or not primal.returns.is_floating:
-        problems.add(error("a derivative written by hand is of a function returning float or double, with an "
-                           "active or dual return", entry.returns.span if entry.returns else entry.params_span,
-                           where))
-    elif len(floating | {primal.returns.spelling}) > 1:
-        problems.add(error(f"a derivative written by hand needs the function's floating parameters and result of "
-                           f"one type, not {' and '.join(sorted(floating | {primal.returns.spelling}))}",
-                           entry.params_span, where))
+    if {Activity.DUP, Activity.DUPONLY, Activity.DUPV} & set(d.activities):
+        _check_of_arrays(entry, d, primal, where, problems)
+    else:
+        _check_of_scalars(entry, d, primal, where, problems)
     if len(problems.diagnostics) > before:
         return None
     sig = signature(d)
@@ -324,6 +328,43 @@ def check_custom(entry: Entry, function: Prototype, unit: Unit, problems: Collec
                               if sig.result_struct else ""), function.span, where))
         return None
     return Custom(primal, function, d, sig)
+
+
+def _check_of_scalars(entry: Entry, d: Derivation, primal: Prototype, where: list, problems: Collector) -> None:
+    """A derivative adgen reads partials off: scalars of one floating type in, one out."""
+    floating = {p.ctype.spelling for p, a in zip(primal.params, d.activities) if a is not Activity.CONST}
+    for word, act, p in zip(entry.activities, d.activities, primal.params):
+        if act is Activity.DUAL and p.ctype.is_pointer:
+            problems.add(error(f"a derivative written by hand in forward mode takes floating scalars by value: "
+                               f"forward mode of a function of arrays is not built, not 'dual' on "
+                               f"'{p.ctype.spelling} {p.name}' (write its reverse derivative, with 'dup')",
+                               word.span, where))
+        elif act not in _CUSTOM_ACTIVITIES or p.ctype.by_value or (act is not Activity.CONST
+                                                                   and not p.ctype.is_floating):
+            problems.add(error(f"a derivative written by hand takes parameters as const, active or dup (reverse "
+                               f"mode) or dual (forward mode), floating ones by value, not '{act.word}' on "
+                               f"'{p.ctype.spelling} {p.name}'", word.span, where))
+    if d.returns in (None, Activity.CONST) or not primal.returns.is_floating:
+        problems.add(error("a derivative written by hand is of a function returning float or double, with an "
+                           "active or dual return (or of one with dup pointers)",
+                           entry.returns.span if entry.returns else entry.params_span, where))
+    elif len(floating | {primal.returns.spelling}) > 1:
+        problems.add(error(f"a derivative written by hand needs the function's floating parameters and result of "
+                           f"one type, not {' and '.join(sorted(floating | {primal.returns.spelling}))}",
+                           entry.params_span, where))
+
+
+def _check_of_arrays(entry: Entry, d: Derivation, primal: Prototype, where: list, problems: Collector) -> None:
+    """A reverse derivative of a function of arrays: pointers dup or const, floating scalars
+    active or const, a floating result active (or activeonly) or const, or none."""
+    for word, act, p in zip(entry.activities, d.activities, primal.params):
+        if act not in _ARRAY_ACTIVITIES or p.ctype.by_value or (act is Activity.ACTIVE and not p.ctype.is_floating):
+            problems.add(error(f"a derivative written by hand with dup pointers takes parameters as dup "
+                               f"(pointers), active (float or double scalars) or const, not '{act.word}' on "
+                               f"'{p.ctype.spelling} {p.name}'", word.span, where))
+    if primal.returns.by_value:
+        problems.add(error("a derivative written by hand with dup pointers is of a function returning a float, a "
+                           "double or nothing", entry.returns.span if entry.returns else entry.params_span, where))
 
 
 def _same_signature(sig: Signature, f: Prototype) -> bool:

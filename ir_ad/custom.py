@@ -12,7 +12,14 @@ in reverse mode (floating parameters are active: their gradients come back from 
 (any scalar), { tape, f's result }, f's result alone, or nothing; f itself gives the result
 where `augmented` does not. `gradient` takes the parameters, then the adjoint of a floating
 result, then the tape, and returns the gradients of f's floating parameters: one value, a
-struct of them in order, or nothing."""
+struct of them in order, or nothing.
+
+adgen's own convention (`@derivative` with `dup` pointers, `ReverseByHand`): one function G with
+the reverse-mode ABI of abi.md; the augmented forward sweep calls f itself, the reverse sweep
+calls G (through C glue that stores the gradients of active scalars through pointers) with f's
+arguments, their shadows and the seed. G reads f's memory then, so a call whose memory may be
+overwritten between the two sweeps is refused (`reverse_refusal`): adgen does not know how much
+memory f reads, so it cannot keep a copy."""
 
 from __future__ import annotations
 
@@ -24,6 +31,17 @@ from adgen.ir_ad.ir import VOID, Function, Instruction, Module, Type, struct
 
 
 @dataclass(frozen=True)
+class ReverseByHand:
+    """A reverse derivative written by hand in adgen's own ABI (`@derivative` with dup pointers)."""
+
+    glue: str  # IR name of the C function calling it (lowering.c.j2)
+    name: str  # its C name, for messages
+    activities: tuple[str, ...]  # per parameter of f: "const", "active" or "dup"
+    params: tuple[str, ...]  # f's parameter names, for messages
+    seeded: bool  # it takes a seed: f's result is active
+
+
+@dataclass(frozen=True)
 class HandDerivatives:
     """The derivatives written by hand of one function (IR names, "" where none is given)."""
 
@@ -31,6 +49,12 @@ class HandDerivatives:
     forward: str = ""
     augmented: str = ""
     gradient: str = ""
+    reverse: ReverseByHand | None = None
+
+    @property
+    def reverses(self) -> bool:
+        """Whether reverse mode calls the user's code for it."""
+        return bool(self.gradient) or self.reverse is not None
 
 
 @dataclass(frozen=True)
@@ -116,10 +140,95 @@ class ReversePair:
     record: FixedRecord
 
 
+def forward_refusal(module: Module, callee: str) -> str | None:
+    """Why forward mode cannot differentiate a call to `callee`, when its derivative written by
+    hand is reverse mode's (of arrays): forward mode of those is not built."""
+    custom = module.custom.get(callee)
+    if custom is None or custom.reverse is None or custom.forward:
+        return None
+    return (f"a call to '{bare_name(callee)}' in forward mode, whose derivative written by hand "
+            f"('{custom.reverse.name}') is a reverse derivative of arrays (forward mode of those is not built)")
+
+
+def reverse_refusal(module: Module, pattern) -> str | None:
+    """Why reverse mode cannot call the derivative of arrays written by hand for a call with
+    this pattern (see RevPattern), or None: a width other than 1, derivatives flowing into a
+    parameter it takes as const, a dup pointer without a shadow, a result it takes no seed for,
+    or memory of the call that may be overwritten before the reverse sweep (G reads it then)."""
+    custom = module.custom.get(pattern.function)
+    if custom is None or custom.reverse is None:
+        return None
+    hand, f = custom.reverse, bare_name(pattern.function)
+    said = f"a call to '{f}', whose derivative written by hand ('{hand.name}')"
+    if pattern.width != 1:
+        return f"{said} takes one shadow per pointer, at width {pattern.width} (batches of those are not built)"
+    for name, activity, on in zip(hand.params, hand.activities, pattern.active):
+        if on and activity == "const":
+            return f"{said} takes '{name}' as const, but a derivative flows into it here"
+        if not on and activity == "dup":
+            return (f"{said} takes a shadow of '{name}', but no derivative flows through it here (give it a "
+                    f"shadow, or copy it into memory that has one)")
+    if pattern.ret_active and not hand.seeded:
+        return f"{said} takes no seed, but a derivative flows from its result here"
+    params = module.functions[pattern.function].params
+    for name, p, over in zip(hand.params, params, pattern.overwritten):
+        if over and p.type.kind == "ptr":
+            return (f"{said} reads '{name}' in the reverse sweep, but the memory it points to may be overwritten "
+                    f"after the call (adgen keeps no copy: it cannot know how much of it '{f}' reads; pass "
+                    f"memory that nothing writes afterwards)")
+    return None
+
+
+def adgen_reverse_wrappers(fn: Function, hand: ReverseByHand, names: tuple[str, str, str], pattern
+                           ) -> tuple[list[str], ReversePair]:
+    """The pair for `fn` with a reverse derivative of arrays written by hand (checked by
+    `reverse_refusal`): `aug` calls `fn`, `rev` calls the glue with the arguments, their shadows,
+    the seed (0 where the result is not active here) and a slot per active scalar, whose
+    gradients it returns for the parameters active at this call."""
+    aug_name, rev_name, free_name = names
+    shadows = {i: local(bare_name(p.name) + "'") for i, (p, on) in enumerate(zip(fn.params, pattern.active))
+               if on and p.type.kind == "ptr"}
+    params = [f"{p.type.text} {p.name}" for p in fn.params] + [f"ptr {shadows[i]}" for i in sorted(shadows)]
+    primal = ", ".join(f"{p.type.text} {p.name}" for p in fn.params)
+    aug_ret = fn.ret if pattern.ret_needed and fn.ret.kind != "void" else VOID
+    call = f"call {fn.ret.text} {fn.name}({primal})"
+    returned = [f"  %r = {call}", f"  ret {fn.ret.text} %r"] if aug_ret.kind != "void" else [f"  {call}", "  ret void"]
+    aug = [f"define internal {aug_ret.text} {aug_name}({', '.join(params + ['ptr %rec'])}) {{", "entry:", *returned,
+           "}"]
+    slots = [i for i, a in enumerate(hand.activities) if a == "active"]
+    scalars = [i for i in slots if pattern.active[i]]
+    rev_ret = struct(*[fn.params[i].type for i in scalars]) if scalars else VOID
+    seed = [f"{fn.ret.text} %seed"] if pattern.ret_active else []
+    args = []
+    for i, p in enumerate(fn.params):
+        args.append(f"{p.type.text} {p.name}")
+        if i in shadows:
+            args.append(f"ptr {shadows[i]}")
+    if hand.seeded:
+        args.append(seed[0] if seed else f"{fn.ret.text} 0.0")
+    rev = [f"define internal {rev_ret.text} {rev_name}({', '.join(params + seed + ['ptr %rec'])}) {{", "entry:"]
+    rev += [f"  %slot{i} = alloca {fn.params[i].type.text}" for i in slots]
+    rev.append(f"  call void {hand.glue}({', '.join(args + [f'ptr %slot{i}' for i in slots])})")
+    out = "poison"
+    for k, i in enumerate(scalars):
+        t = fn.params[i].type.text
+        rev += [f"  %g{k} = load {t}, ptr %slot{i}", f"  %o{k} = insertvalue {rev_ret.text} {out}, {t} %g{k}, {k}"]
+        out = f"%o{k}"
+    rev += [f"  ret {rev_ret.text} {out}" if scalars else "  ret void", "}"]
+    free = [f"define internal void {free_name}({', '.join(params + ['ptr %rec'])}) {{", "entry:", "  ret void", "}"]
+    pair = ReversePair(aug_name, rev_name, free_name, aug_ret, rev_ret, scalars, FixedRecord(0))
+    return ["\n".join(aug), "\n".join(rev), "\n".join(free)], pair
+
+
 def reverse_wrappers(module: Module, custom: HandDerivatives, fn: Function, names: tuple[str, str, str], pattern
                      ) -> tuple[list[str], ReversePair]:
     """The augmented forward sweep, reverse sweep and release of `fn` as adgen's reverse mode
     calls them (see ReverseMode.aug_params and rev_params), calling the user's pair."""
+    if custom.reverse is not None:  # (a call was checked at the call: this is an entry of f itself, split mode's)
+        refused = reverse_refusal(module, pattern)
+        if refused is not None:
+            raise _fail(fn, refused)
+        return adgen_reverse_wrappers(fn, custom.reverse, names, pattern)
     if pattern.width != 1:
         raise _fail(fn, "a gradient written by hand at width > 1 (Enzyme's convention takes one shadow each)")
     if pattern.ret_shadow:

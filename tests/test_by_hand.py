@@ -183,9 +183,9 @@ def adgen_build(src, out):
     ("double f(double x);\n// @derivative(f: (active) -> active)\ndouble g(double x, double d_ret) { return x; }\n",
      "src.c:3:8: error: 'g' is declared as the derivative of 'f', but its signature is not the one adgen gives "
      "that entry: g_result g(double x, double d_ret), with g_result a struct of double ret, double d_x"),
-    ("double f(double *x);\n// @derivative(f: (dup) -> active)\ndouble g(double *x, double *d_x, double d_ret);\n",
-     "src.c:2:20: error: a derivative written by hand takes parameters as const, active (reverse mode) or dual "
-     "(forward mode), floating ones by value, not 'dup' on 'double * x'"),
+    ("double f(double *x);\n// @derivative(f: (dupv) -> active)\ndouble g(double *x, double *d_x, double d_ret);\n",
+     "src.c:2:20: error: a derivative written by hand with dup pointers takes parameters as dup (pointers), active "
+     "(float or double scalars) or const, not 'dupv' on 'double * x'"),
     ("double f(double x);\n// @derivative(f: forward[2] (dual) -> dual)\ndouble g(double x);\n",
      "error: a derivative written by hand has width 1"),
     ("// @inactive\n", "src.c:1:4: error: @inactive annotation is not followed by a function declaration"),

@@ -10,7 +10,7 @@ from pathlib import Path
 from adgen.frontend.abi import Signature
 from adgen.base.diagnostics import AdgenError, Collector
 from adgen.frontend.generate import Generated, generate
-from adgen.frontend.model import Mode
+from adgen.frontend.model import Activity, Mode
 from adgen.commands.outputs import write_all
 from adgen.base.timing import Stages, plural
 from adgen.frontend.rust_source import is_rust
@@ -29,6 +29,7 @@ from adgen.commands.build.levels import entry_levels, primal_ir_name
 from adgen.commands.build.lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_rust, lower_source,
                     lower_stubs, partials_function, primal_functions)
 from adgen.ir_ad.reverse.mode import ReverseMode
+from adgen.ir_ad.custom import HandDerivatives, ReverseByHand
 from adgen.ir_ad.rules import hand_rule, written_by_hand
 
 
@@ -122,7 +123,7 @@ class Prepared:
         self.tm = tm
         self.inactive = {n for i in range(len(generated)) for n in optimize.kept(linked, inactive_array(i))} | inactive
         self.by_hand = _rules_by_hand(linked, generated) | (rules or {})
-        self.custom = custom or {}
+        self.custom = _reverse_by_hand(linked, generated) | (custom or {})
         self.threading = True  # jump threading when preparing derivative code again (see `levels`)
         self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
         with stages.stage("optimize", "before differentiation"):
@@ -229,9 +230,26 @@ def _rules_by_hand(linked, generated: list[Generated]) -> dict:
     rules = {}
     for i, g in enumerate(generated):
         for k, (name, c) in enumerate(zip(optimize.kept(linked, custom_array(i)), g.customs)):
+            if c.of_arrays:
+                continue
             rules["@" + name] = hand_rule("@" + name, "@" + partials_function(i) + str(k), c.active,
                                           [p.name for p in c.primal.params], f"'{c.function.name}'")
     return rules
+
+
+def _reverse_by_hand(linked, generated: list[Generated]) -> dict[str, HandDerivatives]:
+    """The functions given reverse derivatives of arrays by hand (@derivative with dup pointers),
+    by IR name: reverse mode calls the C glue calling each (lowering.c.j2)."""
+    out = {}
+    for i, g in enumerate(generated):
+        for k, (name, c) in enumerate(zip(optimize.kept(linked, custom_array(i)), g.customs)):
+            if c.of_arrays:
+                d = c.derivation
+                hand = ReverseByHand("@" + partials_function(i) + str(k), c.function.name,
+                                     tuple(a.word for a in d.activities), tuple(p.name for p in c.primal.params),
+                                     d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY))
+                out["@" + name] = HandDerivatives("@" + name, reverse=hand)
+    return out
 
 
 def _activities(pattern) -> str:

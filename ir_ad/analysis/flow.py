@@ -257,9 +257,12 @@ class Memory:
         target = self.functions.get(inst.callee)
         if target is not None and _reads_only(self.module, target):
             return []
-        pointers = [self.base(a.value) for a in inst.operands if a.type.kind == "ptr"]
         if target is None or target.declaration:
-            return pointers + [Base("unknown", inst.callee)]
+            return [self.base(a.value) for a in inst.operands if a.type.kind == "ptr"] + [Base("unknown", inst.callee)]
+        pointers = [self.base(a.value) for a, p in zip(inst.operands, target.params)  # (LLVM's readonly: not through it)
+                    if a.type.kind == "ptr" and "readonly" not in p.attrs and "readnone" not in p.attrs]
+        if _writes_arguments_only(self.module, target):
+            return pointers
         return pointers + [Base("global", "*")]  # a defined callee may write globals too
 
     def unchanged_after(self, load: Instruction, ignored: set[int] = frozenset()) -> bool:
@@ -299,6 +302,13 @@ class Memory:
         if base.kind in ("global", "unknown") and self.later_writes:
             return True
         return any(self.may_alias(base, t) for t in after)
+
+
+def _writes_arguments_only(module, fn: Function) -> bool:
+    """From the function attributes LLVM inferred: memory(argmem: ...), writing no global."""
+    effects = module.memory_effects(fn)
+    return effects is not None and all(part.strip().startswith("argmem:") for part in effects.split(",")
+                                       if "write" in part)
 
 
 def _reads_only(module, fn: Function) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from adgen.ir_ad.ir.builder import V
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, DEFINED, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, RULE, SET,
                                callee_name, kind_of, no_derivative)
+from adgen.ir_ad.custom import forward_refusal
 from adgen.ir_ad.forward.derived import Pattern
 from adgen.ir_ad.ir import Function
 
@@ -39,6 +40,9 @@ class CallRules:
     def call_derivative(self, inst, target: Function):
         if target.variadic:
             raise self.fail(f"a call to variadic function '{callee_name(inst)}'")
+        refused = forward_refusal(self.mode.module, target.name)  # a reverse derivative written by hand
+        if refused is not None:
+            raise self.fail(refused)
         active = tuple(self._on(a) and self.layout.part_type(a.type) is not None for a in inst.operands)
         d = self.mode.derive(Pattern(target.name, active, self.n, self.layout.kind))
         args = [str(V(a.type, a.value)) for a in inst.operands]

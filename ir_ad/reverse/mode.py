@@ -20,7 +20,7 @@ from adgen.ir_ad.analysis.activity import ActivityAnalysis, scalar_type
 from adgen.ir_ad.analysis.flow import CFG, Memory
 from adgen.ir_ad.ir.builder import Declarations, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, make_plan
-from adgen.ir_ad.custom import HandDerivatives, reverse_wrappers
+from adgen.ir_ad.custom import HandDerivatives, reverse_refusal, reverse_wrappers
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, struct
 from adgen.ir_ad.ir.edit import body_mentions, defined_functions
@@ -70,7 +70,7 @@ class ReverseMode:
             return self.memo[pattern]
         fn = self.module.functions[pattern.function]
         custom = self.module.custom.get(pattern.function)
-        if custom is not None and custom.gradient:
+        if custom is not None and custom.reverses:
             return self._by_hand(fn, custom, pattern)
         layout = Layout(self.module, pattern.width, pattern.kind)
         derived = self._pair(fn, pattern, layout)
@@ -193,6 +193,9 @@ class ReverseMode:
         ret_active = inst.result is not None and activity.active(inst.result)
         pattern = RevPattern(target.name, tuple(activity.on(a) for a in args), ret_active, d.pattern.width,
                              d.pattern.kind, memtypes, overwritten, later, used, inst.result in activity.pointers)
+        refused = reverse_refusal(self.module, pattern)  # a derivative of arrays written by hand
+        if refused is not None:
+            raise d.fail(refused)
         derived = self.derive(pattern)  # no plan yet: a recursive call, whose record goes on the heap
         return CallSite(derived, Key(BLOB, instruction_key(d.fn, inst)), derived.plan is None)
 
