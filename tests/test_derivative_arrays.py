@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import adgen
+from adgen import load
 
 MATMUL = r"""
 #include <math.h>
@@ -180,3 +181,19 @@ def test_calls_it_cannot_serve(adgen, c_file, tmp_path, caller, message):
     assert result.status == 1
     assert message in result.err, result.err
     assert not (tmp_path / "out" / "src.adgen.o").exists()
+
+
+def test_an_entry_of_the_function_itself(adgen, c_file, tmp_path):
+    """A reverse entry of F calls F, then G (here a G that is wrong on purpose: 3, not 2); split
+    mode of it is an error, its caller writing what it likes between the sweeps."""
+    src = c_file(HEAD.replace("2 * d_y[i]", "3 * d_y[i]") + "// @diff(scale_r: (dup, dup, const))\n"
+                 "void scale(const double *x, double *y, int n);\n")
+    lib = load(src, build_dir=tmp_path / "build")  # (`adgen` is the CLI fixture here)
+    x, dx, y, dy = np.array([1.0, 2.0]), np.zeros(2), np.zeros(2), np.array([1.0, 10.0])
+    lib.scale_r(x, dx, y, dy, 2)
+    assert list(y) == [2.0, 4.0] and list(dx) == [3.0, 30.0] and not dy.any()
+    split = c_file(HEAD + "// @diff(scale_s: split (dup, dup, const))\nvoid scale(const double *x, double *y, int n);\n")
+    result = adgen("build", split, "-o", tmp_path / "out")
+    assert result.status == 1
+    assert "src.c:1:1: error: cannot differentiate a call to 'scale', whose derivative written by hand " \
+           "('scale_grad') reads 'x' in the reverse sweep" in result.err, result.err
