@@ -1,8 +1,8 @@
 /* Times one way of computing a program's loss or gradient, in a process of its own so that its
- * peak resident memory is that way's alone: VmHWM of /proc/self/status, the high-water mark of resident memory since the
- * program started (every page touched: the parameter and activation blocks, their shadows and
- * whatever the derivative allocates). getrusage's ru_maxrss would not do: Linux carries it over
- * from the process that exec'd the harness, here the Python runner.
+ * peak resident memory is that way's alone: VmHWM of /proc/self/status, the high-water mark of
+ * resident memory since the program started (every page touched: the parameter and activation
+ * blocks, their shadows and whatever the derivative allocates). getrusage's ru_maxrss would not
+ * do: Linux carries it over from the process that exec'd the harness, here the Python runner.
  *
  *   harness MODE REPS GRADIENT_FILE SIZES...
  *
