@@ -32,6 +32,10 @@ _INERT_INTRINSICS = ("llvm.dbg.", "llvm.assume", "llvm.experimental.noalias.scop
 _MEMORY = ((("llvm.memcpy", "memcpy"), COPY), (("llvm.memmove", "memmove"), MOVE), (("llvm.memset", "memset"), SET))
 # The C library's allocators -> the index of their size argument (calloc's is a product of both).
 ALLOCATORS = {"malloc": 0, "calloc": None, "aligned_alloc": 1}
+# adgen's stack of the sweeps' storage, as an earlier level's derivative code calls it: its
+# allocations are malloc's and free's to a derivative of that code (whose forward sweep keeps
+# the memory, so no gradient's stack), and a gradient's bracket around its sweeps is dropped.
+_RUNTIME_KINDS = {"stack.alloc": ALLOCATE, "stack.free": FREE, "arena.enter": LIFETIME, "arena.leave": LIFETIME}
 # C library functions that carry no derivatives, whatever their arguments.
 INACTIVE_CALLS = {"printf", "fprintf", "puts", "fputs", "putchar", "fflush", "abort", "exit", "_exit", "rand", "srand",
                   "time", "clock", "__assert_fail", "assert", "perror", "fwrite", "sprintf", "snprintf"}
@@ -59,6 +63,8 @@ def kind_by_name(module: Module, name: str) -> str | None:
             return kind
     if name in ALLOCATORS or name in module.allocators:
         return ALLOCATE
+    if _runtime(name):  # an earlier level's storage (templates/runtime.ll.j2), differentiated as malloc's
+        return _RUNTIME_KINDS.get(name.partition(".")[2])
     return {"realloc": REALLOCATE, "free": FREE}.get(name)
 
 
@@ -96,7 +102,7 @@ def allocation_size(module: Module, inst: Instruction, b: Builder) -> V:
     name, args = callee_name(inst), [V(a.type, a.value) for a in inst.operands]
     if name == "calloc":
         return b.binary("mul", *args)
-    size = args[ALLOCATORS[name] if name in ALLOCATORS else module.allocators[name]]
+    size = args[ALLOCATORS[name] if name in ALLOCATORS else module.allocators.get(name, 0)]
     return size if size.type.text == "i64" else b.cast("zext", size, I64)
 
 
@@ -105,9 +111,10 @@ def writes_first_argument(module: Module, inst: Instruction) -> bool | None:
     argument points to, False for one that writes nothing the caller sees (an intrinsic, the C
     library's allocators, printing), None when the callee itself must be asked."""
     name = callee_name(inst)
-    if kind_by_name(module, name) in (COPY, MOVE, SET, REALLOCATE, FREE):
+    kind = kind_by_name(module, name)
+    if kind in (COPY, MOVE, SET, REALLOCATE, FREE):
         return True
-    if is_intrinsic(name) or name in ALLOCATORS or name in _WRITE_NOTHING:
+    if is_intrinsic(name) or name in ALLOCATORS or name in _WRITE_NOTHING or (_runtime(name) and kind is not None):
         return False
     return None
 

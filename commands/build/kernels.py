@@ -196,6 +196,7 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
         record = b.value(PTR, f"alloca [{derived.record_size} x i8], align 16")
     aug_args = ", ".join(str(a) for a in primal_args + shadow_args + [record])
     values: dict[str, V | list[V]] = {}
+    b.emit('call void @"adgen.arena.enter"()')  # the sweeps' storage on a stack (templates/runtime.ll.j2)
     if derived.aug_ret.kind == "void":
         b.emit(f"call void {derived.aug}({aug_args})")
     else:
@@ -206,6 +207,7 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
         b.emit(f"call void {derived.rev}({rev_args})")
     else:
         grads = b.value(derived.rev_ret, f"call {derived.rev_ret.text} {derived.rev}({rev_args})")
+    b.emit('call void @"adgen.arena.leave"()')
     _store_gradients(k, d, derived, grads, kind, values)
     k.store(values, _scalar_types(sig, fn))
     return k.text(), derived

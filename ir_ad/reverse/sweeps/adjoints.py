@@ -204,7 +204,7 @@ class Adjoints:
         if self.release_only:
             b.emit(f"call void {callee.free}({', '.join(str(a) for a in args + shadows + [rec])})")
             if call.indirect:
-                b.call("@free", VOID, [rec])
+                b.call('@"adgen.stack.free"', VOID, [rec])
             return
         seeds = list(self.take(b, inst.result)) if callee.pattern.ret_active else []
         text = ", ".join(str(a) for a in args + shadows + seeds + [rec])
@@ -218,7 +218,7 @@ class Adjoints:
                               for j in range(parts))
                 self.add(b, inst.operands[i].value, lanes)
         if call.indirect:
-            b.call("@free", VOID, [rec])
+            b.call('@"adgen.stack.free"', VOID, [rec])
 
     def reverse_copy(self, inst, site, b, move: bool) -> None:
         dst, src, size = inst.operands[0], inst.operands[1], inst.operands[2]

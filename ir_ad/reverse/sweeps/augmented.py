@@ -226,7 +226,7 @@ class AugmentedWriter:
         at = self.cache.address(slot, b)
         if call.indirect:
             size = b.load(I64, V(PTR, size_global(callee)))
-            record = b.call('@"adgen.alloc"', PTR, [size])
+            record = b.call('@"adgen.stack.alloc"', PTR, [size])
             b.store(record, at, 8)
         else:
             record = at

@@ -135,7 +135,7 @@ class CacheWrites:
             buffer = b.gep(I8, V(PTR, "%rec"), V(I64, str(group.in_record)))
         else:
             _, size = storage.array_bases(b, group, V(PTR, "null"), trips)
-            buffer = b.call('@"adgen.alloc"', PTR, [size])
+            buffer = b.call('@"adgen.stack.alloc"', PTR, [size])
         desc = (buffer, *trips)
         self.descriptors[id(group)] = desc
         self.keep(group.desc, b, *desc)

@@ -207,7 +207,7 @@ class ReverseSweep:
                 for name, v in zip(names, made):
                     prologue.append(f"  {name.ref} = select i1 true, {v}, {v}")
             for key in site.frees:
-                pb.call("@free", VOID, [mat.materialize(key, site, pb)[0]])
+                pb.call('@"adgen.stack.free"', VOID, [mat.materialize(key, site, pb)[0]])
             if site is not self.entry and site.label is not None:
                 out.append(f"\"{site.label}\":")
             out += prologue + site.lines + [line if line.endswith(":") else "  " + line for line in site.term]
