@@ -1,4 +1,5 @@
-"""Stage timings for `-v`: each stage of the pipeline reports how long it took."""
+"""Stage timings for `-v`: each stage of the pipeline reports how long it took, and a stage
+that runs LLVM (optimizing, emitting) the passes that took most of it, indented beneath."""
 
 from __future__ import annotations
 
@@ -8,10 +9,17 @@ from contextlib import contextmanager
 
 
 class _Detail:
-    """What a stage says beside its time; it may be filled in while the stage runs."""
+    """What a stage says beside its time; it may be filled in while the stage runs. `parts`
+    (None unless verbose, so that nothing is measured for nobody) collects (what, seconds) of
+    the work inside the stage, printed beneath it largest first."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, verbose: bool):
         self.text = text
+        self.parts: list[tuple[str, float]] | None = [] if verbose else None
+
+
+# Parts of a stage printed beneath it: the largest few, and only those worth a look.
+SHOWN_PARTS, SHOWN_SHARE = 4, 0.05
 
 
 class Stages:
@@ -28,7 +36,7 @@ class Stages:
         if self.progress:
             print(f"\radgen: {name}{' ' + detail if detail else ''}...\x1b[K", end="", file=out, flush=True)
         start = time.perf_counter()
-        note = _Detail(detail)
+        note = _Detail(detail, self.verbose)
         try:
             yield note
         finally:
@@ -39,6 +47,17 @@ class Stages:
         if self.verbose:
             extra = f"  ({note.text})" if note.text else ""
             print(f"adgen: {name:<13} {elapsed * 1000:8.1f} ms{extra}", file=out)
+            for part, seconds in _largest(note.parts or [], elapsed):
+                print(f"adgen:   {part:<34} {seconds * 1000:8.1f} ms", file=out)
+
+
+def _largest(parts: list[tuple[str, float]], total: float) -> list[tuple[str, float]]:
+    """The parts worth printing: the same names summed, the largest few that are a share of the total."""
+    summed: dict[str, float] = {}
+    for name, seconds in parts:
+        summed[name] = summed.get(name, 0.0) + seconds
+    ranked = sorted(summed.items(), key=lambda item: -item[1])[:SHOWN_PARTS]
+    return [(name, seconds) for name, seconds in ranked if seconds >= SHOWN_SHARE * total]
 
 
 def plural(n: int, noun: str) -> str:

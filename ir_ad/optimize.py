@@ -1,9 +1,15 @@
 """llvmlite's side of the pipeline: link the lowered modules, optimize before differentiation
 (O2 simplification, with vectorization and unrolling left for after), name every value, and,
-after differentiation, internalize, optimize again (O3, vectorization on) and emit objects."""
+after differentiation, internalize, drop what the exported functions do not reach, optimize
+again (O3, vectorization on) and emit objects.
+
+The optimizing and emitting functions take `timings`: a list that, where given, gets (pass,
+seconds) of LLVM's pass timers for each pass run (`-v` prints the largest)."""
 
 from __future__ import annotations
 
+import re
+import time
 from functools import cache
 
 import llvmlite.binding as llvm
@@ -71,13 +77,39 @@ def link_into(module, code: bytes) -> None:
     module.link_in(llvm.parse_bitcode(code))
 
 
-def _run(module, tm, level: int, vectorize: bool) -> None:
+def _run(module, tm, level: int, vectorize: bool, timings: list | None = None) -> None:
     options = llvm.create_pipeline_tuning_options(level)
     options.loop_vectorization = vectorize
     options.slp_vectorization = vectorize
     options.loop_unrolling = True  # before differentiation full unrolling only, after it all kinds (see prepare)
     builder = llvm.create_pass_builder(tm, options)
+    if timings is None:
+        builder.getModulePassManager().run(module, builder)
+        return
+    builder.start_pass_timing()
+    start = time.perf_counter()
     builder.getModulePassManager().run(module, builder)
+    timings += pass_times(builder.finish_pass_timing(), time.perf_counter() - start)
+
+
+# A row of LLVM's -time-passes report: "seconds (share%)" columns (user, system, both, wall),
+# then the pass's name (the new pass manager's end in "Pass"), numbered (" #2") where it runs
+# more than once.
+_TIMER_COLUMN = re.compile(r"([\d.]+) \(\s*[\d.]+%\)")
+
+
+def pass_times(report: str, elapsed: float) -> list[tuple[str, float]]:
+    """(pass or analysis, seconds) of each row of LLVM's timing report: its share of the
+    report's wall-clock time, of the `elapsed` seconds measured around the run (llvmlite's
+    timers of the new pass manager report every pass twice, and their total twice over)."""
+    rows = []
+    for line in report.splitlines():
+        columns = _TIMER_COLUMN.findall(line)
+        name = re.sub(r"Pass$", "", re.sub(r" #\d+$", "", _TIMER_COLUMN.split(line)[-1].strip()))
+        if columns and name and name != "Total":
+            rows.append((name, float(columns[-1])))
+    total = sum(seconds for _, seconds in rows) or 1.0
+    return [(name, seconds / total * elapsed) for name, seconds in rows]
 
 
 def kept(module, array: str) -> list[str]:
@@ -95,7 +127,7 @@ def kept(module, array: str) -> list[str]:
 JUMP_THREADING = 6  # LLVM's default duplication threshold of jump threading
 
 
-def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False) -> str:
+def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False, timings: list | None = None) -> str:
     """Optimize before differentiation and name every value; the text the AD core reads.
     Functions in `calls` (marked @inactive, or with derivatives written by hand) are not
     inlined. Loops
@@ -116,7 +148,7 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     llvm.set_option("adgen", f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}")
     llvm.set_option("adgen", "-enable-pre=false")
     try:
-        _run(module, tm, 2, vectorize=False)
+        _run(module, tm, 2, vectorize=False, timings=timings)
     finally:
         llvm.set_option("adgen", "-unroll-runtime=true")
         llvm.set_option("adgen", "-unroll-allow-partial=true")
@@ -171,10 +203,12 @@ def parse(text: str):
 SLP_MAX_LANES = 4
 
 
-def finish(module, exported: set[str], tm, shared: set[str] = frozenset()) -> None:
+def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timings: list | None = None) -> None:
     """Keep only `exported` visible (and `shared`, external functions of the sources called
-    through pointers, as weak definitions the user's own object overrides), then optimize for
-    speed (vectorizing)."""
+    through pointers, as weak definitions the user's own object overrides), drop what they do
+    not reach (the sources' own functions: the user's object has them), then optimize for
+    speed (vectorizing). Dropping first spares O3's early simplification of every function
+    the sources define; the optimizer would drop them itself, later, with the same result."""
     for fn in module.functions:
         if fn.name in shared and fn.linkage == llvm.Linkage.external:
             fn.linkage = llvm.Linkage.weak_odr
@@ -183,8 +217,11 @@ def finish(module, exported: set[str], tm, shared: set[str] = frozenset()) -> No
     for g in module.global_variables:
         if not g.is_declaration and not g.name.startswith("llvm."):
             g.linkage = llvm.Linkage.internal
+    unreached = llvm.create_new_module_pass_manager()
+    unreached.add_global_dead_code_eliminate_pass()
+    unreached.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
     llvm.set_option("adgen", f"-slp-max-vf={SLP_MAX_LANES}")
-    _run(module, tm, 3, vectorize=True)
+    _run(module, tm, 3, vectorize=True, timings=timings)
 
 
 def inline_always(module, tm) -> None:
@@ -204,9 +241,17 @@ def reoptimize(module, tm, level: int) -> None:
     _run(module, tm, level, vectorize=level >= 2)
 
 
-def emit_object(module, tm) -> bytes:
+def emit_object(module, tm, timings: list | None = None) -> bytes:
     module.triple = tm.triple
-    return tm.emit_object(module)
+    if timings is None:
+        return tm.emit_object(module)
+    llvm.set_time_passes(True)  # code generation runs the legacy pass manager: its global timers
+    start = time.perf_counter()
+    try:
+        return tm.emit_object(module)
+    finally:
+        timings += pass_times(llvm.report_and_reset_timings(), time.perf_counter() - start)
+        llvm.set_time_passes(False)
 
 
 def instruction_count(module) -> int:

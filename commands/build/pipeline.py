@@ -22,7 +22,7 @@ from adgen.ir_ad.diagnose import IrreducibleLoop, Unsupported, located, source_n
 from adgen.ir_ad.dispatch import devirtualize
 from adgen.ir_ad.reverse.plan.explain import explain
 from adgen.ir_ad.forward.mode import ZEROS, ForwardMode
-from adgen.ir_ad.ir import Module
+from adgen.ir_ad.ir import Module, count_instructions
 from adgen.ir_ad.ir.edit import rename_locals
 from adgen.commands.build.kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel, tape_size
 from adgen.commands.build.levels import entry_levels, primal_ir_name
@@ -54,15 +54,16 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         text, explained = prepared.levels(lambda: _levels(prepared, generated, primals))
     shared = prepared.shared
     objects, written = {}, []
+    before = count_instructions(text)
     for i, (src, g) in enumerate(zip(sources, generated)):
         stem = src.stem
-        with stages.stage("optimize", f"{stem}: after differentiation"):
+        with stages.stage("optimize", f"{stem}: after differentiation; {before} instructions before") as note:
             final = optimize.parse(text)
-            before = optimize.instruction_count(final)
-            optimize.finish(final, {s.name for s in g.signatures}, tm, shared)
-        with stages.stage("emit", f"{stem}.adgen.o: {before} instructions before, "
-                                  f"{optimize.instruction_count(final)} after"):
-            objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm)
+            optimize.finish(final, {s.name for s in g.signatures}, tm, shared, timings=note.parts)
+            if stages.verbose:  # the module's text, only to be counted
+                note.text += f", {optimize.instruction_count(final)} after"
+        with stages.stage("emit", f"{stem}.adgen.o") as note:
+            objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm, timings=note.parts)
             if emit_llvm:
                 objects[out_dir / f"{stem}.adgen.ll"] = str(final)
         written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
@@ -126,8 +127,8 @@ class Prepared:
         self.custom = _reverse_by_hand(linked, generated) | (custom or {})
         self.threading = True  # jump threading when preparing derivative code again (see `levels`)
         self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
-        with stages.stage("optimize", "before differentiation"):
-            text = optimize.prepare(linked, tm, self.calls)
+        with stages.stage("optimize", "before differentiation") as note:
+            text = optimize.prepare(linked, tm, self.calls, timings=note.parts)
         with stages.stage("analyze") as note:
             text, self.shared = devirtualize(text, {s.name for g in generated for s in g.signatures})
             self.module = self._module(text)
