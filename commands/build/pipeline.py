@@ -5,6 +5,8 @@ again → emit, one object per source."""
 from __future__ import annotations
 
 import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from adgen.frontend.abi import Signature
@@ -49,8 +51,9 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages)
     primals = [_primals(linked, i, g) for i, g in enumerate(generated)]
     prepared = Prepared(linked, generated, tm, stages)
-    with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")), \
-            written_by_hand(prepared.by_hand):
+    with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")) \
+            as note, written_by_hand(prepared.by_hand):
+        prepared.timings = note.parts
         text, explained = prepared.levels(lambda: _levels(prepared, generated, primals))
     shared = prepared.shared
     objects, written = {}, []
@@ -126,6 +129,7 @@ class Prepared:
         self.by_hand = _rules_by_hand(linked, generated) | (rules or {})
         self.custom = _reverse_by_hand(linked, generated) | (custom or {})
         self.threading = True  # jump threading when preparing derivative code again (see `levels`)
+        self.timings: list | None = None  # (what, seconds) of `again`'s work, for -v
         self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
         with stages.stage("optimize", "before differentiation") as note:
             text = optimize.prepare(linked, tm, self.calls, timings=note.parts)
@@ -155,9 +159,18 @@ class Prepared:
         """A module's text (with the derivatives of an earlier level), optimized again, the
         local names an earlier level made (all have a `'`) marked with the level, so that the
         names the next one makes from labels and values cannot meet them."""
-        text = optimize.prepare(optimize.parse(text), self.tm, self.calls, derivatives=not self.threading)
-        text = rename_locals(text, lambda name: f"{level}~{name}" if "'" in name else None)
-        return self._module(text)
+        with self._part(f"optimizing for level {level}"):
+            text = optimize.prepare(optimize.parse(text), self.tm, self.calls, derivatives=not self.threading)
+            text = rename_locals(text, lambda name: f"{level}~{name}" if "'" in name else None)
+        with self._part(f"reading level {level}'s module"):
+            return self._module(text)
+
+    @contextmanager
+    def _part(self, what: str):
+        start = time.perf_counter()
+        yield
+        if self.timings is not None:
+            self.timings.append((what, time.perf_counter() - start))
 
     def _module(self, text: str) -> Module:
         module = Module(text)
