@@ -138,7 +138,9 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     off, for derivative code to differentiate again where it turned a reverse sweep into a loop
     with several ways in (which reverse mode cannot reverse). GVN's partial redundancy
     elimination is off here too: the phis of copies it makes cost the reverse sweep a stored
-    value per iteration where the copies cost nothing (it runs after differentiation)."""
+    value per iteration where the copies cost nothing (it runs after differentiation). Nor are
+    loops of stores turned into memset or memcpy calls: a store the reverse sweep undoes through
+    its log is one value, a block written by a call is not (specs/abi.md, "Stores undone")."""
     for fn in module.functions:
         if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
             fn.add_function_attribute("noinline")
@@ -147,6 +149,7 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     llvm.set_option("adgen", "-unroll-allow-partial=false")
     llvm.set_option("adgen", f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}")
     llvm.set_option("adgen", "-enable-pre=false")
+    llvm.set_option("adgen", "-disable-loop-idiom-all=true")
     try:
         _run(module, tm, 2, vectorize=False, timings=timings)
     finally:
@@ -154,6 +157,7 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
         llvm.set_option("adgen", "-unroll-allow-partial=true")
         llvm.set_option("adgen", f"-jump-threading-threshold={JUMP_THREADING}")
         llvm.set_option("adgen", "-enable-pre=true")
+        llvm.set_option("adgen", "-disable-loop-idiom-all=false")
     namer = llvm.create_new_module_pass_manager()
     namer.add_instruction_namer_pass()
     namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))

@@ -190,7 +190,8 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
         seeds = [b.gather(seeds)]
     returns = any(f.name == "ret" for f in sig.fields) and not r.by_value
     derived = mode.derive(RevPattern(fn.name, tuple(active), ret_active, n, kind, tuple(memtypes),
-                                     tuple(False for _ in active), False, returns))
+                                     tuple(False for _ in active), False, returns,
+                                     outliving=tuple(True for _ in active)))  # the caller's memory
     record = V(PTR, "null")
     if derived.record_size:
         record = b.value(PTR, f"alloca [{derived.record_size} x i8], align 16")

@@ -193,7 +193,8 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
     decls = Declarations(set(module.functions), max(numbers, default=0) + 1, f"{level}." if level > 1 else "")
     signatures = [s for s, _ in entries]
     forward = ForwardMode(module, decls, level)
-    reverse = ReverseMode(module, decls, level, releases=any(s.derivation.mode is Mode.SPLIT for s in signatures))
+    reverse = ReverseMode(module, decls, level, releases=any(s.derivation.mode is Mode.SPLIT for s in signatures),
+                          log=not kept)
     kernels: list[str] = []
     top: dict[str, list[str]] = {}  # a derived function -> the annotations that call it
     primal_of: dict[str, str] = {}

@@ -24,7 +24,8 @@ from adgen.ir_ad.custom import HandDerivatives, reverse_refusal, reverse_wrapper
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, struct
 from adgen.ir_ad.ir.edit import body_mentions, defined_functions
-from adgen.ir_ad.reverse.plan.keys import BLOB, OLD, SHADOW, Key, Keys, instruction_key
+from adgen.ir_ad.reverse.plan.keys import BLOB, LOG, LOG_OWNER, OLD, SHADOW, Key, Keys, instruction_key
+from adgen.ir_ad.reverse.plan.undo import LOGGED, plan_undo
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
 from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
@@ -46,15 +47,18 @@ RUNTIME_DECLARATIONS = [
 class ReverseMode:
     """The reverse-mode pairs of one module, each pattern derived once, with their definitions."""
 
-    def __init__(self, module: Module, decls: Declarations, level: int = 1, releases: bool = False):
+    def __init__(self, module: Module, decls: Declarations, level: int = 1, releases: bool = False,
+                 log: bool = True):
         self.module, self.decls = module, decls
         self.releases = releases  # also write each pair's `free` function (split mode needs them)
+        self.log = log  # stores in loops may be undone through the undo log (not where a later level
+        # differentiates the derivatives again: it would have to differentiate the log)
         self.tag = "" if level == 1 else str(level)  # in names: apart from an earlier level's, still in the module
         self.memo: dict[RevPattern, RevDerived] = {}
         self.definitions: list[str] = []
         self.explained: list[tuple[RevDerived, CachePlan]] = []
 
-        self.runtime = render_text("runtime.ll.j2")
+        self.runtime = render_text("runtime.ll.j2") + render_text("undo_log.ll.j2", LOGGED=LOGGED)
         decls.known |= defined_functions(self.runtime)
 
     def runtime_text(self) -> str:
@@ -76,6 +80,7 @@ class ReverseMode:
         derived = self._pair(fn, pattern, layout)
         self.memo[pattern] = derived
         d = self._analyze(fn, derived, layout)
+        derived.undoes_writes = pattern.undo_writes and _undoes_all(d)
         sweep = ReverseSweep(d)
         d.plan = _plan(d, sweep.collect())
         rev = sweep.write(d.plan)
@@ -133,31 +138,41 @@ class ReverseMode:
         overwritten = frozenset(p.name for p, o in zip(fn.params, pattern.overwritten) if o)
         memory = Memory(fn, cfg, self.module, overwritten, pattern.later_writes)
         activity = ActivityAnalysis(fn, self.module, cfg, memory, pattern.active, pattern.ret_active, pattern.memtypes)
-        d = ReverseFacts(self.module, self.decls, fn, derived, layout, cfg, loops, memory, activity)
-        self._find_undoable(d)
-        ignored = {id(s) for s in d.undoable} | {id(i) for i in fn.instructions() if _frees(i, d)}
-        used = {o.value for i in fn.instructions() for o in i.operands} | \
-            {v.value for i in fn.instructions() for v, _ in i.incoming}
-        for inst in fn.instructions():
-            d.inst = inst
-            target = activity.derived_callee(inst)
-            if target is not None:
-                d.calls[id(inst)] = self._call(d, inst, target, ignored, inst.result in used)
-        d.inst = None
+        outliving = {p.name for p, o in zip(fn.params, pattern.outliving) if o}
+        undo = plan_undo(fn, self.module, cfg, loops, memory, outliving if self.log else set(), pattern.undo_writes)
+        while True:  # again without the calls whose callee turned out not to undo its writes
+            d = ReverseFacts(self.module, self.decls, fn, derived, layout, cfg, loops, memory, activity)
+            d.undoable, d.logged = undo.writes, undo.logged
+            refused = self._calls(d, undo)
+            if not refused:
+                break
+            undo.calls = [c for c in undo.calls if c not in refused]
         self._classify_allocas(d)
+        ignored = {id(s) for s in d.undoable} | {id(i) for i in fn.instructions() if _frees(i, d)}
         d.keys = Keys(fn, self.module, cfg, loops, memory, activity, layout, ignored, d.stack, d.reverse_local,
                       {id(s) for s in d.undoable})
         return d
 
-    def _find_undoable(self, d: ReverseFacts) -> None:
-        """The stores the reverse sweep undoes while it runs: those outside every loop, into
-        arguments or globals (executed at most once per call)."""
-        for inst in d.fn.instructions():
-            if inst.opcode == "store" and d.loops.loop_of[d.cfg.block_of_inst(inst)] is None:
-                value, ptr = inst.operands
-                if d.memory.base(ptr.value).kind in ("arg", "global") and value.type.kind in ("float", "int", "ptr") \
-                        and " atomic " not in inst.text and "volatile" not in inst.text.split():
-                    d.undoable.append(inst)
+    def _calls(self, d: ReverseFacts, undo) -> list[Instruction]:
+        """Derives the calls `d.fn` makes to other pairs; returns those asked to undo their writes
+        that cannot."""
+        fn = d.fn
+        ignored = {id(s) for s in d.undoable} | {id(i) for i in fn.instructions() if _frees(i, d)}
+        used = {o.value for i in fn.instructions() for o in i.operands} | \
+            {v.value for i in fn.instructions() for v, _ in i.incoming}
+        refused = []
+        for inst in fn.instructions():
+            d.inst = inst
+            target = d.activity.derived_callee(inst)
+            if target is not None:
+                d.calls[id(inst)] = site = self._call(d, inst, target, ignored, inst.result in used,
+                                                      inst in undo.calls)
+                if inst in undo.calls and (site.derived.plan is None or not site.derived.undoes_writes):
+                    refused.append(inst)
+            elif inst in undo.calls:  # not reversed at all: its writes stay
+                refused.append(inst)
+        d.inst = None
+        return refused
 
     def _classify_allocas(self, d: ReverseFacts) -> None:
         """Local arrays stay in the forward sweep's frame; the shadow of a fixed-size one is the
@@ -179,7 +194,8 @@ class ReverseMode:
             else:
                 d.heap.add(inst.result)
 
-    def _call(self, d: ReverseFacts, inst: Instruction, target: Function, ignored: set[int], used: bool) -> CallSite:
+    def _call(self, d: ReverseFacts, inst: Instruction, target: Function, ignored: set[int], used: bool,
+              undo_writes: bool = False) -> CallSite:
         name = callee_name(inst)
         if target.variadic:
             raise d.fail(f"a call to variadic function '{name}'")
@@ -192,7 +208,8 @@ class ReverseMode:
         overwritten = tuple(a.type.kind == "ptr" and d.memory.arg_overwritten(a.value, after) for a in args)
         ret_active = inst.result is not None and activity.active(inst.result)
         pattern = RevPattern(target.name, tuple(activity.on(a) for a in args), ret_active, d.pattern.width,
-                             d.pattern.kind, memtypes, overwritten, later, used, inst.result in activity.pointers)
+                             d.pattern.kind, memtypes, overwritten, later, used, inst.result in activity.pointers,
+                             undo_writes, tuple(a.type.kind == "ptr" and _outliving(d, a.value) for a in args))
         refused = reverse_refusal(self.module, pattern)  # a derivative of arrays written by hand
         if refused is not None:
             raise d.fail(refused)
@@ -203,15 +220,39 @@ class ReverseMode:
 def _plan(d: ReverseFacts, needs: dict[Key, set]) -> CachePlan:
     """The cache plan for what the reverse sweep needs; the records of calls and the values of
     undone stores are always stored."""
-    forced = [c.blob for c in d.calls.values()] + [Key(OLD, instruction_key(d.fn, s)) for s in d.undoable]
+    forced = [c.blob for c in d.calls.values()] + ([Key(LOG, LOG_OWNER)] if d.logged else
+                                                   [Key(OLD, instruction_key(d.fn, s)) for s in d.undoable])
     sizes = {c.blob: 8 if c.indirect else c.derived.record_size for c in d.calls.values()}
     try:
-        return make_plan(d.fn.name, d.keys, d.loops, needs, forced, sizes)
+        return make_plan(d.fn.name, d.keys, d.loops, needs, forced, sizes, d.undoable if d.logged else ())
     except NoCut as exc:
         key, _ = exc.node
         what = f"the shadow of {key.name}" if key.kind == SHADOW else key.name
         raise Unsupported(d.fn.name, d.keys[key].inst, f"{what}, a value the reverse sweep needs but can neither "
                           "store nor recompute") from None
+
+
+def _outliving(d: ReverseFacts, pointer: str) -> bool:
+    """Whether memory a pointer points into outlives the outermost derivative call: a global, or
+    an argument's whose memory does."""
+    base = d.memory.base(pointer)
+    if base.kind == "global":
+        return True
+    params = [p.name for p in d.fn.params]
+    return base.kind == "arg" and base.name in params and \
+        params.index(base.name) < len(d.pattern.outliving) and d.pattern.outliving[params.index(base.name)]
+
+
+def _undoes_all(d: ReverseFacts) -> bool:
+    """Whether the reverse sweep undoes every write of `d.fn` to memory it did not allocate."""
+    undone = {id(s) for s in d.undoable}
+    for inst, base in d.memory.writes:
+        if base.kind == "fresh" or d.cfg.block_of_inst(inst) in d.cfg.doomed:
+            continue
+        call = d.calls.get(id(inst))
+        if id(inst) not in undone or (inst.opcode == "call" and (call is None or not call.derived.undoes_writes)):
+            return False
+    return True
 
 
 def _frees(inst: Instruction, d: ReverseFacts) -> bool:

@@ -31,6 +31,9 @@ class RevPattern:
     later_writes: bool = False  # the caller may write memory (any) after the call
     ret_needed: bool = True  # the caller uses the primal result
     ret_shadow: bool = False  # a pointer result whose shadow `aug` returns beside it
+    undo_writes: bool = False  # the caller needs every write undone by the reverse sweep (plan/undo.py)
+    outliving: tuple[bool, ...] = ()  # per pointer argument: its memory outlives the outermost derivative
+    # call (the caller's own, or a global): stores into it may be undone through the log
 
 
 @dataclass
@@ -45,6 +48,7 @@ class RevDerived:
     free: str = ""  # split mode: releases what `aug` allocated, without reversing anything
     rev_uses: tuple[bool, ...] = ()  # which primal arguments `rev` reads
     aug_uses: tuple[bool, ...] = ()  # which arguments' shadows `aug` reads
+    undoes_writes: bool = False  # its reverse sweep undoes every write to memory it did not allocate
 
     @property
     def record_size(self) -> int:
@@ -80,7 +84,8 @@ class ReverseFacts:
     memory: Memory
     activity: ActivityAnalysis
     calls: dict[int, CallSite] = field(default_factory=dict)
-    undoable: list[Instruction] = field(default_factory=list)  # stores the reverse sweep undoes and redoes
+    undoable: list[Instruction] = field(default_factory=list)  # stores (and calls) the reverse sweep undoes
+    logged: bool = False  # undone through the undo log (plan/undo.py), else from the record and redone at its exit
     stack: set[str] = field(default_factory=set)  # fixed-size local arrays of the forward sweep
     reverse_local: set[str] = field(default_factory=set)  # ... whose shadow the reverse sweep allocates
     heap: set[str] = field(default_factory=set)  # local arrays with shadows, moved to the heap

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 
 from adgen.ir_ad.analysis.flow import PURE
 from adgen.ir_ad.ir import I64, PTR, Operand
-from adgen.ir_ad.reverse.plan.keys import BLOB, DESC, EXIT, OLD, Key, Keys, align_of
+from adgen.ir_ad.reverse.plan.keys import BLOB, DESC, EXIT, LOG, OLD, Key, Keys, align_of
 from adgen.ir_ad.analysis.loops import Loop, LoopForest, common
 from adgen.ir_ad.reverse.plan.mincut import INF, min_vertex_cut
 
-ALWAYS_STORED = (BLOB, DESC, OLD)  # records the plan itself adds
+ALWAYS_STORED = (BLOB, DESC, OLD, LOG)  # records the plan itself adds
 ARRAY_ALIGN = 64  # each array of an indexed group starts on a cache line
 RECORD_NEST_LIMIT = 4096  # bytes of constant-size nest storage a record may hold (it is on the stack)
 LOOP_WEIGHT = 1000  # a byte stored per iteration costs this much more than one stored outside the loop
@@ -77,7 +77,7 @@ class CacheSlot:
 @dataclass(frozen=True)
 class PlanSite:
     """Where the reverse sweep needs a key: in which loop (what it reads is per iteration of it),
-    and after which of the stores it undoes (those still in effect there; see keys.Def.clobbers)."""
+    and which of the writes it undoes are still in effect there (see keys.Keys.clobbered)."""
 
     loop: Loop | None
     before: frozenset = frozenset()
@@ -100,6 +100,7 @@ class CachePlan:
     record_size: int
     needs: dict[Key, set]  # what the reverse sweep asked for, and at which sites
     recomputed: set[Key]
+    logged: tuple = ()  # the writes undone through the undo log (stores, and calls undoing theirs)
 
     def stored(self, key: Key, site: PlanSite) -> CacheSlot | None:
         """The slot the reverse sweep reads `key` from at a site, or None when it recomputes it
@@ -139,10 +140,10 @@ def scope_of(keys: Keys, key: Key, site: Loop | None) -> Loop | None:
 
 
 def make_plan(function: str, keys: Keys, loops: LoopForest, needs: dict[Key, set], forced: list[Key],
-              sizes: dict[Key, int]) -> CachePlan:
+              sizes: dict[Key, int], logged=()) -> CachePlan:
     """`needs`: what the reverse sweep asks for, at which sites; `forced`: keys stored whatever
     the cut (call records, overwritten values); `sizes`: the bytes of keys whose size their Def
-    does not give (call records)."""
+    does not give (call records); `logged`: the writes undone through the undo log, for --explain."""
     nodes: dict[tuple[Key, PlanSite], float] = {}
     edges: set = set()
     roots: set = set()
@@ -165,7 +166,7 @@ def make_plan(function: str, keys: Keys, loops: LoopForest, needs: dict[Key, set
             d = keys[key]
             nodes[node] = weight(key, site)
             if d.recomputable and (d.loop_bound is None or d.loop_bound.contains(site.loop)) and \
-                    not (d.clobbers & site.before):
+                    not keys.clobbered(key, site.before, bool(site.shift)):
                 uses = [(op, site) for op in d.operands]
                 if d.shifted is not None:
                     uses.append((d.shifted, site.earlier(d.loop_bound)))
@@ -206,7 +207,7 @@ def make_plan(function: str, keys: Keys, loops: LoopForest, needs: dict[Key, set
 
     groups = _groups(keys, loops, entries)
     slots, record = _layout(keys, entries, groups, sizes)
-    return CachePlan(function, keys, loops, cut, slots, groups, record, needs, recomputed)
+    return CachePlan(function, keys, loops, cut, slots, groups, record, needs, recomputed, tuple(logged))
 
 
 def _groups(keys: Keys, loops: LoopForest, entries: dict) -> list[Group]:

@@ -11,7 +11,8 @@ from functools import lru_cache
 from adgen.ir_ad.reverse.plan.cache_plan import INDEXED, CachePlan, CacheSlot
 from adgen.ir_ad.diagnose import source_name, user_location
 from adgen.ir_ad.ir import Module
-from adgen.ir_ad.reverse.plan.keys import BLOB, CAME, CHOICE, DESC, EXIT, MASK, OLD, RETURNS, SHADOW, VALUE
+from adgen.ir_ad.reverse.plan.keys import BLOB, CAME, CHOICE, DESC, EXIT, LOG, MASK, OLD, RETURNS, SHADOW, VALUE
+from adgen.ir_ad.reverse.plan.undo import LOG_ENTRY
 from adgen.ir_ad.analysis.loops import Loop
 
 
@@ -25,6 +26,7 @@ def _one(module: Module, title: str, plan: CachePlan) -> str:
     where = _where(module, fn.dbg)
     lines = [f"{title}{f' ({where})' if where else ''}:"]
     recomputed = len({k for k in plan.recomputed if k.kind == VALUE})
+    lines += _logged(module, plan)
     if plan.stores_nothing():
         lines.append(f"  stores nothing: the reverse sweep recomputes the {recomputed} primal values it needs"
                      if recomputed else "  stores nothing")
@@ -53,6 +55,22 @@ def _one(module: Module, title: str, plan: CachePlan) -> str:
             lines += ["  " + _slot(module, plan, s) for s in slots]
     lines.append(f"  recomputed by the reverse sweep instead of stored: {recomputed} primal values")
     return "\n".join(lines)
+
+
+def _logged(module: Module, plan: CachePlan) -> list[str]:
+    """The writes the reverse sweep undoes through the undo log, instead of storing what they
+    overwrite."""
+    if not plan.logged:
+        return []
+    lines = [f"  undone through the undo log ({LOG_ENTRY} bytes in the log each time a store runs), so that what "
+             "they overwrite is read again, not stored:"]
+    for inst in plan.logged:
+        what = f"a call to {source_name(inst.callee)}, which undoes its writes" if inst.opcode == "call" else \
+            f"a store ({inst.operands[0].type.text})"
+        where = _where(module, inst.dbg)
+        code = _source(module, inst.dbg)
+        lines.append(f"    {where or '(no line)'}  {what}" + (f"\n{' ' * 14}| {code}" if code else ""))
+    return lines
 
 
 def _slot(module: Module, plan: CachePlan, slot: CacheSlot) -> str:
@@ -93,6 +111,8 @@ def _describe(module: Module, plan: CachePlan, key):
     if key.kind == CHOICE:
         return f"which argument of {d.inst.callee.lstrip('@')} won", \
             "a byte instead of the arguments' values, which would have to be stored", d.inst
+    if key.kind == LOG:
+        return "the undo log", "the log this call opened, if none was open", None
     if key.kind == OLD:
         return "the value overwritten by a store", "put back while the reverse sweep runs", d.inst
     return str(key), d.why, d.inst

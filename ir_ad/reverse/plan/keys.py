@@ -20,8 +20,9 @@ from adgen.ir_ad.calls import is_intrinsic
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.shadows import INTERLEAVED, Layout
 
-VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD, CHOICE = ("value", "shadow", "mask", "came", "exit", "blob", "desc",
-                                                           "old", "choice")
+VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD, CHOICE, LOG = ("value", "shadow", "mask", "came", "exit", "blob",
+                                                                "desc", "old", "choice", "log")
+LOG_OWNER = "%<log>"  # the key of the undo log a call opened (null where one was open)
 RETURNS = "%<return>"  # the pseudo-block after every return: its CAME says which return was taken
 # Intrinsics that are pure (no memory, no side effects) and so can be recomputed, by family.
 PURE_INTRINSICS = frozenset({
@@ -53,8 +54,8 @@ class Def:
     loop_bound: Loop | None = None  # recomputable only inside this loop, from its iteration count
     shifted: Key | None = None  # recomputed from this key as it was one iteration of loop_bound earlier
     storable: bool = True  # False: the forward sweep does not have it (a shadow of the reverse sweep's own)
-    clobbers: frozenset = frozenset()  # stores the reverse sweep undoes that overwrite this load's memory:
-    # it can be repeated only where they are undone (at sites whose `before` has none of them)
+    clobbers: frozenset = frozenset()  # writes the reverse sweep undoes that may overwrite this load's memory
+    # after it: it can be repeated only where none of them is in effect (see Keys.clobbered)
 
     @property
     def bytes(self) -> int:
@@ -336,6 +337,26 @@ class Keys:
         block = self.cfg.index_in_block[id(inst)][0]
         return Def(key, (inst.operands[0].type,), block, inst=inst,
                    why="the value a store overwrites, put back while the reverse sweep runs")
+
+    def _log(self, key: Key) -> Def:
+        return Def(key, (PTR,), self.fn.blocks[0].label, why="the undo log this call opened")
+
+    def clobbered(self, key: Key, before: frozenset, shifted: bool) -> bool:
+        """Whether a load cannot be repeated at a site, given the undone writes in effect there:
+        `before` holds (write, None) for a write earlier in the site's iteration of the loops
+        around it, and (write, loop) for its runs in earlier iterations of a loop around both.
+        A write in effect overwrote the load's memory if it ran after the load: in the same
+        iteration, a write after it (what `clobbers` holds); in earlier iterations of a loop, only
+        where the load ran before that loop started (a load inside it ran after those). A load
+        from an earlier iteration (`shifted`) is taken as overwritten by any of them."""
+        d = self[key]
+        if not d.clobbers:
+            return False
+        home = self.loops.loop_of[self.cfg.block_of_inst(d.inst)] if d.inst is not None else None
+        for write, loop in before:
+            if write in d.clobbers and (shifted or loop is None or not loop.contains(home)):
+                return True
+        return False
 
     def instruction(self, name: str) -> Instruction:
         """The instruction a BLOB or OLD key names ("#<index>" in the function's instruction order)."""

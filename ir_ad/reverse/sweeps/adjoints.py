@@ -151,7 +151,10 @@ class Adjoints:
 
     def _undo(self, inst, site, b) -> None:
         """Puts back the value a store overwrote, so that loads before it repeat as they ran;
-        the exit puts the stored value back again."""
+        the exit puts the stored value back again (for a logged store, the log's owner does)."""
+        if self.d.logged:
+            b.call(f'@"adgen.log.undo.{inst.operands[0].type.text}"', VOID, [])
+            return
         k = len(self.undo)
         value, ptr = inst.operands
         at = self.needs.value(ptr, site)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare
 from adgen.ir_ad.reverse.sweeps.cache_writes import CacheWrites
 from adgen.ir_ad.ir import I64, PTR, VOID, Instruction, Operand
-from adgen.ir_ad.reverse.plan.keys import CAME, CHOICE, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, instruction_key
+from adgen.ir_ad.reverse.plan.keys import CAME, CHOICE, LOG, LOG_OWNER, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, \
+    instruction_key
 from adgen.ir_ad.reverse.types import ReverseFacts, size_global
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, LIFETIME, MOVE, REALLOCATE, allocation_size, kind_of
@@ -45,6 +46,9 @@ class AugmentedWriter:
             b = Builder(d.decls, self.out, prefix=f"f{bare(block.label)}.")
             if index == 0:
                 self.cache.entry(b)
+                if d.logged:  # (the undo log: opened by the outermost call that logs)
+                    self.log_owner = b.call('@"adgen.log.open"', PTR, [])
+                    self.cache.keep(Key(LOG, LOG_OWNER), b, self.log_owner)
             phis = [i for i in block.instructions if i.opcode == "phi"]
             for inst in phis:
                 self.out.append("  " + self.cache.relabeled(inst, block.label))
@@ -77,6 +81,8 @@ class AugmentedWriter:
             self.cache.before_branch(block, b)
             if term.opcode == "ret":
                 self.cache.keep(Key(CAME, RETURNS), b, V(came_type(len(d.keys.returns)), str(d.keys.returns.index(block.label))))
+                if d.logged:
+                    b.call('@"adgen.log.detach"', VOID, [self.log_owner])
                 if derived.aug_ret.kind == "void":
                     self.out.append("  ret void")
                     continue
@@ -154,8 +160,11 @@ class AugmentedWriter:
         if op == "call":
             return self.forward_call(inst, b)
         if op == "store" and inst in self.d.undoable:
-            self.cache.keep(Key(OLD, instruction_key(self.fn, inst)), b,
-                       b.load(inst.operands[0].type, V(PTR, inst.operands[1].value), memory=PRIMAL))
+            if self.d.logged:
+                b.call(f'@"adgen.log.push.{inst.operands[0].type.text}"', VOID, [V(PTR, inst.operands[1].value)])
+            else:
+                self.cache.keep(Key(OLD, instruction_key(self.fn, inst)), b,
+                                b.load(inst.operands[0].type, V(PTR, inst.operands[1].value), memory=PRIMAL))
         self.out.append("  " + inst.text + (b.tag(PRIMAL) if op in ("load", "store") else ""))
         if op == "alloca" and inst.result in self.d.reverse_local:
             self.layout.bind(b, inst.result, self.layout.zero(PTR))  # never used: the reverse sweep has its own

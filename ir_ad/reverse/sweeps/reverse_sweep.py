@@ -18,7 +18,7 @@ from adgen.ir_ad.reverse.sweeps.adjoints import Adjoints
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, PlanSite
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction
-from adgen.ir_ad.reverse.plan.keys import CAME, EXIT, RETURNS, Key, came_type
+from adgen.ir_ad.reverse.plan.keys import CAME, EXIT, LOG, LOG_OWNER, RETURNS, Key, came_type
 from adgen.ir_ad.analysis.loops import common
 from adgen.ir_ad.reverse.sweeps.materialize import Materializer, counter
 from adgen.ir_ad.reverse.sweeps.sites import Site, SiteNeeds
@@ -42,6 +42,7 @@ class ReverseSweep:
         self.needs = SiteNeeds(d)
         self.adjoints = Adjoints(self.needs, release_only)
         self.local_shadow: dict[str, Shadow] = {}
+        self._reach: dict[tuple[str, int], set[str]] = {}  # blocks reachable within an iteration, by (block, loop)
 
     # ================================================================== collecting
     def collect(self) -> dict[Key, set]:
@@ -60,7 +61,7 @@ class ReverseSweep:
                                                     self._undone_before(term))
         for block in blocks:
             self._block(block)
-        self.entry.before = frozenset(id(s) for s in d.undoable)
+        self.entry.before = frozenset((id(s), None) for s in d.undoable)
         self._entry()
         self.sites = [self.entry] + [s for b in blocks for s in self.segments[b.label] +
                                      [self.edges[(p, b.label)] for p in d.cfg.preds[b.label]]]
@@ -71,9 +72,41 @@ class ReverseSweep:
         return needs
 
     def _undone_before(self, end: Instruction) -> frozenset:
-        """The undone stores that precede `end` in the forward sweep: still in effect when the
-        reverse sweep gets back there."""
-        return frozenset(id(s) for s in self.d.undoable if self.d.cfg.may_follow(s, end))
+        """The undone writes still in effect when the reverse sweep gets back to just before
+        `end`, as keys.Keys.clobbered reads them: (write, None) for a write that may run before
+        `end` in the same iteration of the loops around it, (write, loop) for one inside a loop
+        around both, whose earlier iterations ran before."""
+        d = self.d
+        around = d.loops.loop_of[d.cfg.block_of_inst(end)]
+        chain = around.ancestors() if around is not None else []
+        found = set()
+        for write in d.undoable:
+            if self._before_in_iteration(write, end, around):
+                found.add((id(write), None))
+            home = d.loops.loop_of[d.cfg.block_of_inst(write)]
+            found |= {(id(write), loop) for loop in chain if loop.contains(home)}
+        return frozenset(found)
+
+    def _before_in_iteration(self, first: Instruction, end: Instruction, around) -> bool:
+        """Whether `first` may run before `end` without going back to the header of a loop
+        around `end` (in the same iteration of each of them)."""
+        cfg = self.d.cfg
+        b1, i1 = cfg.index_in_block[id(first)]
+        b2, i2 = cfg.index_in_block[id(end)]
+        if b1 == b2 and i1 < i2:
+            return True
+        key = (b1, id(around))
+        if key not in self._reach:
+            back = {(latch, loop.header) for loop in (around.ancestors() if around else []) for latch in loop.latches}
+            seen, work = set(), [s for s in cfg.succs[b1] if (b1, s) not in back]
+            while work:
+                b = work.pop()
+                if b in seen:
+                    continue
+                seen.add(b)
+                work += [s for s in cfg.succs[b] if (b, s) not in back]
+            self._reach[key] = seen
+        return b2 in self._reach[key]
 
     # ------------------------------------------------------------------ blocks
     def _block(self, block) -> None:
@@ -147,6 +180,9 @@ class ReverseSweep:
             d.inst = None
             raise d.fail("a function that never returns")
         site = self.entry
+        if d.logged:  # the log this call opened, if it did: attached to undo, or dropped in split mode's free
+            self.log_owner = self.needs.need(Key(LOG, LOG_OWNER), site, (PTR,))[0]
+            site.lines.append(f"  call void @\"adgen.log.{'discard' if self.release_only else 'attach'}\"(ptr {self.log_owner.ref})")
         targets = [local(f"seed'{bare(r.label)}") for r in returns]
         if len(returns) > 1:
             came = self.needs.need(Key(CAME, RETURNS), site, (came_type(len(returns)),))[0]
@@ -223,6 +259,8 @@ class ReverseSweep:
             xb.store(value, xb.load(PTR, V(PTR, f"%\"undo'{k}.at\"")), memory=PRIMAL)
             out.append(f"  br label %\"redo'{k}.done\"")
             out.append(f"\"redo'{k}.done\":")
+        if d.logged and not self.release_only:  # the owner writes the logged stores again
+            xb.call('@"adgen.log.close"', VOID, [self.log_owner])
         grads = []
         params = self.fn.params
         for i in derived.scalars:

@@ -1,0 +1,161 @@
+"""Which writes the reverse sweep undoes, so that the loads before them can be read again where
+the reverse sweep needs them rather than stored (specs/abi.md, "Stores undone"). Undoing a
+store costs its old value, once per time it runs; storing the loads it overwrites costs their
+values, once per time *they* run: a store in a loop overwriting what a deeper loop read (the
+output of a matrix product written once per row, after the inner loop read the inputs) is far
+cheaper to undo.
+
+- From the record: stores outside every loop into arguments or globals, each run at most once
+  per call.
+- Through the undo log (templates/undo_log.ll.j2), where the log is on (derivatives no later level
+  differentiates again): stores inside loops that overwrite what a load in a deeper loop, or a call
+  before them, read; and calls to functions of the sources that undo their own writes, where
+  those may overwrite what was read before the call. A function asked to undo its writes (its
+  caller's call is such a call) logs every store into memory it did not allocate.
+A function that logs anything logs all the stores it undoes, so that they are written again in
+order with the others when the log is closed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from adgen.ir_ad.analysis.flow import CFG, Memory
+from adgen.ir_ad.analysis.loops import LoopForest
+from adgen.ir_ad.ir import Function, Instruction, Module
+
+# The types a logged store may write: the log keeps 8 bytes of each.
+LOGGED = (("float", 4), ("double", 8), ("i8", 1), ("i16", 2), ("i32", 4), ("i64", 8), ("ptr", 8))
+_LOGGED_TYPES = {t for t, _ in LOGGED}
+LOG_ENTRY = 24  # bytes of a log entry: the address, the value, its size (templates/undo_log.ll.j2)
+
+
+@dataclass
+class Undo:
+    stores: list[Instruction] = field(default_factory=list)  # the stores the reverse sweep undoes
+    calls: list[Instruction] = field(default_factory=list)  # calls whose callee undoes its writes
+    logs_stores: bool = False  # some of `stores` need the log (inside loops, or every write asked for)
+
+    @property
+    def logged(self) -> bool:
+        """All of them through the log (else `stores` from the record, redone at the reverse sweep's exit)."""
+        return self.logs_stores or bool(self.calls)
+
+    @property
+    def writes(self) -> list[Instruction]:
+        """Everything undone, stores and calls."""
+        return self.stores + self.calls
+
+
+def plan_undo(fn: Function, module: Module, cfg: CFG, loops: LoopForest, memory: Memory, outliving: set[str],
+              every_write: bool) -> Undo:
+    """What the reverse sweep of `fn` undoes. `outliving`: the pointer arguments whose memory
+    outlives the outermost derivative call, into which stores may be logged (with globals; the
+    log writes them again when that call ends, and none is freed by then); none where the log
+    is off. `every_write`: the caller asked for every write to be undone."""
+    log = bool(outliving) or every_write
+    undo = Undo()
+    outside = []
+    for inst in fn.instructions():
+        if cfg.block_of_inst(inst) in cfg.doomed:
+            continue
+        if inst.opcode == "store" and _loggable(inst):
+            base = memory.base(inst.operands[1].value)
+            in_loop = loops.loop_of[cfg.block_of_inst(inst)] is not None
+            if not in_loop and base.kind in ("arg", "global"):
+                outside.append(inst)
+            elif log and _logs_into(base, outliving) and \
+                    (every_write or _worth_logging(inst, fn, module, cfg, loops, memory)):
+                undo.stores.append(inst)
+        elif log and inst.opcode == "call" and _undoes_calls_writes(inst, fn, module, cfg, memory, every_write):
+            undo.calls.append(inst)
+    undo.logs_stores = bool(undo.stores) or every_write
+    if undo.logged:  # then those outside loops too, where the log may write them again at its end
+        outside = [s for s in outside if _logs_into(memory.base(s.operands[1].value), outliving)]
+    undo.stores = [s for s in fn.instructions() if s in outside or s in undo.stores]
+    return undo
+
+
+def undoes_all_writes(module: Module, fn: Function, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether the reverse sweep of `fn`, asked to, can undo every write it makes to memory it did
+    not allocate: its stores are of types the log keeps, and its calls write nothing or are to
+    functions that can undo theirs too (a recursive call is assumed to)."""
+    if fn.name in seen:
+        return True
+    cfg = CFG(fn)
+    memory = Memory(fn, cfg, module)
+    for inst, base in memory.writes:
+        if base.kind == "fresh" or cfg.block_of_inst(inst) in cfg.doomed:
+            continue
+        if inst.opcode == "store" and _loggable(inst):
+            continue
+        if inst.opcode != "call" or not _reversed_callee(module, inst.callee) or \
+                not undoes_all_writes(module, module.functions[inst.callee], seen | {fn.name}):
+            return False
+    return True
+
+
+def _logs_into(base, outliving: set[str]) -> bool:
+    return base.kind == "global" or (base.kind == "arg" and base.name in outliving)
+
+
+def _loggable(store: Instruction) -> bool:
+    value = store.operands[0]
+    return value.type.text in _LOGGED_TYPES and " atomic " not in store.text and "volatile" not in store.text.split()
+
+
+def _depth(loops: LoopForest, cfg: CFG, inst: Instruction) -> int:
+    loop = loops.loop_of[cfg.block_of_inst(inst)]
+    return loop.depth if loop else 0
+
+
+def _worth_logging(store: Instruction, fn: Function, module: Module, cfg: CFG, loops: LoopForest,
+                   memory: Memory) -> bool:
+    """A store inside a loop is logged when it may overwrite what was read before it more often
+    than it runs: by a load in a deeper loop, or by a call to a function of the sources (whose
+    loops are taken as deeper: otherwise it would store what it reads, in every iteration of
+    them, for a store that may not overwrite any of it)."""
+    base = memory.base(store.operands[1].value)
+    depth = _depth(loops, cfg, store)
+    for inst in fn.instructions():
+        if not cfg.may_follow(inst, store):
+            continue
+        if inst.opcode == "load" and _depth(loops, cfg, inst) > depth and \
+                memory.may_alias(memory.base(inst.operands[0].value), base) and memory.types_may_alias(inst, store):
+            return True
+        if inst.opcode == "call" and _defined(module, inst) and \
+                any(memory.may_alias(memory.base(a.value), base) for a in inst.operands if a.type.kind == "ptr"):
+            return True
+    return False
+
+
+def _defined(module: Module, call: Instruction) -> bool:
+    target = module.functions.get(call.callee)
+    return target is not None and not target.declaration
+
+
+def _reversed_callee(module: Module, name: str) -> bool:
+    """A function of the sources whose reverse sweep adgen writes (not @inactive, not by hand)."""
+    target = module.functions.get(name)
+    return target is not None and not target.declaration and name not in module.inactive and \
+        name not in module.custom
+
+
+def _undoes_calls_writes(call: Instruction, fn: Function, module: Module, cfg: CFG, memory: Memory,
+                         every_write: bool) -> bool:
+    """A call to a function of the sources has its callee undo its writes where they may
+    overwrite what was read before the call (or the caller must undo all of its own), and the
+    callee can."""
+    if not _reversed_callee(module, call.callee) or call.callee == fn.name:
+        return False
+    written = [base for inst, base in memory.writes if inst is call and base.kind != "fresh"]
+    if not written:
+        return False
+    if not every_write:
+        read_before = [memory.base(i.operands[0].value) for i in fn.instructions()
+                       if i.opcode == "load" and cfg.may_follow(i, call)] + \
+            [memory.base(a.value) for i in fn.instructions() if i.opcode == "call" and cfg.may_follow(i, call)
+             for a in i.operands if a.type.kind == "ptr"] + \
+            [memory.base(a.value) for a in call.operands if a.type.kind == "ptr" and cfg.may_follow(call, call)]
+        if not any(memory.may_alias(r, w) for r in read_before for w in written):
+            return False
+    return undoes_all_writes(module, module.functions[call.callee])

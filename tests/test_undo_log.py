@@ -1,0 +1,233 @@
+"""The undo log (specs/abi.md, "Stores undone"): stores inside loops that overwrite what a deeper
+loop or an earlier call read are undone by the reverse sweep instead of the loads being stored;
+gradients against central finite differences, memory as the primal left it after the call, and
+what the cache plan no longer stores."""
+
+from __future__ import annotations
+
+import ctypes as C
+import math
+
+import numpy as np
+
+import pytest
+
+from test_forward import D, I, P, arr, fn
+
+TILED = r"""
+#include <math.h>
+#include <stddef.h>
+static void matmul(double *out, const double *inp, const double *weight, int BT, int C, int OC)
+{
+    for (int obt = 0; obt < BT; obt += 4) {
+        for (int o = 0; o < OC; o++) {
+            double result[4];
+            for (int ibt = 0; ibt < 4; ibt++) result[ibt] = 0.0;
+            for (int i = 0; i < C; i++) {
+                double w = weight[i + o * C];
+                for (int ibt = 0; ibt < 4; ibt++) result[ibt] += inp[(obt + ibt) * C + i] * w;
+            }
+            for (int ibt = 0; ibt < 4; ibt++) out[(obt + ibt) * OC + o] = result[ibt];
+        }
+    }
+}
+// @diff(two_grad: (dup, dup, dup, const, const) -> activeonly)
+double two_layers(double *acts, double *w1, double *w2, int BT, int C)
+{
+    double *x = acts, *h = acts + BT * C, *y = acts + 2 * BT * C;
+    matmul(h, x, w1, BT, C, C);
+    for (int i = 0; i < BT * C; i++) h[i] = h[i] > 0 ? h[i] : 0.01 * h[i];
+    matmul(y, h, w2, BT, C, C);
+    double s = 0;
+    for (int i = 0; i < BT * C; i++) s += sin(y[i]) * y[i];
+    return s;
+}
+"""
+
+# The output overlaps the input: each row written is read by the rows after it.
+OVERLAPPING = r"""
+#include <math.h>
+static void layer(double *out, const double *inp, const double *w, int n)
+{
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        for (int j = 0; j < n; j++) s += w[i * n + j] * inp[j];
+        out[i] = tanh(s);
+    }
+}
+// @diff(shifted_grad: (dup, dup, const) -> activeonly)
+double shifted(double *a, double *w, int n)
+{
+    layer(a + 1, a, w, n);
+    layer(a, a + 1, w, n);
+    double s = 0;
+    for (int i = 0; i <= n; i++) s += a[i] * a[i] * (1 + 0.1 * i);
+    return s;
+}
+"""
+
+# A loop writing in place what its inner loop reads, then a store outside every loop into the same
+# memory (undone from the log with the others, in order).
+IN_PLACE = r"""
+#include <math.h>
+// @diff(relax_grad: (dup, dup, const) -> activeonly)
+double relax(double *a, double *out, int n)
+{
+    for (int i = 0; i < n; i++) {
+        double s = 0.5;
+        for (int j = 0; j < n; j++) s += a[j] * cos(a[(i + j) % n]);
+        a[i] = s / n;
+    }
+    a[0] = a[0] * a[1] + out[0];
+    out[0] = a[0] * a[n - 1];
+    double s = 0;
+    for (int i = 0; i < n; i++) s += exp(0.3 * a[i]);
+    return s + out[0];
+}
+"""
+
+
+def _check(lib, name, grad_name, arrays, ints):
+    """The gradient of every array entry against central differences, and memory after the
+    gradient as after the primal."""
+    primal = fn(lib, name, D, *([P] * len(arrays)), *([I] * len(ints)))
+    grad = fn(lib, grad_name, D, *([P, P] * len(arrays)), *([I] * len(ints)), D)
+
+    def loss(values):
+        return primal(*[arr(v) for v in values], *ints)
+
+    primal_after = [arr(v) for v in arrays]
+    primal(*primal_after, *ints)
+    inputs = [arr(v) for v in arrays]
+    shadows = [arr([0.0] * len(v)) for v in arrays]
+    grad(*[x for pair in zip(inputs, shadows) for x in pair], *ints, 1.0)
+    for k, v in enumerate(arrays):
+        assert list(inputs[k]) == pytest.approx(list(primal_after[k]), rel=1e-12, abs=1e-14), \
+            f"array {k}: memory after the gradient differs from the primal's"
+    for k, v in enumerate(arrays):
+        for j in range(len(v)):
+            h = 1e-6
+            up = [list(x) for x in arrays]
+            down = [list(x) for x in arrays]
+            up[k][j] += h
+            down[k][j] -= h
+            fd = (loss(up) - loss(down)) / (2 * h)
+            assert shadows[k][j] == pytest.approx(fd, rel=1e-5, abs=1e-7), (k, j)
+
+
+def _values(n, seed):
+    return [math.sin(1.7 * (k + 1) * seed) * 0.8 for k in range(n)]
+
+
+def test_tiled_matmuls_over_slices_of_one_block(build_lib):
+    lib = build_lib(TILED)
+    bt, c = 8, 3
+    _check(lib, "two_layers", "two_grad", [_values(3 * bt * c, 1), _values(c * c, 2), _values(c * c, 3)], [bt, c])
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_an_output_overlapping_the_input(build_lib, n):
+    lib = build_lib(OVERLAPPING)
+    _check(lib, "shifted", "shifted_grad", [_values(n + 1, 4), _values(n * n, 5)], [n])
+
+
+@pytest.mark.parametrize("n", [2, 3, 6])
+def test_a_loop_writing_what_its_inner_loop_reads(build_lib, n):
+    lib = build_lib(IN_PLACE)
+    _check(lib, "relax", "relax_grad", [_values(n, 6), _values(1, 7)], [n])
+
+
+def test_the_plan_stores_none_of_the_loads_the_log_protects(adgen, c_file):
+    result = adgen("build", "--explain", c_file(TILED), "-o", c_file("", "out/x").parent)
+    assert result.status == 0, result.err
+    assert "a load of memory that may be written after it" not in result.out
+    assert "undone through the undo log" in result.out
+
+
+# A global written in a loop after a deeper loop read it: logged in split mode too (the tape keeps
+# the log between the sweeps), where tapes are reversed out of order and dropped.
+GLOBAL_STATE = r"""
+#include <math.h>
+int order[16];
+// @diff(mix_split: split (dup, const, const) -> active; mix_grad: (dup, const, const) -> active)
+double mix(const double *x, int n, int m)
+{
+    double acc = 0.5;
+    for (int i = 0; i < m; i++) order[i] = i;
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < m; i++) {
+            int k = 0;
+            for (int j = 0; j < m; j++) {
+                acc = acc * cos(x[order[j]]) + x[order[(j + i) % m]];
+                k += order[j] * (j + 1);
+            }
+            order[i] = (order[i] + k + r) % m;
+        }
+    return acc;
+}
+"""
+
+
+def test_split_mode_keeps_the_log_in_the_tape(tmp_path):
+    import adgen as api
+
+    src = tmp_path / "mix.c"
+    src.write_text(GLOBAL_STATE)
+    lib = api.load(src, build_dir=tmp_path / "build")
+    xs = [np.array(_values(4, s)) for s in (1, 2, 3)]
+    expected = []
+    for x in xs:
+        d = np.zeros(4)
+        result = lib.mix_grad(x, d, 3, 4, 1.0)
+        expected.append((d.copy(), result.ret if hasattr(result, "ret") else lib.mix(x, 3, 4)))
+        for j in range(4):  # the combined gradient against central differences
+            up, down = x.copy(), x.copy()
+            up[j] += 1e-6
+            down[j] -= 1e-6
+            assert d[j] == pytest.approx((lib.mix(up, 3, 4) - lib.mix(down, 3, 4)) / 2e-6, rel=1e-5, abs=1e-7)
+    tapes = []
+    for x in xs:
+        d = np.zeros(4)
+        y, tape = lib.mix_split.forward(x, d, 3, 4)
+        tapes.append((d, y, tape))
+    _, _, dropped = tapes.pop(1)
+    lib.mix_split.release(dropped)
+    for k in (1, 0):  # out of order, a gradient computed in between
+        lib.mix_grad(xs[1], np.zeros(4), 2, 4, 1.0)
+        d, y, tape = tapes[k]
+        lib.mix_split.reverse(tape, 1.0)
+        index = (0, 2)[k]
+        assert y == pytest.approx(lib.mix(xs[index], 3, 4), rel=1e-12)
+        assert d == pytest.approx(expected[index][0], rel=1e-12)
+
+
+def test_threads_each_have_their_own_log(build_lib):
+    import threading
+
+    lib = build_lib(TILED)
+    grad = fn(lib, "two_grad", D, P, P, P, P, P, P, I, I, D)
+    bt, c = 16, 5
+    inputs = [[_values(3 * bt * c, s), _values(c * c, s + 1), _values(c * c, s + 2)] for s in range(1, 5)]
+
+    def run(values):
+        arrays = [arr(v) for v in values]
+        shadows = [arr([0.0] * len(v)) for v in values]
+        for _ in range(20):
+            for s in shadows:
+                C.memset(s, 0, C.sizeof(s))
+            arrays = [arr(v) for v in values]
+            grad(arrays[0], shadows[0], arrays[1], shadows[1], arrays[2], shadows[2], bt, c, 1.0)
+        return [list(a) for a in arrays], [list(s) for s in shadows]
+
+    alone = [run(v) for v in inputs]
+    together = [None] * len(inputs)
+
+    def worker(k):
+        together[k] = run(inputs[k])
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert together == alone
