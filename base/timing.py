@@ -3,6 +3,7 @@ that runs LLVM (optimizing, emitting) the passes that took most of it, indented 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from contextlib import contextmanager
@@ -62,3 +63,23 @@ def _largest(parts: list[tuple[str, float]], total: float) -> list[tuple[str, fl
 
 def plural(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+# A row of LLVM's -time-passes report: "seconds (share%)" columns (user, system, both, wall),
+# then the pass's name (the new pass manager's end in "Pass"), numbered (" #2") where it runs
+# more than once.
+_TIMER_COLUMN = re.compile(r"([\d.]+) \(\s*[\d.]+%\)")
+
+
+def pass_times(report: str, elapsed: float) -> list[tuple[str, float]]:
+    """(pass or analysis, seconds) of each row of LLVM's timing report: its share of the
+    report's wall-clock time, of the `elapsed` seconds measured around the run (llvmlite's
+    timers of the new pass manager report every pass twice, and their total twice over)."""
+    rows = []
+    for line in report.splitlines():
+        columns = _TIMER_COLUMN.findall(line)
+        name = re.sub(r"Pass$", "", re.sub(r" #\d+$", "", _TIMER_COLUMN.split(line)[-1].strip()))
+        if columns and name and name != "Total":
+            rows.append((name, float(columns[-1])))
+    total = sum(seconds for _, seconds in rows) or 1.0
+    return [(name, seconds / total * elapsed) for name, seconds in rows]

@@ -8,13 +8,13 @@ seconds) of LLVM's pass timers for each pass run (`-v` prints the largest)."""
 
 from __future__ import annotations
 
-import re
 import time
 from functools import cache
 
 import llvmlite.binding as llvm
 
 from adgen.base.diagnostics import AdgenError, error
+from adgen.base.timing import pass_times
 from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_addresses,
                             without_target_attributes)
 
@@ -90,26 +90,6 @@ def _run(module, tm, level: int, vectorize: bool, timings: list | None = None) -
     start = time.perf_counter()
     builder.getModulePassManager().run(module, builder)
     timings += pass_times(builder.finish_pass_timing(), time.perf_counter() - start)
-
-
-# A row of LLVM's -time-passes report: "seconds (share%)" columns (user, system, both, wall),
-# then the pass's name (the new pass manager's end in "Pass"), numbered (" #2") where it runs
-# more than once.
-_TIMER_COLUMN = re.compile(r"([\d.]+) \(\s*[\d.]+%\)")
-
-
-def pass_times(report: str, elapsed: float) -> list[tuple[str, float]]:
-    """(pass or analysis, seconds) of each row of LLVM's timing report: its share of the
-    report's wall-clock time, of the `elapsed` seconds measured around the run (llvmlite's
-    timers of the new pass manager report every pass twice, and their total twice over)."""
-    rows = []
-    for line in report.splitlines():
-        columns = _TIMER_COLUMN.findall(line)
-        name = re.sub(r"Pass$", "", re.sub(r" #\d+$", "", _TIMER_COLUMN.split(line)[-1].strip()))
-        if columns and name and name != "Total":
-            rows.append((name, float(columns[-1])))
-    total = sum(seconds for _, seconds in rows) or 1.0
-    return [(name, seconds / total * elapsed) for name, seconds in rows]
 
 
 def kept(module, array: str) -> list[str]:

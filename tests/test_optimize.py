@@ -4,6 +4,7 @@ import platform
 
 import pytest
 
+from adgen.base.timing import pass_times
 from adgen.ir_ad import optimize
 
 # eight independent multiply-adds of adjacent doubles: what a derivative of straight-line code is
@@ -68,6 +69,6 @@ def test_pass_times_shares_a_report_out_over_the_time_measured():
               "   0.3000 ( 75.0%)   0.0000 (  0.0%)   0.3000 ( 75.0%)   0.3000 ( 75.0%)  InstCombinePass\n"
               "   0.1000 ( 25.0%)   0.0000 (  0.0%)   0.1000 ( 25.0%)   0.1000 ( 25.0%)  Greedy Register Allocator #2\n"
               "   0.4000 (100.0%)   0.0000 (100.0%)   0.4000 (100.0%)   0.4000 (100.0%)  Total\n")
-    times = optimize.pass_times(report, 2.0)
+    times = pass_times(report, 2.0)
     assert [name for name, _ in times] == ["InstCombine", "Greedy Register Allocator"]
     assert [seconds for _, seconds in times] == pytest.approx([1.5, 0.5])
