@@ -144,8 +144,9 @@ def test_the_plan_stores_none_of_the_loads_the_log_protects(adgen, c_file):
     assert "undone through the undo log" in result.out
 
 
-# A global written in a loop after a deeper loop read it: logged in split mode too (the tape keeps
-# the log between the sweeps), where tapes are reversed out of order and dropped.
+# A global written in a loop after a deeper loop read it: logged by the gradient; split mode (whose
+# caller may change any memory between the sweeps) stores instead, its tapes reversed out of order,
+# one released, a logging gradient run between them.
 GLOBAL_STATE = r"""
 #include <math.h>
 int order[16];
@@ -168,7 +169,7 @@ double mix(const double *x, int n, int m)
 """
 
 
-def test_split_mode_keeps_the_log_in_the_tape(tmp_path):
+def test_split_mode_beside_a_gradient_that_logs(tmp_path):
     import adgen as api
 
     src = tmp_path / "mix.c"
