@@ -56,21 +56,22 @@ def plan_undo(fn: Function, module: Module, cfg: CFG, loops: LoopForest, memory:
     undo = Undo()
     outside = []
     for inst in fn.instructions():
-        if cfg.block_of_inst(inst) in cfg.doomed:
-            continue
-        if inst.opcode == "store" and _loggable(inst):
+        doomed = cfg.block_of_inst(inst) in cfg.doomed  # (the program stops there: nothing to log)
+        if inst.opcode == "store" and _plain(inst):
             base = memory.base(inst.operands[1].value)
             in_loop = loops.loop_of[cfg.block_of_inst(inst)] is not None
             if not in_loop and base.kind in ("arg", "global"):
                 outside.append(inst)
-            elif log and _logs_into(base, outliving) and \
+            elif log and not doomed and _loggable(inst) and _logs_into(base, outliving) and \
                     (every_write or _worth_logging(inst, fn, module, cfg, loops, memory)):
                 undo.stores.append(inst)
-        elif log and inst.opcode == "call" and _undoes_calls_writes(inst, fn, module, cfg, memory, every_write):
+        elif log and not doomed and inst.opcode == "call" and \
+                _undoes_calls_writes(inst, fn, module, cfg, memory, every_write):
             undo.calls.append(inst)
     undo.logs_stores = bool(undo.stores) or every_write
     if undo.logged:  # then those outside loops too, where the log may write them again at its end
-        outside = [s for s in outside if _logs_into(memory.base(s.operands[1].value), outliving)]
+        outside = [s for s in outside if _loggable(s) and _logs_into(memory.base(s.operands[1].value), outliving)
+                   and cfg.block_of_inst(s) not in cfg.doomed]
     undo.stores = [s for s in fn.instructions() if s in outside or s in undo.stores]
     return undo
 
@@ -98,9 +99,16 @@ def _logs_into(base, outliving: set[str]) -> bool:
     return base.kind == "global" or (base.kind == "arg" and base.name in outliving)
 
 
+def _plain(store: Instruction) -> bool:
+    """A store of a scalar (a float, an integer, a pointer), neither atomic nor volatile: one the
+    reverse sweep can put back."""
+    return store.operands[0].type.kind in ("float", "int", "ptr") and " atomic " not in store.text and \
+        "volatile" not in store.text.split()
+
+
 def _loggable(store: Instruction) -> bool:
-    value = store.operands[0]
-    return value.type.text in _LOGGED_TYPES and " atomic " not in store.text and "volatile" not in store.text.split()
+    """A plain store of a type the log keeps (8 bytes at most)."""
+    return _plain(store) and store.operands[0].type.text in _LOGGED_TYPES
 
 
 def _depth(loops: LoopForest, cfg: CFG, inst: Instruction) -> int:
