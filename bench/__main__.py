@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench import check_enzyme
 
 HERE = Path(__file__).resolve().parent
 WRAPPED = ["malloc", "calloc", "realloc", "free"]
@@ -188,11 +189,7 @@ def main() -> int:
     parser.add_argument("--only", choices=KERNELS, metavar="KERNEL",
                         help=f"run one kernel alone, with more repetitions to spare ({', '.join(KERNELS)})")
     args = parser.parse_args()
-    if args.enzyme is not None:
-        if not args.enzyme.is_file():
-            parser.error(f"--enzyme {args.enzyme}: no such file (../shared/tools/build-enzyme.sh builds it)")
-        if shutil.which(args.enzyme_cc) is None:
-            parser.error(f"--enzyme needs {args.enzyme_cc}, the clang the plugin was built for (--enzyme-cc CLANG)")
+    check_enzyme(parser, args)
     start = time.perf_counter()
     records = measure(args.quick, args.enzyme.resolve() if args.enzyme else None, args.enzyme_cc, args.only)
     args.out.mkdir(parents=True, exist_ok=True)

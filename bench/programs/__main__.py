@@ -12,11 +12,11 @@ build/bench/programs.md) and prints it. --quick uses smaller sizes."""
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
+from bench import check_enzyme
 from bench.programs import PROGRAMS, Program
 from bench.programs.build import Built, build
 from bench.programs.measure import Run, relative_error, run
@@ -93,11 +93,7 @@ def main() -> int:
     parser.add_argument("-o", dest="out", type=Path, default=Path("build/bench"),
                         help="where to write programs.md (default: build/bench)")
     args = parser.parse_args()
-    if args.enzyme is not None:
-        if not args.enzyme.is_file():
-            parser.error(f"--enzyme {args.enzyme}: no such file (../shared/tools/build-enzyme.sh builds it)")
-        if shutil.which(args.enzyme_cc) is None:
-            parser.error(f"--enzyme needs {args.enzyme_cc}, the clang the plugin was built for (--enzyme-cc CLANG)")
+    check_enzyme(parser, args)
     results, wrong = [], []
     with tempfile.TemporaryDirectory(prefix="adgen-programs-") as tmp:
         for program in PROGRAMS:
