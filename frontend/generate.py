@@ -46,7 +46,8 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         texts = [_read(path) for path in sources]
         annotations = _each(find_annotations, texts)
     with stages.stage("read", f"{sum(bool(a) for a in annotations)} annotated of {len(sources)}"):
-        units = [None if not found else read_rust_unit(src, found) if is_rust(src.path) else read_unit(src, flags)
+        made = frozenset(output_names(src.path)[0] for src in texts if not is_rust(src.path))
+        units = [None if not found else read_rust_unit(src, found) if is_rust(src.path) else read_unit(src, flags, made)
                  for src, found in zip(texts, annotations)]
     with stages.stage("check"):
         problems = Collector()
@@ -113,7 +114,7 @@ def _recheck_c(units, signatures, derived, out_dir, flags, problems: Collector) 
         if unit is None or not unit.errors or isinstance(unit, RustUnit):
             kept.diagnostics += unit.errors if isinstance(unit, RustUnit) else []
             continue
-        again = read_unit(unit.source, flags, headers)
+        again = read_unit(unit.source, flags, frozenset(headers), headers)
         kept.diagnostics += again.errors
     return kept
 

@@ -70,11 +70,14 @@ class Unit:
     included: list[Prototype] = field(default_factory=list)
 
 
-def read_unit(source: SourceFile, flags: list[str], generated_headers: dict[str, str] | None = None) -> Unit:
-    """Parse `source`. `generated_headers` maps the spellings of `*.adgen.h` includes to the text
-    they should have (empty on the first pass: the header being made cannot be read yet)."""
+def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = frozenset(),
+              generated_headers: dict[str, str] | None = None) -> Unit:
+    """Parse `source`. `made`: the names of the `*.adgen.h` headers this run makes, whose includes
+    are stood in for; `generated_headers` maps the spellings of those includes to the text they
+    should have (empty on the first pass: the header being made cannot be read yet). A header an
+    earlier run made for another source is read as it is."""
     flags = _absolute_includes(flags)  # clang looks for "DIR/name": the stand-ins must match
-    unsaved = _virtual_headers(source, flags, generated_headers or {})
+    unsaved = _virtual_headers(source, flags, made, generated_headers or {})
     try:
         tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c", *flags],
                                   unsaved_files=unsaved + _as_text(source.path))
@@ -182,12 +185,16 @@ def _absolute_includes(flags: list[str]) -> list[str]:
     return out
 
 
-def _virtual_headers(source: SourceFile, flags: list[str], texts: dict[str, str]) -> list[tuple[str, str]]:
-    """Stand-ins for the `*.adgen.h` headers the source includes, wherever clang may look."""
+def _virtual_headers(source: SourceFile, flags: list[str], made: frozenset[str],
+                     texts: dict[str, str]) -> list[tuple[str, str]]:
+    """Stand-ins for the `*.adgen.h` headers this run makes that the source includes, wherever
+    clang may look."""
     dirs = [str(source.path.parent.absolute())] + [f[2:] for f in flags if f.startswith("-I") and len(f) > 2]
     dirs += [flags[i + 1] for i, f in enumerate(flags[:-1]) if f == "-I"]
     out = []
     for spelling in dict.fromkeys(_GENERATED_INCLUDE.findall(source.text)):
+        if os.path.basename(spelling) not in made:
+            continue
         for d in dict.fromkeys(dirs):
             out.append((os.path.join(d, spelling), texts.get(spelling, "")))
     return out

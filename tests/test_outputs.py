@@ -135,3 +135,27 @@ int main(void) { printf("%g %g\\n", sq_grad(3, 1).d_x, cube_grad(2, 1).d_x); ret
     compile_c("-I", out, first, second, out / "a.adgen.o", out / "b.adgen.o", "-o", tmp_path / "prog")
     run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
     assert run.stdout.split() == ["6", "12"]
+
+
+
+def test_a_source_including_the_header_an_earlier_build_made(adgen, c_file, tmp_path):
+    """A header a separate, earlier run made for another source (a library's) is read as it is,
+    not stood in for: its declarations are there when this source is read and lowered."""
+    lib = c_file("// @diff(sq_grad: (active) -> active)\ndouble sq(double x) { return x * x; }\n", name="lib/a.c")
+    out = tmp_path / "out"
+    assert adgen("build", "-q", lib, "-o", out).status == 0
+    user = c_file("""#include <stdio.h>
+#include "a.adgen.h"
+#include "b.adgen.h"
+
+// @diff(cube_grad: (active) -> active)
+double cube(double x) { return x * x * x; }
+
+int main(void) { printf("%g %g\\n", sq_grad(3, 1).d_x, cube_grad(2, 1).d_x); return 0; }
+""", name="b.c")
+    result = adgen("build", "-q", user, "-I", out, "-o", tmp_path / "out2")
+    assert result.status == 0, result.err
+    compile_c("-I", out, "-I", tmp_path / "out2", lib, user, out / "a.adgen.o", tmp_path / "out2" / "b.adgen.o",
+              "-o", tmp_path / "prog")
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.stdout.split() == ["6", "12"]

@@ -232,3 +232,60 @@ def test_threads_each_have_their_own_log(build_lib):
     for t in threads:
         t.join()
     assert together == alone
+
+
+# A derivative written by hand that calls a gradient of the same source, from inside the reverse
+# sweep of a gradient that logs: the inner gradient keeps a log of its own (without, it undid the
+# outer one's entries and crashed).
+NESTED = r"""
+#include <math.h>
+#include "nest.adgen.h"
+static void mix(double *out, const double *in, const double *w, int n)
+{
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        for (int j = 0; j < n; j++) s += w[i * n + j] * in[j];
+        out[i] = tanh(s);
+    }
+}
+// @diff(inner_grad: (dup, dup, const) -> activeonly)
+double inner(double *a, double *w, int n)
+{
+    mix(a + 1, a, w, n);
+    double s = 0;
+    for (int i = 0; i <= n; i++) s += a[i] * a[i];
+    return s;
+}
+
+
+double sq(const double *x, double *y, int n)
+{
+    double t[9], w[64];
+    for (int i = 0; i <= n; i++) t[i] = x[i];
+    for (int i = 0; i < n * n; i++) w[i] = 0.1 * (i % 5) - 0.2;
+    return inner(t, w, n);
+}
+// @derivative(sq: (dup, const, const) -> active)
+double sq_grad(const double *x, double *d_x, double *y, int n, double d_ret)
+{
+    double t[9], dt[9] = {0}, w[64], dw[64] = {0};
+    for (int i = 0; i <= n; i++) t[i] = x[i];
+    for (int i = 0; i < n * n; i++) w[i] = 0.1 * (i % 5) - 0.2;
+    inner_grad(t, dt, w, dw, n, d_ret);
+    for (int i = 0; i <= n; i++) d_x[i] += dt[i];
+    return 0;
+}
+// @diff(outer_grad: (dup, dup, const) -> activeonly)
+double outer(double *a, double *w, int n)
+{
+    mix(a + 1, a, w, n);
+    double y[9];
+    return sq(a, y, n) + a[0] * a[n];
+}
+"""
+
+
+def test_a_gradient_called_inside_another_gradients_sweeps(build_lib):
+    lib = build_lib(NESTED, name="nest.c")
+    n = 4
+    _check(lib, "outer", "outer_grad", [_values(n + 1, 8), _values(n * n, 9)], [n])

@@ -14,7 +14,7 @@ from adgen.base.naming import KERNEL_PREFIX
 
 from adgen.ir_ad.ir.builder import Builder, Declarations, V, local
 from adgen.ir_ad.forward.mode import ForwardMode, Pattern
-from adgen.ir_ad.ir import I1, I8, I64, PTR, Function, Module, Type, vector
+from adgen.ir_ad.ir import I1, I8, I64, PTR, VOID, Function, Module, Type, vector
 from adgen.ir_ad.reverse.mode import ReverseMode
 from adgen.ir_ad.reverse.types import RevDerived, RevPattern
 from adgen.ir_ad.shadows import INTERLEAVED, LANES
@@ -198,6 +198,7 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
     aug_args = ", ".join(str(a) for a in primal_args + shadow_args + [record])
     values: dict[str, V | list[V]] = {}
     b.emit('call void @"adgen.arena.enter"()')  # the sweeps' storage on a stack (templates/runtime.ll.j2)
+    outer_log = b.call('@"adgen.log.enter"', PTR, []) if mode.log else None  # a gradient of its own
     if derived.aug_ret.kind == "void":
         b.emit(f"call void {derived.aug}({aug_args})")
     else:
@@ -208,6 +209,8 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
         b.emit(f"call void {derived.rev}({rev_args})")
     else:
         grads = b.value(derived.rev_ret, f"call {derived.rev_ret.text} {derived.rev}({rev_args})")
+    if outer_log is not None:
+        b.call('@"adgen.log.leave"', VOID, [outer_log])
     b.emit('call void @"adgen.arena.leave"()')
     _store_gradients(k, d, derived, grads, kind, values)
     k.store(values, _scalar_types(sig, fn))
