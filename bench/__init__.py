@@ -1,10 +1,10 @@
 """adgen benchmarks: run `python -m bench --help`."""
 
+import shutil
+
 
 def check_enzyme(parser, args) -> None:
     """--enzyme PLUGIN (with --enzyme-cc CLANG): both must be there, else a usage error."""
-    import shutil
-
     if args.enzyme is not None:
         if not args.enzyme.is_file():
             parser.error(f"--enzyme {args.enzyme}: no such file (../shared/tools/build-enzyme.sh builds it)")

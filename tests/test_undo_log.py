@@ -12,6 +12,7 @@ import numpy as np
 
 import pytest
 
+from conftest import central_difference
 from test_forward import D, I, P, arr, fn
 
 TILED = r"""
@@ -101,17 +102,17 @@ def _check(lib, name, grad_name, arrays, ints):
     inputs = [arr(v) for v in arrays]
     shadows = [arr([0.0] * len(v)) for v in arrays]
     grad(*[x for pair in zip(inputs, shadows) for x in pair], *ints, 1.0)
-    for k, v in enumerate(arrays):
+    for k in range(len(arrays)):
         assert list(inputs[k]) == pytest.approx(list(primal_after[k]), rel=1e-12, abs=1e-14), \
             f"array {k}: memory after the gradient differs from the primal's"
     for k, v in enumerate(arrays):
         for j in range(len(v)):
-            h = 1e-6
-            up = [list(x) for x in arrays]
-            down = [list(x) for x in arrays]
-            up[k][j] += h
-            down[k][j] -= h
-            fd = (loss(up) - loss(down)) / (2 * h)
+            def along(t, k=k, j=j):
+                values = [list(x) for x in arrays]
+                values[k][j] = t
+                return loss(values)
+
+            fd = central_difference(along, v[j], 1e-6)
             assert shadows[k][j] == pytest.approx(fd, rel=1e-5, abs=1e-7), (k, j)
 
 

@@ -148,8 +148,7 @@ class ReverseMode:
                 break
             undo.calls = [c for c in undo.calls if c not in refused]
         self._classify_allocas(d)
-        ignored = {id(s) for s in d.undoable} | {id(i) for i in fn.instructions() if _frees(i, d)}
-        d.keys = Keys(fn, self.module, cfg, loops, memory, activity, layout, ignored, d.stack, d.reverse_local,
+        d.keys = Keys(fn, self.module, cfg, loops, memory, activity, layout, _ignored(d), d.stack, d.reverse_local,
                       {id(s) for s in d.undoable})
         return d
 
@@ -157,7 +156,7 @@ class ReverseMode:
         """Derives the calls `d.fn` makes to other pairs; returns those asked to undo their writes
         that cannot."""
         fn = d.fn
-        ignored = {id(s) for s in d.undoable} | {id(i) for i in fn.instructions() if _frees(i, d)}
+        ignored = _ignored(d)
         used = {o.value for i in fn.instructions() for o in i.operands} | \
             {v.value for i in fn.instructions() for v, _ in i.incoming}
         refused = []
@@ -241,6 +240,12 @@ def _outliving(d: ReverseFacts, pointer: str) -> bool:
     params = [p.name for p in d.fn.params]
     return base.kind == "arg" and base.name in params and \
         params.index(base.name) < len(d.pattern.outliving) and d.pattern.outliving[params.index(base.name)]
+
+
+def _ignored(d: ReverseFacts) -> set[int]:
+    """The writes (by id) that do not overwrite what the reverse sweep reads again: those it
+    undoes, and frees of memory with derivatives (only marked by the forward sweep)."""
+    return {id(s) for s in d.undoable} | {id(i) for i in d.fn.instructions() if _frees(i, d)}
 
 
 def _undoes_all(d: ReverseFacts) -> bool:
