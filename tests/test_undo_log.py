@@ -145,6 +145,53 @@ def test_the_plan_stores_none_of_the_loads_the_log_protects(adgen, c_file):
     assert "undone through the undo log" in result.out
 
 
+# Each round writes b, then reads what it wrote in a deeper loop: the store is undone through the
+# log (a later round overwrites what this one read), and the load after it in the same round is read
+# again, not stored.
+WRITE_THEN_READ = r"""
+#include <math.h>
+// @diff(rounds_grad: (dup, dup, const, const) -> activeonly)
+double rounds(double *a, double *b, int n, int m)
+{
+    double s = 0;
+    for (int k = 0; k < m; k++) {
+        for (int i = 0; i < n; i++) b[i] = a[i] * (k + 1) + 0.1 * b[i];
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j <= k; j++) s += sin(b[(i + j) % n]) * (i + j + 1);
+    }
+    return s;
+}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_a_load_of_what_the_same_iteration_wrote(build_lib, n):
+    _check(build_lib(WRITE_THEN_READ), "rounds", "rounds_grad", [_values(n, 10), _values(n, 11)], [n, 3])
+
+
+def test_a_load_of_what_the_same_iteration_wrote_aliasing_its_input(build_lib):
+    lib = build_lib(WRITE_THEN_READ)
+    primal = fn(lib, "rounds", D, P, P, I, I)
+    grad = fn(lib, "rounds_grad", D, P, P, P, P, I, I, D)
+    n, start = 3, _values(3, 12)
+    a, da = arr(start), arr([0.0] * n)
+    grad(a, da, a, da, n, 3, 1.0)  # b is a
+    for j in range(n):
+        def along(t, j=j):
+            v = list(start)
+            v[j] = t
+            x = arr(v)
+            return primal(x, x, n, 3)
+        assert da[j] == pytest.approx(central_difference(along, start[j], 1e-6), rel=1e-5, abs=1e-7)
+
+
+def test_the_load_after_a_store_in_its_iteration_is_read_again(adgen, c_file):
+    result = adgen("build", "--explain", c_file(WRITE_THEN_READ), "-o", c_file("", "out/x").parent)
+    assert result.status == 0, result.err
+    assert "undone through the undo log" in result.out
+    assert "load %" not in result.out, result.out
+
+
 # A global written in a loop after a deeper loop read it: logged by the gradient; split mode (whose
 # caller may change any memory between the sweeps) stores instead, its tapes reversed out of order,
 # one released, a logging gradient run between them.

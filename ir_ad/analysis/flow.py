@@ -72,6 +72,7 @@ class CFG:
             for s in ss:
                 self.preds[s].append(b)
         self.entry = self.blocks[0]
+        self._within: dict[tuple[str, int], set[str]] = {}  # see may_follow_in_iteration
 
     @cached_property
     def doomed(self) -> frozenset[str]:
@@ -182,6 +183,26 @@ class CFG:
         b1, i1 = self.index_in_block[id(first)]
         b2, i2 = self.index_in_block[id(later)]
         return (b1 == b2 and i2 > i1) or b2 in self.reachable[b1]
+
+    def may_follow_in_iteration(self, first: Instruction, later: Instruction, around) -> bool:
+        """Whether `later` can execute after `first` without going back to the header of the
+        loop `around` (an analysis.loops.Loop, or None) or of a loop around it: in the same
+        iteration of each of them."""
+        b1, i1 = self.index_in_block[id(first)]
+        b2, i2 = self.index_in_block[id(later)]
+        if b1 == b2 and i1 < i2:
+            return True
+        key = (b1, id(around))
+        if key not in self._within:
+            back = {(latch, loop.header) for loop in (around.ancestors() if around else []) for latch in loop.latches}
+            seen, work = set(), [s for s in self.succs[b1] if (b1, s) not in back]
+            while work:
+                b = work.pop()
+                if b not in seen:
+                    seen.add(b)
+                    work += [s for s in self.succs[b] if (b, s) not in back]
+            self._within[key] = seen
+        return b2 in self._within[key]
 
 
 class Memory:

@@ -244,6 +244,13 @@ class LoopForest:
                     return iv, 1
         return None
 
+    def entry_block(self, loop: Loop) -> str | None:
+        """The one block entering `loop` that runs once each time it is entered (in the loop
+        around it, not in a sibling loop that exits into it): where to compute what holds over
+        the loop's run."""
+        pre = loop.preheader
+        return pre if pre is not None and self.loop_of[pre] is loop.parent else None
+
     def exited(self, inside: str, outside: str) -> list[Loop]:
         """The loops the edge inside -> outside leaves, innermost first."""
         loop, out = self.loop_of[inside], []

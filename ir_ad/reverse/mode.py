@@ -24,7 +24,7 @@ from adgen.ir_ad.custom import HandDerivatives, reverse_refusal, reverse_wrapper
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, struct
 from adgen.ir_ad.ir.edit import body_mentions, defined_functions
-from adgen.ir_ad.reverse.plan.keys import BLOB, LOG, LOG_OWNER, OLD, SHADOW, Key, Keys, instruction_key
+from adgen.ir_ad.reverse.plan.keys import BLOB, GUARD, LOG, LOG_OWNER, OLD, SHADOW, Key, Keys, instruction_key
 from adgen.ir_ad.reverse.plan.undo import LOGGED, plan_undo
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
@@ -40,7 +40,8 @@ RUNTIME_DECLARATIONS = [
     ("@realloc", PTR, [PTR, I64]), ("@abort", VOID, []), ("@malloc", PTR, [I64]), ("@free", VOID, [PTR]),
     ("@llvm.umax.i64", I64, [I64, I64]), ("@llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1]),
     ("@llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1]), ("@calloc", PTR, [I64, I64]),
-    ("@write", I64, [I32, PTR, I64]), ("@llvm.umin.i64", I64, [I64, I64]),
+    ("@write", I64, [I32, PTR, I64]), ("@llvm.umin.i64", I64, [I64, I64]), ("@llvm.smin.i64", I64, [I64, I64]),
+    ("@llvm.smax.i64", I64, [I64, I64]), ("@llvm.memmove.p0.p0.i64", VOID, [PTR, PTR, I64, I1]),
 ]
 
 
@@ -142,14 +143,15 @@ class ReverseMode:
         undo = plan_undo(fn, self.module, cfg, loops, memory, outliving if self.log else set(), pattern.undo_writes)
         while True:  # again without the calls whose callee turned out not to undo its writes
             d = ReverseFacts(self.module, self.decls, fn, derived, layout, cfg, loops, memory, activity)
-            d.undoable, d.logged = undo.writes, undo.logged
+            d.undoable, d.logged, d.guards = undo.writes, undo.logged, undo.guards
+            d.registers = self.log
             refused = self._calls(d, undo)
             if not refused:
                 break
             undo.calls = [c for c in undo.calls if c not in refused]
         self._classify_allocas(d)
         d.keys = Keys(fn, self.module, cfg, loops, memory, activity, layout, _ignored(d), d.stack, d.reverse_local,
-                      {id(s) for s in d.undoable})
+                      {id(s) for s in d.undoable}, d.guards, undo.overwritten)
         return d
 
     def _calls(self, d: ReverseFacts, undo) -> list[Instruction]:
@@ -221,6 +223,7 @@ def _plan(d: ReverseFacts, needs: dict[Key, set]) -> CachePlan:
     undone stores are always stored."""
     forced = [c.blob for c in d.calls.values()] + ([Key(LOG, LOG_OWNER)] if d.logged else
                                                    [Key(OLD, instruction_key(d.fn, s)) for s in d.undoable])
+    forced += [Key(GUARD, instruction_key(d.fn, s)) for s in d.undoable if id(s) in d.guards]
     sizes = {c.blob: 8 if c.indirect else c.derived.record_size for c in d.calls.values()}
     try:
         return make_plan(d.fn.name, d.keys, d.loops, needs, forced, sizes, d.undoable if d.logged else ())

@@ -86,6 +86,8 @@ class ReverseFacts:
     calls: dict[int, CallSite] = field(default_factory=dict)
     undoable: list[Instruction] = field(default_factory=list)  # stores (and calls) the reverse sweep undoes
     logged: bool = False  # undone through the undo log (plan/undo.py), else from the record and redone at its exit
+    guards: dict = field(default_factory=dict)  # logged stores checked at run time: id -> loop (or None), see plan/undo.py
+    registers: bool = False  # adds what its reverse sweep reads again to the open log's ranges (the log is on)
     stack: set[str] = field(default_factory=set)  # fixed-size local arrays of the forward sweep
     reverse_local: set[str] = field(default_factory=set)  # ... whose shadow the reverse sweep allocates
     heap: set[str] = field(default_factory=set)  # local arrays with shadows, moved to the heap

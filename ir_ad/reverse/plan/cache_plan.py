@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 
 from adgen.ir_ad.analysis.flow import PURE
 from adgen.ir_ad.ir import I64, PTR, Operand
-from adgen.ir_ad.reverse.plan.keys import BLOB, DESC, EXIT, LOG, OLD, Key, Keys, align_of
+from adgen.ir_ad.reverse.plan.keys import BLOB, DESC, EXIT, GUARD, LOG, OLD, Key, Keys, align_of
 from adgen.ir_ad.analysis.loops import Loop, LoopForest, common
 from adgen.ir_ad.reverse.plan.mincut import INF, min_vertex_cut
 
-ALWAYS_STORED = (BLOB, DESC, OLD, LOG)  # records the plan itself adds
+ALWAYS_STORED = (BLOB, DESC, OLD, LOG, GUARD)  # records the plan itself adds
 ARRAY_ALIGN = 64  # each array of an indexed group starts on a cache line
 RECORD_NEST_LIMIT = 4096  # bytes of constant-size nest storage a record may hold (it is on the stack)
 LOOP_WEIGHT = 1000  # a byte stored per iteration costs this much more than one stored outside the loop
@@ -166,7 +166,7 @@ def make_plan(function: str, keys: Keys, loops: LoopForest, needs: dict[Key, set
             d = keys[key]
             nodes[node] = weight(key, site)
             if d.recomputable and (d.loop_bound is None or d.loop_bound.contains(site.loop)) and \
-                    not keys.clobbered(key, site.before, bool(site.shift)):
+                    not keys.clobbered(key, site.before, bool(site.shift), site.loop):
                 uses = [(op, site) for op in d.operands]
                 if d.shifted is not None:
                     uses.append((d.shifted, site.earlier(d.loop_bound)))

@@ -11,8 +11,8 @@ from functools import lru_cache
 from adgen.ir_ad.reverse.plan.cache_plan import INDEXED, CachePlan, CacheSlot
 from adgen.ir_ad.diagnose import source_name, user_location
 from adgen.ir_ad.ir import Module
-from adgen.ir_ad.reverse.plan.keys import BLOB, CAME, CHOICE, DESC, EXIT, LOG, MASK, OLD, RETURNS, SHADOW, VALUE
-from adgen.ir_ad.reverse.plan.undo import LOG_ENTRY
+from adgen.ir_ad.reverse.plan.keys import BLOB, CAME, CHOICE, DESC, EXIT, GUARD, LOG, MASK, OLD, RETURNS, SHADOW, VALUE
+from adgen.ir_ad.reverse.plan.undo import LOG_ENTRY_LONG, LOG_ENTRY_SHORT
 from adgen.ir_ad.analysis.loops import Loop
 
 
@@ -62,15 +62,28 @@ def _logged(module: Module, plan: CachePlan) -> list[str]:
     overwrite."""
     if not plan.logged:
         return []
-    lines = [f"  undone through the undo log ({LOG_ENTRY} bytes in the log each time a store runs), so that what "
-             "they overwrite is read again, not stored:"]
+    lines = [f"  undone through the undo log ({LOG_ENTRY_SHORT} bytes in the log each time a store of up to 4 bytes "
+             f"runs, {LOG_ENTRY_LONG} of 8), so that what they overwrite is read again, not stored:"]
     for inst in plan.logged:
         what = f"a call to {source_name(inst.callee)}, which undoes its writes" if inst.opcode == "call" else \
-            f"a store ({inst.operands[0].type.text})"
+            f"a store ({inst.operands[0].type.text})" + _checked(module, plan, inst)
         where = _where(module, inst.dbg)
         code = _source(module, inst.dbg)
         lines.append(f"    {where or '(no line)'}  {what}" + (f"\n{' ' * 14}| {code}" if code else ""))
     return lines
+
+
+def _checked(module: Module, plan: CachePlan, store) -> str:
+    """Where a logged store's run-time check is made (plan/undo.py)."""
+    guards = plan.keys.guards
+    if id(store) not in guards:
+        return ", every time"
+    loop = guards[id(store)]
+    if loop is None:
+        return ", where it may overwrite what is read again (checked where it runs)"
+    first = _first_located(module, plan.keys.loops.block(loop.header).instructions)
+    where = _where(module, first.dbg) if first is not None else None
+    return f", where it may overwrite what is read again (checked before the loop at {where or 'an unknown line'})"
 
 
 def _slot(module: Module, plan: CachePlan, slot: CacheSlot) -> str:
@@ -115,6 +128,8 @@ def _describe(module: Module, plan: CachePlan, key):
         return "the undo log", "the log this call opened, if none was open", None
     if key.kind == OLD:
         return "the value overwritten by a store", "put back while the reverse sweep runs", d.inst
+    if key.kind == GUARD:
+        return "whether a store was logged", "its run-time check said it may overwrite what is read again", d.inst
     return str(key), d.why, d.inst
 
 

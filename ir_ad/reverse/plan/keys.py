@@ -20,8 +20,8 @@ from adgen.ir_ad.calls import is_intrinsic
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.shadows import INTERLEAVED, Layout
 
-VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD, CHOICE, LOG = ("value", "shadow", "mask", "came", "exit", "blob",
-                                                                "desc", "old", "choice", "log")
+VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD, CHOICE, LOG, GUARD = (
+    "value", "shadow", "mask", "came", "exit", "blob", "desc", "old", "choice", "log", "guard")
 LOG_OWNER = "%<log>"  # the key of the undo log a call opened (null where one was open)
 RETURNS = "%<return>"  # the pseudo-block after every return: its CAME says which return was taken
 # Intrinsics that are pure (no memory, no side effects) and so can be recomputed, by family.
@@ -98,14 +98,17 @@ class Keys:
 
     def __init__(self, fn, module: Module, cfg: CFG, loops: LoopForest, memory: Memory, activity: ActivityAnalysis,
                  layout: Layout, ignored: set[int], stack: set[str], reverse_local: set[str],
-                 undoable: set[int] = frozenset()):
+                 undoable: set[int] = frozenset(), guards: dict | None = None, overwritten: dict | None = None):
         self.fn, self.module, self.cfg, self.loops, self.memory = fn, module, cfg, loops, memory
         self.activity, self.layout, self.ignored, self.stack = activity, layout, ignored, stack
         self.reverse_local = reverse_local  # allocas whose shadow the reverse sweep allocates itself
         self.undoable = undoable  # ids of the stores the reverse sweep undoes
+        self.guards = guards or {}  # logged stores checked at run time (plan/undo.py): id -> loop or None
+        self.overwritten = overwritten or {}  # loads -> checked stores that certainly overwrite them (plan/undo.py)
         self.params = {p.name for p in fn.params}
         self.returns = [b.label for b in fn.blocks if b.instructions[-1].opcode == "ret"]
         self.numbered = {f"#{k}": inst for k, inst in enumerate(fn.instructions())}
+        self.by_id = {id(inst): inst for inst in self.numbered.values()}
         self.defs: dict[Key, Def] = {}
         self._previous: dict[str, set[str]] = {}
 
@@ -209,6 +212,9 @@ class Keys:
                 d.why = "an atomic or volatile load"
             elif base.kind == "fresh" and base.name in self.stack:
                 d.why = "a load from a local array of the forward sweep (gone when the reverse sweep runs)"
+            elif id(inst) in self.overwritten and not self.memory.unchanged_after(
+                    inst, self.ignored - self.overwritten[id(inst)]):
+                d.why = "a load of what a store after it overwrites in place (that store is not logged for it)"
             elif not self.memory.unchanged_after(inst, self.ignored):
                 d.why = "a load of memory that may be written after it"
             else:
@@ -338,23 +344,35 @@ class Keys:
         return Def(key, (inst.operands[0].type,), block, inst=inst,
                    why="the value a store overwrites, put back while the reverse sweep runs")
 
+    def _guard(self, key: Key) -> Def:
+        inst = self.instruction(key.name)
+        loop = self.guards[id(inst)]
+        block = self.loops.entry_block(loop) if loop is not None else self.cfg.block_of_inst(inst)
+        return Def(key, (I1,), block, inst=inst, why="whether the store was logged this time")
+
     def _log(self, key: Key) -> Def:
         return Def(key, (PTR,), self.fn.blocks[0].label, why="the undo log this call opened")
 
-    def clobbered(self, key: Key, before: frozenset, shifted: bool) -> bool:
-        """Whether a load cannot be repeated at a site, given the undone writes in effect there:
-        `before` holds (write, None) for a write earlier in the site's iteration of the loops
-        around it, and (write, loop) for its runs in earlier iterations of a loop around both.
-        A write in effect overwrote the load's memory if it ran after the load: in the same
-        iteration, a write after it (what `clobbers` holds); in earlier iterations of a loop, only
-        where the load ran before that loop started (a load inside it ran after those). A load
-        from an earlier iteration (`shifted`) is taken as overwritten by any of them."""
+    def clobbered(self, key: Key, before: frozenset, shifted: bool, site_loop: Loop | None) -> bool:
+        """Whether a load cannot be repeated at a site in `site_loop`, given the undone writes in
+        effect there: `before` holds (write, None) for a write earlier in the site's iteration of
+        the loops around it, and (write, loop) for its runs in earlier iterations of a loop around
+        both. A write in effect overwrote the load's memory if it ran after the load: in the same
+        iteration, a write that may follow it there (one before it in that iteration, such as the
+        store of what a later part of a loop's body reads, only wrote what the load then read); in
+        earlier iterations of a loop, only where the load ran before that loop started (a load
+        inside it ran after those). A load from an earlier iteration (`shifted`) is taken as
+        overwritten by any of them."""
         d = self[key]
         if not d.clobbers:
             return False
         home = self.loops.loop_of[self.cfg.block_of_inst(d.inst)] if d.inst is not None else None
         for write, loop in before:
-            if write in d.clobbers and (shifted or loop is None or not loop.contains(home)):
+            if write not in d.clobbers:
+                continue
+            if shifted or (loop is not None and not loop.contains(home)):
+                return True
+            if loop is None and self.cfg.may_follow_in_iteration(d.inst, self.by_id[write], site_loop):
                 return True
         return False
 

@@ -13,20 +13,30 @@ cheaper to undo.
   those may overwrite what was read before the call. A function asked to undo its writes (its
   caller's call is such a call) logs every store into memory it did not allocate.
 A function that logs anything logs all the stores it undoes, so that they are written again in
-order with the others when the log is closed."""
+order with the others when the log is closed.
+
+Whether a logged store is logged is decided at run time, where its *guard* can be checked: the
+loop around it whose run the store's bytes can be bounded over before it starts (analysis/ranges.py),
+with the loads inside that loop that may read what it writes, and no call in it to a function
+whose reverse sweep reads memory again; a store outside loops is checked where it runs. Where it
+writes nothing the reverse sweep reads again (the ranges the log keeps, templates/undo_log.ll.j2,
+and those loads), it is not logged."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from adgen.ir_ad.analysis.flow import CFG, Memory
-from adgen.ir_ad.analysis.loops import LoopForest
+from adgen.ir_ad.analysis.loops import Loop, LoopForest
+from adgen.ir_ad.analysis.ranges import Ranges
 from adgen.ir_ad.ir import Function, Instruction, Module
 
-# The types a logged store may write: the log keeps 8 bytes of each.
-LOGGED = (("float", 4), ("double", 8), ("i8", 1), ("i16", 2), ("i32", 4), ("i64", 8), ("ptr", 8))
+# The types a logged store may write, and their sizes (a pointer's: the target's).
+LOGGED = (("float", 4), ("double", 8), ("i8", 1), ("i16", 2), ("i32", 4), ("i64", 8), ("ptr", None))
 _LOGGED_TYPES = {t for t, _ in LOGGED}
-LOG_ENTRY = 24  # bytes of a log entry: the address, the value, its size (templates/undo_log.ll.j2)
+# Bytes of a log entry (the address, the size, the value: templates/undo_log.ll.j2), for a value of
+# up to 4 bytes and for one of 8.
+LOG_ENTRY_SHORT, LOG_ENTRY_LONG = 16, 24
 
 
 @dataclass
@@ -34,6 +44,10 @@ class Undo:
     stores: list[Instruction] = field(default_factory=list)  # the stores the reverse sweep undoes
     calls: list[Instruction] = field(default_factory=list)  # calls whose callee undoes its writes
     logs_stores: bool = False  # some of `stores` need the log (inside loops, or every write asked for)
+    guards: dict[int, Loop | None] = field(default_factory=dict)  # logged stores (by id) checked at run time:
+    # before the loop where the check is made, or (None) where the store runs; the others are always logged
+    overwritten: dict[int, set[int]] = field(default_factory=dict)  # loads (by id) that checked stores (ids)
+    # certainly overwrite: what the reverse sweep needs of them is stored instead (see _certainly_overwritten)
 
     @property
     def logged(self) -> bool:
@@ -73,7 +87,72 @@ def plan_undo(fn: Function, module: Module, cfg: CFG, loops: LoopForest, memory:
         outside = [s for s in outside if _loggable(s) and _logs_into(memory.base(s.operands[1].value), outliving)
                    and cfg.block_of_inst(s) not in cfg.doomed]
     undo.stores = [s for s in fn.instructions() if s in outside or s in undo.stores]
+    if undo.logged:
+        ranges = Ranges(cfg, loops)
+        for store in undo.stores:
+            where = _guard(store, fn, module, cfg, loops, memory, ranges)
+            if where is not False:
+                undo.guards[id(store)] = where
+                for load in _certainly_overwritten(store, where, fn, cfg, loops):
+                    undo.overwritten.setdefault(id(load), set()).add(id(store))
     return undo
+
+
+def _certainly_overwritten(store: Instruction, where: Loop | None, fn: Function, cfg: CFG,
+                           loops: LoopForest) -> list[Instruction]:
+    """The loads of the very address a checked store writes, before it in the loop where it is
+    checked (an update in place: `h[i] = h[i] > 0 ? h[i] : 0.01f * h[i]`): its check would always
+    find them, and the store would be logged every time; the reverse sweep stores what it needs of
+    them instead (a comparison, say), and the check leaves them out."""
+    pointer = store.operands[1].value
+    out = []
+    for inst in fn.instructions():
+        if inst.opcode != "load" or inst.operands[0].value != pointer or inst.type != store.operands[0].type:
+            continue
+        home = loops.loop_of[cfg.block_of_inst(inst)]
+        if (where is None or where.contains(home)) and cfg.may_follow(inst, store):
+            out.append(inst)
+    return out
+
+
+def _guard(store: Instruction, fn: Function, module: Module, cfg: CFG, loops: LoopForest, memory: Memory,
+           ranges: Ranges) -> Loop | None | bool:
+    """Where a logged store's run-time check is made: the outermost loop around it (None: outside
+    loops, where it runs) whose run bounds its bytes and those of the loads in it that may read
+    them, and in which no call reads memory again in its reverse sweep; False: nowhere (always
+    logged)."""
+    home = loops.loop_of[cfg.block_of_inst(store)]
+    if home is None:
+        return None
+    base = memory.base(store.operands[1].value)
+    for loop in home.ancestors():
+        if loops.entry_block(loop) is None or ranges.access(store, loop) is None:
+            continue
+        inside = [i for b in loop.body for i in _block(fn, b).instructions]
+        if any(i.opcode == "load" and memory.may_alias(memory.base(i.operands[0].value), base)
+               and memory.types_may_alias(i, store) and ranges.access(i, loop) is None for i in inside):
+            continue
+        if any(i.opcode == "call" and _may_reread(module, memory, i, base) for i in inside):
+            continue
+        return loop
+    return False
+
+
+def _block(fn: Function, label: str):
+    return next(b for b in fn.blocks if b.label == label)
+
+
+def _may_reread(module: Module, memory: Memory, call: Instruction, base) -> bool:
+    """Whether a call's reverse sweep may read again memory a store into `base` writes: a
+    function of the sources (or one called through a pointer) that may read that memory, through
+    its arguments or otherwise."""
+    if call.callee.startswith("@") and not _defined(module, call):
+        return False
+    effects = module.memory_effects(module.functions[call.callee]) if call.callee.startswith("@") else None
+    if effects is None or any(not part.strip().startswith(("argmem:", "none")) and "read" in part
+                              for part in effects.split(",")):
+        return True
+    return any(memory.may_alias(memory.base(a.value), base) for a in call.operands if a.type.kind == "ptr")
 
 
 def undoes_all_writes(module: Module, fn: Function, seen: frozenset[str] = frozenset()) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type
-from adgen.ir_ad.reverse.plan.keys import CHOICE, OLD, Key, instruction_key
+from adgen.ir_ad.reverse.plan.keys import CHOICE, GUARD, OLD, Key, instruction_key
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, allocates, kind_of,
                                no_derivative)
@@ -153,7 +153,9 @@ class Adjoints:
         """Puts back the value a store overwrote, so that loads before it repeat as they ran;
         the exit puts the stored value back again (for a logged store, the log's owner does)."""
         if self.d.logged:
-            b.call(f'@"adgen.log.undo.{inst.operands[0].type.text}"', VOID, [])
+            on = self.needs.need(Key(GUARD, instruction_key(self.fn, inst)), site, (I1,))[0] \
+                if id(inst) in self.d.guards else V(I1, "true")
+            b.call(f'@"adgen.log.undo.{inst.operands[0].type.text}"', VOID, [on])
             return
         k = len(self.undo)
         value, ptr = inst.operands

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare
 from adgen.ir_ad.reverse.sweeps.cache_writes import CacheWrites
+from adgen.ir_ad.reverse.sweeps.guards import Guards
 from adgen.ir_ad.ir import I64, PTR, VOID, Instruction, Operand
-from adgen.ir_ad.reverse.plan.keys import CAME, CHOICE, LOG, LOG_OWNER, MASK, OLD, RETURNS, SHADOW, VALUE, Key, came_type, \
-    instruction_key
+from adgen.ir_ad.reverse.plan.keys import CAME, CHOICE, GUARD, LOG, LOG_OWNER, MASK, OLD, RETURNS, SHADOW, VALUE, Key, \
+    came_type, instruction_key
 from adgen.ir_ad.reverse.types import ReverseFacts, size_global
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, LIFETIME, MOVE, REALLOCATE, allocation_size, kind_of
@@ -29,6 +30,7 @@ class AugmentedWriter:
         self.d, self.fn, self.layout = d, d.fn, d.layout
         self.activity = d.activity
         self.cache = CacheWrites(d)
+        self.guards = Guards(d)
         self.out: list[str] = []
 
     def fail(self, what: str):
@@ -78,6 +80,8 @@ class AugmentedWriter:
                         self.cache.keep(Key(MASK, inst.result), b)
             term = block.instructions[-1]
             d.inst = term
+            for store, flag in self.guards.at_end(block.label, b):
+                self.cache.keep(Key(GUARD, instruction_key(fn, store)), b, flag)
             self.cache.before_branch(block, b)
             if term.opcode == "ret":
                 self.cache.keep(Key(CAME, RETURNS), b, V(came_type(len(d.keys.returns)), str(d.keys.returns.index(block.label))))
@@ -159,9 +163,13 @@ class AugmentedWriter:
             return self._heap_alloca(inst, b)
         if op == "call":
             return self.forward_call(inst, b)
+        flag = self.guards.before(inst, b)
+        if flag is not None:
+            self.cache.keep(Key(GUARD, instruction_key(self.fn, inst)), b, flag)
         if op == "store" and inst in self.d.undoable:
             if self.d.logged:
-                b.call(f'@"adgen.log.push.{inst.operands[0].type.text}"', VOID, [V(PTR, inst.operands[1].value)])
+                b.call(f'@"adgen.log.push.{inst.operands[0].type.text}"', VOID,
+                       [V(PTR, inst.operands[1].value), self.guards.flag(inst)])
             else:
                 self.cache.keep(Key(OLD, instruction_key(self.fn, inst)), b,
                                 b.load(inst.operands[0].type, V(PTR, inst.operands[1].value), memory=PRIMAL))
@@ -231,6 +239,8 @@ class AugmentedWriter:
             return
         call = self.d.calls[id(inst)]
         callee = call.derived
+        if self.d.registers and (call.indirect or callee.pattern.function in self.activity.module.custom):
+            b.call('@"adgen.log.poison"', VOID, [])  # its reverse sweep reads what the log does not know of
         slot = self.cache.slot_of(call.blob, self.d.loops.loop_of[self.block.label])
         at = self.cache.address(slot, b)
         if call.indirect:

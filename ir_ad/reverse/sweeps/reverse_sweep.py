@@ -42,7 +42,6 @@ class ReverseSweep:
         self.needs = SiteNeeds(d)
         self.adjoints = Adjoints(self.needs, release_only)
         self.local_shadow: dict[str, Shadow] = {}
-        self._reach: dict[tuple[str, int], set[str]] = {}  # blocks reachable within an iteration, by (block, loop)
 
     # ================================================================== collecting
     def collect(self) -> dict[Key, set]:
@@ -81,32 +80,11 @@ class ReverseSweep:
         chain = around.ancestors() if around is not None else []
         found = set()
         for write in d.undoable:
-            if self._before_in_iteration(write, end, around):
+            if d.cfg.may_follow_in_iteration(write, end, around):
                 found.add((id(write), None))
             home = d.loops.loop_of[d.cfg.block_of_inst(write)]
             found |= {(id(write), loop) for loop in chain if loop.contains(home)}
         return frozenset(found)
-
-    def _before_in_iteration(self, first: Instruction, end: Instruction, around) -> bool:
-        """Whether `first` may run before `end` without going back to the header of a loop
-        around `end` (in the same iteration of each of them)."""
-        cfg = self.d.cfg
-        b1, i1 = cfg.index_in_block[id(first)]
-        b2, i2 = cfg.index_in_block[id(end)]
-        if b1 == b2 and i1 < i2:
-            return True
-        key = (b1, id(around))
-        if key not in self._reach:
-            back = {(latch, loop.header) for loop in (around.ancestors() if around else []) for latch in loop.latches}
-            seen, work = set(), [s for s in cfg.succs[b1] if (b1, s) not in back]
-            while work:
-                b = work.pop()
-                if b in seen:
-                    continue
-                seen.add(b)
-                work += [s for s in cfg.succs[b] if (b, s) not in back]
-            self._reach[key] = seen
-        return b2 in self._reach[key]
 
     # ------------------------------------------------------------------ blocks
     def _block(self, block) -> None:

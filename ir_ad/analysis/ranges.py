@@ -1,0 +1,149 @@
+"""The bytes a memory access may touch over one execution of a loop, as an expression of values
+known before the loop starts (its preheader): the undo log's run-time checks (specs/abi.md,
+"Stores undone") compare what a loop nest writes with what the reverse sweep reads again.
+
+An address is followed back through getelementptr, integer arithmetic, extensions and selects
+to values defined outside the loop (taken as they are) and to the induction variables of loops
+inside it, whose values lie between their start and their start plus (trip count - 1) steps; a
+start or bound defined inside the loop is itself bounded the same way. The result is a tree of
+`Node`s over those values, evaluated at run time by interval arithmetic (an upper bound of every
+address, a lower bound, both in 64 bits): anything else (a loaded index, a phi that is not an
+induction variable, a loop whose trip count is not known when it starts, narrow arithmetic that
+may wrap) leaves the access without a range, and its store is logged every time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adgen.ir_ad.analysis.flow import CFG
+from adgen.ir_ad.analysis.loops import Loop, LoopForest, Trip
+from adgen.ir_ad.ir import Instruction, Operand, Type
+
+_NARROW_OK = {"add": ("nsw",), "sub": ("nsw",), "mul": ("nsw",), "shl": ("nsw",)}
+
+
+@dataclass(frozen=True)
+class Node:
+    """An interval-valued expression. `kind`:
+    - "leaf": `operand`, defined before the loop (an integer is taken as signed);
+    - "iv": an induction variable stepping by `step` from `args[0]`, of a loop whose `trip`
+      bounds `args[1]` (its start) and `args[2]` (its bound) give;
+    - "add", "sub", "mul" of `args`; "scale" of `args[0]` by the constant `step`;
+    - "zext" of `args[0]`, valid where its lower bound is not negative;
+    - "hull" of `args` (a select of either);
+    - "gep": `inst` (a getelementptr) with `args` its base and indices."""
+
+    kind: str
+    args: tuple["Node", ...] = ()
+    operand: Operand | None = None
+    step: int = 0
+    trip: Trip | None = None
+    inst: Instruction | None = None
+
+
+@dataclass(frozen=True)
+class Access:
+    """The bytes [address, address + size) of a load or store, over a loop's execution."""
+
+    address: Node
+    size: Type  # the type read or written
+
+
+class Ranges:
+    """The ranges of the accesses of one function (memoized per value and loop)."""
+
+    def __init__(self, cfg: CFG, loops: LoopForest):
+        self.cfg, self.loops = cfg, loops
+        self._memo: dict[tuple[str, int], Node | None] = {}
+
+    def access(self, inst: Instruction, loop: Loop | None) -> Access | None:
+        """A load's or store's bytes over one execution of `loop` (None: at the access itself)."""
+        if inst.opcode == "load":
+            pointer, t = inst.operands[0], inst.type
+        elif inst.opcode == "store":
+            pointer, t = inst.operands[1], inst.operands[0].type
+        else:
+            return None
+        if t.kind not in ("int", "float", "ptr"):
+            return None
+        if loop is None:
+            return Access(Node("leaf", operand=pointer), t)
+        node = self.value(pointer, loop)
+        return Access(node, t) if node is not None else None
+
+    def value(self, op: Operand, loop: Loop, depth: int = 0) -> Node | None:
+        if not op.is_local or op.value not in self.cfg.defs or self.cfg.block_of[op.value] not in loop.body:
+            if op.type.kind not in ("int", "ptr") or op.value in ("undef", "poison"):
+                return None
+            return Node("leaf", operand=op)
+        key = (op.value, id(loop))
+        if key not in self._memo:
+            self._memo[key] = None  # (a cycle through phis: no range)
+            self._memo[key] = self._defined(self.cfg.defs[op.value], loop, depth) if depth < 64 else None
+        return self._memo[key]
+
+    def _defined(self, inst: Instruction, loop: Loop, depth: int) -> Node | None:
+        op, t = inst.opcode, inst.type
+        words = inst.text.split()
+
+        def sub(k: int) -> Node | None:
+            return self.value(inst.operands[k], loop, depth + 1)
+
+        if op == "phi":
+            return self._induction(inst, loop, depth)
+        if op in ("add", "sub", "mul", "shl", "or"):
+            if t.kind != "int":
+                return None
+            if op == "or" and "disjoint" not in words:
+                return None
+            if t.bits < 64 and op in _NARROW_OK and not any(f in words for f in _NARROW_OK[op]):
+                return None  # may wrap in its own width
+            a = sub(0)
+            if a is None:
+                return None
+            second = inst.operands[1]
+            if op in ("shl", "mul") and second.is_constant:
+                factor = 1 << int(second.value) if op == "shl" else int(second.value)
+                return Node("scale", (a,), step=factor)
+            if op == "shl":
+                return None
+            b = sub(1)
+            if b is None:
+                return None
+            return Node("add" if op == "or" else op, (a, b))
+        if op == "sext" or op == "freeze":
+            return sub(0)
+        if op == "zext":
+            a = sub(0)
+            return None if a is None else Node("zext", (a,))
+        if op == "select":
+            a, b = sub(1), sub(2)
+            return None if a is None or b is None else Node("hull", (a, b))
+        if op == "getelementptr" and t.kind == "ptr":
+            parts = [sub(k) for k in range(len(inst.operands))]
+            if any(p is None for p in parts) or any(o.type.kind == "vector" for o in inst.operands):
+                return None
+            return Node("gep", tuple(parts), inst=inst)
+        return None
+
+    def _induction(self, phi: Instruction, loop: Loop, depth: int) -> Node | None:
+        """An induction variable of a loop inside `loop` (or `loop` itself) with a known trip count."""
+        inner = self.loops.loop_of[self.cfg.block_of[phi.result]]
+        if inner is None or inner.header != self.cfg.block_of[phi.result] or not loop.contains(inner):
+            return None
+        ind = inner.inductions.get(phi.result)
+        trip = inner.trip
+        if ind is None or trip is None or not ind.step.is_constant or phi.type.kind != "int":
+            return None
+        if phi.type.bits < 64 and not self._steps_without_wrap(phi, inner):
+            return None
+        parts = [self.value(o, loop, depth + 1) for o in (ind.start, trip.start, trip.bound)]
+        if any(p is None for p in parts):
+            return None
+        return Node("iv", tuple(parts), step=int(ind.step.value), trip=trip)
+
+    def _steps_without_wrap(self, phi: Instruction, loop: Loop) -> bool:
+        """The next value of a narrow induction variable is computed without signed wrap (nsw)."""
+        latch = next(v for v, frm in phi.incoming if frm == loop.latches[0])
+        step = self.cfg.defs.get(latch.value)
+        return step is not None and "nsw" in step.text.split()

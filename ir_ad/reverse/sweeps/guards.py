@@ -1,0 +1,214 @@
+"""The undo log's run-time checks, written into the augmented forward sweep (plan/undo.py decides
+where, analysis/ranges.py bounds the accesses, templates/undo_log.ll.j2 keeps the ranges):
+
+- before a loop, the bytes each store checked there may write over the loop's run, whether they
+  overlap what the reverse sweep reads again (the log's ranges, and the loads inside the loop
+  whose values it reads again): the store's flag, kept for the reverse sweep, says whether it is
+  logged this time;
+- before the outermost loop whose run bounds a load the reverse sweep reads again, the bytes it
+  may read, added to the log's ranges (before the load itself outside loops); where no loop
+  bounds it, the poison, after which every store is logged. So is a call whose reverse sweep
+  reads memory the log does not know of (a derivative written by hand, a call through a pointer)."""
+
+from __future__ import annotations
+
+from adgen.ir_ad.analysis.loops import Loop
+from adgen.ir_ad.analysis.ranges import Access, Node, Ranges
+from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction
+from adgen.ir_ad.ir.builder import Builder, V
+from adgen.ir_ad.reverse.plan.keys import VALUE
+from adgen.ir_ad.reverse.sweeps.storage import trip_count
+
+
+class Intervals:
+    """Emits the bounds of `Node`s at one place: i64 lower and upper bounds (memoized), and the
+    conditions under which they hold (`valid`)."""
+
+    def __init__(self, b: Builder):
+        self.b = b
+        self.memo: dict[Node, tuple[V, V]] = {}
+        self.conditions: list[V] = []
+
+    def bytes(self, access: Access) -> tuple[V, V]:
+        """[lo, hi) of an access."""
+        lo, last = self.bounds(access.address)
+        size = self.b.size_of(access.size)
+        return lo, self.b.binary("add", last, size)
+
+    def valid(self) -> V:
+        out = V(I1, "true")
+        for c in self.conditions:
+            out = self.b.binary("and", out, c)
+        return out
+
+    def bounds(self, node: Node) -> tuple[V, V]:
+        if node not in self.memo:
+            self.memo[node] = getattr(self, "_" + node.kind)(node)
+        return self.memo[node]
+
+    def _leaf(self, node: Node) -> tuple[V, V]:
+        op, b = node.operand, self.b
+        if op.type.kind == "ptr":
+            v = V(I64, "0") if op.value == "null" else b.cast("ptrtoint", V(PTR, op.value), I64)
+        elif op.value in ("true", "false"):
+            v = V(I64, "1" if op.value == "true" else "0")
+        elif op.type.bits == 64 or op.is_constant:
+            v = V(I64, op.value)
+        else:
+            v = b.cast("sext", V(op.type, op.value), I64)
+        return v, v
+
+    def _add(self, node: Node) -> tuple[V, V]:
+        (a0, a1), (b0, b1) = (self.bounds(a) for a in node.args)
+        return self.b.binary("add", a0, b0), self.b.binary("add", a1, b1)
+
+    def _sub(self, node: Node) -> tuple[V, V]:
+        (a0, a1), (b0, b1) = (self.bounds(a) for a in node.args)
+        return self.b.binary("sub", a0, b1), self.b.binary("sub", a1, b0)
+
+    def _scale(self, node: Node) -> tuple[V, V]:
+        x0, x1 = self.bounds(node.args[0])
+        c = V(I64, str(node.step))
+        lo, hi = self.b.binary("mul", x0, c), self.b.binary("mul", x1, c)
+        return (lo, hi) if node.step >= 0 else (hi, lo)
+
+    def _mul(self, node: Node) -> tuple[V, V]:
+        (a0, a1), (b0, b1) = (self.bounds(a) for a in node.args)
+        corners = [self.b.binary("mul", x, y) for x in (a0, a1) for y in (b0, b1)]
+        return self._fold("@llvm.smin.i64", corners), self._fold("@llvm.smax.i64", corners)
+
+    def _zext(self, node: Node) -> tuple[V, V]:
+        x0, x1 = self.bounds(node.args[0])
+        self.conditions.append(self.b.value(I1, f"icmp sge {x0}, 0"))
+        return x0, x1
+
+    def _hull(self, node: Node) -> tuple[V, V]:
+        (a0, a1), (b0, b1) = (self.bounds(a) for a in node.args)
+        return self._fold("@llvm.smin.i64", [a0, b0]), self._fold("@llvm.smax.i64", [a1, b1])
+
+    def _gep(self, node: Node) -> tuple[V, V]:
+        """The address is non-decreasing in the base and in every index (sizes are not negative)."""
+        inst = node.inst
+        ends = []
+        for side in (0, 1):
+            base = self.b.cast("inttoptr", self.bounds(node.args[0])[side], PTR)
+            indices = [V(o.type, o.value) if o.is_constant else self.bounds(a)[side]
+                       for o, a in zip(inst.operands[1:], node.args[1:])]
+            ends.append(self.b.cast("ptrtoint", self.b.gep(inst.source_type, base, *indices), I64))
+        return ends[0], ends[1]
+
+    def _iv(self, node: Node) -> tuple[V, V]:
+        """From the start to the start plus (trip count - 1) steps, the trip count the largest the
+        bounds of the loop's start and bound allow."""
+        b, trip = self.b, node.trip
+        s0, s1 = self.bounds(node.args[0])
+        (t0, t1), (u0, u1) = self.bounds(node.args[1]), self.bounds(node.args[2])
+        first, second = ((u1, u0), (t0, t1)) if trip.sign == 1 else ((t1, t0), (u0, u1))
+        if not trip.signed or trip.exact:  # (what it compares, taken as unsigned, is not negative)
+            for x in (t0, u0):
+                self.conditions.append(b.value(I1, f"icmp sge {x}, 0"))
+        if trip.exact:  # (and the bound is not behind the start: no wrapping)
+            self.conditions.append(b.value(I1, f"icmp sge {first[1]}, {second[1].ref}"))
+        most = trip_count(b, trip, *((second[0], first[0]) if trip.sign == 1 else (first[0], second[0])))
+        span = b.binary("mul", b.binary("sub", most, V(I64, "1")), V(I64, str(node.step)))
+        return (s0, b.binary("add", s1, span)) if node.step > 0 else (b.binary("add", s0, span), s1)
+
+    def _fold(self, fn: str, values: list[V]) -> V:
+        out = values[0]
+        for v in values[1:]:
+            out = self.b.call(fn, I64, [out, v])
+        return out
+
+
+class Guards:
+    """Where the augmented forward sweep of one function checks and registers (see the module)."""
+
+    def __init__(self, d):
+        self.d = d
+        self.ranges = Ranges(d.cfg, d.loops)
+        self.flags: dict[int, V] = {}  # a checked store (by id) -> its flag in the forward sweep
+        self.checks: dict[str, list[tuple[Instruction, Loop]]] = {}  # preheader -> stores checked at its end
+        self.reads: dict[str, list[tuple[Instruction, Loop]]] = {}  # preheader -> loads registered at its end
+        self.here: dict[int, str] = {}  # an instruction (by id) -> "check", "read" or "poison" before it
+        self.again = self._read_again() if d.registers or d.guards else []
+        for store in d.undoable:
+            if id(store) in d.guards:
+                loop = d.guards[id(store)]
+                if loop is None:
+                    self.here[id(store)] = "check"
+                else:
+                    self.checks.setdefault(d.loops.entry_block(loop), []).append((store, loop))
+        if d.registers:
+            for load in self.again:
+                loop = next((m for m in self._around(load) if d.loops.entry_block(m) is not None
+                             and self.ranges.access(load, m) is not None), None)
+                if loop is not None:
+                    self.reads.setdefault(d.loops.entry_block(loop), []).append((load, loop))
+                else:
+                    self.here[id(load)] = "read" if self._around(load) == [] else "poison"
+
+    def _around(self, inst: Instruction) -> list[Loop]:
+        loop = self.d.loops.loop_of[self.d.cfg.block_of_inst(inst)]
+        return loop.ancestors() if loop is not None else []
+
+    def _read_again(self) -> list[Instruction]:
+        """The loads the reverse sweep repeats, from memory the caller may own."""
+        d = self.d
+        out = []
+        for key in d.plan.recomputed:
+            inst = d.cfg.defs.get(key.name) if key.kind == VALUE else None
+            if inst is not None and inst.opcode == "load" and d.memory.base(inst.operands[0].value).kind != "fresh" \
+                    and d.cfg.block_of_inst(inst) not in d.cfg.doomed:
+                out.append(inst)
+        order = {id(i): k for k, i in enumerate(d.fn.instructions())}
+        return sorted(out, key=lambda i: order[id(i)])
+
+    def flag(self, store: Instruction) -> V:
+        """Whether a logged store is logged this time (true where it always is)."""
+        return self.flags.get(id(store), V(I1, "true"))
+
+    def at_end(self, block: str, b: Builder) -> list[tuple[Instruction, V]]:
+        """The checks and registrations before the loops this block enters; returns the flags made."""
+        checks, reads = self.checks.get(block, []), self.reads.get(block, [])
+        if not checks and not reads:
+            return []
+        iv = Intervals(b)
+        made = []
+        for store, loop in checks:
+            lo, hi = iv.bytes(self.ranges.access(store, loop))
+            inside = [iv.bytes(self.ranges.access(load, loop)) for load in self._loads_inside(store, loop)]
+            flag = b.call('@"adgen.log.overlaps"', I1, [lo, hi, iv.valid()])
+            for r0, r1 in inside:  # [lo, hi) and [r0, r1) overlap
+                both = b.binary("and", b.value(I1, f"icmp slt {lo}, {r1.ref}"), b.value(I1, f"icmp slt {r0}, {hi.ref}"))
+                flag = b.binary("or", flag, both)
+            self.flags[id(store)] = flag
+            made.append((store, flag))
+        for load, loop in reads:
+            lo, hi = iv.bytes(self.ranges.access(load, loop))
+            b.call('@"adgen.log.reads"', VOID, [lo, hi, iv.valid()])
+        return made
+
+    def before(self, inst: Instruction, b: Builder) -> V | None:
+        """What comes right before an instruction: a store's check (returns its flag), a load's
+        registration, or the poison."""
+        what = self.here.get(id(inst))
+        if what == "poison":
+            b.call('@"adgen.log.poison"', VOID, [])
+        elif what is not None:
+            iv = Intervals(b)
+            lo, hi = iv.bytes(self.ranges.access(inst, None))
+            if what == "read":
+                b.call('@"adgen.log.reads"', VOID, [lo, hi, V(I1, "true")])
+            else:
+                self.flags[id(inst)] = b.call('@"adgen.log.overlaps"', I1, [lo, hi, V(I1, "true")])
+                return self.flags[id(inst)]
+        return None
+
+    def _loads_inside(self, store: Instruction, loop: Loop) -> list[Instruction]:
+        """The loads in `loop` the reverse sweep repeats that may read what `store` writes."""
+        d = self.d
+        base = d.memory.base(store.operands[1].value)
+        again = set(map(id, self.again))
+        return [i for label in sorted(loop.body, key=d.cfg.blocks.index) for i in d.loops.block(label).instructions
+                if id(i) in again and d.memory.may_alias(d.memory.base(i.operands[0].value), base)
+                and d.memory.types_may_alias(i, store)]
