@@ -9,7 +9,9 @@ start or bound defined inside the loop is itself bounded the same way. The resul
 `Node`s over those values, evaluated at run time by interval arithmetic (an upper bound of every
 address, a lower bound, both in 64 bits): anything else (a loaded index, a phi that is not an
 induction variable, a loop whose trip count is not known when it starts, narrow arithmetic that
-may wrap) leaves the access without a range, and its store is logged every time."""
+may wrap) leaves the access without a range, and its store is logged every time. Narrow integer
+arithmetic that LLVM does not mark as free of signed wrap (`nsw`) is bounded in 64 bits and valid
+where those bounds fit its width (`Node.bits`)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,6 @@ from adgen.ir_ad.analysis.flow import CFG
 from adgen.ir_ad.analysis.loops import Loop, LoopForest, Trip
 from adgen.ir_ad.ir import Instruction, Operand, Type
 
-_NARROW_OK = {"add": ("nsw",), "sub": ("nsw",), "mul": ("nsw",), "shl": ("nsw",)}
 
 
 @dataclass(frozen=True)
@@ -29,9 +30,11 @@ class Node:
     - "iv": an induction variable stepping by `step` from `args[0]`, of a loop whose `trip`
       bounds `args[1]` (its start) and `args[2]` (its bound) give;
     - "add", "sub", "mul" of `args`; "scale" of `args[0]` by the constant `step`;
-    - "zext" of `args[0]`, valid where its lower bound is not negative;
+    - "zext" of `args[0]`, valid where its lower bound is not negative; "fit": `args[0]` itself
+      (a truncation, valid where it fits `bits`);
     - "hull" of `args` (a select of either);
-    - "gep": `inst` (a getelementptr) with `args` its base and indices."""
+    - "gep": `inst` (a getelementptr) with `args` its base and indices.
+    `bits`: the width the value must fit, signed, for its bounds to hold (64: nothing to check)."""
 
     kind: str
     args: tuple["Node", ...] = ()
@@ -39,6 +42,7 @@ class Node:
     step: int = 0
     trip: Trip | None = None
     inst: Instruction | None = None
+    bits: int = 64
 
 
 @dataclass(frozen=True)
@@ -96,26 +100,28 @@ class Ranges:
                 return None
             if op == "or" and "disjoint" not in words:
                 return None
-            if t.bits < 64 and op in _NARROW_OK and not any(f in words for f in _NARROW_OK[op]):
-                return None  # may wrap in its own width
+            bits = t.bits if t.bits < 64 and op != "or" and "nsw" not in words else 64  # (else it may wrap)
             a = sub(0)
             if a is None:
                 return None
             second = inst.operands[1]
             if op in ("shl", "mul") and second.is_constant:
                 factor = 1 << int(second.value) if op == "shl" else int(second.value)
-                return Node("scale", (a,), step=factor)
+                return Node("scale", (a,), step=factor, bits=bits)
             if op == "shl":
                 return None
             b = sub(1)
             if b is None:
                 return None
-            return Node("add" if op == "or" else op, (a, b))
+            return Node("add" if op == "or" else op, (a, b), bits=bits)
         if op == "sext" or op == "freeze":
             return sub(0)
         if op == "zext":
             a = sub(0)
             return None if a is None else Node("zext", (a,))
+        if op == "trunc" and t.kind == "int":  # the same value where it fits the narrower width
+            a = sub(0)
+            return None if a is None else Node("fit", (a,), bits=t.bits)
         if op == "select":
             a, b = sub(1), sub(2)
             return None if a is None or b is None else Node("hull", (a, b))
@@ -135,12 +141,11 @@ class Ranges:
         trip = inner.trip
         if ind is None or trip is None or not ind.step.is_constant or phi.type.kind != "int":
             return None
-        if phi.type.bits < 64 and not self._steps_without_wrap(phi, inner):
-            return None
         parts = [self.value(o, loop, depth + 1) for o in (ind.start, trip.start, trip.bound)]
         if any(p is None for p in parts):
             return None
-        return Node("iv", tuple(parts), step=int(ind.step.value), trip=trip)
+        bits = phi.type.bits if phi.type.bits < 64 and not self._steps_without_wrap(phi, inner) else 64
+        return Node("iv", tuple(parts), step=int(ind.step.value), trip=trip, bits=bits)
 
     def _steps_without_wrap(self, phi: Instruction, loop: Loop) -> bool:
         """The next value of a narrow induction variable is computed without signed wrap (nsw)."""

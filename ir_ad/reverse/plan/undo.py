@@ -16,7 +16,7 @@ A function that logs anything logs all the stores it undoes, so that they are wr
 order with the others when the log is closed.
 
 Whether a logged store is logged is decided at run time, where its *guard* can be checked: the
-loop around it whose run the store's bytes can be bounded over before it starts (analysis/ranges.py),
+innermost loop around it whose run the store's bytes can be bounded over before it starts (analysis/ranges.py),
 with the loads inside that loop that may read what it writes, and no call in it to a function
 whose reverse sweep reads memory again; a store outside loops is checked where it runs. Where it
 writes nothing the reverse sweep reads again (the ranges the log keeps, templates/undo_log.ll.j2,
@@ -117,15 +117,16 @@ def _certainly_overwritten(store: Instruction, where: Loop | None, fn: Function,
 
 def _guard(store: Instruction, fn: Function, module: Module, cfg: CFG, loops: LoopForest, memory: Memory,
            ranges: Ranges) -> Loop | None | bool:
-    """Where a logged store's run-time check is made: the outermost loop around it (None: outside
+    """Where a logged store's run-time check is made: the innermost loop around it (None: outside
     loops, where it runs) whose run bounds its bytes and those of the loads in it that may read
     them, and in which no call reads memory again in its reverse sweep; False: nowhere (always
-    logged)."""
+    logged). The innermost, so that what one iteration of an outer loop writes and then reads
+    (a row of attention weights) is not taken as what the next one overwrites."""
     home = loops.loop_of[cfg.block_of_inst(store)]
     if home is None:
         return None
     base = memory.base(store.operands[1].value)
-    for loop in home.ancestors():
+    for loop in reversed(home.ancestors()):
         if loops.entry_block(loop) is None or ranges.access(store, loop) is None:
             continue
         inside = [i for b in loop.body for i in _block(fn, b).instructions]

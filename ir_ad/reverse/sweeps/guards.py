@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from adgen.ir_ad.analysis.loops import Loop
 from adgen.ir_ad.analysis.ranges import Access, Node, Ranges
-from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction
+from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, struct
 from adgen.ir_ad.ir.builder import Builder, V
 from adgen.ir_ad.reverse.plan.keys import VALUE
 from adgen.ir_ad.reverse.sweeps.storage import trip_count
@@ -30,10 +30,11 @@ class Intervals:
         self.conditions: list[V] = []
 
     def bytes(self, access: Access) -> tuple[V, V]:
-        """[lo, hi) of an access."""
+        """[lo, hi) of an access (valid only where lo <= hi: no address wrapped around)."""
         lo, last = self.bounds(access.address)
-        size = self.b.size_of(access.size)
-        return lo, self.b.binary("add", last, size)
+        hi = self._checked("add", last, self.b.size_of(access.size))
+        self.conditions.append(self.b.value(I1, f"icmp ule {lo}, {hi.ref}"))
+        return lo, hi
 
     def valid(self) -> V:
         out = V(I1, "true")
@@ -43,7 +44,11 @@ class Intervals:
 
     def bounds(self, node: Node) -> tuple[V, V]:
         if node not in self.memo:
-            self.memo[node] = getattr(self, "_" + node.kind)(node)
+            lo, hi = getattr(self, "_" + node.kind)(node)
+            if node.bits < 64:  # computed in a narrower width, where it may wrap: valid where it fits
+                self.conditions.append(self.b.value(I1, f"icmp sge {lo}, {-(1 << (node.bits - 1))}"))
+                self.conditions.append(self.b.value(I1, f"icmp sle {hi}, {(1 << (node.bits - 1)) - 1}"))
+            self.memo[node] = lo, hi
         return self.memo[node]
 
     def _leaf(self, node: Node) -> tuple[V, V]:
@@ -58,29 +63,39 @@ class Intervals:
             v = b.cast("sext", V(op.type, op.value), I64)
         return v, v
 
+    def _checked(self, op: str, a: V, b: V) -> V:
+        """a op b in 64 bits; where it overflows, the bounds are not valid."""
+        both = self.b.call(f"@llvm.s{op}.with.overflow.i64", struct(I64, I1), [a, b])
+        over = self.b.value(I1, f"extractvalue {both}, 1")
+        self.conditions.append(self.b.binary("xor", over, V(I1, "true")))
+        return self.b.value(I64, f"extractvalue {both}, 0")
+
     def _add(self, node: Node) -> tuple[V, V]:
         (a0, a1), (b0, b1) = (self.bounds(a) for a in node.args)
-        return self.b.binary("add", a0, b0), self.b.binary("add", a1, b1)
+        return self._checked("add", a0, b0), self._checked("add", a1, b1)
 
     def _sub(self, node: Node) -> tuple[V, V]:
         (a0, a1), (b0, b1) = (self.bounds(a) for a in node.args)
-        return self.b.binary("sub", a0, b1), self.b.binary("sub", a1, b0)
+        return self._checked("sub", a0, b1), self._checked("sub", a1, b0)
 
     def _scale(self, node: Node) -> tuple[V, V]:
         x0, x1 = self.bounds(node.args[0])
         c = V(I64, str(node.step))
-        lo, hi = self.b.binary("mul", x0, c), self.b.binary("mul", x1, c)
+        lo, hi = self._checked("mul", x0, c), self._checked("mul", x1, c)
         return (lo, hi) if node.step >= 0 else (hi, lo)
 
     def _mul(self, node: Node) -> tuple[V, V]:
         (a0, a1), (b0, b1) = (self.bounds(a) for a in node.args)
-        corners = [self.b.binary("mul", x, y) for x in (a0, a1) for y in (b0, b1)]
+        corners = [self._checked("mul", x, y) for x in (a0, a1) for y in (b0, b1)]
         return self._fold("@llvm.smin.i64", corners), self._fold("@llvm.smax.i64", corners)
 
     def _zext(self, node: Node) -> tuple[V, V]:
         x0, x1 = self.bounds(node.args[0])
         self.conditions.append(self.b.value(I1, f"icmp sge {x0}, 0"))
         return x0, x1
+
+    def _fit(self, node: Node) -> tuple[V, V]:
+        return self.bounds(node.args[0])
 
     def _hull(self, node: Node) -> tuple[V, V]:
         (a0, a1), (b0, b1) = (self.bounds(a) for a in node.args)
@@ -109,9 +124,10 @@ class Intervals:
                 self.conditions.append(b.value(I1, f"icmp sge {x}, 0"))
         if trip.exact:  # (and the bound is not behind the start: no wrapping)
             self.conditions.append(b.value(I1, f"icmp sge {first[1]}, {second[1].ref}"))
+        self._checked("sub", first[0], second[0])  # (the trip count's difference, in 64 bits)
         most = trip_count(b, trip, *((second[0], first[0]) if trip.sign == 1 else (first[0], second[0])))
-        span = b.binary("mul", b.binary("sub", most, V(I64, "1")), V(I64, str(node.step)))
-        return (s0, b.binary("add", s1, span)) if node.step > 0 else (b.binary("add", s0, span), s1)
+        span = self._checked("mul", b.binary("sub", most, V(I64, "1")), V(I64, str(node.step)))
+        return (s0, self._checked("add", s1, span)) if node.step > 0 else (self._checked("add", s0, span), s1)
 
     def _fold(self, fn: str, values: list[V]) -> V:
         out = values[0]
@@ -140,12 +156,27 @@ class Guards:
                     self.checks.setdefault(d.loops.entry_block(loop), []).append((store, loop))
         if d.registers:
             for load in self.again:
-                loop = next((m for m in self._around(load) if d.loops.entry_block(m) is not None
-                             and self.ranges.access(load, m) is not None), None)
+                loop = self._registered_before(load)
                 if loop is not None:
                     self.reads.setdefault(d.loops.entry_block(loop), []).append((load, loop))
                 else:
                     self.here[id(load)] = "read" if self._around(load) == [] else "poison"
+
+    def _registered_before(self, load: Instruction) -> Loop | None:
+        """The loop before which a load's range is added: the outermost that bounds it, unless a
+        store that may write what it reads is checked inside it (in a loop that does not hold the
+        load: that check would find what the load reads only later, written by that very loop
+        nest, say); then the next loop in, down to the innermost that bounds it."""
+        d = self.d
+        bounded = [m for m in self._around(load) if d.loops.entry_block(m) is not None
+                   and self.ranges.access(load, m) is not None]
+        base = d.memory.base(load.operands[0].value)
+        checked = [loop for store, loop in (x for xs in self.checks.values() for x in xs)
+                   if d.memory.may_alias(d.memory.base(store.operands[1].value), base)]
+        for m in bounded:
+            if not any(m.contains(g) and g is not m for g in checked):
+                return m
+        return bounded[-1] if bounded else None
 
     def _around(self, inst: Instruction) -> list[Loop]:
         loop = self.d.loops.loop_of[self.d.cfg.block_of_inst(inst)]
