@@ -15,12 +15,12 @@ cheaper to undo.
 A function that logs anything logs all the stores it undoes, so that they are written again in
 order with the others when the log is closed.
 
-Whether a logged store is logged is decided at run time, where its *guard* can be checked: the
-innermost loop around it whose run the store's bytes can be bounded over before it starts (analysis/ranges.py),
-with the loads inside that loop that may read what it writes, and no call in it to a function
-whose reverse sweep reads memory again; a store outside loops is checked where it runs. Where it
-writes nothing the reverse sweep reads again (the ranges the log keeps, templates/undo_log.ll.j2,
-and those loads), it is not logged."""
+Whether a logged store is logged is decided at run time, where it can be checked: before the
+innermost loop around it over whose run its bytes can be bounded (analysis/ranges.py), with the
+loads inside that loop that may read what it writes, and no call in it to a function whose
+reverse sweep reads memory again; a store outside loops is checked where it runs. Where it writes
+nothing the reverse sweep reads again (the ranges the log keeps, templates/undo_log.ll.j2, and
+those loads), it is not logged (sweeps/guards.py writes the checks)."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def _guard(store: Instruction, fn: Function, module: Module, cfg: CFG, loops: Lo
     for loop in reversed(home.ancestors()):
         if loops.entry_block(loop) is None or ranges.access(store, loop) is None:
             continue
-        inside = [i for b in loop.body for i in _block(fn, b).instructions]
+        inside = [i for b in loop.body for i in loops.block(b).instructions]
         if any(i.opcode == "load" and memory.may_alias(memory.base(i.operands[0].value), base)
                and memory.types_may_alias(i, store) and ranges.access(i, loop) is None for i in inside):
             continue
@@ -137,10 +137,6 @@ def _guard(store: Instruction, fn: Function, module: Module, cfg: CFG, loops: Lo
             continue
         return loop
     return False
-
-
-def _block(fn: Function, label: str):
-    return next(b for b in fn.blocks if b.label == label)
 
 
 def _may_reread(module: Module, memory: Memory, call: Instruction, base) -> bool:

@@ -17,6 +17,7 @@ from adgen.ir_ad.analysis.ranges import Access, Node, Ranges
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, struct
 from adgen.ir_ad.ir.builder import Builder, V
 from adgen.ir_ad.reverse.plan.keys import VALUE
+from adgen.ir_ad.reverse.types import ReverseFacts
 from adgen.ir_ad.reverse.sweeps.storage import trip_count
 
 
@@ -139,12 +140,12 @@ class Intervals:
 class Guards:
     """Where the augmented forward sweep of one function checks and registers (see the module)."""
 
-    def __init__(self, d):
+    def __init__(self, d: ReverseFacts):
         self.d = d
         self.ranges = Ranges(d.cfg, d.loops)
         self.flags: dict[int, V] = {}  # a checked store (by id) -> its flag in the forward sweep
-        self.checks: dict[str, list[tuple[Instruction, Loop]]] = {}  # preheader -> stores checked at its end
-        self.reads: dict[str, list[tuple[Instruction, Loop]]] = {}  # preheader -> loads registered at its end
+        self.checks: dict[str, list[tuple[Instruction, Loop]]] = {}  # a loop's entry block -> stores checked at its end
+        self.reads: dict[str, list[tuple[Instruction, Loop]]] = {}  # ... -> loads whose ranges are added there
         self.here: dict[int, str] = {}  # an instruction (by id) -> "check", "read" or "poison" before it
         self.again = self._read_again() if d.registers or d.guards else []
         for store in d.undoable:
@@ -229,9 +230,9 @@ class Guards:
             iv = Intervals(b)
             lo, hi = iv.bytes(self.ranges.access(inst, None))
             if what == "read":
-                b.call('@"adgen.log.reads"', VOID, [lo, hi, V(I1, "true")])
+                b.call('@"adgen.log.reads"', VOID, [lo, hi, iv.valid()])
             else:
-                self.flags[id(inst)] = b.call('@"adgen.log.overlaps"', I1, [lo, hi, V(I1, "true")])
+                self.flags[id(inst)] = b.call('@"adgen.log.overlaps"', I1, [lo, hi, iv.valid()])
                 return self.flags[id(inst)]
         return None
 
