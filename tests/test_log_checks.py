@@ -43,6 +43,48 @@ def test_slices_of_one_block_apart_and_overlapping(build_lib, first, second):
     _check(lib, "slices", "slices_grad", [_values(3 * n, 1), _values(n * n, 2)], [n, first, second])
 
 
+# A load in an outer loop, a store checked before an inner loop: its range is added before the
+# outer loop (the inner check, once per outer iteration, must see what later iterations will read).
+OUTER_READ = r"""
+#include <math.h>
+// @diff(outer_read_grad: (dup, dup, const, const) -> activeonly)
+double outer_read(double *a, double *b, int n, int m)
+{
+    double s = 0;
+    for (int k = 0; k < m; k++) {
+        s += sin(a[k] + 0.1 * k);
+        for (int i = 0; i < n; i++) {
+            double u = 0;
+            for (int j = 0; j < n; j++) u += cos(a[j + m] * (i + 1));
+            b[i] = u * s;
+        }
+    }
+    double r = 0;
+    for (int i = 0; i < n + m; i++) r += a[i] * (i + 1);
+    for (int i = 0; i < n; i++) r += b[i] * b[i];
+    return r;
+}
+"""
+
+
+def test_a_load_in_an_outer_loop_and_a_store_checked_inside(build_lib):
+    lib = build_lib(OUTER_READ)
+    n, m = 3, 4
+    _check(lib, "outer_read", "outer_read_grad", [_values(n + m, 12), _values(n, 13)], [n, m])
+    primal = fn(lib, "outer_read", D, P, P, I, I)
+    grad = fn(lib, "outer_read_grad", D, P, P, P, P, I, I, D)
+    start = _values(n + m, 14)
+    a, da = arr(start), arr([0.0] * (n + m))
+    grad(a, da, a, da, n, m, 1.0)  # b is a: its stores overwrite what the outer loop reads next
+    for j in range(n + m):
+        def along(t, j=j):
+            v = list(start)
+            v[j] = t
+            x = arr(v)
+            return primal(x, x, n, m)
+        assert da[j] == pytest.approx(central_difference(along, start[j], 1e-6), rel=1e-5, abs=1e-7), j
+
+
 # A store outside every loop, checked where it runs; stores in a loop after it, checked before it.
 OUTSIDE = r"""
 #include <math.h>
