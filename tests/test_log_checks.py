@@ -11,7 +11,7 @@ import pytest
 
 from conftest import central_difference
 from test_forward import D, I, P, arr, fn
-from test_undo_log import _check, _values
+from test_undo_log import _aliased, _check, _values
 
 # Two layers over slices of one block, the slices placed by the caller: apart, overlapping, the same.
 SLICES = r"""
@@ -71,18 +71,8 @@ def test_a_load_in_an_outer_loop_and_a_store_checked_inside(build_lib):
     lib = build_lib(OUTER_READ)
     n, m = 3, 4
     _check(lib, "outer_read", "outer_read_grad", [_values(n + m, 12), _values(n, 13)], [n, m])
-    primal = fn(lib, "outer_read", D, P, P, I, I)
-    grad = fn(lib, "outer_read_grad", D, P, P, P, P, I, I, D)
-    start = _values(n + m, 14)
-    a, da = arr(start), arr([0.0] * (n + m))
-    grad(a, da, a, da, n, m, 1.0)  # b is a: its stores overwrite what the outer loop reads next
-    for j in range(n + m):
-        def along(t, j=j):
-            v = list(start)
-            v[j] = t
-            x = arr(v)
-            return primal(x, x, n, m)
-        assert da[j] == pytest.approx(central_difference(along, start[j], 1e-6), rel=1e-5, abs=1e-7), j
+    _aliased(lib, "outer_read", "outer_read_grad", _values(n + m, 14), [], [n, m])  # b's stores overwrite what
+    # the outer loop reads next
 
 
 # A store outside every loop, checked where it runs; stores in a loop after it, checked before it.
@@ -113,27 +103,8 @@ def test_a_store_outside_loops_and_stores_in_a_loop(build_lib):
     _check(lib, "outside", "outside_grad", [_values(n, 3), _values(n, 4)], [n])
 
 
-def _aliased(lib, name, grad_name, start, extra, n):
-    """The gradient of f(a, a, ...) (both pointers to one array) against central differences."""
-    primal = fn(lib, name, D, P, P, *([P] * len(extra)), I)
-    grad = fn(lib, grad_name, D, P, P, P, P, *([P] * len(extra)), I, D)
-    keep = [arr(e) for e in extra]
-    a, da = arr(start), arr([0.0] * len(start))
-    grad(a, da, a, da, *keep, n, 1.0)
-    after = arr(start)
-    primal(after, after, *[arr(e) for e in extra], n)
-    assert list(a) == pytest.approx(list(after), rel=1e-12, abs=1e-14)
-    for j in range(len(start)):
-        def along(t, j=j):
-            v = list(start)
-            v[j] = t
-            x = arr(v)
-            return primal(x, x, *[arr(e) for e in extra], n)
-        assert da[j] == pytest.approx(central_difference(along, start[j], 1e-6), rel=1e-5, abs=1e-7), j
-
-
 def test_a_store_outside_loops_into_what_was_read(build_lib):
-    _aliased(build_lib(OUTSIDE), "outside", "outside_grad", _values(4, 5), [], 4)
+    _aliased(build_lib(OUTSIDE), "outside", "outside_grad", _values(4, 5), [], [4])
 
 
 # The reverse sweep of a derivative written by hand reads `a` again; a later store into `b` (the same
@@ -169,7 +140,7 @@ double after(double *a, double *b, const double *c, int n)
 
 
 def test_what_a_derivative_written_by_hand_reads_is_logged(build_lib):
-    _aliased(build_lib(BY_HAND), "after", "after_grad", _values(4, 6), [_values(4, 7)], 4)
+    _aliased(build_lib(BY_HAND), "after", "after_grad", _values(4, 6), [_values(4, 7)], [4])
 
 
 # A load through an index read from memory cannot be bounded: every store after it is logged.

@@ -45,9 +45,8 @@ double two_layers(double *acts, double *w1, double *w2, int BT, int C)
 }
 """
 
-# The output overlaps the input: each row written is read by the rows after it.
-OVERLAPPING = r"""
-#include <math.h>
+# One layer: out = tanh(w inp).
+LAYER = r"""
 static void layer(double *out, const double *inp, const double *w, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -56,6 +55,10 @@ static void layer(double *out, const double *inp, const double *w, int n)
         out[i] = tanh(s);
     }
 }
+"""
+
+# The output overlaps the input: each row written is read by the rows after it.
+OVERLAPPING = "#include <math.h>\n" + LAYER + r"""
 // @diff(shifted_grad: (dup, dup, const) -> activeonly)
 double shifted(double *a, double *w, int n)
 {
@@ -116,6 +119,25 @@ def _check(lib, name, grad_name, arrays, ints):
             assert shadows[k][j] == pytest.approx(fd, rel=1e-5, abs=1e-7), (k, j)
 
 
+def _aliased(lib, name, grad_name, start, extra, ints):
+    """The gradient of f(a, a, extra..., ints...) (its first two pointers one array) against central
+    differences, and memory after it as the primal leaves it."""
+    primal = fn(lib, name, D, P, P, *([P] * len(extra)), *([I] * len(ints)))
+    grad = fn(lib, grad_name, D, P, P, P, P, *([P] * len(extra)), *([I] * len(ints)), D)
+    a, da = arr(start), arr([0.0] * len(start))
+    grad(a, da, a, da, *[arr(e) for e in extra], *ints, 1.0)
+    after = arr(start)
+    primal(after, after, *[arr(e) for e in extra], *ints)
+    assert list(a) == pytest.approx(list(after), rel=1e-12, abs=1e-14)
+    for j in range(len(start)):
+        def along(t, j=j):
+            v = list(start)
+            v[j] = t
+            x = arr(v)
+            return primal(x, x, *[arr(e) for e in extra], *ints)
+        assert da[j] == pytest.approx(central_difference(along, start[j], 1e-6), rel=1e-5, abs=1e-7), j
+
+
 def _values(n, seed):
     return [math.sin(1.7 * (k + 1) * seed) * 0.8 for k in range(n)]
 
@@ -170,19 +192,7 @@ def test_a_load_of_what_the_same_iteration_wrote(build_lib, n):
 
 
 def test_a_load_of_what_the_same_iteration_wrote_aliasing_its_input(build_lib):
-    lib = build_lib(WRITE_THEN_READ)
-    primal = fn(lib, "rounds", D, P, P, I, I)
-    grad = fn(lib, "rounds_grad", D, P, P, P, P, I, I, D)
-    n, start = 3, _values(3, 12)
-    a, da = arr(start), arr([0.0] * n)
-    grad(a, da, a, da, n, 3, 1.0)  # b is a
-    for j in range(n):
-        def along(t, j=j):
-            v = list(start)
-            v[j] = t
-            x = arr(v)
-            return primal(x, x, n, 3)
-        assert da[j] == pytest.approx(central_difference(along, start[j], 1e-6), rel=1e-5, abs=1e-7)
+    _aliased(build_lib(WRITE_THEN_READ), "rounds", "rounds_grad", _values(3, 12), [], [3, 3])  # b is a
 
 
 def test_the_load_after_a_store_in_its_iteration_is_read_again(adgen, c_file):
@@ -285,21 +295,11 @@ def test_threads_each_have_their_own_log(build_lib):
 # A derivative written by hand that calls a gradient of the same source, from inside the reverse
 # sweep of a gradient that logs: the inner gradient keeps a log of its own (without, it undid the
 # outer one's entries and crashed).
-NESTED = r"""
-#include <math.h>
-#include "nest.adgen.h"
-static void mix(double *out, const double *in, const double *w, int n)
-{
-    for (int i = 0; i < n; i++) {
-        double s = 0;
-        for (int j = 0; j < n; j++) s += w[i * n + j] * in[j];
-        out[i] = tanh(s);
-    }
-}
+NESTED = '#include <math.h>\n#include "nest.adgen.h"\n' + LAYER + r"""
 // @diff(inner_grad: (dup, dup, const) -> activeonly)
 double inner(double *a, double *w, int n)
 {
-    mix(a + 1, a, w, n);
+    layer(a + 1, a, w, n);
     double s = 0;
     for (int i = 0; i <= n; i++) s += a[i] * a[i];
     return s;
@@ -326,7 +326,7 @@ double sq_grad(const double *x, double *d_x, double *y, int n, double d_ret)
 // @diff(outer_grad: (dup, dup, const) -> activeonly)
 double outer(double *a, double *w, int n)
 {
-    mix(a + 1, a, w, n);
+    layer(a + 1, a, w, n);
     double y[9];
     return sq(a, y, n) + a[0] * a[n];
 }

@@ -148,6 +148,7 @@ class Guards:
         self.reads: dict[str, list[tuple[Instruction, Loop]]] = {}  # ... -> loads whose ranges are added there
         self.here: dict[int, str] = {}  # an instruction (by id) -> "check", "read" or "poison" before it
         self.again = self._read_again() if d.registers or d.guards else []
+        self.again_ids = set(map(id, self.again))
         for store in d.undoable:
             if id(store) in d.guards:
                 loop = d.guards[id(store)]
@@ -240,7 +241,6 @@ class Guards:
         """The loads in `loop` the reverse sweep repeats that may read what `store` writes."""
         d = self.d
         base = d.memory.base(store.operands[1].value)
-        again = set(map(id, self.again))
         return [i for label in sorted(loop.body, key=d.cfg.blocks.index) for i in d.loops.block(label).instructions
-                if id(i) in again and d.memory.may_alias(d.memory.base(i.operands[0].value), base)
+                if id(i) in self.again_ids and d.memory.may_alias(d.memory.base(i.operands[0].value), base)
                 and d.memory.types_may_alias(i, store)]
