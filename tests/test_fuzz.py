@@ -72,6 +72,29 @@ def test_an_output_the_step_does_not_resolve_is_inconclusive_not_wrong(tmp_path)
     assert abs(jvp[4] - tiny[4]) < 1e-3 * abs(tiny[4]) and abs(jvp[4]) > 1e4
 
 
+def test_a_term_the_primal_rounds_away_is_inconclusive_not_wrong(tmp_path):
+    """t0 + b * x[0] - t3 with t0 = t3 near 1e271 returns y[0]-ish values: b * x[0] is absorbed,
+    so finite differences miss its derivative, which forward mode (rightly) keeps. Rounding the
+    primal up, then down, moves its value by far more than the tolerance: no reference there."""
+    lib, f, acts, (seed,) = fuzzer.build_regression(fuzzer.REGRESSIONS / "f1584_absorbed.c", tmp_path)
+    assert fuzzer.check(lib, f, acts, random.Random(seed)) == "skip"
+    rng = random.Random(seed)
+    z = [rng.uniform(-1, 1) for _ in range(2 * fuzzer.L + 2)]
+    mask = [True] * (2 * fuzzer.L) + [False, True]  # a is const
+    u = [rng.uniform(-1, 1) if m else 0.0 for m in mask]
+    primal = getattr(lib, f.name)
+    primal.restype, primal.argtypes = fuzzer.D, [fuzzer.P, fuzzer.P, fuzzer.D, fuzzer.D]
+    assert fuzzer._rounds_away(primal, z, 1e-6)
+    x0, y0, b = z[0], z[fuzzer.L], z[-1]
+    jvp = fuzzer.forward(lib, f, acts["on"], z, u)
+    assert abs(jvp[0] - (u[fuzzer.L] + b * u[0] + x0 * u[-1])) < 1e-12  # d(y[0] + b * x[0])
+    (tmp_path / "b").mkdir()
+    other, _, _, _ = fuzzer.build_regression(fuzzer.REGRESSIONS / "f43_449371.c", tmp_path / "b")
+    g = getattr(other, "f43")
+    g.restype, g.argtypes = fuzzer.D, [fuzzer.P, fuzzer.P, fuzzer.D, fuzzer.D]
+    assert not fuzzer._rounds_away(g, z, 1e-6)  # a well-conditioned primal
+
+
 def test_generator_is_deterministic():
     a = [fuzzer.generate(random.Random(5), k).body for k in range(3)]
     b = [fuzzer.generate(random.Random(5), k).body for k in range(3)]
