@@ -71,6 +71,13 @@ def plural(n: int, noun: str) -> str:
 _TIMER_COLUMN = re.compile(r"([\d.]+) \(\s*[\d.]+%\)")
 
 
+def section(report: str, title: str) -> str:
+    """The tables of an LLVM timing report under a title (clang's -ftime-report prints several:
+    passes, analyses, its own phases, which count the same time again)."""
+    parts = re.split(r"^\s*(\S.*? report)\s*$", report, flags=re.M)
+    return "".join(body for head, body in zip(parts[1::2], parts[2::2]) if head == title)
+
+
 def pass_times(report: str, elapsed: float) -> list[tuple[str, float]]:
     """(pass or analysis, seconds) of each row of LLVM's timing report: its share of the
     report's wall-clock time, of the `elapsed` seconds measured around the run (llvmlite's

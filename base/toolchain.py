@@ -42,7 +42,7 @@ def select_compiler(cc: str | None) -> Compiler:
         command = tuple(shlex.split(chosen))
         origin = "--cc" if cc else "ADGEN_CC"
     else:
-        command = (sys.executable, "-m", "ziglang", "cc")
+        command = bundled_cc()
         origin = "the ziglang wheel"
     major, description = _version(command, origin)
     supported = llvmlite_llvm_major()
@@ -52,6 +52,20 @@ def select_compiler(cc: str | None) -> Compiler:
             f"llvmlite: llvmlite cannot read its bitcode. Use a clang {supported} or older, or drop "
             f"{origin} to use the clang {supported} bundled with adgen"))
     return Compiler(command, major, description)
+
+
+@cache
+def bundled_cc() -> tuple[str, ...]:
+    """The ziglang wheel's `zig cc`: its executable itself where it is found (`python -m ziglang`
+    only execs it, after starting a Python: 60 ms a compile), else through Python."""
+    from importlib.util import find_spec
+
+    spec = find_spec("ziglang")
+    if spec is not None and spec.origin:
+        zig = Path(spec.origin).parent / ("zig.exe" if os.name == "nt" else "zig")
+        if zig.is_file() and os.access(zig, os.X_OK):
+            return (str(zig), "cc")
+    return (sys.executable, "-m", "ziglang", "cc")
 
 
 @cache

@@ -22,7 +22,7 @@ from pathlib import Path
 from adgen.base import __version__
 from adgen.base.diagnostics import AdgenError, Diagnostic
 from adgen.base.timing import Stages
-from adgen.base.toolchain import USERS_NDEBUG, select_compiler, system_flags
+from adgen.base.toolchain import USERS_NDEBUG, bundled_cc, select_compiler, system_flags
 from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.frontend.languages import is_rust
 
@@ -93,7 +93,7 @@ def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> N
     """`adgen build -q SOURCES -o OUT -- FLAGS`, then the sources and the derivatives' objects
     linked into `library`."""
     _derive(sources, out, flags)
-    cc = [sys.executable, "-m", "ziglang", "cc"]
+    cc = list(bundled_cc())
     objects = []
     for src in sources:
         obj = out / f"{src.stem}.o"
@@ -124,7 +124,7 @@ def _from_build_dir(folder: Path) -> "Library":
     if not manifests or not all(o.exists() for o in objects):
         raise FileNotFoundError(f"{folder} holds no output of `adgen build` (*.adgen.json with *.adgen.o)")
     library = folder / "libadgen-derivatives.so"
-    _run([sys.executable, "-m", "ziglang", "cc", "-shared", *map(str, objects), "-o", str(library), "-lm"])
+    _run([*bundled_cc(), "-shared", *map(str, objects), "-o", str(library), "-lm"])
     return Library(library, manifests, derived_only=True)
 
 

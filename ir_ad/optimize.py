@@ -1,10 +1,11 @@
 """llvmlite's side of the pipeline: link the lowered modules, optimize before differentiation
-(O2 simplification, with vectorization and unrolling left for after), name every value, and,
+(O2 simplification, with vectorization left for after), name every value, and,
 after differentiation, internalize, optimize again (O3, vectorization on: what the exported
 functions do not reach is dropped) and emit objects.
 
 The optimizing and emitting functions take `timings`: a list that, where given, gets (pass,
-seconds) of LLVM's pass timers for each pass run (`-v` prints the largest)."""
+seconds) of LLVM's pass timers for each pass run (`-v` prints the largest). Given a `Cc1` (the
+bundled clang's, cc1.py), the optimizing and emitting run there instead of in llvmlite's LLVM."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import llvmlite.binding as llvm
 
 from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import pass_times
+from adgen.ir_ad.cc1 import Cc1, Machine
 from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_addresses,
                             without_target_attributes)
 
@@ -25,14 +27,14 @@ def _init() -> None:
     llvm.initialize_all_asmprinters()
 
 
-def target_machine(triple: str | None, march: str | None, cpu: str = "", features: str = ""):
-    """The machine objects are emitted for: the host triple by default, generic CPU unless
-    --march names one (`native` for this machine's CPU and features), or `cpu` and
-    `features` as a clang module's functions name them."""
+def machine(triple: str | None, march: str | None, cpu: str = "", features: str = "") -> Machine:
+    """What objects are emitted for: the host triple by default, generic CPU unless --march
+    names one (`native` for this machine's CPU and features), or `cpu` and `features` as a
+    clang module's functions name them."""
     _init()
     triple = triple or llvm.get_process_triple()
     try:
-        target = llvm.Target.from_triple(triple)
+        llvm.Target.from_triple(triple)
     except RuntimeError as exc:
         raise AdgenError(error(f"unknown target '{triple}': {exc}"))
     if march == "native":
@@ -40,7 +42,20 @@ def target_machine(triple: str | None, march: str | None, cpu: str = "", feature
         features = llvm.get_host_cpu_features().flatten()
     elif march:
         cpu = march
-    return target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
+    return Machine(triple, cpu, features)
+
+
+def create(chosen: Machine):
+    """llvmlite's target machine for a choice."""
+    _init()
+    target = llvm.Target.from_triple(chosen.triple)
+    return target.create_target_machine(cpu=chosen.cpu, features=chosen.features, opt=3, reloc="pic",
+                                        codemodel="default")
+
+
+def target_machine(triple: str | None, march: str | None, cpu: str = "", features: str = ""):
+    """llvmlite's target machine (see `machine`)."""
+    return create(machine(triple, march, cpu, features))
 
 
 def link(bitcodes: list[bytes]):
@@ -81,7 +96,7 @@ def _run(module, tm, level: int, vectorize: bool, timings: list | None = None) -
     options = llvm.create_pipeline_tuning_options(level)
     options.loop_vectorization = vectorize
     options.slp_vectorization = vectorize
-    options.loop_unrolling = True  # before differentiation full unrolling only, after it all kinds (see prepare)
+    options.loop_unrolling = True  # full unrolling only (_partial_unrolling)
     builder = llvm.create_pass_builder(tm, options)
     if timings is None:
         builder.getModulePassManager().run(module, builder)
@@ -107,43 +122,55 @@ def kept(module, array: str) -> list[str]:
 JUMP_THREADING = 6  # LLVM's default duplication threshold of jump threading
 
 
-def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False, timings: list | None = None) -> str:
-    """Optimize before differentiation and name every value; the text the AD core reads.
-    Functions in `calls` (marked @inactive, or with derivatives written by hand) are not
-    inlined. Loops
-    with a small constant trip count are unrolled, which puts small local arrays in registers;
-    others stay loops, and nothing is vectorized yet. Partial and runtime unrolling are off here
-    and then set on (not back to LLVM's per-target default) for the optimization after
-    differentiation, where the derivative's loops gain from them. `derivatives`: jump threading
-    off, for derivative code to differentiate again where it turned a reverse sweep into a loop
-    with several ways in (which reverse mode cannot reverse). GVN's partial redundancy
-    elimination is off here too: the phis of copies it makes cost the reverse sweep a stored
-    value per iteration where the copies cost nothing (it runs after differentiation). Nor are
-    loops of stores turned into memset or memcpy calls: a store the reverse sweep undoes through
-    its log is one value, a block written by a call is not (specs/abi.md, "Stores undone")."""
+def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False, timings: list | None = None,
+            cc1: Cc1 | None = None) -> str:
+    """Optimize before differentiation (by clang with `cc1`) and name every value; the text the
+    AD core reads. Functions in `calls` (marked @inactive, or with derivatives written by hand)
+    are not inlined. Loops with a small constant trip count are unrolled, which puts small local
+    arrays in registers; others stay loops, and nothing is vectorized yet (_partial_unrolling).
+    `derivatives`: jump threading off, for derivative code to differentiate again where it
+    turned a reverse sweep into a loop with several ways in (which reverse mode cannot reverse).
+    GVN's partial redundancy elimination is off here too: the phis of copies it makes cost the
+    reverse sweep a stored value per iteration where the copies cost nothing (it runs after
+    differentiation). Nor are loops of stores turned into memset or memcpy calls: a store the
+    reverse sweep undoes through its log is one value, a block written by a call is not
+    (specs/abi.md, "Stores undone")."""
     for fn in module.functions:
         if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
             fn.add_function_attribute("noinline")
     inline_aggregates(module)
-    llvm.set_option("adgen", "-unroll-runtime=false")
-    llvm.set_option("adgen", "-unroll-allow-partial=false")
-    llvm.set_option("adgen", f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}")
-    llvm.set_option("adgen", "-enable-pre=false")
-    llvm.set_option("adgen", "-disable-loop-idiom-all=true")
-    try:
-        _run(module, tm, 2, vectorize=False, timings=timings)
-    finally:
-        llvm.set_option("adgen", "-unroll-runtime=true")
-        llvm.set_option("adgen", "-unroll-allow-partial=true")
-        llvm.set_option("adgen", f"-jump-threading-threshold={JUMP_THREADING}")
-        llvm.set_option("adgen", "-enable-pre=true")
-        llvm.set_option("adgen", "-disable-loop-idiom-all=false")
+    options = ["-unroll-runtime=false", "-unroll-allow-partial=false", "-enable-pre=false",
+               f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}", "-disable-loop-idiom-all=true"]
+    if cc1 is not None:
+        module = llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), options, timings, level=2, vectorize=False))
+    else:
+        for option in options:
+            llvm.set_option("adgen", option)
+        try:
+            _run(module, tm, 2, vectorize=False, timings=timings)
+        finally:
+            llvm.set_option("adgen", f"-jump-threading-threshold={JUMP_THREADING}")
+            llvm.set_option("adgen", "-enable-pre=true")
+            llvm.set_option("adgen", "-disable-loop-idiom-all=false")
     namer = llvm.create_new_module_pass_manager()
     namer.add_instruction_namer_pass()
     namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
     # without per-function CPU choices (zig's clang picks the build machine's): the target
     # machine (--march) decides for all code alike
     return without_target_attributes(str(module))
+
+
+def _partial_unrolling(on: bool) -> None:
+    """Off: loops are unrolled fully where their trip count is a small constant, never partially
+    nor by a run-time count (x86's default unrolls every small loop so). Before differentiation,
+    for the reverse sweep's sake; after it, for build time: on bench/programs/gpt2.c runtime and
+    partial unrolling made 47% more code (13,305 instructions against 9,034) and took 0.7 s of
+    its 4-5 s build, with the gradient's time the same (200 and 202 ms), as was every kernel's
+    of bench/kernels.c within the machine's noise. On: as x86's clang has it, for the code a
+    user compiles with `adgen cc` (LLVM's options cannot be unset, only set either way)."""
+    value = "true" if on else "false"
+    llvm.set_option("adgen", f"-unroll-runtime={value}")
+    llvm.set_option("adgen", f"-unroll-allow-partial={value}")
 
 
 def inline_aggregates(module) -> None:
@@ -187,13 +214,15 @@ def parse(text: str):
 SLP_MAX_LANES = 4
 
 
-def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timings: list | None = None) -> None:
+def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timings: list | None = None,
+           cc1: Cc1 | None = None):
     """Keep only `exported` visible (and `shared`, external functions of the sources called
     through pointers, as weak definitions the user's own object overrides), then optimize for
     speed (vectorizing), which drops what they do not reach: the sources' own functions are
     in the user's object. (Dropping them before O3 instead was measured to save nothing on
     bench/programs/gpt2.c: O3's global optimization drops them right after the cheap early
-    simplification.)"""
+    simplification.) With `cc1`, clang optimizes (cc1.py): returns the optimized module, a new
+    one then."""
     for fn in module.functions:
         if fn.name in shared and fn.linkage == llvm.Linkage.external:
             fn.linkage = llvm.Linkage.weak_odr
@@ -207,7 +236,13 @@ def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timin
     # assume the outer loop steps upward and always fail for these, leaving the vectorized inner
     # loop dead (bench/programs/gpt2.c: the reverse sweep of its matrix product was scalar).
     llvm.set_option("adgen", "-hoist-runtime-checks=false")
+    _partial_unrolling(False)
+    if cc1 is not None:
+        options = [f"-slp-max-vf={SLP_MAX_LANES}", "-hoist-runtime-checks=false", "-unroll-runtime=false",
+                   "-unroll-allow-partial=false"]
+        return llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), options, timings, level=3, vectorize=True))
     _run(module, tm, 3, vectorize=True, timings=timings)
+    return module
 
 
 def inline_always(module, tm) -> None:
@@ -224,14 +259,17 @@ def reoptimize(module, tm, level: int) -> None:
     """The optimization a C compiler runs at -O`level`, on a module whose own code clang has
     optimized already: what is new (the calls of Enzyme's API, now calls of adapters) is
     inlined and simplified with it."""
+    _partial_unrolling(True)
     _run(module, tm, level, vectorize=level >= 2)
 
 
-def emit_object(module, tm, timings: list | None = None) -> bytes:
-    """The object code. Loop strength reduction is most of the time on a large derivative
-    (bench/programs/gpt2.c: 1.8 of 2.8 s; llvmlite's LLVM checks its assertions) but stays on:
-    without it gpt2's gradient ran 3-5% slower, and two of bench/kernels.c's 10% slower."""
+def emit_object(module, tm, timings: list | None = None, cc1: Cc1 | None = None) -> bytes:
+    """The object code (by clang's code generator with `cc1`). Loop strength reduction is most
+    of the time on a large derivative (bench/programs/gpt2.c: 0.4-0.8 of 1-1.5 s) but stays on:
+    without it gpt2's gradient ran 3-8% slower, and two of bench/kernels.c's 10% slower."""
     module.triple = tm.triple
+    if cc1 is not None:
+        return cc1.emit(module.as_bitcode(), timings)
     if timings is None:
         return tm.emit_object(module)
     llvm.set_time_passes(True)  # code generation runs the legacy pass manager: its global timers

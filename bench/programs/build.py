@@ -1,5 +1,5 @@
 """Builds one program three ways and times each tool on its file: `adgen build` (with its -v
-stage timings), the primal with the clang adgen uses (`python -m ziglang cc -O2
+stage timings), the primal with the clang adgen uses (the ziglang wheel's `zig cc -O2
 -fno-math-errno`), and, given Enzyme's plugin, NAME_enzyme.c with clang-19 alone and with the
 plugin (the difference is Enzyme's own time). All at -O2 -fno-math-errno for a generic CPU of
 this machine's architecture. Each timed step gets an empty zig cache: zig's clang caches the
@@ -17,9 +17,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adgen.base.toolchain import bundled_cc
 from bench.programs import HERE, Program
 
-ZIG_CC = [sys.executable, "-m", "ziglang", "cc", "-O2", "-fno-math-errno"]
+ZIG_CC = [*bundled_cc(), "-O2", "-fno-math-errno"]
 STAGE = re.compile(r"^adgen: (\w[\w ]*?)\s+([\d.]+) ms")
 
 

@@ -19,6 +19,7 @@ from adgen.frontend.rust_source import is_rust
 from adgen.base.toolchain import Compiler, select_rustc
 
 from adgen.ir_ad import optimize
+from adgen.ir_ad.cc1 import Cc1
 from adgen.ir_ad.ir.builder import Declarations
 from adgen.ir_ad.diagnose import IrreducibleLoop, Unsupported, located, source_name
 from adgen.ir_ad.dispatch import devirtualize
@@ -43,14 +44,15 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     source), the frontend's results, and the cache plans of the reverse-mode derivatives as text
     (`--explain`)."""
     generated = generate(sources, out_dir, read_flags + extra, stages)
-    tm = optimize.target_machine(target, march)
+    chosen = optimize.machine(target, march)
+    tm, cc1 = optimize.create(chosen), Cc1.bundled(compiler, chosen)
     target_flags = ["-target", target] if target else []
     if march:
         target_flags.append(f"-march={march}")
     with tempfile.TemporaryDirectory(prefix="adgen-") as tmp:
         linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages)
     primals = [_primals(linked, i, g) for i, g in enumerate(generated)]
-    prepared = Prepared(linked, generated, tm, stages)
+    prepared = Prepared(linked, generated, tm, stages, cc1=cc1)
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")) \
             as note, written_by_hand(prepared.by_hand):
         prepared.timings = note.parts
@@ -61,12 +63,12 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     for i, (src, g) in enumerate(zip(sources, generated)):
         stem = src.stem
         with stages.stage("optimize", f"{stem}: after differentiation; {before} instructions before") as note:
-            final = optimize.parse(text)
-            optimize.finish(final, {s.name for s in g.signatures}, tm, shared, timings=note.parts)
+            final = optimize.finish(optimize.parse(text), {s.name for s in g.signatures}, tm, shared,
+                                    timings=note.parts, cc1=cc1)
             if stages.verbose:  # the module's text, only to be counted
                 note.text += f", {optimize.instruction_count(final)} after"
         with stages.stage("emit", f"{stem}.adgen.o") as note:
-            objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm, timings=note.parts)
+            objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm, timings=note.parts, cc1=cc1)
             if emit_llvm:
                 objects[out_dir / f"{stem}.adgen.ll"] = str(final)
         written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
@@ -121,10 +123,11 @@ class Prepared:
     what its @inactive and @derivative annotations say; `again` for a later level."""
 
     def __init__(self, linked, generated: list[Generated], tm, stages: Stages, inactive: set[str] = frozenset(),
-                 rules: dict | None = None, custom: dict | None = None, allocators: dict | None = None):
+                 rules: dict | None = None, custom: dict | None = None, allocators: dict | None = None,
+                 cc1: Cc1 | None = None):
         """`inactive`, `rules` (by IR name), `custom` (custom.py) and `allocators` are what
-        Enzyme's API registered, for `adgen cc`."""
-        self.tm = tm
+        Enzyme's API registered, for `adgen cc`; with `cc1`, clang optimizes (ir_ad/cc1.py)."""
+        self.tm, self.cc1 = tm, cc1
         self.inactive = {n for i in range(len(generated)) for n in optimize.kept(linked, inactive_array(i))} | inactive
         self.by_hand = _rules_by_hand(linked, generated) | (rules or {})
         self.custom = _reverse_by_hand(linked, generated) | (custom or {})
@@ -132,7 +135,7 @@ class Prepared:
         self.timings: list | None = None  # (what, seconds) of `again`'s work, for -v
         self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
         with stages.stage("optimize", "before differentiation") as note:
-            text = optimize.prepare(linked, tm, self.calls, timings=note.parts)
+            text = optimize.prepare(linked, tm, self.calls, timings=note.parts, cc1=cc1)
         with stages.stage("analyze") as note:
             text, self.shared = devirtualize(text, {s.name for g in generated for s in g.signatures})
             self.module = self._module(text)
@@ -160,7 +163,8 @@ class Prepared:
         local names an earlier level made (all have a `'`) marked with the level, so that the
         names the next one makes from labels and values cannot meet them."""
         with self._part(f"optimizing for level {level}"):
-            text = optimize.prepare(optimize.parse(text), self.tm, self.calls, derivatives=not self.threading)
+            text = optimize.prepare(optimize.parse(text), self.tm, self.calls, derivatives=not self.threading,
+                                    cc1=self.cc1)
             text = rename_locals(text, lambda name: f"{level}~{name}" if "'" in name else None)
         with self._part(f"reading level {level}'s module"):
             return self._module(text)

@@ -29,6 +29,7 @@ class Intervals:
         self.b = b
         self.memo: dict[Node, tuple[V, V]] = {}
         self.conditions: list[V] = []
+        self._valid, self._upto = V(I1, "true"), 0  # the conjunction of conditions[:_upto]
 
     def bytes(self, access: Access) -> tuple[V, V]:
         """[lo, hi) of an access (valid only where lo <= hi: no address wrapped around)."""
@@ -38,10 +39,11 @@ class Intervals:
         return lo, hi
 
     def valid(self) -> V:
-        out = V(I1, "true")
-        for c in self.conditions:
-            out = self.b.binary("and", out, c)
-        return out
+        """All conditions so far, conjoined onto those of the last call (one `and` per condition)."""
+        for c in self.conditions[self._upto:]:
+            self._valid = c if self._valid.ref == "true" else self.b.binary("and", self._valid, c)
+        self._upto = len(self.conditions)
+        return self._valid
 
     def bounds(self, node: Node) -> tuple[V, V]:
         if node not in self.memo:

@@ -1,0 +1,74 @@
+"""The bundled clang's own optimizer and code generator, for the optimization after
+differentiation and the object: its `-cc1` run on bitcode (`-x ir`). It is the LLVM of llvmlite's
+major version and runs the same O3 pipeline with the same options, but is built for speed where
+llvmlite's LLVM is not: on the same module it took 0.41 s where llvmlite took 0.74-1.02 s
+(bench/programs/mlp.c's gradient) and 1.75-2.2 s where llvmlite took 2.8 s (gpt2.c's).
+
+Used only for the ziglang wheel's clang, whose cc1 adgen knows; with `--cc` (another clang),
+llvmlite does this work as it does all the rest."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from adgen.base.diagnostics import AdgenError, error
+from adgen.base.timing import pass_times, section
+from adgen.base.toolchain import Compiler, bundled_cc, llvmlite_llvm_major
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What objects are emitted for: an LLVM triple, a CPU ("" for the target's generic one) and
+    its features ("+avx2,+fma", say; "" for the CPU's own)."""
+
+    triple: str
+    cpu: str = ""
+    features: str = ""
+
+
+@dataclass(frozen=True)
+class Cc1:
+    command: tuple[str, ...]  # e.g. (".../zig", "clang", "-cc1")
+    machine: Machine
+
+    @staticmethod
+    def bundled(compiler: Compiler, machine: Machine) -> "Cc1 | None":
+        """The cc1 of the compiler that lowered the sources, where it is the ziglang wheel's
+        clang and its LLVM reads llvmlite's bitcode (the same major version)."""
+        if compiler.command != bundled_cc() or compiler.llvm_major != llvmlite_llvm_major():
+            return None
+        return Cc1((*compiler.command[:-1], "clang", "-cc1"), machine)
+
+    def optimize(self, bitcode: bytes, options: list[str], timings: list | None, level: int, vectorize: bool) -> bytes:
+        """LLVM's default pipeline at -O`level`, the loop and SLP vectorizers on or off, LLVM's
+        `options` (`-slp-max-vf=4`, say) set: the bitcode."""
+        return self._run(bitcode, level, ["-emit-llvm-bc", *(["-vectorize-loops", "-vectorize-slp"] if vectorize else []),
+                                          *(arg for o in options for arg in ("-mllvm", o))], timings)
+
+    def emit(self, bitcode: bytes, timings: list | None = None) -> bytes:
+        """The object code of optimized bitcode (code generation at O3, no further optimization)."""
+        return self._run(bitcode, 3, ["-emit-obj", "-disable-llvm-passes"], timings)
+
+    def _run(self, bitcode: bytes, level: int, what: list[str], timings: list | None) -> bytes:
+        m = self.machine
+        target = ["-triple", m.triple, *(["-target-cpu", m.cpu] if m.cpu else []),
+                  *(arg for f in m.features.split(",") if f for arg in ("-target-feature", f))]
+        with tempfile.TemporaryDirectory(prefix="adgen-cc1-") as tmp:
+            source, out = Path(tmp) / "in.bc", Path(tmp) / "out"
+            source.write_bytes(bitcode)
+            command = [*self.command, *target, f"-O{level}", "-mrelocation-model", "pic", "-pic-level", "2",
+                       "-disable-llvm-verifier", *what, *(["-ftime-report"] if timings is not None else []),
+                       "-x", "ir", str(source), "-o", str(out)]
+            start = time.perf_counter()
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0 or not out.exists():
+                raise AdgenError(error(f"internal error: clang's code generator failed on the differentiated "
+                                       f"module ({' '.join(command[:3])} ... exited {done.returncode}): "
+                                       f"{done.stderr.strip()[:2000]}"))
+            if timings is not None:
+                timings += pass_times(section(done.stderr, "Pass execution timing report"), time.perf_counter() - start)
+            return out.read_bytes()
