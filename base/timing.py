@@ -30,6 +30,14 @@ class Stages:
     def __init__(self, verbose: bool = False, stream=None, progress: bool = False):
         self.verbose, self.stream, self.progress = verbose, stream, progress and not verbose
         self.times: list[tuple[str, float]] = []
+        self.started = time.perf_counter()
+
+    def total(self) -> None:
+        """With `verbose`, the time since these stages were made, the stages' and what lies
+        between them (Python's own start, before, is not in it)."""
+        if self.verbose:
+            elapsed = time.perf_counter() - self.started
+            print(f"adgen: {'total':<13} {elapsed * 1000:8.1f} ms", file=self.stream or sys.stderr)
 
     @contextmanager
     def stage(self, name: str, detail: str = ""):

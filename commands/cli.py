@@ -127,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     stages = Stages(verbose=args.verbose or args.verbose_global,
                     progress=not args.quiet and sys.stderr.isatty() and not os.environ.get("CI"))
-    return _reporting(lambda: _run(args, extra, stages))
+    status = _reporting(lambda: _run(args, extra, stages))
+    stages.total()
+    return status
 
 
 def _reporting(run) -> int:
@@ -157,7 +159,8 @@ def _run(args, extra: list[str], stages: Stages) -> int:
 
         return run(args.sources, [*user, *extra], args.only, args.size, args.seed, args.quiet, args.timeout)
     if args.command == "build":
-        from adgen.commands.build.pipeline import build
+        with stages.stage("load", "the AD core and LLVM's bindings, imported"):
+            from adgen.commands.build.pipeline import build
 
         written, generated, plans = build(args.sources, args.out_dir, flags, user, extra, compiler, stages,
                                           args.target, args.march, args.emit_llvm)

@@ -174,7 +174,7 @@ def test_build_verbose_shows_stages_and_instruction_counts(adgen, c_file, tmp_pa
     src = c_file(GOOD.replace("active", "dual"))
     result = adgen("-v", "build", src, "-o", tmp_path / "out")
     assert result.status == 0, result.err
-    for stage in ("lower", "link", "optimize", "analyze", "differentiate", "emit"):
+    for stage in ("load", "lower", "link", "optimize", "analyze", "differentiate", "emit", "total"):
         assert f"adgen: {stage}" in result.err
     assert "instructions before" in result.err and "after" in result.err
 
