@@ -1,8 +1,9 @@
 """The bundled clang's own optimizer and code generator, for the optimization after
 differentiation and the object: its `-cc1` run on bitcode (`-x ir`). It is the LLVM of llvmlite's
-major version and runs the same O3 pipeline with the same options, but is built for speed where
-llvmlite's LLVM is not: on the same module it took 0.41 s where llvmlite took 0.74-1.02 s
-(bench/programs/mlp.c's gradient) and 1.75-2.2 s where llvmlite took 2.8 s (gpt2.c's).
+major version and runs the same pipelines with the same options, but is built without the
+assertions llvmlite's LLVM checks (`llvmlite.binding.config.llvm_assertions_state()` is "on"):
+on the same module it took 0.41 s where llvmlite took 0.74-1.02 s (bench/programs/mlp.c's
+gradient) and 1.75-2.2 s where llvmlite took 2.8 s (gpt2.c's).
 
 Used only for the ziglang wheel's clang, whose cc1 adgen knows; with `--cc` (another clang),
 llvmlite does this work as it does all the rest."""
