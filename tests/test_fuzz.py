@@ -95,6 +95,19 @@ def test_a_term_the_primal_rounds_away_is_inconclusive_not_wrong(tmp_path):
     assert not fuzzer._rounds_away(g, z, 1e-6)  # a well-conditioned primal
 
 
+def test_a_derivative_returning_through_a_tail_call_keeps_its_tangents(tmp_path):
+    """A whole batch (40 functions, many called through pointers): the forward[4] derivative of
+    the dispatcher of calls through pointers returned ret (extractvalue (call)); LLVM made that
+    a jump to a callee returning five doubles through memory, so f793's tangent was whatever
+    the register held (NaN). Derived functions make no tail calls now (ir/edit.py)."""
+    text = (fuzzer.HERE / "fuzz_batches" / "f793_dispatch_tail_call.c").read_text()
+    lib, errors = fuzzer.build_source(text, tmp_path)
+    assert lib is not None, errors
+    f = fuzzer.Function("f793", [], uses_float=True)
+    acts = {"on": (False, True, True, True)}
+    assert fuzzer.checked(lib, [(f, acts, [4472156022857737823, 0, 1, 2])]) == [None]
+
+
 def test_generator_is_deterministic():
     a = [fuzzer.generate(random.Random(5), k).body for k in range(3)]
     b = [fuzzer.generate(random.Random(5), k).body for k in range(3)]

@@ -36,7 +36,7 @@ from adgen.ir_ad.reverse.plan.explain import explain as explain_plans
 from adgen.commands.cc.calls import (Call, Registrations, Request, find_calls, hinted, iterated, registrations,
                            steering_calls)
 from adgen.ir_ad.ir import Module
-from adgen.ir_ad.ir.edit import declare_globals, define_line, make_external, string_attribute
+from adgen.ir_ad.ir.edit import declare_globals, define_line, make_external, string_attribute, without_tail_calls
 from adgen.commands.build.kernels import kernel_name
 from adgen.commands.build.lower import keep_array, lower_source
 from adgen.ir_ad.rules import rule_for, written_by_hand
@@ -98,7 +98,7 @@ def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler:
         if c.allocated is not None and c.allocated < size + TAPE_ALIGN - 1:
             raise _at_call(Unsupported(c.caller, c.inst, too_small(c.allocated, size)), unit.probe)
     with stages.stage("optimize", "after differentiation"):
-        derivatives = optimize.parse(hinted(_shared_globals(text, user)))
+        derivatives = optimize.parse(hinted(_shared_globals(without_tail_calls(text), user)))
         optimize.finish(derivatives, {k.name.lstrip("@") for k in kernels.values()}, tm, prepared.shared)
     return derivatives, kernels, tapes, explain_plans(prepared.module, plans) if explain and plans else ""
 
