@@ -3,7 +3,7 @@
 from adgen.ir_ad.ir.edit import (body_mentions, c_string, declare_globals, define_line, define_weak_globals,
                                  defined_functions, drop_dead_loads, edit_declarations, int_as_pointer,
                                  lines_by_function, make_external, mentions, rename_locals, replace_instructions,
-                                 retarget, string_attribute, with_attributes)
+                                 retarget, string_attribute, with_attributes, without_tail_calls)
 
 FUNCTION = """define internal double @f(double %x) {
 entry:
@@ -128,3 +128,11 @@ def test_string_attribute():
     text = 'attributes #0 = { noinline "target-cpu"="x86-64" "target-features"="+sse2" }'
     assert string_attribute(text, "target-cpu") == "x86-64"
     assert string_attribute(text, "tune-cpu") is None
+
+
+def test_without_tail_calls_marks_the_functions_differentiation_made():
+    text = ('define internal { double, double } @"f\'fwd.d.l1"(double %x, double %"x\'") {\n  ret { double, double } zeroinitializer\n}\n'
+            "define double @f(double %x) #0 !dbg !7 {\n  ret double %x\n}\n")
+    out = without_tail_calls(text)
+    assert '@"f\'fwd.d.l1"(double %x, double %"x\'") "disable-tail-calls"="true" {' in out
+    assert "define double @f(double %x) #0 !dbg !7 {" in out  # the sources' own: untouched
