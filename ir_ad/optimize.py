@@ -139,7 +139,7 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
         if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
             fn.add_function_attribute("noinline")
     inline_aggregates(module)
-    options = ["-unroll-runtime=false", "-unroll-allow-partial=false", "-enable-pre=false",
+    options = [*_partial_unrolling(False), "-enable-pre=false",
                f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}", "-disable-loop-idiom-all=true"]
     if cc1 is not None:
         module = llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), options, timings, level=2, vectorize=False))
@@ -160,8 +160,8 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     return without_target_attributes(str(module))
 
 
-def _partial_unrolling(on: bool) -> None:
-    """Off: loops are unrolled fully where their trip count is a small constant, never partially
+def _partial_unrolling(on: bool) -> list[str]:
+    """LLVM's options for unrolling. Off: loops are unrolled fully where their trip count is a small constant, never partially
     nor by a run-time count (x86's default unrolls every small loop so). Before differentiation,
     for the reverse sweep's sake; after it, for build time: on bench/programs/gpt2.c runtime and
     partial unrolling made 47% more code (13,305 instructions against 9,034) and took 0.7 s of
@@ -169,8 +169,7 @@ def _partial_unrolling(on: bool) -> None:
     of bench/kernels.c within the machine's noise. On: as x86's clang has it, for the code a
     user compiles with `adgen cc` (LLVM's options cannot be unset, only set either way)."""
     value = "true" if on else "false"
-    llvm.set_option("adgen", f"-unroll-runtime={value}")
-    llvm.set_option("adgen", f"-unroll-allow-partial={value}")
+    return [f"-unroll-runtime={value}", f"-unroll-allow-partial={value}"]
 
 
 def inline_aggregates(module) -> None:
@@ -231,16 +230,14 @@ def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timin
     for g in module.global_variables:
         if not g.is_declaration and not g.name.startswith("llvm."):
             g.linkage = llvm.Linkage.internal
-    llvm.set_option("adgen", f"-slp-max-vf={SLP_MAX_LANES}")
     # Reverse sweeps run their loops downward; LLVM's alias checks hoisted out of an inner loop
     # assume the outer loop steps upward and always fail for these, leaving the vectorized inner
     # loop dead (bench/programs/gpt2.c: the reverse sweep of its matrix product was scalar).
-    llvm.set_option("adgen", "-hoist-runtime-checks=false")
-    _partial_unrolling(False)
+    options = [f"-slp-max-vf={SLP_MAX_LANES}", "-hoist-runtime-checks=false", *_partial_unrolling(False)]
     if cc1 is not None:
-        options = [f"-slp-max-vf={SLP_MAX_LANES}", "-hoist-runtime-checks=false", "-unroll-runtime=false",
-                   "-unroll-allow-partial=false"]
         return llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), options, timings, level=3, vectorize=True))
+    for option in options:
+        llvm.set_option("adgen", option)
     _run(module, tm, 3, vectorize=True, timings=timings)
     return module
 
@@ -259,7 +256,8 @@ def reoptimize(module, tm, level: int) -> None:
     """The optimization a C compiler runs at -O`level`, on a module whose own code clang has
     optimized already: what is new (the calls of Enzyme's API, now calls of adapters) is
     inlined and simplified with it."""
-    _partial_unrolling(True)
+    for option in _partial_unrolling(True):
+        llvm.set_option("adgen", option)
     _run(module, tm, level, vectorize=level >= 2)
 
 
