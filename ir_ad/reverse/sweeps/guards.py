@@ -28,6 +28,7 @@ class Intervals:
     def __init__(self, b: Builder):
         self.b = b
         self.memo: dict[Node, tuple[V, V]] = {}
+        self.checked: dict[tuple[str, str, str], V] = {}  # (operation, a, b): a op b
         self.conditions: list[V] = []
         self._valid, self._upto = V(I1, "true"), 0  # the conjunction of conditions[:_upto]
 
@@ -35,7 +36,7 @@ class Intervals:
         """[lo, hi) of an access (valid only where lo <= hi: no address wrapped around)."""
         lo, last = self.bounds(access.address)
         hi = self._checked("add", last, self.b.size_of(access.size))
-        self.conditions.append(self.b.value(I1, f"icmp ule {lo}, {hi.ref}"))
+        self._condition("ule", lo, hi)
         return lo, hi
 
     def valid(self) -> V:
@@ -49,8 +50,8 @@ class Intervals:
         if node not in self.memo:
             lo, hi = getattr(self, "_" + node.kind)(node)
             if node.bits < 64:  # computed in a narrower width, where it may wrap: valid where it fits
-                self.conditions.append(self.b.value(I1, f"icmp sge {lo}, {-(1 << (node.bits - 1))}"))
-                self.conditions.append(self.b.value(I1, f"icmp sle {hi}, {(1 << (node.bits - 1)) - 1}"))
+                self._condition("sge", lo, V(I64, str(-(1 << (node.bits - 1)))))
+                self._condition("sle", hi, V(I64, str((1 << (node.bits - 1)) - 1)))
             self.memo[node] = lo, hi
         return self.memo[node]
 
@@ -67,11 +68,32 @@ class Intervals:
         return v, v
 
     def _checked(self, op: str, a: V, b: V) -> V:
-        """a op b in 64 bits; where it overflows, the bounds are not valid."""
-        both = self.b.call(f"@llvm.s{op}.with.overflow.i64", struct(I64, I1), [a, b])
-        over = self.b.value(I1, f"extractvalue {both}, 1")
-        self.conditions.append(self.b.binary("xor", over, V(I1, "true")))
-        return self.b.value(I64, f"extractvalue {both}, 0")
+        """a op b in 64 bits; where it overflows, the bounds are not valid. Written once for
+        each operation and operands; not at all where an operand is the identity (x + 0, x * 1),
+        nor where both are constants (folded here)."""
+        identity = {"add": "0", "sub": "0", "mul": "1"}[op]
+        if b.ref == identity or (a.ref == identity and op != "sub"):
+            return a if b.ref == identity else b
+        if _constant(a) and _constant(b):
+            value = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__}[op](int(a.ref), int(b.ref))
+            if -(1 << 63) <= value < 1 << 63:
+                return V(I64, str(value))
+        key = (op, a.ref, b.ref)
+        if key not in self.checked:
+            both = self.b.call(f"@llvm.s{op}.with.overflow.i64", struct(I64, I1), [a, b])
+            over = self.b.value(I1, f"extractvalue {both}, 1")
+            self.conditions.append(self.b.binary("xor", over, V(I1, "true")))
+            self.checked[key] = self.b.value(I64, f"extractvalue {both}, 0")
+        return self.checked[key]
+
+    def _condition(self, predicate: str, a: V, b: V) -> None:
+        """A condition of the bounds' validity, `icmp predicate a, b`; none where it holds of
+        constants."""
+        if _constant(a) and _constant(b):
+            x, y = int(a.ref), int(b.ref)
+            if {"sge": x >= y, "sle": x <= y, "ule": x % (1 << 64) <= y % (1 << 64)}[predicate]:
+                return
+        self.conditions.append(self.b.value(I1, f"icmp {predicate} {a}, {b.ref}"))
 
     def _add(self, node: Node) -> tuple[V, V]:
         (a0, a1), (b0, b1) = (self.bounds(a) for a in node.args)
@@ -94,7 +116,7 @@ class Intervals:
 
     def _zext(self, node: Node) -> tuple[V, V]:
         x0, x1 = self.bounds(node.args[0])
-        self.conditions.append(self.b.value(I1, f"icmp sge {x0}, 0"))
+        self._condition("sge", x0, V(I64, "0"))
         return x0, x1
 
     def _fit(self, node: Node) -> tuple[V, V]:
@@ -124,19 +146,27 @@ class Intervals:
         first, second = ((u1, u0), (t0, t1)) if trip.sign == 1 else ((t1, t0), (u0, u1))
         if not trip.signed or trip.exact:  # (what it compares, taken as unsigned, is not negative)
             for x in (t0, u0):
-                self.conditions.append(b.value(I1, f"icmp sge {x}, 0"))
+                self._condition("sge", x, V(I64, "0"))
         if trip.exact:  # (and the bound is not behind the start: no wrapping)
-            self.conditions.append(b.value(I1, f"icmp sge {first[1]}, {second[1].ref}"))
+            self._condition("sge", first[1], second[1])
         self._checked("sub", first[0], second[0])  # (the trip count's difference, in 64 bits)
         most = trip_count(b, trip, *((second[0], first[0]) if trip.sign == 1 else (first[0], second[0])))
         span = self._checked("mul", b.binary("sub", most, V(I64, "1")), V(I64, str(node.step)))
         return (s0, self._checked("add", s1, span)) if node.step > 0 else (self._checked("add", s0, span), s1)
 
     def _fold(self, fn: str, values: list[V]) -> V:
-        out = values[0]
-        for v in values[1:]:
+        """smin or smax of the values, each written once, constants folded."""
+        pick = min if fn.endswith("smin.i64") else max
+        constants = [int(v.ref) for v in values if _constant(v)]
+        kept = list({v.ref: v for v in values if not _constant(v)}.values())
+        out = kept[0] if kept else V(I64, str(pick(constants)))
+        for v in kept[1:] + ([V(I64, str(pick(constants)))] if kept and constants else []):
             out = self.b.call(fn, I64, [out, v])
         return out
+
+
+def _constant(v: V) -> bool:
+    return v.ref.isdigit() or (v.ref[:1] == "-" and v.ref[1:].isdigit())
 
 
 class Guards:
