@@ -4,8 +4,10 @@ again → emit, one object per source."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -50,7 +52,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     if march:
         target_flags.append(f"-march={march}")
     with tempfile.TemporaryDirectory(prefix="adgen-") as tmp:
-        linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages)
+        linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages, tm)
     primals = [_primals(linked, i, g) for i, g in enumerate(generated)]
     prepared = Prepared(linked, generated, tm, stages, cc1=cc1)
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")) \
@@ -103,25 +105,40 @@ def _levels(prepared: "Prepared", generated: list[Generated], primals: list[dict
 
 
 def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, flags: list[str], extra: list[str],
-          work: Path, stages: Stages):
+          work: Path, stages: Stages, tm=None):
     """Each source (through its lowering wrapper) and stub file lowered and linked into one
-    module, with adgen's C definitions of the library functions they call."""
-    with stages.stage("lower", plural(len(sources), "source")):
+    module, with adgen's C definitions of the library functions they call; given LLVM's target
+    machine `tm`, the functions that neither the derived functions nor the sources' arrays of
+    kept functions reach made internal, for the optimizer to drop."""
+    with stages.stage("lower", plural(len(sources), "source")), \
+            ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as compilers:  # each compile a process of its own
+        lowered = [compilers.submit(_lower_source, compiler, src, g, i, flags, extra, work, generated)
+                   for i, (src, g) in enumerate(zip(sources, generated))]
+        stubs = [compilers.submit(lower_stubs, compiler, g, i, flags, extra, work) for i, g in enumerate(generated)]
         bitcode, problems = [], Collector()
-        for i, (src, g) in enumerate(zip(sources, generated)):
+        for done in lowered:
             try:
-                bitcode.append(lower_rust(select_rustc(), src, g, i, work) if is_rust(src) else
-                               lower_source(compiler, src, g, i, flags, extra, work, generated))
+                bitcode.append(done.result())
             except AdgenError as exc:  # every source's errors, reported together
                 problems.diagnostics += exc.diagnostics
         problems.raise_if_any()
-        for i, g in enumerate(generated):
-            bitcode.append(lower_stubs(compiler, g, i, flags, extra, work))
+        bitcode += [done.result() for done in stubs]
     with stages.stage("link"):
         linked = optimize.link(bitcode)
         if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
             optimize.link_into(linked, lower_libc(compiler, flags, extra, work))
+        if tm is not None:
+            arrays = (keep_array, inactive_array, custom_array)  # (globals in C, functions in Rust)
+            optimize.drop_unneeded(linked, {s.name for g in generated for s in g.signatures} |
+                                   {array(i) for i in range(len(generated)) for array in arrays}, tm)
     return linked
+
+
+def _lower_source(compiler: Compiler, src: Path, g: Generated, i: int, flags: list[str], extra: list[str], work: Path,
+                  generated: list[Generated]) -> bytes:
+    if is_rust(src):
+        return lower_rust(select_rustc(), src, g, i, work)
+    return lower_source(compiler, src, g, i, flags, extra, work, generated)
 
 
 class Prepared:
