@@ -47,11 +47,8 @@ class Cc1:
     def optimize(self, bitcode: bytes, options: list[str], timings: list | None, level: int, vectorize: bool) -> bytes:
         """LLVM's default pipeline at -O`level`, the loop and SLP vectorizers on or off, LLVM's
         `options` (`-slp-max-vf=4`, say) set: the bitcode."""
-        return self._run(bitcode, level, ["-emit-llvm-bc", *_pipeline(options, vectorize)], timings)
-
-    def compile(self, bitcode: bytes, options: list[str], timings: list | None, level: int) -> bytes:
-        """`optimize` (vectorizing), then `emit`, in one run: the object code."""
-        return self._run(bitcode, level, ["-emit-obj", *_pipeline(options, vectorize=True)], timings)
+        return self._run(bitcode, level, ["-emit-llvm-bc", *(["-vectorize-loops", "-vectorize-slp"] if vectorize else []),
+                                          *(arg for o in options for arg in ("-mllvm", o))], timings)
 
     def emit(self, bitcode: bytes, timings: list | None = None) -> bytes:
         """The object code of optimized bitcode (code generation at O3, no further optimization)."""
@@ -76,7 +73,3 @@ class Cc1:
             if timings is not None:
                 timings += pass_times(section(done.stderr, "Pass execution timing report"), time.perf_counter() - start)
             return out.read_bytes()
-
-
-def _pipeline(options: list[str], vectorize: bool) -> list[str]:
-    return [*(["-vectorize-loops", "-vectorize-slp"] if vectorize else []), *(arg for o in options for arg in ("-mllvm", o))]

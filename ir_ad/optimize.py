@@ -234,41 +234,15 @@ def parse(text: str):
 SLP_MAX_LANES = 4
 
 
-# The pipeline after differentiation: O3, vectorizing. O2 was tried: on bench/programs/gpt2.c it
-# saved 0.15 of 1.6 s of optimizing and emitting (alternating runs) with the gradient as fast, but
-# bench/kernels.c's lstm gradient ran 7-14% slower in two quick-bench runs each way.
-AFTER_DIFFERENTIATION = 3
-
-
 def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timings: list | None = None,
            cc1: Cc1 | None = None):
     """Keep only `exported` visible (and `shared`, external functions of the sources called
     through pointers, as weak definitions the user's own object overrides), then optimize for
     speed (vectorizing), which drops what they do not reach: the sources' own functions are
-    in the user's object. (Dropping them before optimizing instead was measured to save nothing
-    on bench/programs/gpt2.c: global optimization drops them right after the cheap early
-    simplification.) With `cc1`, clang optimizes (cc1.py): returns the optimized module, a new
-    one then."""
-    _internalize(module, exported, shared)
-    if cc1 is not None:
-        return llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), _finishing_options(), timings,
-                                               level=AFTER_DIFFERENTIATION, vectorize=True))
-    for option in _finishing_options():
-        llvm.set_option("adgen", option)
-    _run(module, tm, AFTER_DIFFERENTIATION, vectorize=True, timings=timings)
-    return module
-
-
-def finish_object(module, exported: set[str], tm, cc1: Cc1, shared: set[str] = frozenset(),
-                  timings: list | None = None) -> bytes:
-    """`finish`, then `emit_object`, in one run of clang's (cc1.py): the object code, without
-    handing the optimized module back (0.1 s of reading and writing bitcode on gpt2.c)."""
-    _internalize(module, exported, shared)
-    module.triple = tm.triple
-    return cc1.compile(module.as_bitcode(), _finishing_options(), timings, level=AFTER_DIFFERENTIATION)
-
-
-def _internalize(module, exported: set[str], shared: set[str]) -> None:
+    in the user's object. (Dropping them before O3 instead was measured to save nothing on
+    bench/programs/gpt2.c: O3's global optimization drops them right after the cheap early
+    simplification; those that no derived function reaches are gone earlier, `drop_unneeded`.)
+    With `cc1`, clang optimizes (cc1.py): returns the optimized module, a new one then."""
     for fn in module.functions:
         if fn.name in shared and fn.linkage == llvm.Linkage.external:
             fn.linkage = llvm.Linkage.weak_odr
@@ -277,14 +251,16 @@ def _internalize(module, exported: set[str], shared: set[str]) -> None:
     for g in module.global_variables:
         if not g.is_declaration and not g.name.startswith("llvm."):
             g.linkage = llvm.Linkage.internal
-
-
-def _finishing_options() -> list[str]:
-    """LLVM's options after differentiation. Reverse sweeps run their loops downward; LLVM's
-    alias checks hoisted out of an inner loop assume the outer loop steps upward and always fail
-    for these, leaving the vectorized inner loop dead (bench/programs/gpt2.c: the reverse sweep
-    of its matrix product was scalar)."""
-    return [f"-slp-max-vf={SLP_MAX_LANES}", "-hoist-runtime-checks=false", *_partial_unrolling(False)]
+    # Reverse sweeps run their loops downward; LLVM's alias checks hoisted out of an inner loop
+    # assume the outer loop steps upward and always fail for these, leaving the vectorized inner
+    # loop dead (bench/programs/gpt2.c: the reverse sweep of its matrix product was scalar).
+    options = [f"-slp-max-vf={SLP_MAX_LANES}", "-hoist-runtime-checks=false", *_partial_unrolling(False)]
+    if cc1 is not None:
+        return llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), options, timings, level=3, vectorize=True))
+    for option in options:
+        llvm.set_option("adgen", option)
+    _run(module, tm, 3, vectorize=True, timings=timings)
+    return module
 
 
 def inline_always(module, tm) -> None:

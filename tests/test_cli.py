@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import stat
 import subprocess
 import sys
@@ -175,13 +174,9 @@ def test_build_verbose_shows_stages_and_instruction_counts(adgen, c_file, tmp_pa
     src = c_file(GOOD.replace("active", "dual"))
     result = adgen("-v", "build", src, "-o", tmp_path / "out")
     assert result.status == 0, result.err
-    for stage in ("load", "lower", "link", "optimize", "analyze", "differentiate", "optimize+emit", "total"):
+    for stage in ("load", "lower", "link", "optimize", "analyze", "differentiate", "emit", "total"):
         assert f"adgen: {stage}" in result.err
-    assert "instructions before" in result.err
-    # with --emit-llvm the optimized module is kept, and counted
-    result = adgen("-v", "build", "--emit-llvm", src, "-o", tmp_path / "out")
-    assert result.status == 0, result.err
-    assert "adgen: emit" in result.err and re.search(r"\d+ instructions before, \d+ after", result.err)
+    assert "instructions before" in result.err and "after" in result.err
 
 
 def test_build_reports_annotation_errors_first(adgen, c_file, tmp_path):

@@ -21,7 +21,7 @@ from adgen.base.toolchain import bundled_cc
 from bench.programs import HERE, Program
 
 ZIG_CC = [*bundled_cc(), "-O2", "-fno-math-errno"]
-STAGE = re.compile(r"^adgen: (\w[\w +]*?)\s+([\d.]+) ms")
+STAGE = re.compile(r"^adgen: (\w[\w ]*?)\s+([\d.]+) ms")
 
 
 @dataclass

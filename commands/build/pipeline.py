@@ -64,21 +64,15 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     before = count_instructions(text)
     for i, (src, g) in enumerate(zip(sources, generated)):
         stem = src.stem
-        exported, module = {s.name for s in g.signatures}, optimize.parse(without_tail_calls(text))
-        if cc1 is not None and not emit_llvm:  # in one run of clang's
-            with stages.stage("optimize+emit", f"{stem}.adgen.o, after differentiation; {before} instructions "
-                                               "before") as note:
-                objects[out_dir / f"{stem}.adgen.o"] = optimize.finish_object(module, exported, tm, cc1, shared,
-                                                                              timings=note.parts)
-        else:
-            with stages.stage("optimize", f"{stem}: after differentiation; {before} instructions before") as note:
-                final = optimize.finish(module, exported, tm, shared, timings=note.parts, cc1=cc1)
-                if stages.verbose:  # the module's text, only to be counted
-                    note.text += f", {optimize.instruction_count(final)} after"
-            with stages.stage("emit", f"{stem}.adgen.o") as note:
-                objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm, timings=note.parts, cc1=cc1)
-                if emit_llvm:
-                    objects[out_dir / f"{stem}.adgen.ll"] = str(final)
+        with stages.stage("optimize", f"{stem}: after differentiation; {before} instructions before") as note:
+            final = optimize.finish(optimize.parse(without_tail_calls(text)), {s.name for s in g.signatures}, tm, shared,
+                                    timings=note.parts, cc1=cc1)
+            if stages.verbose:  # the module's text, only to be counted
+                note.text += f", {optimize.instruction_count(final)} after"
+        with stages.stage("emit", f"{stem}.adgen.o") as note:
+            objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm, timings=note.parts, cc1=cc1)
+            if emit_llvm:
+                objects[out_dir / f"{stem}.adgen.ll"] = str(final)
         written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
                         [s.name for s in g.signatures]))
     with stages.stage("write"):  # only now: nothing is written when any stage fails
