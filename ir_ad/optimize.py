@@ -17,6 +17,7 @@ import llvmlite.binding as llvm
 from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import pass_times
 from adgen.ir_ad.cc1 import Cc1, Machine
+from adgen.ir_ad.ir import parallel
 from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_addresses,
                             without_target_attributes)
 
@@ -138,6 +139,16 @@ def drop_unneeded(module, roots: set[str], tm) -> None:
     for fn in module.functions:
         if not fn.is_declaration and fn.name not in reached:
             fn.linkage = llvm.Linkage.internal
+
+
+def serialize_parallel(module):
+    """OpenMP's parallel regions serialized for differentiation (ir/parallel.py), their outlined
+    functions kept out of line and external (their parameters, then, those the runtime passes):
+    the module (a new one where it forks) and the outlined functions' IR names."""
+    if "__kmpc_fork_call" not in declared(module):
+        return module, set()
+    text, outlined = parallel.serialize(str(module))
+    return parse(text), outlined
 
 
 JUMP_THREADING = 6  # LLVM's default duplication threshold of jump threading

@@ -29,6 +29,7 @@ from adgen.ir_ad.reverse.plan.explain import explain
 from adgen.ir_ad.forward.mode import ZEROS, ForwardMode
 from adgen.ir_ad.ir import Module, count_instructions
 from adgen.ir_ad.ir.edit import rename_locals, without_tail_calls
+from adgen.ir_ad.ir.parallel import fork_again
 from adgen.commands.build.kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel, tape_size
 from adgen.commands.build.levels import entry_levels, primal_ir_name
 from adgen.commands.build.lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_rust, lower_source,
@@ -54,6 +55,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     with tempfile.TemporaryDirectory(prefix="adgen-") as tmp:
         linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages, tm)
     primals = [_primals(linked, i, g) for i, g in enumerate(generated)]
+    linked, outlined = optimize.serialize_parallel(linked)  # OpenMP's parallel regions, for now
     prepared = Prepared(linked, generated, tm, stages, cc1=cc1)
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")) \
             as note, written_by_hand(prepared.by_hand):
@@ -65,7 +67,8 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     for i, (src, g) in enumerate(zip(sources, generated)):
         stem = src.stem
         with stages.stage("optimize", f"{stem}: after differentiation; {before} instructions before") as note:
-            final = optimize.finish(optimize.parse(without_tail_calls(text)), {s.name for s in g.signatures}, tm, shared,
+            final = optimize.finish(optimize.parse(without_tail_calls(fork_again(text, outlined))),
+                                    {s.name for s in g.signatures}, tm, shared,
                                     timings=note.parts, cc1=cc1)
             if stages.verbose:  # the module's text, only to be counted
                 note.text += f", {optimize.instruction_count(final)} after"

@@ -10,6 +10,7 @@ from adgen.ir_ad.analysis.flow import CFG, Memory, returns_fresh
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, float_type
 from adgen.ir_ad.analysis.masked import masked_slice
+from adgen.ir_ad.analysis.slots import slots
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import DEFINED, allocates, callee_name, kind_of
 from adgen.ir_ad.shadows import VECTOR_VALUES, carries, mask_name
@@ -43,6 +44,7 @@ class ActivityAnalysis:
         self.maybe: set[str] = set()  # pointers whose shadow may be missing
         self.useful: set[str] = set()  # values whose adjoint can reach an output
         self._memtypes: dict[str, Type | None] = {}
+        self.slots = slots(module, fn)
         for i, (p, on) in enumerate(zip(fn.params, active)):
             if on and scalar_type(p.type, memtypes[i] if i < len(memtypes) else ""):
                 self.floaty[p.name] = scalar_type(p.type, memtypes[i] if i < len(memtypes) else "")
@@ -106,7 +108,10 @@ class ActivityAnalysis:
         if t.kind == "ptr":
             if op == "getelementptr" and self.on(ops[0]):
                 return "ptr"
-            if op == "alloca" or (op == "call" and allocates(self.module, inst)):
+            if op == "alloca":  # (a slot only where what is stored into it carries a derivative)
+                return "ptr" if inst.result not in self.slots or any(self.on(v) for v in self.slots[inst.result]) \
+                    else None
+            if op == "call" and allocates(self.module, inst):
                 return "ptr"
             if op == "phi" and any(v.value in self.pointers for v, _ in inst.incoming):
                 return "ptr"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import weakref
 
 from adgen.ir_ad.analysis.flow import CFG, returns_fresh
+from adgen.ir_ad.analysis.slots import slots
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import Function, Instruction, Module, Operand
 from adgen.ir_ad.calls import ALLOCATE, DEFINED, INACTIVE, REALLOCATE, RULE, kind_of
@@ -19,6 +20,7 @@ class TangentFlow:
         self.active: set[str] = set()
         self.maybe: set[str] = set()
         self.defs = {i.result: i for i in fn.instructions() if i.result}
+        self.slots = slots(module, fn)
         self._analyze(active_params)
 
     def _analyze(self, active_params) -> None:
@@ -95,8 +97,8 @@ class TangentFlow:
             return self.on(ops[0]) and has(inst.type)
         if op == "getelementptr":
             return self.on(ops[0])
-        if op == "alloca":
-            return True
+        if op == "alloca":  # (a slot only where what is stored into it has a tangent)
+            return inst.result not in self.slots or any(self.on(v) for v in self.slots[inst.result])
         if op == "extractvalue":
             return self.on(ops[0]) and carries(self.module, inst.type)
         if op == "insertvalue":

@@ -8,7 +8,7 @@ from typing import Callable
 
 from adgen.ir_ad.ir.model import Instruction, Operand
 from adgen.ir_ad.ir.tokens import Cursor
-from adgen.ir_ad.ir.types import I1, PTR, VOID, Type, parse_type, vector
+from adgen.ir_ad.ir.types import I1, PTR, VOID, Type, parse_type, struct, vector
 
 CONSTANT_EXPRS = {"getelementptr", "bitcast", "ptrtoint", "inttoptr", "addrspacecast", "trunc", "zext", "sext",
                   "fptrunc", "fpext", "fptoui", "fptosi", "uitofp", "sitofp", "add", "sub", "mul", "shl", "xor",
@@ -257,6 +257,27 @@ def _unreachable(c: Cursor, inst: Instruction) -> None:
     pass
 
 
+def _atomicrmw(c: Cursor, inst: Instruction) -> None:
+    """`atomicrmw [volatile] OP ptr P, T V ...`: operands the pointer and the value, of type T."""
+    c.accept("volatile")
+    c.next()
+    inst.operands = [parse_operand(c)]
+    c.expect(",")
+    inst.operands.append(parse_operand(c))
+    inst.type = inst.operands[1].type
+
+
+def _cmpxchg(c: Cursor, inst: Instruction) -> None:
+    """`cmpxchg [weak] [volatile] ptr P, T CMP, T NEW ...`: a `{ T, i1 }`."""
+    while c.peek() in ("weak", "volatile"):
+        c.next()
+    inst.operands = [parse_operand(c)]
+    for _ in range(2):
+        c.expect(",")
+        inst.operands.append(parse_operand(c))
+    inst.type = struct(inst.operands[1].type, I1)
+
+
 def _unknown(c: Cursor, inst: Instruction) -> None:
     inst.type = UNKNOWN
 
@@ -265,6 +286,7 @@ _READERS: dict[str, Callable[[Cursor, Instruction], None]] = {
     **dict.fromkeys(BINARY, _binary), **dict.fromkeys(CASTS, _cast),
     "fneg": _unary, "freeze": _unary, "fcmp": _compare, "icmp": _compare, "select": _select, "phi": _phi,
     "load": _load, "store": _store, "getelementptr": _getelementptr, "alloca": _alloca, "call": _call,
+    "atomicrmw": _atomicrmw, "cmpxchg": _cmpxchg,
     "ret": _ret, "br": _br, "switch": _switch, "extractvalue": _aggregate, "insertvalue": _aggregate,
     "extractelement": _vector_element, "insertelement": _vector_element, "shufflevector": _vector_element,
     "unreachable": _unreachable,

@@ -1,0 +1,156 @@
+"""OpenMP's parallel regions, as clang lowers them with -fopenmp: `__kmpc_fork_call(loc, n,
+outlined, captures...)` runs `outlined(&gtid, &bound_tid, captures...)` on every thread of a
+team. Differentiation sees them serialized: before anything reads the code, each fork becomes
+the runtime's serialized region around a direct call of the outlined function (what clang
+itself writes for `parallel if(0)`),
+
+    gtid = __kmpc_global_thread_num(loc)
+    __kmpc_serialized_parallel(loc, gtid)
+    outlined(&gtid, &zero, captures...)
+    __kmpc_end_serialized_parallel(loc, gtid)
+
+so that every analysis and both modes see an ordinary call, and a worksharing loop inside runs
+all its iterations on the one thread (the runtime's `__kmpc_for_static_init_*` gives a team of
+one the whole range). The outlined functions are kept out of line and external (`serialize`
+names them), so that their parameters stay those the runtime passes. After differentiation,
+`fork_again` turns the calls of their forward derivatives back into forks: the derivative
+takes the captures then their tangents, all pointers, and each thread computes the tangents of
+the iterations it runs in the primal (specs/openmp.md)."""
+
+from __future__ import annotations
+
+import re
+
+from adgen.ir_ad.ir.instructions import parse_instruction, strip_metadata
+
+FORK = "@__kmpc_fork_call"
+_SERIAL, _END_SERIAL = "@__kmpc_serialized_parallel", "@__kmpc_end_serialized_parallel"
+_DECLARATIONS = {"@__kmpc_global_thread_num": "declare i32 @__kmpc_global_thread_num(ptr)",
+                 _SERIAL: f"declare void {_SERIAL}(ptr, i32)", _END_SERIAL: f"declare void {_END_SERIAL}(ptr, i32)"}
+_TID = "adgen.omp.tid."  # the names serialization gives its values, numbered
+_GTID = "adgen.omp.gtid."
+_ZERO = "adgen.omp.zero."
+
+
+def forks(text: str) -> bool:
+    return f"{FORK}(" in text
+
+
+def serialize(text: str) -> tuple[str, set[str]]:
+    """The module's text with each parallel region serialized, and the IR names of the outlined
+    functions (`@f.omp_outlined`)."""
+    out: list[str] = []
+    outlined: set[str] = set()
+    entry_at = None  # where the allocas of the current function go
+    count = 0
+    for line in text.split("\n"):
+        if line.startswith("define "):
+            out.append(line)
+            entry_at = len(out)
+            continue
+        if entry_at is not None and len(out) == entry_at and re.match(r"^[-\w.$\"]+:", line):
+            out.append(line)  # the entry block's label: the allocas go after it
+            entry_at = len(out)
+            continue
+        if f"{FORK}(" not in line or not line.startswith("  "):
+            out.append(line)
+            continue
+        inst = parse_instruction(line)
+        loc, _, function, *captures = inst.operands
+        attached = line[len(strip_metadata(line)[0]):]  # `, !dbg !N` and the like
+        k = count = count + 1
+        tid, gtid, zero = f'%"{_TID}{k}"', f'%"{_GTID}{k}"', f'%"{_ZERO}{k}"'
+        out[entry_at:entry_at] = [f"  {tid} = alloca i32, align 4", f"  {zero} = alloca i32, align 4",
+                                  f"  store i32 0, ptr {zero}, align 4"]
+        args = ", ".join([f"ptr {tid}", f"ptr {zero}", *(f"{a.type.text} {a.value}" for a in captures)])
+        out += [f"  {gtid} = call i32 @__kmpc_global_thread_num(ptr {loc.value})",
+                f"  store i32 {gtid}, ptr {tid}, align 4",
+                f"  call void {_SERIAL}(ptr {loc.value}, i32 {gtid})",
+                f"  call void {function.value}({args}){attached}",
+                f"  call void {_END_SERIAL}(ptr {loc.value}, i32 {gtid})"]
+        outlined.add(function.value)
+    text = _out_of_line("\n".join(out), outlined)
+    missing = [d for name, d in _DECLARATIONS.items() if not re.search(r"^declare [^\n]*" + re.escape(name) + r"\(",
+                                                                        text, re.M)]
+    return text + "\n" + "\n".join(missing) + "\n", outlined
+
+
+def _out_of_line(text: str, functions: set[str]) -> str:
+    """The text with `functions` external and never inlined: each `define` line given an
+    attribute group of its own, its old one's attributes less `alwaysinline` (which clang gives
+    outlined regions), plus `noinline`."""
+    groups = {m.group(1): m.group(2) for m in re.finditer(r"^attributes #(\d+) = \{ (.*) \}$", text, re.M)}
+    fresh = max((int(n) for n in groups), default=0)
+    added = []
+
+    def edited(m: re.Match) -> str:
+        nonlocal fresh
+        line = m.group(0)
+        name = re.search(r"(@(?:\"[^\"]*\"|[-\w.$]+))\(", line).group(1)
+        if name not in functions:
+            return line
+        line = re.sub(r"^define (?:internal |private )", "define ", line)
+        group = re.search(r"\) #(\d+)", line)
+        kept = [a for a in (groups.get(group.group(1), "").split(" ") if group else []) if a and a != "alwaysinline"]
+        fresh += 1
+        added.append(f"attributes #{fresh} = {{ {' '.join([*kept, 'noinline'])} }}")
+        return line[:group.start()] + f") #{fresh}" + line[group.end():] if group else line.replace(") {", f") #{fresh} {{", 1)
+
+    text = re.sub(r"^define [^\n]*$", edited, text, flags=re.M)
+    return text + "\n" + "\n".join(added)
+
+
+def fork_again(text: str, outlined: set[str]) -> str:
+    """The text with each call of a forward derivative of an outlined function (`@"f.omp_outlined'fwd..."`),
+    in its serialized region, made a fork of that derivative: the region's brackets dropped,
+    the call's first two arguments (the thread ids, which the runtime passes) left out."""
+    prefixes = tuple(f'@"{name.lstrip("@").strip(chr(34))}\'fwd' for name in outlined)
+    if not prefixes:
+        return text
+    lines = text.split("\n")
+    drop: set[int] = set()
+    for i, line in enumerate(lines):
+        if not line.startswith("  ") or "call void @\"" not in line or not any(p in line for p in prefixes):
+            continue
+        inst = parse_instruction(line)
+        if not inst.callee.startswith(prefixes) or _TID not in inst.operands[0].value:
+            continue  # (a region clang serialized itself, `if(0)`, stays serial)
+        opened, closed = _bracket(lines, i)
+        if opened is None or closed is None:
+            continue  # not in a region serialization made (a derivative of a later level, say)
+        loc = parse_instruction(lines[opened]).operands[0].value
+        captures = inst.operands[2:]
+        attached = line[len(strip_metadata(line)[0]):]
+        indent = line[:len(line) - len(line.lstrip())]
+        lines[i] = (f"{indent}call void (ptr, i32, ptr, ...) {FORK}(ptr {loc}, i32 {len(captures)}, ptr {inst.callee}"
+                    + "".join(f", {a.type.text} {a.value}" for a in captures) + f"){attached}")
+        drop |= {opened, closed}
+    if not drop:
+        return text
+    text = "\n".join(line for i, line in enumerate(lines) if i not in drop)
+    if not re.search(r"^declare [^\n]*" + re.escape(FORK) + r"\(", text, re.M):
+        text += f"\ndeclare void {FORK}(ptr, i32, ptr, ...)\n"
+    return text
+
+
+def _bracket(lines: list[str], at: int) -> tuple[int | None, int | None]:
+    """The serialized region's opening and closing calls around line `at`, in its block."""
+    opened = closed = None
+    for j in range(at - 1, -1, -1):
+        if not lines[j].startswith("  "):
+            break  # the block's label, or the function's start
+        if f"call void {_SERIAL}(" in lines[j]:
+            opened = j
+            break
+    for j in range(at + 1, len(lines)):
+        if not lines[j].startswith("  "):
+            break
+        if f"call void {_END_SERIAL}(" in lines[j]:
+            closed = j
+            break
+    if opened is None or closed is None:
+        return None, None
+    gtid = parse_instruction(lines[opened]).operands[1].value
+    if parse_instruction(lines[closed]).operands[1].value != gtid:
+        return None, None
+    return opened, closed

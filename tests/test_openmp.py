@@ -1,0 +1,227 @@
+"""OpenMP-parallel sources (built with -fopenmp): derivatives in forward mode (forked as the
+primal's regions are) and reverse mode (serialized), against central differences and each
+other, at 1, 2 and 4 threads; the constructs adgen does not differentiate yet are errors at the
+pragma's line. Needs an OpenMP runtime (libomp: Debian's libomp-dev) to run the code."""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import numpy as np
+import pytest
+
+from conftest import compile_c
+
+THREADS = (1, 2, 4)
+
+
+def _libomp() -> str | None:
+    """The path of an OpenMP runtime library to link with, None where there is none."""
+    patterns = ["/usr/lib/llvm-*/lib/libomp.so", "/usr/lib/*-linux-gnu/libomp.so", "/usr/lib/*-linux-gnu/libomp.so.5",
+                "/usr/local/lib/libomp.so", "/opt/homebrew/opt/libomp/lib/libomp.dylib"]
+    found = sorted(path for pattern in patterns for path in glob.glob(pattern))
+    return found[-1] if found else None
+
+
+LIBOMP = _libomp()
+pytestmark = pytest.mark.skipif(LIBOMP is None, reason="no OpenMP runtime (libomp) to run parallel code: "
+                                                       "install libomp-dev (.ci/run does)")
+
+SOURCE = r"""
+#include <math.h>
+int omp_get_thread_num(void);
+
+/* a parallel loop; `who` records which thread ran each iteration */
+// @diff(scale_fwd: forward (dual, dual, const, const))
+// @diff(scale_fwd2: forward[2] (dual, dual, const, const))
+// @diff(scale_grad: (dup, dup, const, const))
+void scale(double *restrict y, const double *restrict x, int *who, int n) {
+    #pragma omp parallel for
+    for (int i = 0; i < n; i++) {
+        y[i] = sin(x[i]) * x[i] + 1.0;
+        who[i] = omp_get_thread_num();
+    }
+}
+
+/* an active scalar captured firstprivate, a dynamic schedule */
+// @diff(axpy_fwd: forward (dual, dual, const, dual) -> dual)
+// @diff(axpy_grad: (active, dup, const, dup) -> active)
+double axpy(double a, const double *restrict x, int n, double *restrict y) {
+    #pragma omp parallel for firstprivate(a) schedule(dynamic, 7)
+    for (int i = 0; i < n; i++) y[i] = a * x[i] + exp(-a * x[i]);
+    return y[n - 1];
+}
+
+/* a guided schedule on a team of three, gathering through a const array of indices */
+// @diff(cube_fwd: forward (dual, dual, const, const))
+// @diff(cube_grad: (dup, dup, const, const))
+void cube(double *restrict y, const double *restrict x, const int *idx, int n) {
+    #pragma omp parallel for schedule(guided) num_threads(3)
+    for (int i = 0; i < n; i++) y[i] = x[idx[i]] * x[idx[i]] * x[idx[i]];
+}
+
+/* a parallel region: a collapsed worksharing loop into a private sum, then a critical section */
+// @diff(energy_fwd: forward (dual, const, const, dual))
+// @diff(energy_grad: (dup, const, const, dup))
+void energy(const double *restrict u, int n, int m, double *restrict total) {
+    #pragma omp parallel
+    {
+        double local = 0;
+        #pragma omp for collapse(2) schedule(static, 3)
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < m; j++)
+                local += u[i * m + j] * u[i * m + j] * (1 + 0.1 * j);
+        #pragma omp critical
+        *total += local;
+    }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    from adgen.commands.cli import main
+
+    work = tmp_path_factory.mktemp("openmp")
+    src = work / "par.c"
+    src.write_text(SOURCE)
+    assert main(["build", "-q", str(src), "-o", str(work / "out"), "--", "-fopenmp"]) == 0
+    compile_c("-c", "-O2", "-fPIC", "-fopenmp", src, "-o", work / "par.o")
+    compile_c("-shared", work / "par.o", work / "out" / "par.adgen.o", LIBOMP,
+              f"-Wl,-rpath,{os.path.dirname(LIBOMP)}", "-lm", "-o", work / "libpar.so")
+    library = ctypes.CDLL(str(work / "libpar.so"))
+    omp = ctypes.CDLL(LIBOMP)
+    return library, omp
+
+
+D = ctypes.c_double
+P = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
+IP = np.ctypeslib.ndpointer(dtype=np.int32, flags="C_CONTIGUOUS")
+
+
+class Pair(ctypes.Structure):
+    _fields_ = [("first", D), ("second", D)]
+
+
+def _setup(library):
+    library.scale.argtypes = [P, P, IP, ctypes.c_int]
+    library.scale_fwd.argtypes = [P, P, P, P, IP, ctypes.c_int]
+    library.scale_fwd2.argtypes = [P, P, P, P, P, P, IP, ctypes.c_int]
+    library.scale_grad.argtypes = [P, P, P, P, IP, ctypes.c_int]
+    library.axpy.argtypes = [D, P, ctypes.c_int, P]
+    library.axpy.restype = D
+    library.axpy_fwd.argtypes = [D, D, P, P, ctypes.c_int, P, P]
+    library.axpy_fwd.restype = Pair
+    library.axpy_grad.argtypes = [D, P, P, ctypes.c_int, P, P, D]
+    library.axpy_grad.restype = Pair
+    library.cube.argtypes = [P, P, IP, ctypes.c_int]
+    library.cube_fwd.argtypes = [P, P, P, P, IP, ctypes.c_int]
+    library.cube_grad.argtypes = [P, P, P, P, IP, ctypes.c_int]
+    library.energy.argtypes = [P, ctypes.c_int, ctypes.c_int, P]
+    library.energy_fwd.argtypes = [P, P, ctypes.c_int, ctypes.c_int, P, P]
+    library.energy_grad.argtypes = [P, P, ctypes.c_int, ctypes.c_int, P, P]
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_parallel_for_forward_runs_on_every_thread_and_matches_reverse_and_differences(lib, threads):
+    library, omp = lib
+    _setup(library)
+    omp.omp_set_num_threads(threads)
+    n, rng = 1000, np.random.default_rng(1)
+    x, dx, w = rng.uniform(0.1, 2, n), rng.normal(size=n), rng.normal(size=n)
+    y, dy, who = np.zeros(n), np.zeros(n), np.full(n, -1, dtype=np.int32)
+    library.scale_fwd(y, dy, x, dx, who, n)
+    assert sorted(set(who)) == list(range(threads))  # the tangents were computed by the whole team
+    h, plus, minus = 1e-6, np.zeros(n), np.zeros(n)
+    library.scale(plus, x + h * dx, who, n)
+    library.scale(minus, x - h * dx, who, n)
+    np.testing.assert_allclose(dy, (plus - minus) / (2 * h), rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(y, np.sin(x) * x + 1)
+    gx, gy = np.zeros(n), w.copy()
+    library.scale_grad(y, gy, x, gx, who, n)
+    assert np.dot(dy, w) == pytest.approx(np.dot(dx, gx), rel=1e-12)
+    dy0, dy1, dx1 = np.zeros(n), np.zeros(n), rng.normal(size=n)
+    library.scale_fwd2(y, dy0, dy1, x, dx, dx1, who, n)
+    np.testing.assert_allclose(dy0, dy, rtol=1e-14)
+    np.testing.assert_allclose(dy1, (np.cos(x) * x + np.sin(x)) * dx1, rtol=1e-12)
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_firstprivate_scalar_and_dynamic_schedule(lib, threads):
+    library, omp = lib
+    _setup(library)
+    omp.omp_set_num_threads(threads)
+    n, rng = 500, np.random.default_rng(2)
+    a, da = 0.7, 0.3
+    x, dx = rng.uniform(0, 1, n), rng.normal(size=n)
+    y, dy = np.zeros(n), np.zeros(n)
+    got = library.axpy_fwd(a, da, x, dx, n, y, dy)
+
+    def f(t):
+        out = np.zeros(n)
+        library.axpy(a + t * da, x + t * dx, n, out)
+        return out
+
+    h = 1e-6
+    np.testing.assert_allclose(dy, (f(h) - f(-h)) / (2 * h), rtol=1e-7, atol=1e-8)
+    assert got.second == pytest.approx(dy[-1], rel=1e-14)
+    w, seed = rng.normal(size=n), 0.25
+    gx, gy = np.zeros(n), w.copy()
+    grad = library.axpy_grad(a, x, gx, n, y, gy, seed)
+    assert np.dot(dy, w) + got.second * seed == pytest.approx(np.dot(dx, gx) + da * grad.second, rel=1e-12)
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_guided_schedule_with_num_threads_and_a_const_index_array(lib, threads):
+    library, omp = lib
+    _setup(library)
+    omp.omp_set_num_threads(threads)  # (the clause asks for three, whatever this says)
+    n, rng = 300, np.random.default_rng(4)
+    idx = rng.integers(0, 50, n).astype(np.int32)  # repeated: the reverse sweep accumulates
+    x, dx = rng.uniform(0.5, 1.5, 50), rng.normal(size=50)
+    y, dy = np.zeros(n), np.zeros(n)
+    library.cube_fwd(y, dy, x, dx, idx, n)
+    np.testing.assert_allclose(dy, 3 * x[idx] ** 2 * dx[idx], rtol=1e-13)
+    w, gx = rng.normal(size=n), np.zeros(50)
+    library.cube_grad(y, w.copy(), x, gx, idx, n)
+    np.testing.assert_allclose(gx, np.bincount(idx, weights=3 * x[idx] ** 2 * w, minlength=50), rtol=1e-12)
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_parallel_region_with_collapsed_loop_and_critical_section(lib, threads):
+    library, omp = lib
+    _setup(library)
+    omp.omp_set_num_threads(threads)
+    n, m, rng = 13, 11, np.random.default_rng(3)
+    u, du = rng.normal(size=n * m), rng.normal(size=n * m)
+    total, dtotal = np.zeros(1), np.zeros(1)
+    library.energy_fwd(u, du, n, m, total, dtotal)
+
+    def f(t):
+        out = np.zeros(1)
+        library.energy(u + t * du, n, m, out)
+        return out[0]
+
+    h = 1e-6
+    assert dtotal[0] == pytest.approx((f(h) - f(-h)) / (2 * h), rel=1e-6)
+    assert total[0] == pytest.approx((u.reshape(n, m) ** 2 * (1 + 0.1 * np.arange(m))).sum(), rel=1e-12)
+    gu, seed = np.zeros(n * m), np.array([0.5])
+    library.energy_grad(u, gu, n, m, np.zeros(1), seed)
+    assert dtotal[0] * 0.5 == pytest.approx(np.dot(du, gu), rel=1e-10)
+
+
+def test_reduction_is_a_located_error(adgen, c_file, tmp_path):
+    src = c_file("// @diff(sumsq_grad: (dup, const) -> active)\n"
+                 "double sumsq(const double *x, int n) {\n"
+                 "    double s = 0;\n"
+                 "    #pragma omp parallel for reduction(+: s)\n"
+                 "    for (int i = 0; i < n; i++) s += x[i] * x[i];\n"
+                 "    return s;\n"
+                 "}\n")
+    result = adgen("build", src, "-o", tmp_path / "out", "--", "-fopenmp")
+    assert result.status == 1
+    assert f"{src}:4:5: error: cannot differentiate a reduction" in result.err
+    assert "__kmpc_reduce_nowait" in result.err and "Traceback" not in result.err
+    assert not (tmp_path / "out").exists()
