@@ -129,6 +129,17 @@ def writes_first_argument(module: Module, inst: Instruction) -> bool | None:
     return None
 
 
+def refused(module: Module, inst: Instruction) -> str | None:
+    """Why a call of OpenMP's runtime cannot be differentiated, whatever flows through it (a
+    task's body runs where the runtime calls it, out of adgen's sight), or None: the calls
+    INACTIVE_CALLS names are differentiated, the others refused (no_derivative says what)."""
+    name = callee_name(inst)
+    if inst.opcode != "call" or not name.startswith(("__kmpc_", "omp_")) or kind_of(module, inst) != UNDEFINED:
+        return None
+    construct = next((what for prefix, what in _OPENMP_CONSTRUCTS if name.startswith(prefix)), None)
+    return no_derivative(inst) if construct is not None else None
+
+
 def no_derivative(inst: Instruction) -> str:
     """What to say of a call that neither mode can differentiate."""
     if inst.callee.startswith("%"):  # dispatch.py found no function the pointer may point to

@@ -8,6 +8,7 @@ against each other, every array the derivative code is given placed at each alig
 
     python tests/fuzzer.py --long 10000          # 10,000 programs
     python tests/fuzzer.py --seed 7 --long 200   # another stream
+    python tests/fuzzer.py --openmp --long 200   # each with an OpenMP parallel loop (libomp)
 
 Every function has the signature `double f(double *x, double *y, double a, double b)`: x is
 read, y updated in place, a and b are scalars, and the result is returned. Each is
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes as C
+import glob
 import json
 import math
 import os
@@ -203,9 +205,40 @@ class Generator:
         return f"{target} = {target} * {self.expr(2, loops)} + {self.leaf(loops)};"
 
 
-def generate(rng: random.Random, index: int) -> Function:
+    def parallel(self) -> str:
+        """An OpenMP loop free of data races (specs/openmp.md): each iteration writes its own
+        element of y, or a reduction (`+`, `*`, `max`, `min`) into a scalar, or a parallel region
+        summing into a private variable that a critical section adds to a scalar; what the
+        iterations read is x, y's own element and scalars no iteration writes."""
+        r = self.rng
+        target = r.choice(["t0", "t1", "t2", "t3"])
+        inner = Generator(r, self.index, scalars=tuple(v for v in self.scalars if v != target), arrays=("x",),
+                          calls=False)
+        e = lambda: inner.expr(2, ("i",))
+        schedule = r.choice(["", " schedule(static, 2)", " schedule(dynamic)", " schedule(guided)"])
+        k = r.random()
+        if k < 0.4:
+            op = r.choice(["=", "+="])
+            text = f"#pragma omp parallel for{schedule}\n    for (int i = 0; i < n; i++) {{ y[i] {op} {e()}; }}"
+        elif k < 0.8:
+            op = r.choice(["+", "*", "max", "min"])
+            update = {"+": f"{target} += {e()};", "*": f"{target} *= 1.0 + 0.25 * tanh({e()});",
+                      "max": f"{target} = fmax({target}, {e()});", "min": f"{target} = fmin({target}, {e()});"}[op]
+            text = (f"#pragma omp parallel for reduction({op}: {target}){schedule}\n"
+                    f"    for (int i = 0; i < n; i++) {{ {update} }}")
+        else:
+            text = (f"#pragma omp parallel\n    {{ double loc = 0;\n    #pragma omp for{schedule}\n"
+                    f"    for (int i = 0; i < n; i++) loc += {e()};\n    #pragma omp critical\n    {target} += loc; }}")
+        self.uses_float |= inner.uses_float
+        return text
+
+
+def generate(rng: random.Random, index: int, openmp: bool = False) -> Function:
+    """A random function; with `openmp`, one with a parallel loop among its statements."""
     g = Generator(rng, index)
     body = [g.statement(2) for _ in range(rng.randint(2, 6))]
+    if openmp:
+        body.insert(rng.randint(0, len(body)), g.parallel())
     return Function(f"f{index}", body, g.helpers, g.uses_float)
 
 
@@ -272,20 +305,40 @@ def build(functions: list[tuple[Function, dict]], work: Path) -> tuple[C.CDLL | 
 
 
 def build_source(text: str, work: Path) -> tuple[C.CDLL | None, str]:
-    """adgen and the C compiler on one source, as one library; or None and adgen's errors."""
+    """adgen and the C compiler on one source, as one library; or None and adgen's errors. A
+    source with OpenMP pragmas is built with -fopenmp and linked with the runtime, which runs
+    its parallel regions on THREADS threads."""
     src = work / "fuzz.c"
     src.write_text(text)
     out = work / "out"
-    done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "build", "-q", str(src), "-o", str(out)],
-                          capture_output=True, text=True)
+    openmp = "#pragma omp" in text
+    if openmp and libomp() is None:
+        raise SystemExit("no OpenMP runtime (libomp) to run parallel programs: install libomp-dev")
+    done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "build", "-q", str(src), "-o", str(out),
+                           *(["--", "-fopenmp"] if openmp else [])], capture_output=True, text=True)
     if done.returncode != 0:
         return None, done.stderr
     cc = [sys.executable, "-m", "ziglang", "cc"]
-    subprocess.run([*cc, "-c", "-O2", "-fPIC", str(src), "-o", str(work / "fuzz.o")], check=True, capture_output=True)
-    lib = work / f"lib{abs(hash(src.read_text())) % 10**9}.so"
-    subprocess.run([*cc, "-shared", str(work / "fuzz.o"), str(out / "fuzz.adgen.o"), "-o", str(lib), "-lm"],
+    subprocess.run([*cc, "-c", "-O2", "-fPIC", *(["-fopenmp"] if openmp else []), str(src), "-o", str(work / "fuzz.o")],
                    check=True, capture_output=True)
+    lib = work / f"lib{abs(hash(src.read_text())) % 10**9}.so"
+    runtime = [libomp(), f"-Wl,-rpath,{os.path.dirname(libomp())}"] if openmp else []
+    subprocess.run([*cc, "-shared", str(work / "fuzz.o"), str(out / "fuzz.adgen.o"), *runtime, "-o", str(lib), "-lm"],
+                   check=True, capture_output=True)
+    if openmp:
+        C.CDLL(libomp()).omp_set_num_threads(THREADS)  # (no thread starts before a region runs)
     return C.CDLL(str(lib)), ""
+
+
+THREADS = 3  # for the parallel programs: five iterations split unevenly
+
+
+def libomp() -> str | None:
+    """The path of an OpenMP runtime library to link with, None where there is none."""
+    patterns = ["/usr/lib/llvm-*/lib/libomp.so", "/usr/lib/*-linux-gnu/libomp.so", "/usr/lib/*-linux-gnu/libomp.so.5",
+                "/usr/local/lib/libomp.so", "/opt/homebrew/opt/libomp/lib/libomp.dylib"]
+    found = sorted(path for pattern in patterns for path in glob.glob(pattern))
+    return found[-1] if found else None
 
 
 class Outcome:
@@ -608,7 +661,9 @@ def _fails(f: Function, acts: dict, work: Path, seeds: list[int]) -> bool:
     return checked(lib, [(f, acts, seeds)])[0] not in (None, "skip")
 
 
-def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = True, progress=None) -> Outcome:
+def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = True, progress=None,
+         openmp: bool = False) -> Outcome:
+    """`programs` random functions from `seed`; with `openmp`, each with a parallel loop."""
     rng = random.Random(seed)
     outcome = Outcome()
     with tempfile.TemporaryDirectory(prefix="adgen-fuzz-") as tmp:
@@ -618,8 +673,10 @@ def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = T
             n = min(batch_size, programs - done)
             batch = []
             for k in range(n):
-                f = generate(rng, done + k)
-                batch.append((f, activities(rng)))
+                f, acts = generate(rng, done + k, openmp), activities(rng)
+                if openmp:  # (interleaved lanes cannot load the pointers a region's captures hold)
+                    del acts["fwd4v"], acts["rev4v"]
+                batch.append((f, acts))
             run_batch(batch, rng, outcome, work, keep_failures)
             done += n
             if progress:
@@ -657,13 +714,16 @@ def main() -> int:
     parser.add_argument("--long", type=int, default=200, metavar="N", help="how many programs (default 200)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--batch", type=int, default=40, help="functions per build")
+    parser.add_argument("--openmp", action="store_true",
+                        help=f"each function with an OpenMP parallel loop, run on {THREADS} threads (needs libomp)")
     args = parser.parse_args()
 
     def progress(done, outcome):
         print(f"\r{done}/{args.long} programs: {outcome.passed} passed, {outcome.inconclusive} inconclusive, "
               f"{len(outcome.failures)} failed", end="", file=sys.stderr, flush=True)
 
-    outcome = fuzz(args.long, args.seed, args.batch, progress=progress if sys.stderr.isatty() else None)
+    outcome = fuzz(args.long, args.seed, args.batch, progress=progress if sys.stderr.isatty() else None,
+                   openmp=args.openmp)
     from collections import Counter
 
     print(f"\n{args.long} programs, seed {args.seed}: {outcome.passed} checked and right, {outcome.rejected} rejected "

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 import fuzzer
 
 
@@ -13,6 +15,14 @@ def test_quick_fuzz_run():
     assert outcome.failures == []
     assert outcome.passed >= 250  # most points are smooth enough for a finite-difference reference
     assert outcome.passed + outcome.rejected + outcome.inconclusive == 300
+
+
+@pytest.mark.skipif(fuzzer.libomp() is None, reason="no OpenMP runtime (libomp) to run parallel code: "
+                                                     "install libomp-dev (.ci/run does)")
+def test_quick_fuzz_run_of_parallel_loops():
+    outcome = fuzzer.fuzz(programs=80, seed=20261125, batch_size=40, keep_failures=False, openmp=True)
+    assert outcome.failures == []
+    assert outcome.passed >= 70  # checked, not rejected: each with an OpenMP loop on three threads
 
 
 def test_kept_regressions_pass(tmp_path):

@@ -6,26 +6,18 @@ pragma's line. Needs an OpenMP runtime (libomp: Debian's libomp-dev) to run the 
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
 
 import numpy as np
 import pytest
 
 from conftest import compile_c
+from fuzzer import libomp
 
 THREADS = (1, 2, 4)
 
 
-def _libomp() -> str | None:
-    """The path of an OpenMP runtime library to link with, None where there is none."""
-    patterns = ["/usr/lib/llvm-*/lib/libomp.so", "/usr/lib/*-linux-gnu/libomp.so", "/usr/lib/*-linux-gnu/libomp.so.5",
-                "/usr/local/lib/libomp.so", "/opt/homebrew/opt/libomp/lib/libomp.dylib"]
-    found = sorted(path for pattern in patterns for path in glob.glob(pattern))
-    return found[-1] if found else None
-
-
-LIBOMP = _libomp()
+LIBOMP = libomp()
 pytestmark = pytest.mark.skipif(LIBOMP is None, reason="no OpenMP runtime (libomp) to run parallel code: "
                                                        "install libomp-dev (.ci/run does)")
 
@@ -60,6 +52,34 @@ double axpy(double a, const double *restrict x, int n, double *restrict y) {
 void cube(double *restrict y, const double *restrict x, const int *idx, int n) {
     #pragma omp parallel for schedule(guided) num_threads(3)
     for (int i = 0; i < n; i++) y[i] = x[idx[i]] * x[idx[i]] * x[idx[i]];
+}
+
+/* reductions: a sum, a product, a minimum and a maximum */
+// @diff(stats_fwd: forward (dual, const, dual))
+// @diff(stats_grad: (dup, const, dup))
+void stats(const double *restrict x, int n, double *restrict out) {
+    double s = 0, p = 1, lo = x[0], hi = x[0];
+    #pragma omp parallel for reduction(+: s) reduction(*: p) reduction(min: lo) reduction(max: hi)
+    for (int i = 0; i < n; i++) {
+        s += x[i] * x[i];
+        p *= 1 + 0.01 * x[i];
+        lo = fmin(lo, x[i]);
+        hi = x[i] > hi ? x[i] : hi;
+    }
+    out[0] = s; out[1] = p; out[2] = lo; out[3] = hi;
+}
+
+/* a reduction of a worksharing loop inside a parallel region (the variant with a barrier) */
+// @diff(norm2_fwd: forward (dual, const) -> dual)
+// @diff(norm2_grad: (dup, const) -> active)
+double norm2(const double *x, int n) {
+    double s = 0;
+    #pragma omp parallel
+    {
+        #pragma omp for reduction(+: s)
+        for (int i = 0; i < n; i++) s += x[i] * x[i];
+    }
+    return sqrt(s);
 }
 
 /* a parallel region: a collapsed worksharing loop into a private sum, then a critical section */
@@ -119,6 +139,15 @@ def _setup(library):
     library.cube.argtypes = [P, P, IP, ctypes.c_int]
     library.cube_fwd.argtypes = [P, P, P, P, IP, ctypes.c_int]
     library.cube_grad.argtypes = [P, P, P, P, IP, ctypes.c_int]
+    library.stats.argtypes = [P, ctypes.c_int, P]
+    library.stats_fwd.argtypes = [P, P, ctypes.c_int, P, P]
+    library.stats_grad.argtypes = [P, P, ctypes.c_int, P, P]
+    library.norm2.argtypes = [P, ctypes.c_int]
+    library.norm2.restype = D
+    library.norm2_fwd.argtypes = [P, P, ctypes.c_int]
+    library.norm2_fwd.restype = Pair
+    library.norm2_grad.argtypes = [P, P, ctypes.c_int, D]
+    library.norm2_grad.restype = D
     library.energy.argtypes = [P, ctypes.c_int, ctypes.c_int, P]
     library.energy_fwd.argtypes = [P, P, ctypes.c_int, ctypes.c_int, P, P]
     library.energy_grad.argtypes = [P, P, ctypes.c_int, ctypes.c_int, P, P]
@@ -190,6 +219,39 @@ def test_guided_schedule_with_num_threads_and_a_const_index_array(lib, threads):
 
 
 @pytest.mark.parametrize("threads", THREADS)
+def test_reductions_sum_product_min_max(lib, threads):
+    library, omp = lib
+    _setup(library)
+    omp.omp_set_num_threads(threads)
+    n, rng = 400, np.random.default_rng(5)
+    x, dx = rng.permutation(np.linspace(-2, 3, n)), rng.normal(size=n)  # distinct: min and max unique
+    out, dout = np.zeros(4), np.zeros(4)
+    library.stats_fwd(x, dx, n, out, dout)
+    p = np.prod(1 + 0.01 * x)
+    np.testing.assert_allclose(out, [np.sum(x * x), p, x.min(), x.max()], rtol=1e-12)
+    expected = [np.sum(2 * x * dx), p * np.sum(0.01 * dx / (1 + 0.01 * x)), dx[x.argmin()], dx[x.argmax()]]
+    np.testing.assert_allclose(dout, expected, rtol=1e-10)
+    w, gx = rng.normal(size=4), np.zeros(n)
+    library.stats_grad(x, gx, n, np.zeros(4), w.copy())
+    assert np.dot(dout, w) == pytest.approx(np.dot(dx, gx), rel=1e-10)
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_reduction_inside_a_parallel_region(lib, threads):
+    library, omp = lib
+    _setup(library)
+    omp.omp_set_num_threads(threads)
+    n, rng = 333, np.random.default_rng(6)
+    x, dx = rng.normal(size=n), rng.normal(size=n)
+    got = library.norm2_fwd(x, dx, n)
+    assert got.first == pytest.approx(np.linalg.norm(x), rel=1e-12)
+    assert got.second == pytest.approx(np.dot(x, dx) / np.linalg.norm(x), rel=1e-10)
+    gx = np.zeros(n)
+    assert library.norm2_grad(x, gx, n, 1.0) == pytest.approx(np.linalg.norm(x), rel=1e-12)
+    np.testing.assert_allclose(gx, x / np.linalg.norm(x), rtol=1e-10)
+
+
+@pytest.mark.parametrize("threads", THREADS)
 def test_parallel_region_with_collapsed_loop_and_critical_section(lib, threads):
     library, omp = lib
     _setup(library)
@@ -212,16 +274,34 @@ def test_parallel_region_with_collapsed_loop_and_critical_section(lib, threads):
     assert dtotal[0] * 0.5 == pytest.approx(np.dot(du, gu), rel=1e-10)
 
 
-def test_reduction_is_a_located_error(adgen, c_file, tmp_path):
-    src = c_file("// @diff(sumsq_grad: (dup, const) -> active)\n"
-                 "double sumsq(const double *x, int n) {\n"
-                 "    double s = 0;\n"
-                 "    #pragma omp parallel for reduction(+: s)\n"
-                 "    for (int i = 0; i < n; i++) s += x[i] * x[i];\n"
-                 "    return s;\n"
+def test_task_is_a_located_error(adgen, c_file, tmp_path):
+    src = c_file("// @diff(sq_grad: (dup, const))\n"
+                 "void sq(double *x, int n) {\n"
+                 "    #pragma omp parallel\n"
+                 "    #pragma omp single\n"
+                 "    for (int i = 0; i < n; i++) {\n"
+                 "        #pragma omp task firstprivate(i)\n"
+                 "        x[i] = x[i] * x[i];\n"
+                 "    }\n"
+                 "}\n")
+    result = adgen("build", src, "-o", tmp_path / "out", "--", "-fopenmp")
+    assert result.status == 1, result.err
+    assert f"{src}:4:5: error: cannot differentiate a `single` region: OpenMP's '__kmpc_single'" in result.err
+    assert "Traceback" not in result.err and not (tmp_path / "out").exists()
+
+
+def test_atomic_update_of_derivative_data_is_a_located_error_in_both_modes(adgen, c_file, tmp_path):
+    src = c_file("// @diff(tot_fwd: forward (dual, const, dual))\n"
+                 "// @diff(tot_grad: (dup, const, dup))\n"
+                 "void tot(const double *x, int n, double *s) {\n"
+                 "    #pragma omp parallel for\n"
+                 "    for (int i = 0; i < n; i++) {\n"
+                 "        #pragma omp atomic\n"
+                 "        s[0] += x[i] * x[i];\n"
+                 "    }\n"
                  "}\n")
     result = adgen("build", src, "-o", tmp_path / "out", "--", "-fopenmp")
     assert result.status == 1
-    assert f"{src}:4:5: error: cannot differentiate a reduction" in result.err
-    assert "__kmpc_reduce_nowait" in result.err and "Traceback" not in result.err
-    assert not (tmp_path / "out").exists()
+    for name in ("tot_fwd", "tot_grad"):
+        assert (f"{src}:7:9: error: cannot differentiate the 'atomicrmw' instruction in function 'tot.omp_outlined' "
+                f"(needed by '{name}')") in result.err

@@ -12,7 +12,7 @@ from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, float_t
 from adgen.ir_ad.analysis.masked import masked_slice
 from adgen.ir_ad.analysis.slots import slots
 from adgen.ir_ad.rules import rule_for
-from adgen.ir_ad.calls import DEFINED, allocates, callee_name, kind_of
+from adgen.ir_ad.calls import DEFINED, allocates, callee_name, kind_of, refused
 from adgen.ir_ad.shadows import VECTOR_VALUES, carries, mask_name
 
 
@@ -45,6 +45,10 @@ class ActivityAnalysis:
         self.useful: set[str] = set()  # values whose adjoint can reach an output
         self._memtypes: dict[str, Type | None] = {}
         self.slots = slots(module, fn)
+        for inst in fn.instructions():
+            why = refused(module, inst)
+            if why is not None:
+                raise Unsupported(fn.name, inst, why)
         for i, (p, on) in enumerate(zip(fn.params, active)):
             if on and scalar_type(p.type, memtypes[i] if i < len(memtypes) else ""):
                 self.floaty[p.name] = scalar_type(p.type, memtypes[i] if i < len(memtypes) else "")
@@ -105,6 +109,8 @@ class ActivityAnalysis:
     def _varies(self, inst: Instruction):
         """None, "ptr" (a pointer with a shadow) or the float type of a value with an adjoint."""
         op, ops, t = inst.opcode, inst.operands, inst.type
+        if op in ("atomicrmw", "cmpxchg") and any(self.on(o) for o in ops):  # (OpenMP's `atomic`, say)
+            raise self.fail(f"the '{op}' instruction")
         if t.kind == "ptr":
             if op == "getelementptr" and self.on(ops[0]):
                 return "ptr"

@@ -10,7 +10,7 @@ from adgen.ir_ad.analysis.flow import CFG, returns_fresh
 from adgen.ir_ad.analysis.slots import slots
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import Function, Instruction, Module, Operand
-from adgen.ir_ad.calls import ALLOCATE, DEFINED, INACTIVE, REALLOCATE, RULE, kind_of
+from adgen.ir_ad.calls import ALLOCATE, DEFINED, INACTIVE, REALLOCATE, RULE, kind_of, refused
 from adgen.ir_ad.shadows import VECTOR_VALUES, Layout, carries, mask_name
 
 
@@ -21,6 +21,10 @@ class TangentFlow:
         self.maybe: set[str] = set()
         self.defs = {i.result: i for i in fn.instructions() if i.result}
         self.slots = slots(module, fn)
+        for inst in fn.instructions():
+            why = refused(module, inst)
+            if why is not None:
+                raise Unsupported(fn.name, inst, why)
         self._analyze(active_params)
 
     def _analyze(self, active_params) -> None:

@@ -11,7 +11,7 @@ itself writes for `parallel if(0)`),
 
 so that every analysis and both modes see an ordinary call, and a worksharing loop inside runs
 all its iterations on the one thread (the runtime's `__kmpc_for_static_init_*` gives a team of
-one the whole range). The outlined functions are kept out of line and external (`serialize`
+one the whole range). A reduction is made a critical section (`_reduction_in_critical_section`). The outlined functions are kept out of line and external (`serialize`
 names them), so that their parameters stay those the runtime passes. After differentiation,
 `fork_again` turns the calls of their forward derivatives back into forks: the derivative
 takes the captures then their tangents, all pointers, and each thread computes the tangents of
@@ -26,7 +26,11 @@ from adgen.ir_ad.ir.instructions import parse_instruction, strip_metadata
 FORK = "@__kmpc_fork_call"
 _SERIAL, _END_SERIAL = "@__kmpc_serialized_parallel", "@__kmpc_end_serialized_parallel"
 _DECLARATIONS = {"@__kmpc_global_thread_num": "declare i32 @__kmpc_global_thread_num(ptr)",
-                 _SERIAL: f"declare void {_SERIAL}(ptr, i32)", _END_SERIAL: f"declare void {_END_SERIAL}(ptr, i32)"}
+                 _SERIAL: f"declare void {_SERIAL}(ptr, i32)", _END_SERIAL: f"declare void {_END_SERIAL}(ptr, i32)",
+                 "@__kmpc_critical": "declare void @__kmpc_critical(ptr, i32, ptr)",
+                 "@__kmpc_end_critical": "declare void @__kmpc_end_critical(ptr, i32, ptr)",
+                 "@__kmpc_barrier": "declare void @__kmpc_barrier(ptr, i32)"}
+_REDUCTION = r"call (?:i32|void) @__kmpc_(?:end_)?reduce(?:_nowait)?\("
 _TID = "adgen.omp.tid."  # the names serialization gives its values, numbered
 _GTID = "adgen.omp.gtid."
 _ZERO = "adgen.omp.zero."
@@ -52,6 +56,9 @@ def serialize(text: str) -> tuple[str, set[str]]:
             out.append(line)  # the entry block's label: the allocas go after it
             entry_at = len(out)
             continue
+        if "@__kmpc_" in line and line.startswith("  ") and re.search(_REDUCTION, line):
+            out += _reduction_in_critical_section(line)
+            continue
         if f"{FORK}(" not in line or not line.startswith("  "):
             out.append(line)
             continue
@@ -73,6 +80,26 @@ def serialize(text: str) -> tuple[str, set[str]]:
     missing = [d for name, d in _DECLARATIONS.items() if not re.search(r"^declare [^\n]*" + re.escape(name) + r"\(",
                                                                         text, re.M)]
     return text + "\n" + "\n".join(missing) + "\n", outlined
+
+
+def _reduction_in_critical_section(line: str) -> list[str]:
+    """A reduction's runtime call made a critical section: `__kmpc_reduce[_nowait]` (which picks
+    how each thread adds its private copy to the shared variable: 1, in a critical section or by
+    a tree of threads whose combining function only the runtime calls; 2, atomically) becomes
+    entering the reduction's critical section and the answer 1, `__kmpc_end_reduce[_nowait]`
+    leaving it (and the barrier the variant without `nowait` implies). Every thread then
+    combines its copy under the lock, in code both modes differentiate, for any operator
+    (`+`, `*`, `min`, `max`), and the atomic path, which neither does, is dead code."""
+    inst = parse_instruction(line)
+    args = inst.operands
+    name = inst.callee.lstrip("@")
+    if name.startswith("__kmpc_reduce"):  # (loc, gtid, n, size, data, combine, lock)
+        return [f"  call void @__kmpc_critical(ptr {args[0].value}, i32 {args[1].value}, ptr {args[6].value})",
+                f"  {inst.result} = add i32 0, 1"]
+    closing = [f"  call void @__kmpc_end_critical(ptr {args[0].value}, i32 {args[1].value}, ptr {args[2].value})"]
+    if name == "__kmpc_end_reduce":  # (loc, gtid, lock)
+        closing.append(f"  call void @__kmpc_barrier(ptr {args[0].value}, i32 {args[1].value})")
+    return closing
 
 
 def _out_of_line(text: str, functions: set[str]) -> str:
