@@ -4,6 +4,7 @@ writes bitcode llvmlite cannot read, so it is refused up front."""
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shlex
@@ -142,3 +143,24 @@ def system_flags(compiler: Compiler) -> tuple[str, ...]:
         elif arg == "-D" and value.split("=")[0] != "NDEBUG":  # the user's alone (USERS_NDEBUG)
             flags += ["-D", value]
     return tuple(flags)
+
+
+def openmp_library() -> str | None:
+    """The OpenMP runtime to link parallel code with where the bundled clang has none of its own
+    (zig ships no libomp): the system's libomp (Debian's libomp-dev), None where there is none."""
+    patterns = ["/usr/lib/llvm-*/lib/libomp.so", "/usr/lib/*-linux-gnu/libomp.so", "/usr/lib/*-linux-gnu/libomp.so.5",
+                "/usr/local/lib/libomp.so", "/opt/homebrew/opt/libomp/lib/libomp.dylib"]
+    found = sorted(path for pattern in patterns for path in glob.glob(pattern))
+    return found[-1] if found else None
+
+
+def openmp_link_flags(compiler: Compiler) -> list[str]:
+    """What linking with -fopenmp needs besides: for the bundled clang, the system's libomp by
+    path, found at run time where it was found now."""
+    if compiler.command != bundled_cc():
+        return []
+    library = openmp_library()
+    if library is None:
+        raise AdgenError(error("-fopenmp: the bundled clang has no OpenMP runtime, and none was found on this "
+                               "machine (install libomp-dev, or name a clang that has one with ADGEN_CC)"))
+    return [library, f"-Wl,-rpath,{os.path.dirname(library)}"]

@@ -1,8 +1,9 @@
 """Enzyme's own integration tests for plain C, built with `adgen cc` (and, with --enzyme PLUGIN,
 with Enzyme's clang plugin, in the same run): every `*.c` file of test/Integration/ReverseMode,
-ForwardMode and ForwardModeVector of a clone of Enzyme's repository, less those for OpenMP, MPI
-and BLAS and the `-verify` diagnostics tests, built unchanged at each -O level and run; each test
-aborts on a wrong value, so a file passes when it builds and exits 0.
+ForwardMode and ForwardModeVector of a clone of Enzyme's repository, less those for MPI and BLAS
+and the `-verify` diagnostics tests, built unchanged at each -O level and run; each test aborts on
+a wrong value, so a file passes when it builds and exits 0. Those using OpenMP (its `-fopenmp` in
+their RUN lines, or a `#pragma omp`) are built with -fopenmp and run on two threads.
 
     python -m bench.enzyme_suite ENZYME_SRC [--enzyme PLUGIN] [--levels 0,2] [--only NAME] [--json FILE]
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -22,11 +24,11 @@ import time
 from pathlib import Path
 
 FOLDERS = ("ReverseMode", "ForwardMode", "ForwardModeVector")
-EXCLUDED = re.compile(r"-fopenmp|\bmpi|blas|-verify", re.I)
+EXCLUDED = re.compile(r"\bmpi|blas|-verify", re.I)
 
 
 def tests(root: Path) -> list[Path]:
-    """The suite's files: those whose name and RUN lines are not about OpenMP, MPI, BLAS or -verify."""
+    """The suite's files: those whose name and RUN lines are not about MPI, BLAS or -verify."""
     base = root / "test" / "Integration" if (root / "test" / "Integration").is_dir() else \
         root / "enzyme" / "test" / "Integration"
     if not base.is_dir():
@@ -42,8 +44,10 @@ def tests(root: Path) -> list[Path]:
 
 def _flags(path: Path) -> tuple[list[str], list[str]]:
     """What the file's RUN lines ask of both compilers, and of Enzyme's alone."""
-    runs = " ".join(line for line in path.read_text(errors="replace").splitlines() if "RUN:" in line)
+    text = path.read_text(errors="replace")
+    runs = " ".join(line for line in text.splitlines() if "RUN:" in line)
     common = ["-std=c11"] + (["-ffast-math"] if "-ffast-math" in runs else [])
+    common += ["-fopenmp"] if "-fopenmp" in runs or "#pragma omp" in text else []
     enzyme = ["-mllvm", "-enzyme-loose-types"] if "-enzyme-loose-types" in runs else []
     return common, enzyme
 
@@ -59,7 +63,8 @@ def run_one(command: list[str], exe: Path, cwd: Path) -> tuple[bool, str, float]
     if built.returncode != 0:
         return False, "build: " + (built.stderr.strip().splitlines() or ["?"])[-1][:200], seconds
     try:
-        ran = subprocess.run([str(exe)], cwd=cwd, capture_output=True, text=True, timeout=120)
+        ran = subprocess.run([str(exe)], cwd=cwd, capture_output=True, text=True, timeout=120,
+                             env=dict(os.environ, OMP_NUM_THREADS="2"))
     except subprocess.TimeoutExpired:
         return False, "run timed out", seconds
     if ran.returncode != 0:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes as C
-import glob
 import json
 import math
 import os
@@ -335,10 +334,9 @@ THREADS = 3  # for the parallel programs: five iterations split unevenly
 
 def libomp() -> str | None:
     """The path of an OpenMP runtime library to link with, None where there is none."""
-    patterns = ["/usr/lib/llvm-*/lib/libomp.so", "/usr/lib/*-linux-gnu/libomp.so", "/usr/lib/*-linux-gnu/libomp.so.5",
-                "/usr/local/lib/libomp.so", "/opt/homebrew/opt/libomp/lib/libomp.dylib"]
-    found = sorted(path for pattern in patterns for path in glob.glob(pattern))
-    return found[-1] if found else None
+    from adgen.base.toolchain import openmp_library
+
+    return openmp_library()
 
 
 class Outcome:

@@ -305,3 +305,64 @@ def test_atomic_update_of_derivative_data_is_a_located_error_in_both_modes(adgen
     for name in ("tot_fwd", "tot_grad"):
         assert (f"{src}:7:9: error: cannot differentiate the 'atomicrmw' instruction in function 'tot.omp_outlined' "
                 f"(needed by '{name}')") in result.err
+
+
+ENZYME_STYLE = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+extern int enzyme_dup, enzyme_const, enzyme_dupnoneed;
+void __enzyme_autodiff(void *, ...);
+void __enzyme_fwddiff(void *, ...);
+int omp_get_max_threads(void);
+
+void squares(double *a, int n) {
+    #pragma omp parallel for
+    for (int i = 0; i < n; i++) a[i] *= a[i];
+}
+
+void sum(const double *x, double *out, int n) {
+    double s = 0;
+    #pragma omp parallel for reduction(+: s)
+    for (int i = 0; i < n; i++) s += sin(x[i]);
+    *out = s;
+}
+
+int main(void) {
+    enum { N = 50 };
+    double a[N], da[N], x[N], dx[N], out, dout;
+    for (int i = 0; i < N; i++) { a[i] = i + 1; da[i] = 1; x[i] = 0.1 * i; dx[i] = 0; }
+    __enzyme_autodiff((void *)squares, a, da, enzyme_const, N);
+    for (int i = 0; i < N; i++)
+        if (fabs(da[i] - 2.0 * (i + 1)) > 1e-12) { printf("squares: da[%d] = %g\n", i, da[i]); return 1; }
+    dout = 1;
+    __enzyme_autodiff((void *)sum, enzyme_dup, x, dx, enzyme_dupnoneed, &out, &dout, enzyme_const, N);
+    for (int i = 0; i < N; i++)
+        if (fabs(dx[i] - cos(0.1 * i)) > 1e-12) { printf("sum: dx[%d] = %g\n", i, dx[i]); return 1; }
+    for (int i = 0; i < N; i++) dx[i] = 1;
+    double t = 0;
+    __enzyme_fwddiff((void *)sum, enzyme_dup, x, dx, enzyme_dup, &out, &t, enzyme_const, N);
+    double want = 0;
+    for (int i = 0; i < N; i++) want += cos(0.1 * i);
+    if (fabs(t - want) > 1e-10) { printf("sum forward: %g, want %g\n", t, want); return 1; }
+    printf("threads %d\n", omp_get_max_threads());
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("level", ["-O0", "-O2"])
+def test_adgen_cc_differentiates_openmp_code_written_for_enzyme(tmp_path, level):
+    import subprocess
+    import sys
+
+    src = tmp_path / "prog.c"
+    src.write_text(ENZYME_STYLE)
+    exe = tmp_path / "prog"
+    built = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "cc", "-fopenmp", level, str(src), "-o",
+                            str(exe), "-lm"], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    for threads in THREADS:
+        ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+        assert ran.returncode == 0 and f"threads {threads}" in ran.stdout, ran.stdout + ran.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import Stages
-from adgen.base.toolchain import USERS_NDEBUG, Compiler, select_compiler, system_flags
+from adgen.base.toolchain import USERS_NDEBUG, Compiler, openmp_link_flags, select_compiler, system_flags
 
 HELP = """\
 usage: adgen cc [C compiler flags] FILE.c ... [-c] [-o OUT]
@@ -149,6 +149,8 @@ def main(argv: list[str]) -> int:
         if line.compile_only or line.assemble_only:
             return 0
         flags = [a for i, a in enumerate(argv) if not (a in ("-o", "-x") or (i and argv[i - 1] in ("-o", "-x")))]
+        if "-fopenmp" in flags:
+            flags += openmp_link_flags(compiler)
         return _clang(compiler, [*flags, "-Wno-unused-command-line-argument", "-o", line.output or "a.out"])
 
 

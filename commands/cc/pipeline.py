@@ -37,6 +37,7 @@ from adgen.commands.cc.calls import (Call, Registrations, Request, find_calls, h
                            steering_calls)
 from adgen.ir_ad.ir import Module
 from adgen.ir_ad.ir.edit import declare_globals, define_line, make_external, string_attribute, without_tail_calls
+from adgen.ir_ad.ir.parallel import fork_again
 from adgen.commands.build.kernels import kernel_name
 from adgen.commands.build.lower import keep_array, lower_source
 from adgen.ir_ad.rules import rule_for, written_by_hand
@@ -85,6 +86,7 @@ def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler:
         generated, names = _generated(unit, prototypes, work)
         registered = _registered(unit, prototypes)
     linked = optimize.parse(hinted(str(lower([source], [generated], compiler, flags, [], work, stages)), False))
+    linked, outlined = optimize.serialize_parallel(linked)  # OpenMP's parallel regions (specs/openmp.md)
     kept = _by_c_name(optimize.kept(linked, keep_array(0)))
     steering = {n.lstrip("@") for n in steering_calls(Module(str(linked)))}
     prepared = Prepared(linked, [generated], tm, stages, {n.lstrip("@") for n in registered.inactive} | steering,
@@ -98,7 +100,7 @@ def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler:
         if c.allocated is not None and c.allocated < size + TAPE_ALIGN - 1:
             raise _at_call(Unsupported(c.caller, c.inst, too_small(c.allocated, size)), unit.probe)
     with stages.stage("optimize", "after differentiation"):
-        derivatives = optimize.parse(hinted(_shared_globals(without_tail_calls(text), user)))
+        derivatives = optimize.parse(hinted(_shared_globals(without_tail_calls(fork_again(text, outlined)), user)))
         optimize.finish(derivatives, {k.name.lstrip("@") for k in kernels.values()}, tm, prepared.shared)
     return derivatives, kernels, tapes, explain_plans(prepared.module, plans) if explain and plans else ""
 
