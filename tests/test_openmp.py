@@ -125,6 +125,15 @@ class Pair(ctypes.Structure):
     _fields_ = [("first", D), ("second", D)]
 
 
+@pytest.fixture(params=THREADS, ids=lambda t: f"{t}-threads")
+def team(request, lib):
+    """The library, its functions' types set, OpenMP's team size set to the parameter."""
+    library, omp = lib
+    _setup(library)
+    omp.omp_set_num_threads(request.param)
+    return library, request.param
+
+
 def _setup(library):
     library.scale.argtypes = [P, P, IP, ctypes.c_int]
     library.scale_fwd.argtypes = [P, P, P, P, IP, ctypes.c_int]
@@ -153,11 +162,8 @@ def _setup(library):
     library.energy_grad.argtypes = [P, P, ctypes.c_int, ctypes.c_int, P, P]
 
 
-@pytest.mark.parametrize("threads", THREADS)
-def test_parallel_for_forward_runs_on_every_thread_and_matches_reverse_and_differences(lib, threads):
-    library, omp = lib
-    _setup(library)
-    omp.omp_set_num_threads(threads)
+def test_parallel_for_forward_runs_on_every_thread_and_matches_reverse_and_differences(team):
+    library, threads = team
     n, rng = 1000, np.random.default_rng(1)
     x, dx, w = rng.uniform(0.1, 2, n), rng.normal(size=n), rng.normal(size=n)
     y, dy, who = np.zeros(n), np.zeros(n), np.full(n, -1, dtype=np.int32)
@@ -177,11 +183,8 @@ def test_parallel_for_forward_runs_on_every_thread_and_matches_reverse_and_diffe
     np.testing.assert_allclose(dy1, (np.cos(x) * x + np.sin(x)) * dx1, rtol=1e-12)
 
 
-@pytest.mark.parametrize("threads", THREADS)
-def test_firstprivate_scalar_and_dynamic_schedule(lib, threads):
-    library, omp = lib
-    _setup(library)
-    omp.omp_set_num_threads(threads)
+def test_firstprivate_scalar_and_dynamic_schedule(team):
+    library, _ = team
     n, rng = 500, np.random.default_rng(2)
     a, da = 0.7, 0.3
     x, dx = rng.uniform(0, 1, n), rng.normal(size=n)
@@ -202,11 +205,8 @@ def test_firstprivate_scalar_and_dynamic_schedule(lib, threads):
     assert np.dot(dy, w) + got.second * seed == pytest.approx(np.dot(dx, gx) + da * grad.second, rel=1e-12)
 
 
-@pytest.mark.parametrize("threads", THREADS)
-def test_guided_schedule_with_num_threads_and_a_const_index_array(lib, threads):
-    library, omp = lib
-    _setup(library)
-    omp.omp_set_num_threads(threads)  # (the clause asks for three, whatever this says)
+def test_guided_schedule_with_num_threads_and_a_const_index_array(team):
+    library, _ = team  # (the clause asks for three, whatever this says)
     n, rng = 300, np.random.default_rng(4)
     idx = rng.integers(0, 50, n).astype(np.int32)  # repeated: the reverse sweep accumulates
     x, dx = rng.uniform(0.5, 1.5, 50), rng.normal(size=50)
@@ -218,11 +218,8 @@ def test_guided_schedule_with_num_threads_and_a_const_index_array(lib, threads):
     np.testing.assert_allclose(gx, np.bincount(idx, weights=3 * x[idx] ** 2 * w, minlength=50), rtol=1e-12)
 
 
-@pytest.mark.parametrize("threads", THREADS)
-def test_reductions_sum_product_min_max(lib, threads):
-    library, omp = lib
-    _setup(library)
-    omp.omp_set_num_threads(threads)
+def test_reductions_sum_product_min_max(team):
+    library, _ = team
     n, rng = 400, np.random.default_rng(5)
     x, dx = rng.permutation(np.linspace(-2, 3, n)), rng.normal(size=n)  # distinct: min and max unique
     out, dout = np.zeros(4), np.zeros(4)
@@ -236,11 +233,8 @@ def test_reductions_sum_product_min_max(lib, threads):
     assert np.dot(dout, w) == pytest.approx(np.dot(dx, gx), rel=1e-10)
 
 
-@pytest.mark.parametrize("threads", THREADS)
-def test_reduction_inside_a_parallel_region(lib, threads):
-    library, omp = lib
-    _setup(library)
-    omp.omp_set_num_threads(threads)
+def test_reduction_inside_a_parallel_region(team):
+    library, _ = team
     n, rng = 333, np.random.default_rng(6)
     x, dx = rng.normal(size=n), rng.normal(size=n)
     got = library.norm2_fwd(x, dx, n)
@@ -251,11 +245,8 @@ def test_reduction_inside_a_parallel_region(lib, threads):
     np.testing.assert_allclose(gx, x / np.linalg.norm(x), rtol=1e-10)
 
 
-@pytest.mark.parametrize("threads", THREADS)
-def test_parallel_region_with_collapsed_loop_and_critical_section(lib, threads):
-    library, omp = lib
-    _setup(library)
-    omp.omp_set_num_threads(threads)
+def test_parallel_region_with_collapsed_loop_and_critical_section(team):
+    library, _ = team
     n, m, rng = 13, 11, np.random.default_rng(3)
     u, du = rng.normal(size=n * m), rng.normal(size=n * m)
     total, dtotal = np.zeros(1), np.zeros(1)
