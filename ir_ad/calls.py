@@ -49,8 +49,14 @@ INACTIVE_CALLS |= {"__kmpc_global_thread_num", "__kmpc_serialized_parallel", "__
                    "omp_get_max_threads", "omp_in_parallel", "omp_get_wtime"}
 INACTIVE_CALLS |= {f"__kmpc_{what}_{width}" for what in ("for_static_init", "dispatch_init", "dispatch_next",
                                                           "dispatch_fini") for width in ("4", "4u", "8", "8u")}
-# Library functions the memory analysis knows write no memory the caller can see.
-_WRITE_NOTHING = {"printf", "puts", "fprintf"}
+# Library functions the memory analysis knows write no memory the caller can see: printing, and
+# OpenMP's runtime calls but those that hand out a loop's bounds through their arguments (a lock
+# or a barrier orders other threads' writes, of which the serialized regions reverse mode
+# differentiates have none).
+_WRITE_NOTHING = {"printf", "puts", "fprintf", "__kmpc_global_thread_num", "__kmpc_serialized_parallel",
+                  "__kmpc_end_serialized_parallel", "__kmpc_barrier", "__kmpc_critical", "__kmpc_end_critical",
+                  "__kmpc_for_static_fini", "__kmpc_push_num_threads", "__kmpc_dispatch_deinit", "omp_get_thread_num",
+                  "omp_get_num_threads", "omp_get_max_threads", "omp_in_parallel", "omp_get_wtime"}
 
 
 def callee_name(inst: Instruction) -> str:

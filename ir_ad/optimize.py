@@ -141,13 +141,14 @@ def drop_unneeded(module, roots: set[str], tm) -> None:
             fn.linkage = llvm.Linkage.internal
 
 
-def serialize_parallel(module):
+def serialize_parallel(module, out_of_line: bool):
     """OpenMP's parallel regions serialized for differentiation (ir/parallel.py), their outlined
-    functions kept out of line and external (their parameters, then, those the runtime passes):
-    the module (a new one where it forks) and the outlined functions' IR names."""
+    functions kept out of line and external where `out_of_line` (their parameters, then, those
+    the runtime passes), else inlined: the module (a new one where it forks) and the outlined
+    functions' IR names."""
     if "__kmpc_fork_call" not in declared(module):
         return module, set()
-    text, outlined = parallel.serialize(str(module))
+    text, outlined = parallel.serialize(str(module), out_of_line)
     return parse(text), outlined
 
 

@@ -55,7 +55,9 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     with tempfile.TemporaryDirectory(prefix="adgen-") as tmp:
         linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages, tm)
     primals = [_primals(linked, i, g) for i, g in enumerate(generated)]
-    linked, outlined = optimize.serialize_parallel(linked)  # OpenMP's parallel regions, for now
+    # OpenMP's parallel regions: forked again by forward derivatives, inlined where reverse mode needs them
+    forward_only = all(s.derivation.mode is Mode.FORWARD for g in generated for s in g.signatures)
+    linked, outlined = optimize.serialize_parallel(linked, out_of_line=forward_only)
     prepared = Prepared(linked, generated, tm, stages, cc1=cc1)
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")) \
             as note, written_by_hand(prepared.by_hand):

@@ -22,7 +22,7 @@ from adgen.frontend.abi import Signature, signatures
 from adgen.frontend.annotations import Entry, Word
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error
 from adgen.frontend.generate import Generated
-from adgen.frontend.model import Derivation
+from adgen.frontend.model import Derivation, Mode
 from adgen.frontend.prototypes import Prototype, read_unit
 from adgen.frontend.render import output_names, render
 from adgen.base.timing import Stages, plural
@@ -86,7 +86,9 @@ def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler:
         generated, names = _generated(unit, prototypes, work)
         registered = _registered(unit, prototypes)
     linked = optimize.parse(hinted(str(lower([source], [generated], compiler, flags, [], work, stages)), False))
-    linked, outlined = optimize.serialize_parallel(linked)  # OpenMP's parallel regions (specs/openmp.md)
+    # OpenMP's parallel regions (specs/openmp.md): forked again by forward derivatives, inlined for reverse mode
+    forward_only = all(r.mode is Mode.FORWARD for r in unit.requests)
+    linked, outlined = optimize.serialize_parallel(linked, out_of_line=forward_only)
     kept = _by_c_name(optimize.kept(linked, keep_array(0)))
     steering = {n.lstrip("@") for n in steering_calls(Module(str(linked)))}
     prepared = Prepared(linked, [generated], tm, stages, {n.lstrip("@") for n in registered.inactive} | steering,

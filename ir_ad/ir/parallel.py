@@ -40,17 +40,26 @@ def forks(text: str) -> bool:
     return f"{FORK}(" in text
 
 
-def serialize(text: str) -> tuple[str, set[str]]:
+def serialize(text: str, out_of_line: bool = True) -> tuple[str, set[str]]:
     """The module's text with each parallel region serialized, and the IR names of the outlined
-    functions (`@f.omp_outlined`)."""
+    functions (`@f.omp_outlined`): kept out of line where `out_of_line`, so that forward
+    derivatives fork again; else inlined into their callers like any small function, for
+    reverse mode, whose analyses then see a region's loops as the caller's own (the range
+    analysis, the undo log: out of line, the loads of a region's captured arrays, read through
+    stack slots and written by the caller afterwards, were stored for the reverse sweep, and
+    bench/programs/gpt2.c's gradient with its matrix products parallel took 1 GB and 12x the
+    time without the pragmas)."""
     out: list[str] = []
     outlined: set[str] = set()
+    forking: set[str] = set()  # the functions with a parallel region
     entry_at = None  # where the allocas of the current function go
     count = 0
+    current = None
     for line in text.split("\n"):
         if line.startswith("define "):
             out.append(line)
             entry_at = len(out)
+            current = re.search(r"(@(?:\"[^\"]*\"|[-\w.$]+))\(", line).group(1)
             continue
         if entry_at is not None and len(out) == entry_at and re.match(r"^[-\w.$\"]+:", line):
             out.append(line)  # the entry block's label: the allocas go after it
@@ -58,6 +67,10 @@ def serialize(text: str) -> tuple[str, set[str]]:
             continue
         if "@__kmpc_" in line and line.startswith("  ") and re.search(_REDUCTION, line):
             out += _reduction_in_critical_section(line)
+            continue
+        if not out_of_line and "@__kmpc_for_static_init_" in line and line.startswith("  "):
+            count += 1
+            out += _static_schedule_of_one(line, count)
             continue
         if f"{FORK}(" not in line or not line.startswith("  "):
             out.append(line)
@@ -76,7 +89,8 @@ def serialize(text: str) -> tuple[str, set[str]]:
                 f"  call void {function.value}({args}){attached}",
                 f"  call void {_END_SERIAL}(ptr {loc.value}, i32 {gtid})"]
         outlined.add(function.value)
-    text = _out_of_line("\n".join(out), outlined)
+        forking.add(current)
+    text = _out_of_line("\n".join(out), outlined) if out_of_line else _inlined("\n".join(out), outlined | forking)
     missing = [d for name, d in _DECLARATIONS.items() if not re.search(r"^declare [^\n]*" + re.escape(name) + r"\(",
                                                                         text, re.M)]
     return text + "\n" + "\n".join(missing) + "\n", outlined
@@ -102,10 +116,48 @@ def _reduction_in_critical_section(line: str) -> list[str]:
     return closing
 
 
+def _static_schedule_of_one(line: str, k: int) -> list[str]:
+    """`__kmpc_for_static_init_{4,4u,8,8u}(loc, gtid, schedule, plast, plower, pupper, pstride,
+    incr, chunk)` as the runtime computes it for a team of one (a serialized region, any static
+    schedule): the bounds stay, the thread runs the last iteration (unless there is none), the
+    stride is the trip count (or `incr` for an empty loop). Written out, so that the optimizer
+    sees the loop run from its start to its end, and the range analysis bounds its accesses by
+    them (through the runtime's call, every load of the loop was stored for the reverse sweep)."""
+    inst = parse_instruction(line)
+    _, _, _, plast, plower, pupper, pstride, incr, _ = inst.operands
+    t = incr.type.text
+    less = "ult" if inst.callee.endswith("u") else "slt"
+    v = lambda what: f'%"adgen.omp.static.{k}.{what}"'
+    return [f"  {v('lower')} = load {t}, ptr {plower.value}, align 4",
+            f"  {v('upper')} = load {t}, ptr {pupper.value}, align 4",
+            f"  {v('up')} = icmp sgt {t} {incr.value}, 0",
+            f"  {v('below')} = icmp {less} {t} {v('upper')}, {v('lower')}",
+            f"  {v('above')} = icmp {less} {t} {v('lower')}, {v('upper')}",
+            f"  {v('empty')} = select i1 {v('up')}, i1 {v('below')}, i1 {v('above')}",
+            f"  {v('last')} = select i1 {v('empty')}, i32 0, i32 1",
+            f"  store i32 {v('last')}, ptr {plast.value}, align 4",
+            f"  {v('span')} = sub {t} {v('upper')}, {v('lower')}",
+            f"  {v('count')} = add {t} {v('span')}, 1",
+            f"  {v('back')} = sub {t} {v('span')}, 1",
+            f"  {v('trip')} = select i1 {v('up')}, {t} {v('count')}, {t} {v('back')}",
+            f"  {v('stride')} = select i1 {v('empty')}, {t} {incr.value}, {t} {v('trip')}",
+            f"  store {t} {v('stride')}, ptr {pstride.value}, align 4"]
+
+
+def _inlined(text: str, functions: set[str]) -> str:
+    """The text with `functions` always inlined (clang marks outlined regions so at -O0 only)."""
+    return _with_group(text, functions, lambda kept: [*(a for a in kept if a != "noinline"), "alwaysinline"], False)
+
+
 def _out_of_line(text: str, functions: set[str]) -> str:
-    """The text with `functions` external and never inlined: each `define` line given an
-    attribute group of its own, its old one's attributes less `alwaysinline` (which clang gives
-    outlined regions), plus `noinline`."""
+    """The text with `functions` external and never inlined (their parameters then those the
+    runtime passes)."""
+    return _with_group(text, functions, lambda kept: [*(a for a in kept if a != "alwaysinline"), "noinline"], True)
+
+
+def _with_group(text: str, functions: set[str], attributes, external: bool) -> str:
+    """The text with each of `functions`'s `define` line given an attribute group of its own:
+    `attributes(its old group's attributes)`; made external where `external`."""
     groups = {m.group(1): m.group(2) for m in re.finditer(r"^attributes #(\d+) = \{ (.*) \}$", text, re.M)}
     fresh = max((int(n) for n in groups), default=0)
     added = []
@@ -116,11 +168,12 @@ def _out_of_line(text: str, functions: set[str]) -> str:
         name = re.search(r"(@(?:\"[^\"]*\"|[-\w.$]+))\(", line).group(1)
         if name not in functions:
             return line
-        line = re.sub(r"^define (?:internal |private )", "define ", line)
+        if external:
+            line = re.sub(r"^define (?:internal |private )", "define ", line)
         group = re.search(r"\) #(\d+)", line)
-        kept = [a for a in (groups.get(group.group(1), "").split(" ") if group else []) if a and a != "alwaysinline"]
+        kept = [a for a in (groups.get(group.group(1), "").split(" ") if group else []) if a]
         fresh += 1
-        added.append(f"attributes #{fresh} = {{ {' '.join([*kept, 'noinline'])} }}")
+        added.append(f"attributes #{fresh} = {{ {' '.join(attributes(kept))} }}")
         return line[:group.start()] + f") #{fresh}" + line[group.end():] if group else line.replace(") {", f") #{fresh} {{", 1)
 
     text = re.sub(r"^define [^\n]*$", edited, text, flags=re.M)
