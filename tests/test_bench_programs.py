@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from adgen.base.toolchain import openmp_library
 from conftest import ROOT
 
 ENZYME_PLUGIN = Path.home() / ".cache" / "enzyme" / "ClangEnzyme-19.so"
@@ -55,3 +56,23 @@ def test_adgen_gradient_is_the_hand_written_one(programs, name):
 def test_enzyme_gradient_is_the_hand_written_one(programs, name):
     runs = programs[name]
     assert _relative_error(runs["enzyme"].gradient, runs["hand"].gradient.astype(np.float64)) < 1e-4
+
+
+@pytest.mark.skipif(openmp_library() is None,
+                    reason="no OpenMP runtime (libomp) to run parallel code: install libomp-dev (.ci/run does)")
+def test_gpt2_built_with_openmp_gives_the_hand_written_gradient_on_two_threads(tmp_path):
+    """gpt2.c's parallel loops (-fopenmp): adgen's gradient, on one thread and on two, is the
+    hand-written backward pass's, whose matmul backward runs on two."""
+    patch = pytest.MonkeyPatch()
+    patch.syspath_prepend(str(ROOT))
+    from bench.programs import PROGRAMS
+    from bench.programs.build import build
+    from bench.programs.measure import run
+
+    program = next(p for p in PROGRAMS if p.name == "gpt2")
+    built = build(program, tmp_path, openmp=True)
+    hand = run(built.executable, "hand", 1, program.tiny, tmp_path, threads=2).gradient.astype(np.float64)
+    for threads in (1, 2):
+        got = run(built.executable, "adgen", 1, program.tiny, tmp_path, threads=threads)
+        assert _relative_error(got.gradient, hand) < 1e-4
+    patch.undo()

@@ -7,7 +7,10 @@ Enzyme's, each the median of N timed calls (default 5) after one warm-up, with t
 resident memory (VmHWM: the parameter and activation blocks, their shadows, and
 what the derivative allocates). adgen's and Enzyme's gradients are compared with the hand-written
 one; a relative error above 1e-4 fails the run. Writes DIR/programs.md (default
-build/bench/programs.md) and prints it. --quick uses smaller sizes."""
+build/bench/programs.md) and prints it. --quick uses smaller sizes. --openmp builds everything with
+-fopenmp (bench/programs/gpt2.c's matmuls, attention and softmax then run in parallel, and the
+hand-written matmul backward) and times each way on OpenMP teams of 1 and 2 threads
+(DIR/programs-openmp.md)."""
 
 from __future__ import annotations
 
@@ -24,15 +27,42 @@ from bench.programs.measure import Run, relative_error, run
 TOLERANCE = 1e-4
 
 
+THREADS = (1, 2)  # the team sizes of --openmp
+
+
 def measure(program: Program, sizes: tuple[int, ...], reps: int, work: Path, enzyme: Path | None,
-            enzyme_cc: str) -> tuple[Built, dict[str, Run], dict[str, float]]:
-    """Builds and runs one program; returns the build, the runs by mode and each tool's gradient's
-    relative error against the hand-written one."""
-    built = build(program, work, enzyme, enzyme_cc)
+            enzyme_cc: str, openmp: bool = False) -> tuple[Built, dict, dict[str, float]]:
+    """Builds and runs one program; returns the build, the runs by mode (by mode and team size,
+    with `openmp`) and each tool's gradient's relative error against the hand-written one."""
+    built = build(program, work, enzyme, enzyme_cc, openmp)
     modes = ("primal", "hand", "adgen") + (("enzyme",) if enzyme is not None else ())
+    if openmp:
+        runs = {(mode, t): run(built.executable, mode, reps, sizes, work, t) for mode in modes for t in THREADS}
+        errors = {f"{mode} on {t}": relative_error(runs[mode, t].gradient, runs["hand", 1].gradient)
+                  for mode in modes[1:] for t in THREADS}
+        return built, runs, errors
     runs = {mode: run(built.executable, mode, reps, sizes, work) for mode in modes}
     errors = {mode: relative_error(runs[mode].gradient, runs["hand"].gradient) for mode in modes[2:]}
     return built, runs, errors
+
+
+def parallel_table(results, reps: int) -> str:
+    """--openmp: each way's time on one thread and on two, and what two gain."""
+    label = {"primal": "primal (the loss)", "hand": "hand-written forward+backward", "adgen": "adgen's gradient",
+             "enzyme": "Enzyme's gradient"}
+    lines = [f"Built with -fopenmp; time (median of {reps} after a warm-up) on OpenMP teams of 1 and 2 threads, "
+             "peak resident memory on 2:", "",
+             _row(["program", "", "1 thread ms", "2 threads ms", "1 / 2 threads", "× hand-written (2 threads)",
+                   "peak MB"]), "|---|---|---|---|---|---|---|"]
+    for program, sizes, _, runs, _ in results:
+        modes = [m for m in label if (m, 1) in runs]
+        for mode in modes:
+            one, two = runs[mode, 1].median_s, runs[mode, 2].median_s
+            lines.append(_row([f"{program.name} ({program.describe(sizes)})" if mode == "primal" else "",
+                               label[mode], _ms(one), _ms(two), f"{one / two:.2f}",
+                               "" if mode == "primal" else f"{two / runs['hand', 2].median_s:.2f}",
+                               _mb(runs[mode, 2].peak_bytes)]))
+    return "\n".join(lines) + "\n"
 
 
 def _ms(seconds: float) -> str:
@@ -92,6 +122,9 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=5, help="timed calls per measurement (default 5)")
     parser.add_argument("-o", dest="out", type=Path, default=Path("build/bench"),
                         help="where to write programs.md (default: build/bench)")
+    parser.add_argument("--openmp", action="store_true",
+                        help="build with -fopenmp and time each way on teams of 1 and 2 threads (writes "
+                             "programs-openmp.md; needs libomp)")
     args = parser.parse_args()
     check_enzyme(parser, args)
     results, wrong = [], []
@@ -99,15 +132,16 @@ def main() -> int:
         for program in PROGRAMS:
             sizes = program.quick if args.quick else program.full
             built, runs, errors = measure(program, sizes, args.reps, Path(tmp) / program.name,
-                                          args.enzyme.resolve() if args.enzyme else None, args.enzyme_cc)
+                                          args.enzyme.resolve() if args.enzyme else None, args.enzyme_cc, args.openmp)
             results.append((program, sizes, built, runs, errors))
             wrong += [f"{program.name}: {mode}'s gradient, relative error {error:.1e}"
                       for mode, error in errors.items() if not error <= TOLERANCE]
-    text = tables(results, args.reps)
+    text = parallel_table(results, args.reps) if args.openmp else tables(results, args.reps)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "programs.md").write_text(text)
-    print(f"wrote {args.out / 'programs.md'}")
+    name = "programs-openmp.md" if args.openmp else "programs.md"
+    (args.out / name).write_text(text)
+    print(f"wrote {args.out / name}")
     if wrong:
         print("WRONG GRADIENTS (against the hand-written one, tolerance 1e-4):\n  " + "\n  ".join(wrong),
               file=sys.stderr)

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adgen.base.toolchain import bundled_cc
+from adgen.base.toolchain import bundled_cc, openmp_link_flags, select_compiler
 from bench.programs import HERE, Program
 
 ZIG_CC = [*bundled_cc(), "-O2", "-fno-math-errno"]
@@ -42,24 +42,28 @@ def _timed(command: list[str], fresh_cache: bool = True) -> tuple[float, str]:
     return seconds, done.stdout + done.stderr
 
 
-def build(program: Program, work: Path, enzyme: Path | None = None, enzyme_cc: str = "clang-19") -> Built:
+def build(program: Program, work: Path, enzyme: Path | None = None, enzyme_cc: str = "clang-19",
+          openmp: bool = False) -> Built:
+    """With `openmp`, every compile is with -fopenmp and the executable links the OpenMP runtime."""
     work.mkdir(parents=True, exist_ok=True)
     built = Built(work / program.name)
     objects = [work / f"{program.name}.o", work / f"{program.name}.adgen.o"]
+    parallel = ["-fopenmp"] if openmp else []
     built.seconds["adgen"], log = _timed([sys.executable, "-m", "adgen.commands.cli", "build", "-v",
-                                          str(program.source()), "-o", str(work)])
+                                          str(program.source()), "-o", str(work), *(["--", *parallel] if openmp else [])])
     built.adgen_stages = [(m[1], float(m[2]) / 1e3) for m in map(STAGE.match, log.splitlines()) if m]
-    built.seconds["clang"], _ = _timed([*ZIG_CC, "-c", str(program.source()), "-o", str(objects[0])])
+    built.seconds["clang"], _ = _timed([*ZIG_CC, *parallel, "-c", str(program.source()), "-o", str(objects[0])])
     defines = ["-DWITH_ADGEN"]
     if enzyme is not None:
         source, plain = program.source("_enzyme"), work / f"{program.name}_enzyme_plain.o"
-        base = [enzyme_cc, "-O2", "-fno-math-errno", "-w", "-c", str(source)]
+        base = [enzyme_cc, "-O2", "-fno-math-errno", "-w", *parallel, "-c", str(source)]
         built.seconds["clang-19"], _ = _timed([*base, "-o", str(plain)])
         built.seconds["clang-19 + Enzyme"], _ = _timed([*base, f"-fplugin={enzyme}", "-o",
                                                         str(work / f"{program.name}_enzyme.o")])
         objects.append(work / f"{program.name}_enzyme.o")
         defines.append("-DWITH_ENZYME")
+    runtime = openmp_link_flags(select_compiler(None)) if openmp else []
     link = [*ZIG_CC, *defines, "-I", str(work), "-I", str(HERE), str(HERE / "harness.c"),
-            str(program.source("_bench")), *map(str, objects), "-lm", "-o", str(built.executable)]
+            str(program.source("_bench")), *map(str, objects), *runtime, "-lm", "-o", str(built.executable)]
     _timed(link, fresh_cache=False)
     return built

@@ -10,7 +10,12 @@
  *
  * Shapes: B sequences of T tokens, C channels, L layers, NH heads, vocabulary V; B*T must be a
  * multiple of 8 (the matmul's tile) and C of NH. Sizes come from gpt2_num_params and
- * gpt2_num_acts. */
+ * gpt2_num_acts.
+ *
+ * Built with -fopenmp (`python -m bench.programs --openmp`), the matmuls, the attention and the
+ * softmax run their outer loops in parallel, and so do the hand-written matmul's backward loops,
+ * as in the reference implementation; each iteration writes its own rows. Without it the pragmas
+ * are ignored. */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -186,6 +191,7 @@ static void layernorm_forward(float *out, float *mean, float *rstd, const float 
 static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int B, int T, int C,
                            int OC)
 {
+    #pragma omp parallel for
     for (int obt = 0; obt < B * T; obt += 8) {
         for (int o = 0; o < OC; o++) {
             float result[8];
@@ -212,6 +218,7 @@ static void attention_forward(float *out, float *preatt, float *att, const float
 {
     int C3 = 3 * C, hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
+    #pragma omp parallel for
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             for (int h = 0; h < NH; h++) {
@@ -270,6 +277,7 @@ static void residual_forward(float *out, const float *a, const float *b, int n)
 
 static void softmax_forward(float *probs, const float *logits, int B, int T, int V)
 {
+    #pragma omp parallel for
     for (int bt = 0; bt < B * T; bt++) {
         const float *z = logits + bt * V;
         float *p = probs + bt * V;
@@ -386,6 +394,7 @@ static void layernorm_backward(float *dinp, float *dweight, float *dbias, const 
 static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int B, int T, int C, int OC)
 {
+    #pragma omp parallel for
     for (int bt = 0; bt < B * T; bt++) {
         const float *d = dout + bt * OC;
         float *dx = dinp + bt * C;
@@ -396,6 +405,7 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
                 dx[i] += w[i] * g;
         }
     }
+    #pragma omp parallel for
     for (int o = 0; o < OC; o++) {
         float *dw = dweight + o * C;
         float db = 0.0f;

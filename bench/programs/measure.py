@@ -4,6 +4,7 @@ with the hand-written one."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,12 @@ class Run:
     gradient: np.ndarray | None  # None for the primal
 
 
-def run(executable: Path, mode: str, reps: int, sizes: tuple[int, ...], work: Path) -> Run:
+def run(executable: Path, mode: str, reps: int, sizes: tuple[int, ...], work: Path, threads: int | None = None) -> Run:
+    """`threads`: OpenMP's team size (OMP_NUM_THREADS), for an executable built with -fopenmp."""
     gradient_file = work / f"{executable.name}.{mode}.grad"
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None
     done = subprocess.run([str(executable), mode, str(reps), str(gradient_file), *map(str, sizes)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{executable.name} {mode} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
     fields = dict(item.split("=", 1) for item in done.stdout.split())
