@@ -39,24 +39,22 @@ _RUNTIME_KINDS = {"stack.alloc": ALLOCATE, "stack.free": FREE, "arena.enter": LI
 # C library functions that carry no derivatives, whatever their arguments.
 INACTIVE_CALLS = {"printf", "fprintf", "puts", "fputs", "putchar", "fflush", "abort", "exit", "_exit", "rand", "srand",
                   "time", "clock", "__assert_fail", "assert", "perror", "fwrite", "sprintf", "snprintf"}
-# OpenMP's runtime calls that carry no derivatives: thread numbers, the serialized regions
-# differentiation sees (ir/parallel.py), worksharing loops' bounds (static and dynamic schedules),
-# barriers and critical sections. Forward mode copies them; they write the loops' bounds through
-# their pointer arguments, which the memory analysis assumes of any function it cannot see.
-INACTIVE_CALLS |= {"__kmpc_global_thread_num", "__kmpc_serialized_parallel", "__kmpc_end_serialized_parallel",
-                   "__kmpc_barrier", "__kmpc_critical", "__kmpc_end_critical", "__kmpc_for_static_fini",
-                   "__kmpc_push_num_threads", "__kmpc_dispatch_deinit", "omp_get_thread_num", "omp_get_num_threads",
-                   "omp_get_max_threads", "omp_in_parallel", "omp_get_wtime"}
-INACTIVE_CALLS |= {f"__kmpc_{what}_{width}" for what in ("for_static_init", "dispatch_init", "dispatch_next",
-                                                          "dispatch_fini") for width in ("4", "4u", "8", "8u")}
-# Library functions the memory analysis knows write no memory the caller can see: printing, and
-# OpenMP's runtime calls but those that hand out a loop's bounds through their arguments (a lock
-# or a barrier orders other threads' writes, of which the serialized regions reverse mode
-# differentiates have none).
-_WRITE_NOTHING = {"printf", "puts", "fprintf", "__kmpc_global_thread_num", "__kmpc_serialized_parallel",
-                  "__kmpc_end_serialized_parallel", "__kmpc_barrier", "__kmpc_critical", "__kmpc_end_critical",
-                  "__kmpc_for_static_fini", "__kmpc_push_num_threads", "__kmpc_dispatch_deinit", "omp_get_thread_num",
-                  "omp_get_num_threads", "omp_get_max_threads", "omp_in_parallel", "omp_get_wtime"}
+# OpenMP's bookkeeping: thread numbers, the serialized regions differentiation sees
+# (ir/parallel.py), barriers and critical sections. They carry no derivatives and write no memory
+# the program sees (a lock or a barrier orders other threads' writes, of which the serialized
+# regions reverse mode differentiates have none).
+_OPENMP_BOOKKEEPING = {"__kmpc_global_thread_num", "__kmpc_serialized_parallel", "__kmpc_end_serialized_parallel",
+                       "__kmpc_barrier", "__kmpc_critical", "__kmpc_end_critical", "__kmpc_for_static_fini",
+                       "__kmpc_push_num_threads", "__kmpc_dispatch_deinit", "omp_get_thread_num", "omp_get_num_threads",
+                       "omp_get_max_threads", "omp_in_parallel", "omp_get_wtime"}
+# OpenMP's worksharing loops' bounds (static and dynamic schedules): no derivatives either, but
+# written through their pointer arguments, which the memory analysis assumes of any function it
+# cannot see. Forward mode copies both kinds.
+_OPENMP_SCHEDULES = {f"__kmpc_{what}_{width}" for what in ("for_static_init", "dispatch_init", "dispatch_next",
+                                                            "dispatch_fini") for width in ("4", "4u", "8", "8u")}
+INACTIVE_CALLS |= _OPENMP_BOOKKEEPING | _OPENMP_SCHEDULES
+# Library functions the memory analysis knows write no memory the caller can see.
+_WRITE_NOTHING = {"printf", "puts", "fprintf"} | _OPENMP_BOOKKEEPING
 
 
 def callee_name(inst: Instruction) -> str:
@@ -142,8 +140,7 @@ def refused(module: Module, inst: Instruction) -> str | None:
     name = callee_name(inst)
     if inst.opcode != "call" or not name.startswith(("__kmpc_", "omp_")) or kind_of(module, inst) != UNDEFINED:
         return None
-    construct = next((what for prefix, what in _OPENMP_CONSTRUCTS if name.startswith(prefix)), None)
-    return no_derivative(inst) if construct is not None else None
+    return no_derivative(inst) if _openmp_construct(name) is not None else None
 
 
 def no_derivative(inst: Instruction) -> str:
@@ -153,7 +150,7 @@ def no_derivative(inst: Instruction) -> str:
         return (f"a call through a function pointer, and no function of the sources has its type "
                 f"('{inst.type.text} ({types})')")
     name = callee_name(inst)
-    construct = next((what for prefix, what in _OPENMP_CONSTRUCTS if name.startswith(prefix)), None)
+    construct = _openmp_construct(name)
     if construct is not None:
         return f"{construct}: OpenMP's '{name}' is not differentiated yet (specs/openmp.md)"
     return f"a call to '{name}', which is not defined in the sources and has no derivative rule"
@@ -167,3 +164,8 @@ _OPENMP_CONSTRUCTS = (("__kmpc_reduce", "a reduction (`reduction(...)`)"), ("__k
                       ("__kmpc_masked", "a `masked` region"), ("__kmpc_fork_teams", "a `teams` region"),
                       ("__kmpc_copyprivate", "`copyprivate`"), ("omp_set_lock", "a lock"),
                       ("omp_unset_lock", "a lock"), ("omp_set_nest_lock", "a lock"), ("__kmpc_", "an OpenMP construct"))
+
+
+def _openmp_construct(name: str) -> str | None:
+    """The OpenMP construct a runtime function adgen does not differentiate is part of, for errors."""
+    return next((what for prefix, what in _OPENMP_CONSTRUCTS if name.startswith(prefix)), None)

@@ -10,12 +10,12 @@ itself writes for `parallel if(0)`),
     __kmpc_end_serialized_parallel(loc, gtid)
 
 so that every analysis and both modes see an ordinary call, and a worksharing loop inside runs
-all its iterations on the one thread (the runtime's `__kmpc_for_static_init_*` gives a team of
-one the whole range). A reduction is made a critical section (`_reduction_in_critical_section`). The outlined functions are kept out of line and external (`serialize`
-names them), so that their parameters stay those the runtime passes. After differentiation,
-`fork_again` turns the calls of their forward derivatives back into forks: the derivative
-takes the captures then their tangents, all pointers, and each thread computes the tangents of
-the iterations it runs in the primal (specs/openmp.md)."""
+all its iterations on the one thread; a reduction becomes a critical section. For forward mode
+alone the outlined functions stay out of line, and `fork_again` turns the calls of their
+derivatives back into forks after differentiation: each thread computes the tangents of the
+iterations it runs in the primal. Where reverse mode is made too, they are inlined, and a static
+schedule's bounds are written out as the runtime computes them for a team of one
+(specs/openmp.md)."""
 
 from __future__ import annotations
 
@@ -34,10 +34,6 @@ _REDUCTION = r"call (?:i32|void) @__kmpc_(?:end_)?reduce(?:_nowait)?\("
 _TID = "adgen.omp.tid."  # the names serialization gives its values, numbered
 _GTID = "adgen.omp.gtid."
 _ZERO = "adgen.omp.zero."
-
-
-def forks(text: str) -> bool:
-    return f"{FORK}(" in text
 
 
 def serialize(text: str, out_of_line: bool = True) -> tuple[str, set[str]]:
