@@ -22,7 +22,7 @@ from pathlib import Path
 from adgen.base import __version__
 from adgen.base.diagnostics import AdgenError, Diagnostic
 from adgen.base.timing import Stages
-from adgen.base.toolchain import USERS_NDEBUG, bundled_cc, select_compiler, system_flags
+from adgen.base.toolchain import USERS_NDEBUG, bundled_cc, openmp_link_flags, select_compiler, system_flags
 from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.frontend.languages import is_rust
 
@@ -99,7 +99,9 @@ def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> N
         obj = out / f"{src.stem}.o"
         _run([*cc, "-c", "-O2", "-fPIC", *USERS_NDEBUG, *flags, "-iquote", str(out), str(src), "-o", str(obj)])
         objects.append(str(obj))
-    _run([*cc, "-shared", *objects, *(str(out / f"{s.stem}.adgen.o") for s in sources), "-o", str(library), "-lm"])
+    runtime = openmp_link_flags(select_compiler(None)) if "-fopenmp" in flags else []  # (the bundled clang has none)
+    _run([*cc, "-shared", *objects, *(str(out / f"{s.stem}.adgen.o") for s in sources), *runtime, "-o", str(library),
+          "-lm"])
 
 
 def _derive(sources: list[Path], out: Path, flags: list[str]) -> None:

@@ -375,3 +375,16 @@ def test_adgen_cc_differentiates_openmp_code_written_for_enzyme(tmp_path, level)
         ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60,
                              env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
         assert ran.returncode == 0 and f"threads {threads}" in ran.stdout, ran.stdout + ran.stderr
+
+
+def test_adgen_check_builds_and_checks_openmp_code(adgen, c_file):
+    src = c_file("#include <math.h>\n"
+                 "// @diff(scale_grad: (dup, dup, const))\n"
+                 "// @diff(scale_fwd: forward (dual, dual, const))\n"
+                 "void scale(double *restrict y, const double *restrict x, int n) {\n"
+                 "    #pragma omp parallel for\n"
+                 "    for (int i = 0; i < n; i++) y[i] = sin(x[i]) * x[i];\n"
+                 "}\n")
+    result = adgen("check", src, "--size", "x=n", "--size", "y=n", "--size", "n=40", "--", "-fopenmp")
+    assert result.status == 0, result.out + result.err
+    assert "3 of 3 checks pass" in result.out  # (each mode, and forward against reverse)
