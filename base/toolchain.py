@@ -164,3 +164,25 @@ def openmp_link_flags(compiler: Compiler) -> list[str]:
         raise AdgenError(error("-fopenmp: the bundled clang has no OpenMP runtime, and none was found on this "
                                "machine (install libomp-dev, or name a clang that has one with ADGEN_CC)"))
     return [library, f"-Wl,-rpath,{os.path.dirname(library)}"]
+
+
+def openmp_include_flags(compiler: Compiler) -> list[str]:
+    """What compiling with -fopenmp needs besides: for the bundled clang, which has no `omp.h`,
+    a folder holding the system's alone (LLVM's, from libomp-dev; else GCC's: the API is the
+    same). Alone, so that the system compiler's other headers do not take the place of zig's."""
+    if compiler.command != bundled_cc():
+        return []
+    found = sorted(glob.glob("/usr/lib/llvm-*/lib/clang/*/include/omp.h")) or \
+        sorted(glob.glob("/usr/lib/gcc/*/*/include/omp.h")) or sorted(glob.glob("/usr/local/include/omp.h"))
+    if not found:
+        return []
+    header = Path(found[-1])
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "adgen" / "openmp-include"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        copy = folder / "omp.h"
+        if not copy.exists() or copy.read_bytes() != header.read_bytes():
+            copy.write_bytes(header.read_bytes())
+    except OSError:
+        return []
+    return ["-isystem", str(folder)]

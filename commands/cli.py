@@ -13,7 +13,7 @@ from adgen.base.diagnostics import AdgenError
 from adgen.commands.outputs import write_all, write_depfile
 from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.base.timing import Stages, plural
-from adgen.base.toolchain import select_compiler, system_flags
+from adgen.base.toolchain import openmp_include_flags, select_compiler, system_flags
 
 DESCRIPTION = """\
 adgen: automatic differentiation for C, driven by @diff annotations.
@@ -153,6 +153,8 @@ def _run(args, extra: list[str], stages: Stages) -> int:
     with stages.stage("toolchain"):
         compiler = select_compiler(args.cc)
         user = [*(f"-I{d}" for d in args.includes), *(f"-D{d}" for d in args.defines)]
+        if "-fopenmp" in extra:  # (omp.h, which the bundled clang lacks)
+            user += openmp_include_flags(compiler)
         flags = [*system_flags(compiler), *user]  # libclang needs the compiler's header paths spelled out
     if args.command == "check":
         from adgen.commands.check import run

@@ -22,7 +22,8 @@ from pathlib import Path
 from adgen.base import __version__
 from adgen.base.diagnostics import AdgenError, Diagnostic
 from adgen.base.timing import Stages
-from adgen.base.toolchain import USERS_NDEBUG, bundled_cc, openmp_link_flags, select_compiler, system_flags
+from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, openmp_include_flags, openmp_link_flags, select_compiler,
+                                  system_flags)
 from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.frontend.languages import is_rust
 
@@ -92,6 +93,8 @@ def _fingerprint() -> str:
 def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> None:
     """`adgen build -q SOURCES -o OUT -- FLAGS`, then the sources and the derivatives' objects
     linked into `library`."""
+    if "-fopenmp" in flags:  # (omp.h, which the bundled clang lacks)
+        flags = [*flags, *openmp_include_flags(select_compiler(None))]
     _derive(sources, out, flags)
     cc = list(bundled_cc())
     objects = []

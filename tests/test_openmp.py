@@ -318,12 +318,12 @@ def test_atomic_update_of_derivative_data_is_a_located_error_in_both_modes(adgen
 
 ENZYME_STYLE = r"""
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 extern int enzyme_dup, enzyme_const, enzyme_dupnoneed;
 void __enzyme_autodiff(void *, ...);
 void __enzyme_fwddiff(void *, ...);
-int omp_get_max_threads(void);
 
 void squares(double *a, int n) {
     #pragma omp parallel for
@@ -379,11 +379,12 @@ def test_adgen_cc_differentiates_openmp_code_written_for_enzyme(tmp_path, level)
 
 def test_adgen_check_builds_and_checks_openmp_code(adgen, c_file):
     src = c_file("#include <math.h>\n"
+                 "#include <omp.h>  /* (the bundled clang has none: adgen adds the system's) */\n"
                  "// @diff(scale_grad: (dup, dup, const))\n"
                  "// @diff(scale_fwd: forward (dual, dual, const))\n"
                  "void scale(double *restrict y, const double *restrict x, int n) {\n"
                  "    #pragma omp parallel for\n"
-                 "    for (int i = 0; i < n; i++) y[i] = sin(x[i]) * x[i];\n"
+                 "    for (int i = 0; i < n; i++) y[i] = sin(x[i]) * x[i] + omp_get_thread_num() * 0.0;\n"
                  "}\n")
     result = adgen("check", src, "--size", "x=n", "--size", "y=n", "--size", "n=40", "--", "-fopenmp")
     assert result.status == 0, result.out + result.err

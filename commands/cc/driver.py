@@ -16,7 +16,8 @@ from pathlib import Path
 
 from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import Stages
-from adgen.base.toolchain import USERS_NDEBUG, Compiler, openmp_link_flags, select_compiler, system_flags
+from adgen.base.toolchain import (USERS_NDEBUG, Compiler, openmp_include_flags, openmp_link_flags, select_compiler,
+                                  system_flags)
 
 HELP = """\
 usage: adgen cc [C compiler flags] FILE.c ... [-c] [-o OUT]
@@ -130,6 +131,9 @@ def main(argv: list[str]) -> int:
     line = parse(argv)
     stages = Stages(verbose="--adgen-verbose" in line.adgen, progress=False)
     compiler = select_compiler(None)
+    if "-fopenmp" in line.compile_flags:  # (omp.h, which the bundled clang lacks)
+        line.compile_flags += openmp_include_flags(compiler)
+        line.lowering_flags += openmp_include_flags(compiler)
     if line.stops_early or not line.sources:
         return _clang(compiler, line.argv)
     if (line.compile_only or line.assemble_only) and line.output and len(line.sources) > 1:
