@@ -154,10 +154,10 @@ def openmp_library() -> str | None:
     return found[-1] if found else None
 
 
-def openmp_link_flags(compiler: Compiler) -> list[str]:
-    """What linking with -fopenmp needs besides: for the bundled clang, the system's libomp by
-    path, found at run time where it was found now."""
-    if compiler.command != bundled_cc():
+def openmp_link_flags(compiler: Compiler, flags: list[str]) -> list[str]:
+    """What linking with `flags` needs besides, where they hold -fopenmp: for the bundled clang,
+    the system's libomp by path, found at run time where it was found now."""
+    if "-fopenmp" not in flags or compiler.command != bundled_cc():
         return []
     library = openmp_library()
     if library is None:
@@ -166,11 +166,12 @@ def openmp_link_flags(compiler: Compiler) -> list[str]:
     return [library, f"-Wl,-rpath,{os.path.dirname(library)}"]
 
 
-def openmp_include_flags(compiler: Compiler) -> list[str]:
-    """What compiling with -fopenmp needs besides: for the bundled clang, which has no `omp.h`,
-    a folder holding the system's alone (LLVM's, from libomp-dev; else GCC's: the API is the
-    same). Alone, so that the system compiler's other headers do not take the place of zig's."""
-    if compiler.command != bundled_cc():
+def openmp_include_flags(compiler: Compiler, flags: list[str]) -> list[str]:
+    """What compiling with `flags` needs besides, where they hold -fopenmp: for the bundled clang,
+    which has no `omp.h`, a folder holding the system's alone (LLVM's, from libomp-dev; else
+    GCC's: the API is the same). Alone, so that the system compiler's other headers do not take
+    the place of zig's."""
+    if "-fopenmp" not in flags or compiler.command != bundled_cc():
         return []
     found = sorted(glob.glob("/usr/lib/llvm-*/lib/clang/*/include/omp.h")) or \
         sorted(glob.glob("/usr/lib/gcc/*/*/include/omp.h")) or sorted(glob.glob("/usr/local/include/omp.h"))

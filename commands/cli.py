@@ -153,8 +153,7 @@ def _run(args, extra: list[str], stages: Stages) -> int:
     with stages.stage("toolchain"):
         compiler = select_compiler(args.cc)
         user = [*(f"-I{d}" for d in args.includes), *(f"-D{d}" for d in args.defines)]
-        if "-fopenmp" in extra:  # (omp.h, which the bundled clang lacks)
-            user += openmp_include_flags(compiler)
+        user += openmp_include_flags(compiler, extra)
         flags = [*system_flags(compiler), *user]  # libclang needs the compiler's header paths spelled out
     if args.command == "check":
         from adgen.commands.check import run

@@ -93,8 +93,7 @@ def _fingerprint() -> str:
 def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> None:
     """`adgen build -q SOURCES -o OUT -- FLAGS`, then the sources and the derivatives' objects
     linked into `library`."""
-    if "-fopenmp" in flags:  # (omp.h, which the bundled clang lacks)
-        flags = [*flags, *openmp_include_flags(select_compiler(None))]
+    flags = [*flags, *openmp_include_flags(select_compiler(None), flags)]
     _derive(sources, out, flags)
     cc = list(bundled_cc())
     objects = []
@@ -102,9 +101,8 @@ def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> N
         obj = out / f"{src.stem}.o"
         _run([*cc, "-c", "-O2", "-fPIC", *USERS_NDEBUG, *flags, "-iquote", str(out), str(src), "-o", str(obj)])
         objects.append(str(obj))
-    runtime = openmp_link_flags(select_compiler(None)) if "-fopenmp" in flags else []  # (the bundled clang has none)
-    _run([*cc, "-shared", *objects, *(str(out / f"{s.stem}.adgen.o") for s in sources), *runtime, "-o", str(library),
-          "-lm"])
+    _run([*cc, "-shared", *objects, *(str(out / f"{s.stem}.adgen.o") for s in sources),
+          *openmp_link_flags(select_compiler(None), flags), "-o", str(library), "-lm"])
 
 
 def _derive(sources: list[Path], out: Path, flags: list[str]) -> None:

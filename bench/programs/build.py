@@ -62,7 +62,7 @@ def build(program: Program, work: Path, enzyme: Path | None = None, enzyme_cc: s
                                                         str(work / f"{program.name}_enzyme.o")])
         objects.append(work / f"{program.name}_enzyme.o")
         defines.append("-DWITH_ENZYME")
-    runtime = openmp_link_flags(select_compiler(None)) if openmp else []
+    runtime = openmp_link_flags(select_compiler(None), parallel)
     link = [*ZIG_CC, *defines, "-I", str(work), "-I", str(HERE), str(HERE / "harness.c"),
             str(program.source("_bench")), *map(str, objects), *runtime, "-lm", "-o", str(built.executable)]
     _timed(link, fresh_cache=False)

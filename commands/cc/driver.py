@@ -131,9 +131,9 @@ def main(argv: list[str]) -> int:
     line = parse(argv)
     stages = Stages(verbose="--adgen-verbose" in line.adgen, progress=False)
     compiler = select_compiler(None)
-    if "-fopenmp" in line.compile_flags:  # (omp.h, which the bundled clang lacks)
-        line.compile_flags += openmp_include_flags(compiler)
-        line.lowering_flags += openmp_include_flags(compiler)
+    headers = openmp_include_flags(compiler, line.compile_flags)
+    line.compile_flags += headers
+    line.lowering_flags += headers
     if line.stops_early or not line.sources:
         return _clang(compiler, line.argv)
     if (line.compile_only or line.assemble_only) and line.output and len(line.sources) > 1:
@@ -153,8 +153,7 @@ def main(argv: list[str]) -> int:
         if line.compile_only or line.assemble_only:
             return 0
         flags = [a for i, a in enumerate(argv) if not (a in ("-o", "-x") or (i and argv[i - 1] in ("-o", "-x")))]
-        if "-fopenmp" in flags:
-            flags += openmp_link_flags(compiler)
+        flags += openmp_link_flags(compiler, flags)
         return _clang(compiler, [*flags, "-Wno-unused-command-line-argument", "-o", line.output or "a.out"])
 
 

@@ -154,9 +154,9 @@ class Builder:
         reverse sweeps, start + i * 1)."""
         if a.type.kind == "int" and op.split(" ", 1)[0] in _IDENTITIES:
             left, right = _IDENTITIES[op.split(" ", 1)[0]]
-            if _integer(b.ref, a.type.bits) == _integer(right, a.type.bits):
+            if integer(b.ref, a.type.bits) == integer(right, a.type.bits):
                 return a
-            if left is not None and _integer(a.ref, a.type.bits) == _integer(left, a.type.bits):
+            if left is not None and integer(a.ref, a.type.bits) == integer(left, a.type.bits):
                 return b
         return self.value(a.type, f"{op} {a}, {b.ref}")
 
@@ -264,15 +264,18 @@ _IDENTITIES = {"add": (0, 0), "or": (0, 0), "xor": (0, 0), "and": (-1, -1), "mul
                "shl": (None, 0), "lshr": (None, 0), "ashr": (None, 0)}
 
 
-def _integer(ref: str | int | None, bits: int) -> int | None:
-    """An integer constant's bits (`true` is i1's 1, and so its -1), None for any other value."""
-    if isinstance(ref, int):
-        return ref & ((1 << bits) - 1)
-    if ref in ("true", "false"):
-        return int(ref == "true")
-    if ref and (ref.isdigit() or ref[0] == "-" and ref[1:].isdigit()):
-        return int(ref) & ((1 << bits) - 1)
-    return None
+def integer(ref: str | int | None, bits: int | None = None) -> int | None:
+    """An integer constant's value (`true` is 1), None for any other value; given `bits`, its
+    bits in that width (so i1's `true` is also its -1)."""
+    if isinstance(ref, str) and ref in ("true", "false"):
+        value = int(ref == "true")
+    elif isinstance(ref, str) and ref and (ref.isdigit() or ref[0] == "-" and ref[1:].isdigit()):
+        value = int(ref)
+    elif isinstance(ref, int):
+        value = ref
+    else:
+        return None
+    return value & ((1 << bits) - 1) if bits else value
 
 
 def _align(t: Type, known: int | None) -> int:

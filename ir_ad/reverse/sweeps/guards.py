@@ -15,7 +15,7 @@ from __future__ import annotations
 from adgen.ir_ad.analysis.loops import Loop
 from adgen.ir_ad.analysis.ranges import Access, Node, Ranges
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, struct
-from adgen.ir_ad.ir.builder import Builder, V
+from adgen.ir_ad.ir.builder import Builder, V, integer
 from adgen.ir_ad.reverse.plan.keys import VALUE
 from adgen.ir_ad.reverse.types import ReverseFacts
 from adgen.ir_ad.reverse.sweeps.storage import trip_count
@@ -75,7 +75,7 @@ class Intervals:
         if b.ref == identity or (a.ref == identity and op != "sub"):
             return a if b.ref == identity else b
         if _constant(a) and _constant(b):
-            value = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__}[op](int(a.ref), int(b.ref))
+            value = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__}[op](integer(a.ref), integer(b.ref))
             if -(1 << 63) <= value < 1 << 63:
                 return V(I64, str(value))
         key = (op, a.ref, b.ref)
@@ -90,7 +90,7 @@ class Intervals:
         """A condition of the bounds' validity, `icmp predicate a, b`; none where it holds of
         constants."""
         if _constant(a) and _constant(b):
-            x, y = int(a.ref), int(b.ref)
+            x, y = integer(a.ref), integer(b.ref)
             if {"sge": x >= y, "sle": x <= y, "ule": x % (1 << 64) <= y % (1 << 64)}[predicate]:
                 return
         self.conditions.append(self.b.value(I1, f"icmp {predicate} {a}, {b.ref}"))
@@ -157,7 +157,7 @@ class Intervals:
     def _fold(self, fn: str, values: list[V]) -> V:
         """smin or smax of the values, each written once, constants folded."""
         pick = min if fn.endswith("smin.i64") else max
-        constants = [int(v.ref) for v in values if _constant(v)]
+        constants = [integer(v.ref) for v in values if _constant(v)]
         kept = list({v.ref: v for v in values if not _constant(v)}.values())
         out = kept[0] if kept else V(I64, str(pick(constants)))
         for v in kept[1:] + ([V(I64, str(pick(constants)))] if kept and constants else []):
@@ -166,7 +166,7 @@ class Intervals:
 
 
 def _constant(v: V) -> bool:
-    return v.ref.isdigit() or (v.ref[:1] == "-" and v.ref[1:].isdigit())
+    return integer(v.ref) is not None
 
 
 class Guards:
