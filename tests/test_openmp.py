@@ -314,6 +314,7 @@ def test_atomic_update_of_derivative_data_is_a_located_error_in_both_modes(adgen
     for name in ("tot_fwd", "tot_grad"):  # (the region inlined into tot for reverse mode)
         assert re.search(re.escape(f"{src}:7:9: error: cannot differentiate the 'atomicrmw' instruction in function ")
                          + rf"'tot(\.omp_outlined)?' \(needed by '{name}'\)", result.err), result.err
+    assert "Traceback" not in result.err and not (tmp_path / "out").exists()
 
 
 ENZYME_STYLE = r"""
@@ -389,3 +390,16 @@ def test_adgen_check_builds_and_checks_openmp_code(adgen, c_file):
     result = adgen("check", src, "--size", "x=n", "--size", "y=n", "--size", "n=40", "--", "-fopenmp")
     assert result.status == 0, result.out + result.err
     assert "3 of 3 checks pass" in result.out  # (each mode, and forward against reverse)
+
+
+def test_linking_openmp_code_without_a_runtime_says_so(monkeypatch):
+    from adgen.base import toolchain
+    from adgen.base.diagnostics import AdgenError
+
+    bundled = toolchain.select_compiler(None)
+    assert toolchain.openmp_link_flags(bundled, ["-O2"]) == []  # (no -fopenmp: nothing to add)
+    monkeypatch.setattr(toolchain, "openmp_library", lambda: None)
+    with pytest.raises(AdgenError) as raised:
+        toolchain.openmp_link_flags(bundled, ["-fopenmp"])
+    assert "the bundled clang has no OpenMP runtime, and none was found on this machine (install libomp-dev" in \
+        raised.value.diagnostics[0].message
