@@ -1,7 +1,8 @@
 """The bytes an access may touch over a loop's run (ir_ad/analysis/ranges.py), as the undo log's
 checks compute them (ir_ad/reverse/sweeps/guards.py, `Intervals`): for loops of each shape, the
 bounds computed before the outermost loop hold every byte its store writes (and are exact where
-every iteration runs), against the addresses the loop writes, which the C code records; an access
+every iteration runs), against the addresses the loop writes, which the C code records (a loop
+indexed by quotients and remainders, as OpenMP's `collapse(n)` indexes, among them); an access
 through an index read from memory has no bounds."""
 
 from __future__ import annotations
@@ -53,9 +54,25 @@ void gathered(double *a, int n, int m)
 {
     for (int i = 0; i < n; i++) { saw(&a[(i * 7) % (m + 1)]); a[(i * 7) % (m + 1)] = i; }
 }
+void collapsed(double *a, int n, int m)
+{
+    for (int k = 0; k < n * m; k++) { int i = k / m, j = k % m; saw(&a[i * m + j]); a[i * m + j] = k; }
+}
+void collapsed_unsigned(double *a, int n, int m)
+{
+    for (unsigned k = 0; k < (unsigned)(n * m); k++) {
+        unsigned i = k / (unsigned)m, j = k % (unsigned)m;
+        saw(&a[2 * (i * (unsigned)m + j) + (k >> 2)]); a[2 * (i * (unsigned)m + j) + (k >> 2)] = k;
+    }
+}
+void loaded(double *a, int n, int m)
+{
+    for (int i = 0; i < n; i++) { saw(&a[(int)a[i] + m]); a[(int)a[i] + m] = i; }
+}
 """
 
-CASES = ["rect", "down", "stride", "triangle", "unsigned_up", "shifted_back"]
+CASES = ["rect", "down", "stride", "triangle", "unsigned_up", "shifted_back", "gathered", "collapsed",
+         "collapsed_unsigned"]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +89,7 @@ def module_and_lib(tmp_path_factory):
     module = optimized(SOURCE, tmp)
     text = module.text
     found, inserted, decls = {}, {}, Declarations(set(module.functions))
-    for name in CASES + ["gathered"]:
+    for name in CASES + ["loaded"]:
         fn = module.functions["@" + name]
         cfg = CFG(fn)
         loops = LoopForest(fn, cfg)
@@ -143,10 +160,10 @@ def test_bounds_hold_what_each_loop_writes(module_and_lib, name, n, m):
         return  # the loop did not run (nor, maybe, the block before it that computes the bounds)
     assert ok == 1
     assert lo <= seen_lo and seen_hi <= hi, (name, lo - base, hi - base, seen_lo - base, seen_hi - base)
-    if name in ("rect", "down", "unsigned_up", "shifted_back"):  # every iteration runs: exact
+    if name in ("rect", "down", "unsigned_up", "shifted_back", "collapsed"):  # every iteration runs: exact
         assert (lo, hi) == (seen_lo, seen_hi)
 
 
-def test_an_index_read_or_computed_by_remainder_has_no_range(module_and_lib):
+def test_an_index_read_from_memory_has_no_range(module_and_lib):
     found, _ = module_and_lib
-    assert found["gathered"] is None
+    assert found["loaded"] is None

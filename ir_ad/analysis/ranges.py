@@ -5,7 +5,10 @@ known before the loop starts (its preheader): the undo log's run-time checks (sp
 An address is followed back through getelementptr, integer arithmetic, extensions and selects
 to values defined outside the loop (taken as they are) and to the induction variables of loops
 inside it, whose values lie between their start and their start plus (trip count - 1) steps; a
-start or bound defined inside the loop is itself bounded the same way. The result is a tree of
+start or bound defined inside the loop is itself bounded the same way. A quotient or remainder
+(by a divisor of at least one, of a dividend that is not negative) is bounded too: OpenMP's
+`collapse(n)` indexes by the collapsed loop's counter divided and taken modulo the inner trip
+counts. The result is a tree of
 `Node`s over those values, evaluated at run time by interval arithmetic (an upper bound of every
 address, a lower bound, both in 64 bits): anything else (a loaded index, a phi that is not an
 induction variable, a loop whose trip count is not known when it starts, narrow arithmetic that
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 
 from adgen.ir_ad.analysis.flow import CFG
 from adgen.ir_ad.analysis.loops import Loop, LoopForest, Trip
-from adgen.ir_ad.ir import Instruction, Operand, Type
+from adgen.ir_ad.ir import I64, Instruction, Operand, Type
 
 
 
@@ -30,6 +33,8 @@ class Node:
     - "iv": an induction variable stepping by `step` from `args[0]`, of a loop whose `trip`
       bounds `args[1]` (its start) and `args[2]` (its bound) give;
     - "add", "sub", "mul" of `args`; "scale" of `args[0]` by the constant `step`;
+    - "div", "rem": the quotient and remainder of `args[0]` by `args[1]`, valid where the
+      dividend is not negative and the divisor at least one (signed or unsigned alike then);
     - "zext" of `args[0]`, valid where its lower bound is not negative; "fit": `args[0]` itself
       (a truncation, valid where it fits `bits`);
     - "hull" of `args` (a select of either);
@@ -114,6 +119,18 @@ class Ranges:
             if b is None:
                 return None
             return Node("add" if op == "or" else op, (a, b), bits=bits)
+        if op in ("udiv", "sdiv", "urem", "srem", "lshr", "ashr") and t.kind == "int":
+            a = sub(0)
+            second = inst.operands[1]
+            if op in ("lshr", "ashr"):  # by a constant: a quotient by a power of two
+                if not second.is_constant or not 0 <= int(second.value) < 63:
+                    return None
+                divisor = Node("leaf", operand=Operand(I64, str(1 << int(second.value))))
+            else:
+                divisor = sub(1)
+            if a is None or divisor is None:
+                return None
+            return Node("rem" if op.endswith("rem") else "div", (a, divisor))
         if op == "sext" or op == "freeze":
             return sub(0)
         if op == "zext":

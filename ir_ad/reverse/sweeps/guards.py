@@ -114,6 +114,29 @@ class Intervals:
         corners = [self._checked("mul", x, y) for x in (a0, a1) for y in (b0, b1)]
         return self._fold("@llvm.smin.i64", corners), self._fold("@llvm.smax.i64", corners)
 
+    def _div(self, node: Node) -> tuple[V, V]:
+        """Non-decreasing in the dividend, non-increasing in the divisor, where the dividend is
+        not negative and the divisor at least one (the divisions themselves divide by at least
+        one, whatever the bounds: they run before anything checks them)."""
+        (x0, x1), (d0, d1) = (self.bounds(a) for a in node.args)
+        self._condition("sge", x0, V(I64, "0"))
+        self._condition("sge", d0, V(I64, "1"))
+        least, most = (self._fold("@llvm.smax.i64", [d, V(I64, "1")]) for d in (d0, d1))
+        return self._divided(x0, most), self._divided(x1, least)
+
+    def _rem(self, node: Node) -> tuple[V, V]:
+        """From 0 to the dividend's upper bound or the divisor's less one, whichever is less,
+        under the conditions of a quotient."""
+        (x0, x1), (d0, d1) = (self.bounds(a) for a in node.args)
+        self._condition("sge", x0, V(I64, "0"))
+        self._condition("sge", d0, V(I64, "1"))
+        return V(I64, "0"), self._fold("@llvm.smin.i64", [x1, self._checked("sub", d1, V(I64, "1"))])
+
+    def _divided(self, x: V, d: V) -> V:
+        if _constant(x) and _constant(d) and integer(d.ref) >= 1:
+            return V(I64, str(abs(integer(x.ref)) // integer(d.ref) * (1 if integer(x.ref) >= 0 else -1)))
+        return self.b.binary("sdiv", x, d)
+
     def _zext(self, node: Node) -> tuple[V, V]:
         x0, x1 = self.bounds(node.args[0])
         self._condition("sge", x0, V(I64, "0"))
