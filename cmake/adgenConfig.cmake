@@ -4,11 +4,17 @@
 #   add_executable(app main.c kernel.c)
 #   adgen_add_derivatives(TARGET app SOURCES kernel.c)
 #
-# adgen_add_derivatives(TARGET <target> SOURCES <files...> [OUTPUT_DIR <dir>] [OPTIONS <adgen flags...>])
+# adgen_add_derivatives(TARGET <target> SOURCES <files...> [OUTPUT_DIR <dir>] [OPENMP] [OPTIONS <adgen flags...>])
 # runs `adgen build` on each source (one custom command per source), adds the resulting object
 # to the target and the header directory to its include path. The target's include
 # directories and compile definitions reach adgen through a response file. Each command
 # reruns when its source, a header the source includes, or adgen itself changes.
+#
+# OpenMP: with OPENMP, or where the target already links OpenMP::OpenMP_C or compiles with
+# -fopenmp when adgen_add_derivatives is called, the sources are built with -fopenmp and the
+# target links the OpenMP runtime the objects call, LLVM's libomp (`adgen --openmp-library`):
+# clang's own -fopenmp links it; with GCC, whose -fopenmp links libgomp, libomp is linked
+# before it, and runs GCC's parallel code too (it implements libgomp's interface).
 
 cmake_minimum_required(VERSION 3.20)
 
@@ -25,9 +31,13 @@ if(NOT ADGEN_EXECUTABLE)
 endif()
 execute_process(COMMAND "${ADGEN_EXECUTABLE}" --version OUTPUT_VARIABLE _adgen_version OUTPUT_STRIP_TRAILING_WHITESPACE)
 string(REPLACE "adgen " "" adgen_VERSION "${_adgen_version}")
+if(NOT DEFINED ADGEN_OPENMP_LIBRARY)
+  execute_process(COMMAND "${ADGEN_EXECUTABLE}" --openmp-library OUTPUT_VARIABLE _adgen_omp OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(ADGEN_OPENMP_LIBRARY "${_adgen_omp}" CACHE FILEPATH "the OpenMP runtime (libomp) adgen's objects built with -fopenmp call")
+endif()
 
 function(adgen_add_derivatives)
-  cmake_parse_arguments(PARSE_ARGV 0 ARG "" "TARGET;OUTPUT_DIR" "SOURCES;OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 0 ARG "OPENMP" "TARGET;OUTPUT_DIR" "SOURCES;OPTIONS")
   if(NOT ARG_TARGET OR NOT ARG_SOURCES)
     message(FATAL_ERROR "adgen_add_derivatives needs TARGET <target> and SOURCES <files...>")
   endif()
@@ -38,6 +48,25 @@ function(adgen_add_derivatives)
     set(ARG_OUTPUT_DIR "${CMAKE_CURRENT_BINARY_DIR}/adgen")
   endif()
   file(MAKE_DIRECTORY "${ARG_OUTPUT_DIR}")
+  get_target_property(_links ${ARG_TARGET} LINK_LIBRARIES)
+  get_target_property(_options ${ARG_TARGET} COMPILE_OPTIONS)
+  if("OpenMP::OpenMP_C" IN_LIST _links OR "-fopenmp" IN_LIST _options)
+    set(ARG_OPENMP TRUE)
+  endif()
+  if(ARG_OPENMP)
+    if("--" IN_LIST ARG_OPTIONS)
+      list(APPEND ARG_OPTIONS -fopenmp)
+    else()
+      list(APPEND ARG_OPTIONS -- -fopenmp)
+    endif()
+    if(NOT ADGEN_OPENMP_LIBRARY)
+      message(FATAL_ERROR "adgen_add_derivatives(${ARG_TARGET} ... OPENMP): the derivatives call LLVM's OpenMP runtime, libomp, and this machine has none (Debian: apt install libomp-dev), or pass -DADGEN_OPENMP_LIBRARY=/path/to/libomp.so")
+    endif()
+    if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang" OR NOT "OpenMP::OpenMP_C" IN_LIST _links)
+      # first among the target's libraries, before the runtime GCC's -fopenmp adds at the end
+      target_link_libraries(${ARG_TARGET} PRIVATE "${ADGEN_OPENMP_LIBRARY}")
+    endif()
+  endif()
   # The target's include directories and definitions, one argument per line, for `adgen @file`.
   set(_includes "$<TARGET_PROPERTY:${ARG_TARGET},INCLUDE_DIRECTORIES>")
   set(_defines "$<TARGET_PROPERTY:${ARG_TARGET},COMPILE_DEFINITIONS>")

@@ -72,6 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"adgen {__version__}")
     parser.add_argument("--cmake-dir", action=_CMakeDir, nargs=0,
                         help="print the directory of adgen's CMake package (for -Dadgen_DIR=...) and exit")
+    parser.add_argument("--openmp-library", action=_OpenMPLibrary, nargs=0,
+                        help="print the OpenMP runtime (libomp) that objects built with -fopenmp need, "
+                             "nothing where this machine has none, and exit")
     parser.add_argument("-v", "--verbose", action="store_true", dest="verbose_global",
                         help="print each stage's time")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -111,6 +114,17 @@ def _parser() -> argparse.ArgumentParser:
 class _CMakeDir(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         print(Path(__file__).resolve().parent.parent / "cmake")
+        parser.exit()
+
+
+class _OpenMPLibrary(argparse.Action):
+    """For build systems (cmake/adgenConfig.cmake): the bundled clang writes OpenMP's runtime
+    calls for libomp, which it does not ship."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from adgen.base.toolchain import openmp_library
+
+        print(openmp_library() or "")
         parser.exit()
 
 

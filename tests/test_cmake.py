@@ -1,6 +1,8 @@
 """The CMake package: examples/cmake configures with find_package(adgen) (through adgen_DIR and
 through CMAKE_PREFIX_PATH), builds with Ninja, runs, rebuilds nothing the second time, and
-after a header it includes is touched rebuilds only what depends on it."""
+after a header it includes is touched rebuilds only what depends on it. A target using OpenMP
+gets derivatives built with -fopenmp and the runtime they call, with GCC, clang and the bundled
+clang."""
 
 from __future__ import annotations
 
@@ -134,3 +136,96 @@ def test_code_written_for_enzyme_with_adgen_cc(tmp_path, how):
     build(tmp_path / "build")
     run = subprocess.run([str(tmp_path / "build" / "demo")], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout == "12\n"
+
+
+OPENMP_PROJECT = {
+    "kernel.c": """
+// @diff(energy_grad: (dup, const, const) -> activeonly)
+double energy(const double *x, int n, double k)
+{
+    double e = 0;
+    #pragma omp parallel for reduction(+: e)
+    for (int i = 0; i < n; i++)
+        e += k * x[i] * x[i] * x[i];
+    return e;
+}
+""",
+    "main.c": """
+#include <stdio.h>
+#include "kernel.adgen.h"
+int main(void)
+{
+    enum { N = 1000 };
+    static double x[N], dx[N];
+    double squares = 0;
+    #ifdef _OPENMP
+    #pragma omp parallel for reduction(+: squares)
+    #endif
+    for (int i = 0; i < N; i++) { x[i] = 0.001 * i; squares += x[i] * x[i]; }
+    energy_grad(x, dx, N, 2.0, 1.0);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        double want = 6.0 * x[i] * x[i], err = dx[i] > want ? dx[i] - want : want - dx[i];
+        if (err > worst) worst = err;
+    }
+    printf("worst %g, squares %.6f\\n", worst, squares);
+    return worst > 1e-12;
+}
+""",
+}
+
+
+def _openmp_compilers() -> list:
+    found = [pytest.param(c, marks=pytest.mark.skipif(shutil.which(c) is None, reason=f"no {c} on this machine"))
+             for c in ("gcc", "clang-19")]
+    return found + ["bundled"]
+
+
+@pytest.mark.parametrize("compiler", _openmp_compilers())
+def test_openmp_targets_build_and_link_the_runtime(tmp_path, compiler):
+    """A target linking OpenMP::OpenMP_C (GCC's -fopenmp links libgomp, clang's libomp) gets
+    derivatives built with -fopenmp and the runtime they call; with the bundled clang, which has
+    no OpenMP of its own, OPENMP asks for it. The gradient of a parallel reduction is right on
+    two threads, and the primal's own parallel loop runs beside it."""
+    from adgen.base.toolchain import openmp_library
+
+    if openmp_library() is None:
+        pytest.skip("no OpenMP runtime (libomp) on this machine: Debian's libomp-dev")
+    source = tmp_path / "src"
+    source.mkdir()
+    for name, text in OPENMP_PROJECT.items():
+        (source / name).write_text(text)
+    if compiler == "bundled":
+        cc = tmp_path / "zigcc"
+        cc.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ziglang cc "$@"\n')
+        cc.chmod(0o755)
+        lists = "add_executable(app main.c)\nadgen_add_derivatives(TARGET app SOURCES kernel.c OPENMP)\n"
+    else:
+        cc = Path(shutil.which(compiler))
+        lists = ("find_package(OpenMP REQUIRED)\nadd_executable(app main.c)\n"
+                 "target_link_libraries(app PRIVATE OpenMP::OpenMP_C)\nadgen_add_derivatives(TARGET app SOURCES kernel.c)\n")
+    (source / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.20)\nproject(par C)\n"
+                                           "find_package(adgen CONFIG REQUIRED)\n" + lists)
+    out = tmp_path / "build"
+    configure(source, out, cc, f"-Dadgen_DIR={cmake_dir()}")
+    build(out)
+    run = subprocess.run([str(out / "app")], capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert run.returncode == 0, run.stdout + run.stderr  # (the gradient within 1e-12 of 6 k x^2)
+    assert "squares 332.833500" in run.stdout, run.stdout
+
+
+def test_openmp_without_a_runtime_is_a_configure_error(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    for name, text in OPENMP_PROJECT.items():
+        (source / name).write_text(text)
+    (source / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.20)\nproject(par C)\n"
+                                           "find_package(adgen CONFIG REQUIRED)\nadd_executable(app main.c)\n"
+                                           "adgen_add_derivatives(TARGET app SOURCES kernel.c OPENMP)\n")
+    done = subprocess.run([tool("cmake"), "-S", str(source), "-B", str(tmp_path / "build"), "-G", "Ninja",
+                           f"-DCMAKE_MAKE_PROGRAM={tool('ninja')}", f"-Dadgen_DIR={cmake_dir()}",
+                           "-DADGEN_OPENMP_LIBRARY="], capture_output=True, text=True)
+    assert done.returncode != 0
+    said = " ".join((done.stdout + done.stderr).split())  # (CMake wraps its messages)
+    assert "the derivatives call LLVM's OpenMP runtime, libomp, and this machine has none (Debian: apt install " \
+           "libomp-dev)" in said, said
