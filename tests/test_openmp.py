@@ -99,8 +99,9 @@ void energy(const double *restrict u, int n, int m, double *restrict total) {
     }
 }
 
-/* a collapsed loop whose store is addressed through the collapsed counter's / and %, after an
-   inner loop read what it may overwrite: checked at run time, not logged every time */
+/* a collapsed loop whose store is addressed through the collapsed counter's / and %, after inner
+   loops (one as long as that / and % say) read what it may overwrite: checked at run time, not
+   logged every time */
 // @diff(rows_fwd: forward (dual, dual, const, const))
 // @diff(rows_grad: (dup, dup, const, const))
 void rows(double *out, const double *in, int n, int m) {
@@ -109,6 +110,7 @@ void rows(double *out, const double *in, int n, int m) {
         for (int j = 0; j < m; j++) {
             double acc = 0;
             for (int k = 0; k < m; k++) acc += in[i * m + k] * (1 + 0.1 * (j - k));
+            for (int k = 0; k <= j; k++) acc += 0.01 * in[i * m + k];  /* (as many as j + 1: a mask) */
             out[i * m + j] = acc * acc;
         }
 }

@@ -2,7 +2,8 @@
 checks compute them (ir_ad/reverse/sweeps/guards.py, `Intervals`): for loops of each shape, the
 bounds computed before the outermost loop hold every byte its store writes (and are exact where
 every iteration runs), against the addresses the loop writes, which the C code records (a loop
-indexed by quotients and remainders, as OpenMP's `collapse(n)` indexes, among them); an access
+indexed by quotients and remainders, as OpenMP's `collapse(n)` indexes, and one by a masked index,
+as LLVM writes a zero extension of a truncation, among them); an access
 through an index read from memory has no bounds."""
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ void collapsed_unsigned(double *a, int n, int m)
         saw(&a[2 * (i * (unsigned)m + j) + (k >> 2)]); a[2 * (i * (unsigned)m + j) + (k >> 2)] = k;
     }
 }
+void masked(double *a, int n, int m)
+{
+    for (long i = 0; i < n; i++) { long k = (i * 3 + m) & 1023; saw(&a[k]); a[k] = i; }
+}
 void loaded(double *a, int n, int m)
 {
     for (int i = 0; i < n; i++) { saw(&a[(int)a[i] + m]); a[(int)a[i] + m] = i; }
@@ -72,7 +77,7 @@ void loaded(double *a, int n, int m)
 """
 
 CASES = ["rect", "down", "stride", "triangle", "unsigned_up", "shifted_back", "gathered", "collapsed",
-         "collapsed_unsigned"]
+         "collapsed_unsigned", "masked"]
 
 
 @pytest.fixture(scope="module")

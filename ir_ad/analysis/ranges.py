@@ -35,6 +35,9 @@ class Node:
     - "add", "sub", "mul" of `args`; "scale" of `args[0]` by the constant `step`;
     - "div", "rem": the quotient and remainder of `args[0]` by `args[1]`, valid where the
       dividend is not negative and the divisor at least one (signed or unsigned alike then);
+    - "mask": `args[0]` (if any: else unbounded) and the constant `step`, not negative: between 0
+      and the mask (and `args[0]`, where that is not negative), which LLVM writes for a zero
+      extension of a truncation (`and i64 %n, 4294967295`);
     - "zext" of `args[0]`, valid where its lower bound is not negative; "fit": `args[0]` itself
       (a truncation, valid where it fits `bits`);
     - "hull" of `args` (a select of either);
@@ -131,6 +134,10 @@ class Ranges:
             if a is None or divisor is None:
                 return None
             return Node("rem" if op.endswith("rem") else "div", (a, divisor))
+        if op == "and" and t.kind == "int" and inst.operands[1].is_constant and \
+                _constant(inst.operands[1].value) is not None and _constant(inst.operands[1].value) >= 0:
+            a = sub(0)
+            return Node("mask", (a,) if a is not None else (), step=_constant(inst.operands[1].value))
         if op == "sext" or op == "freeze":
             return sub(0)
         if op == "zext":
@@ -169,3 +176,11 @@ class Ranges:
         latch = next(v for v, frm in phi.incoming if frm == loop.latches[0])
         step = self.cfg.defs.get(latch.value)
         return step is not None and "nsw" in step.text.split()
+
+
+def _constant(text: str) -> int | None:
+    """An integer constant's value (LLVM writes them in decimal), None for any other operand."""
+    try:
+        return int(text)
+    except ValueError:
+        return None

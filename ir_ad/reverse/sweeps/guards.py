@@ -132,6 +132,18 @@ class Intervals:
         self._condition("sge", d0, V(I64, "1"))
         return V(I64, "0"), self._fold("@llvm.smin.i64", [x1, self._checked("sub", d1, V(I64, "1"))])
 
+    def _mask(self, node: Node) -> tuple[V, V]:
+        """`x & c` for a constant c not negative: from 0 to c, and to x's upper bound where x is
+        not negative (then x & c is at most x)."""
+        c = V(I64, str(node.step))
+        if not node.args:
+            return V(I64, "0"), c
+        x0, x1 = self.bounds(node.args[0])
+        least = self._fold("@llvm.smin.i64", [x1, c])
+        if _constant(x0) and integer(x0.ref) >= 0:
+            return V(I64, "0"), least
+        return V(I64, "0"), self.b.select(self.b.value(I1, f"icmp sge {x0}, 0"), least, c)
+
     def _divided(self, x: V, d: V) -> V:
         if _constant(x) and _constant(d) and integer(d.ref) >= 1:
             return V(I64, str(abs(integer(x.ref)) // integer(d.ref) * (1 if integer(x.ref) >= 0 else -1)))
