@@ -207,10 +207,13 @@ class Checker:
         return values
 
     def _array(self, primal: str, p: dict, ints: dict, rng: random.Random):
-        given = self.sizes.get(p["name"])
+        given = self.sizes.get(p["name"], "1" if p.get("reference") else None)  # (a C++ reference: one)
         if given is None:
             raise CheckError(f"'{primal}' has pointer parameter '{p['name']}': its length is needed, pass "
                              f"--size {p['name']}=N (or --size {p['name']}=n to use parameter n's value)")
+        if given not in ints and not given.isdigit():
+            raise CheckError(f"--size {p['name']}={given}: '{given}' is neither a number nor an integer parameter of "
+                             f"'{primal}' (they are: {', '.join(ints) or 'none'})")
         length = ints[given] if given in ints else int(given)
         floating = _element_floating(p)
         if floating:  # doubles or floats, one or several per element (a struct, a row)

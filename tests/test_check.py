@@ -53,6 +53,15 @@ def test_missing_sizes_are_named(adgen, tmp_path):
     assert "adgen: error: 'f' has pointer parameter 'x': its length is needed, pass --size x=N" in result.err
 
 
+def test_a_size_that_is_neither_a_number_nor_a_parameter_is_named(adgen, tmp_path):
+    src = tmp_path / "f.c"
+    src.write_text(SOURCE)
+    result = adgen("check", src, "--size", "x=2*n")
+    assert result.status == 1 and "Traceback" not in result.err and "internal error" not in result.err
+    assert "adgen: error: --size x=2*n: '2*n' is neither a number nor an integer parameter of 'f' (they are: n)" \
+        in result.err
+
+
 def test_a_wrong_derivative_is_a_mismatch(tmp_path, monkeypatch):
     src = tmp_path / "f.c"
     src.write_text(SOURCE)
