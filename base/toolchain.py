@@ -127,12 +127,7 @@ def select_rustc() -> RustCompiler:
 def system_flags(compiler: Compiler) -> tuple[str, ...]:
     """The target and header search flags the compiler would use, for libclang to see the same
     headers (libclang's wheel ships no C library headers of its own)."""
-    probe = subprocess.run([*compiler.command, "-###", "-x", "c", "-c", os.devnull, "-o", os.devnull],
-                           capture_output=True, text=True, timeout=60)
-    cc1 = next((line for line in probe.stderr.splitlines() if '"-cc1"' in line), None)
-    if cc1 is None:
-        raise AdgenError(error(f"could not ask {compiler.description} for its header search paths:\n{probe.stderr}"))
-    args = shlex.split(cc1)
+    args = _cc1_arguments(compiler.command, "c", compiler.description)
     flags: list[str] = ["-nostdinc"]
     for i, arg in enumerate(args[:-1]):
         value = args[i + 1]
@@ -141,6 +136,39 @@ def system_flags(compiler: Compiler) -> tuple[str, ...]:
         elif arg in ("-isystem", "-internal-isystem", "-internal-externc-isystem", "-idirafter"):
             flags += ["-isystem", str(Path(value).absolute())]
         elif arg == "-D" and value.split("=")[0] != "NDEBUG":  # the user's alone (USERS_NDEBUG)
+            flags += ["-D", value]
+    return tuple(flags)
+
+
+def _cc1_arguments(command: tuple[str, ...], language: str, description: str) -> list[str]:
+    """The arguments the driver `command` would give clang's `-cc1` for a file of `language`."""
+    probe = subprocess.run([*command, "-###", "-x", language, "-c", os.devnull, "-o", os.devnull],
+                           capture_output=True, text=True, timeout=60)
+    cc1 = next((line for line in probe.stderr.splitlines() if '"-cc1"' in line), None)
+    if cc1 is None:
+        raise AdgenError(error(f"could not ask {description} for its header search paths:\n{probe.stderr}"))
+    return shlex.split(cc1)
+
+
+def cxx_command(compiler: Compiler) -> tuple[str, ...]:
+    """The C++ driver of a compiler: `zig c++` for the bundled clang (`zig cc -x c++` leaves out
+    the C++ library's headers), clang's own in g++ mode otherwise."""
+    if compiler.command == bundled_cc():
+        return (*compiler.command[:-1], "c++")
+    return (*compiler.command, "--driver-mode=g++")
+
+
+@cache
+def cxx_read_flags() -> tuple[str, ...]:
+    """What libclang needs besides the C flags to read C++ as the bundled clang compiles it: the
+    C++ library's headers (LLVM's libc++, which zig ships), searched first, and its macros."""
+    args = _cc1_arguments(cxx_command(Compiler(bundled_cc(), 0, "")), "c++", "the bundled clang")
+    flags: list[str] = []
+    for i, arg in enumerate(args[:-1]):
+        value = args[i + 1]
+        if arg in ("-isystem", "-internal-isystem") and re.search(r"libcxx(abi)?[/\\]include", value):
+            flags += ["-isystem", str(Path(value).absolute())]
+        elif arg == "-D" and value.startswith(("_LIBCPP", "_LIBCXXABI")):
             flags += ["-D", value]
     return tuple(flags)
 

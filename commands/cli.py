@@ -16,7 +16,7 @@ from adgen.base.timing import Stages, plural
 from adgen.base.toolchain import openmp_include_flags, select_compiler, system_flags
 
 DESCRIPTION = """\
-adgen: automatic differentiation for C, driven by @diff annotations.
+adgen: automatic differentiation for C (and C++ and Rust), driven by @diff annotations.
 
 Annotate a function in a comment directly above it:
 
@@ -45,7 +45,8 @@ environment:
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("sources", metavar="SRC.c", nargs="+", type=Path,
-                        help="annotated C sources (or Rust sources, SRC.rs: they get SRC.adgen.rs wrappers)")
+                        help="annotated C sources (or C++ sources, SRC.cpp, read as C++; or Rust sources, SRC.rs: "
+                             "they get SRC.adgen.rs wrappers)")
     common.add_argument("-o", dest="out_dir", metavar="DIR", type=Path, default=Path("."),
                         help="where to write outputs (default: the current directory)")
     common.add_argument("-I", dest="includes", metavar="DIR", action="append", default=[],

@@ -22,10 +22,10 @@ from pathlib import Path
 from adgen.base import __version__
 from adgen.base.diagnostics import AdgenError, Diagnostic
 from adgen.base.timing import Stages
-from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, openmp_include_flags, openmp_link_flags, select_compiler,
+from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, cxx_command, openmp_include_flags, openmp_link_flags, select_compiler,
                                   system_flags)
 from adgen.commands.report import diagnostics_text, internal_error_text
-from adgen.frontend.languages import is_rust
+from adgen.frontend.languages import is_cxx, is_rust
 
 _SCALARS = {
     "double": ctypes.c_double, "float": ctypes.c_float, "longdouble": ctypes.c_longdouble, "bool": ctypes.c_bool,
@@ -96,13 +96,16 @@ def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> N
     flags = [*flags, *openmp_include_flags(select_compiler(None), flags)]
     _derive(sources, out, flags)
     cc = list(bundled_cc())
+    cxx = list(cxx_command(select_compiler(None)))  # (C++ sources: their library's headers, and linked with it)
     objects = []
     for src in sources:
         obj = out / f"{src.stem}.o"
-        _run([*cc, "-c", "-O2", "-fPIC", *USERS_NDEBUG, *flags, "-iquote", str(out), str(src), "-o", str(obj)])
+        _run([*(cxx if is_cxx(src) else cc), "-c", "-O2", "-fPIC", *USERS_NDEBUG, *flags, "-iquote", str(out), str(src),
+              "-o", str(obj)])
         objects.append(str(obj))
-    _run([*cc, "-shared", *objects, *(str(out / f"{s.stem}.adgen.o") for s in sources),
-          *openmp_link_flags(select_compiler(None), flags), "-o", str(library), "-lm"])
+    _run([*(cxx if any(is_cxx(s) for s in sources) else cc), "-shared", *objects,
+          *(str(out / f"{s.stem}.adgen.o") for s in sources), *openmp_link_flags(select_compiler(None), flags),
+          "-o", str(library), "-lm"])
 
 
 def _derive(sources: list[Path], out: Path, flags: list[str]) -> None:
@@ -172,7 +175,7 @@ class Library:
         if name not in self._calls:
             spec = self._specs[name]
             self._calls[name] = Split(self, name, spec) if spec["kind"] == "split" else \
-                CFunction(name, spec, getattr(self._dll, name))
+                CFunction(name, spec, getattr(self._dll, spec.get("symbol", name)))
         return self._calls[name]
 
     def __dir__(self):

@@ -35,6 +35,12 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
         function = by_start.get(at)
         if function is None and at in getattr(unit, "unreadable", ()):
             continue  # a Rust function whose signature has been reported already
+        if function is None and at in getattr(unit, "refused", {}):
+            problems.add(error(
+                f"{a.marker} annotations stand before free functions: {unit.refused[at]} cannot be differentiated "
+                "directly yet (annotate a free function that calls it)", a.span,
+                [note("it is declared here", Span(unit.source, at))]))
+            continue
         if function is None:
             problems.add(error(
                 f"{a.marker} annotation is not followed by a function declaration (only whitespace and "

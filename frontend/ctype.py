@@ -13,6 +13,7 @@ _FLOATING = (TypeKind.FLOAT, TypeKind.DOUBLE)
 _ARRAYS = (TypeKind.CONSTANTARRAY, TypeKind.INCOMPLETEARRAY, TypeKind.VARIABLEARRAY, TypeKind.DEPENDENTSIZEDARRAY)
 _SUGAR = (TypeKind.ELABORATED, TypeKind.TYPEDEF)
 _FUNCTIONS = (TypeKind.FUNCTIONPROTO, TypeKind.FUNCTIONNOPROTO)
+_STRUCTS = (CursorKind.STRUCT_DECL, CursorKind.CLASS_DECL)  # (C++ classes hold floats as structs do)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class CType:
     portable: str = ""
     portable_shadow: str = ""
     ahead: tuple[str, ...] = ()
+    reference: bool = False  # a C++ reference (a pointer to one element, to adgen)
 
     @property
     def declared(self) -> str:
@@ -86,7 +88,7 @@ def declare(spelling: str, name: str) -> str:
     if "[" in spelling:
         at = spelling.index("[")
         return spelling[:at].rstrip() + " " + name + spelling[at:]
-    return spelling + name if spelling.endswith("*") else f"{spelling} {name}"
+    return spelling + name if spelling.endswith(("*", "&")) else f"{spelling} {name}"
 
 
 def pointer_to(spelling: str) -> str:
@@ -116,17 +118,55 @@ def from_clang(t: Type, parameter: bool = False, local=None) -> CType:
                    decls=tuple(d for d in ctype.decls if not local(d)))
 
 
-def _from_clang(t: Type, parameter: bool) -> CType:
+def from_clang_cxx(t: Type, parameter: bool, local) -> CType:
+    """A C++ type, spelled with its namespaces (`const geo::vec3 &`), which the generated files
+    name outside them; a class the source defines itself (`local(decl)`), which they cannot see,
+    is declared ahead in its namespaces (`namespace geo { struct vec3; }`): what references and
+    pointers need."""
+    ctype = _from_clang(t, parameter, qualified=True)
+    if not any(local(d) for d in ctype.decls):
+        return ctype
+    declared = _ahead_cxx(t)
+    if declared is None:
+        return ctype  # (a nested class, a template: the header needs its definition)
+    return replace(ctype, ahead=(declared,), decls=tuple(d for d in ctype.decls if not local(d)))
+
+
+def _ahead_cxx(t: Type) -> str | None:
+    """`namespace a { namespace b { struct name; } }` for the class `t` names (through pointers
+    and references), None where it cannot be declared so."""
+    c = t.get_canonical()
+    while c.kind in (TypeKind.POINTER, TypeKind.LVALUEREFERENCE) or c.kind in _ARRAYS:
+        c = (c.get_pointee() if c.kind in (TypeKind.POINTER, TypeKind.LVALUEREFERENCE) else c.element_type).get_canonical()
+    decl = c.get_declaration()
+    if c.kind != TypeKind.RECORD or decl.kind not in _STRUCTS or not decl.spelling or "<" in c.spelling:
+        return None
+    text = f"{'class' if decl.kind == CursorKind.CLASS_DECL else 'struct'} {decl.spelling};"
+    parent = decl.semantic_parent
+    while parent is not None and parent.kind != CursorKind.TRANSLATION_UNIT:
+        if parent.kind != CursorKind.NAMESPACE or not parent.spelling:
+            return None
+        text = f"namespace {parent.spelling} {{ {text} }}"
+        parent = parent.semantic_parent
+    return text
+
+
+def _from_clang(t: Type, parameter: bool, qualified: bool = False) -> CType:
+    """`qualified`: spelled with namespaces (clang's canonical spelling), for C++."""
     canonical = t.get_canonical()
     kind = canonical.kind
+    spell = (lambda ty: ty.get_canonical().spelling) if qualified else (lambda ty: ty.spelling)
     is_array_param = parameter and kind in _ARRAYS
-    is_pointer = kind == TypeKind.POINTER or is_array_param
+    is_pointer = kind in (TypeKind.POINTER, TypeKind.LVALUEREFERENCE) or is_array_param  # (a C++ reference
+    # is a pointer to adgen: its shadow a reference of the same type, the pointee's const dropped)
     pointee = _pointee(t) if is_pointer else None
-    spelling = pointer_to(pointee.spelling) if is_array_param else t.spelling  # C adjusts them so
+    spelling = pointer_to(spell(pointee)) if is_array_param else spell(t)  # C adjusts them so
     shadow = None
-    if pointee is not None:
+    if pointee is not None and kind == TypeKind.LVALUEREFERENCE:
+        shadow = drop_const(spell(pointee)) + " &"
+    elif pointee is not None:
         if _const_data(pointee):
-            shadow = pointer_to(drop_const(pointee.spelling))
+            shadow = pointer_to(drop_const(spell(pointee)))
             if t.is_restrict_qualified():
                 shadow += "restrict" if shadow.endswith("*") else " restrict"
         else:
@@ -147,6 +187,7 @@ def _from_clang(t: Type, parameter: bool) -> CType:
         size=max(canonical.get_size(), 0) if not is_array_param else 8,
         holds_floating=(kind in _FLOATING or by_value) and holds_floating(t),
         fields=(_fields(canonical) or ()) if by_value else (),
+        reference=kind == TypeKind.LVALUEREFERENCE,
     )
 
 
@@ -284,7 +325,7 @@ def _uniform_float(t: Type) -> str:
         return "float"
     if c.kind in _ARRAYS or c.kind == TypeKind.COMPLEX:
         return _uniform_float(c.element_type)
-    if c.kind == TypeKind.RECORD and c.get_declaration().kind == CursorKind.STRUCT_DECL:
+    if c.kind == TypeKind.RECORD and c.get_declaration().kind in _STRUCTS:
         kinds = {_uniform_float(f.type) for f in c.get_fields()}
         return kinds.pop() if len(kinds) == 1 else ""
     return ""
@@ -298,7 +339,7 @@ def holds_floating(t: Type) -> bool:
         return holds_floating(c.element_type)
     if c.kind == TypeKind.RECORD:
         decl = c.get_declaration()
-        return decl.kind == CursorKind.STRUCT_DECL and any(holds_floating(f.type) for f in c.get_fields())
+        return decl.kind in _STRUCTS and any(holds_floating(f.type) for f in c.get_fields())
     return False
 
 
@@ -314,7 +355,7 @@ def _decls(t: Type):
         if t.kind == TypeKind.ELABORATED:
             yield from _decls(t.get_named_type())
         return
-    if t.kind == TypeKind.POINTER:
+    if t.kind in (TypeKind.POINTER, TypeKind.LVALUEREFERENCE):
         yield from _decls(t.get_pointee())
     elif t.kind in _ARRAYS:
         yield from _decls(t.element_type)

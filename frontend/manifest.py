@@ -11,26 +11,43 @@ from adgen.frontend.abi import PARTS, Signature, Slot, signature
 
 def manifest(source: str, version: str, signatures: list[Signature]) -> str:
     functions: dict[str, dict] = {}
+    overloaded = _overloaded(signatures)
     for sig in signatures:
         primal = sig.derivation.primal
-        functions.setdefault(primal.name, {
+        functions.setdefault(_key(primal, overloaded), {
             "kind": "primal",
             "params": [_primal_param(p) for p in primal.params],
             "returns": _value(primal.returns.ffi, primal.returns.fields),
+            **({"symbol": primal.symbol} if primal.symbol else {}),  # (C++: the name the linker knows)
         })
     for sig in signatures:
-        functions[sig.name] = _derived(sig)
+        functions[sig.name] = _derived(sig, overloaded)
         if sig.part == "forward":  # the split entry as a whole: what adgen.load calls both halves as
-            functions[sig.derivation.name] = {**_derived(signature(sig.derivation)), "kind": "split",
+            functions[sig.derivation.name] = {**_derived(signature(sig.derivation), overloaded), "kind": "split",
                                               "parts": {p: f"{sig.derivation.name}_{p}" for p in PARTS}}
     return json.dumps({"adgen": version, "source": source, "functions": functions}, indent=1, sort_keys=True) + "\n"
 
 
-def _derived(sig: Signature) -> dict:
+def _overloaded(signatures: list[Signature]) -> set[str]:
+    """The names of C++ overloads among the annotated functions."""
+    types: dict[str, set[str]] = {}
+    for sig in signatures:
+        primal = sig.derivation.primal
+        types.setdefault(primal.name, set()).add(primal.function_type)
+    return {name for name, seen in types.items() if len(seen) > 1}
+
+
+def _key(primal, overloaded: set[str]) -> str:
+    """A primal's name in the manifest: with its parameter types where overloads share the name
+    (`norms::norm(const float *, int)`)."""
+    return primal.key if primal.name in overloaded else primal.name
+
+
+def _derived(sig: Signature, overloaded: set[str]) -> dict:
     d = sig.derivation
     return {
         "kind": "derived",
-        "of": d.primal.name,
+        "of": _key(d.primal, overloaded),
         "mode": d.mode.value,
         "width": d.width,
         "activities": [a.word for a in d.activities],
@@ -50,6 +67,8 @@ def _primal_param(p) -> dict:
     entry = {"name": p.name, "role": "", **_value(p.ctype.ffi, p.ctype.fields)}
     if p.ctype.is_pointer:
         entry["element"] = {"size": p.ctype.element_size, "floating": p.ctype.element_float}
+    if p.ctype.reference:  # (one element)
+        entry["reference"] = True
     return entry
 
 

@@ -1,6 +1,9 @@
-"""Reads a C file's function prototypes with libclang: names, parameter names and types,
+"""Reads a C or C++ file's function prototypes with libclang: names, parameter names and types,
 where each declaration starts, every top-level name in scope, and which `#include` brought
-each header in. A C file that does not parse is reported with clang's own diagnostics."""
+each header in. A file that does not parse is reported with clang's own diagnostics. In C++,
+the free functions of namespaces (and of `extern "C"` blocks) are read too, by their qualified
+names; member functions and templates are noted where they start, for the error an annotation
+before one gets (they are not differentiated yet)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ from pathlib import Path
 
 from clang.cindex import CursorKind, Index, TypeKind
 
-from adgen.frontend.ctype import CType, from_clang
+from adgen.frontend.ctype import CType, from_clang, from_clang_cxx
+from adgen.frontend.languages import is_cxx
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error, note
 
 _GENERATED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]*\.adgen\.h)[>"]', re.M)
@@ -33,6 +37,23 @@ class Prototype:
     start: int  # offset where the declaration starts (attributes and specifiers included)
     span: Span  # the function's name in this declaration
     attributes: tuple[str, ...] = ()  # its GNU attributes as written, `enzyme_function_like("log1p")` say
+    function_type: str = ""  # C++: its type (`double (const double *, int)`), to tell overloads apart
+    symbol: str = ""  # C++: its mangled name, where it has one (not in `extern "C"`)
+
+    @property
+    def key(self) -> str:
+        """What tells it apart from the other functions of its source: its name, and in C++ its
+        parameter types too (overloads share a name)."""
+        return self.name + self.function_type[self.function_type.index("("):] if self.function_type else self.name
+
+    @property
+    def address(self) -> str:
+        """How generated C or C++ takes its address: in C++ cast to its type, which picks it
+        among the overloads of its name."""
+        if not self.function_type:
+            return f"&{self.name}"
+        at = self.function_type.index("(")
+        return f"({self.function_type[:at].rstrip()} (*){self.function_type[at:]})&{self.name}"
 
     @property
     def by_value(self) -> bool:
@@ -68,6 +89,9 @@ class Unit:
     # declared in the files it includes, not system headers, each located in its own file: what
     # `adgen cc` may differentiate in a unity build (a .c including other .c files)
     included: list[Prototype] = field(default_factory=list)
+    cxx: bool = False  # read as C++
+    refused: dict[int, str] = field(default_factory=dict)  # C++: where a declaration annotations cannot stand
+    # before starts (a member function, a template), and what it is
 
 
 def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = frozenset(),
@@ -77,20 +101,25 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
     should have (empty on the first pass: the header being made cannot be read yet). A header an
     earlier run made for another source is read as it is."""
     flags = _absolute_includes(flags)  # clang looks for "DIR/name": the stand-ins must match
+    cxx = is_cxx(source.path)
+    if cxx:
+        from adgen.base.toolchain import cxx_read_flags
+
+        flags = [*cxx_read_flags(), *flags]
     unsaved = _virtual_headers(source, flags, made, generated_headers or {})
     try:
-        tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c", *flags],
+        tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c++" if cxx else "c", *flags],
                                   unsaved_files=unsaved + _as_text(source.path))
     except Exception as exc:  # libclang raises a bare TranslationUnitLoadError
         raise AdgenError(error(f"libclang could not read {source.name}: {exc}"))
     main = os.path.realpath(source.path)
     virtual = {os.path.realpath(p) for p, _ in unsaved}
     files: dict[str, SourceFile] = {main: source}
-    unit = Unit(source, [], {}, {}, [])
+    unit = Unit(source, [], {}, {}, [], cxx=cxx)
     for d in tu.diagnostics:
-        if d.severity >= 3:
+        if d.severity >= 3 and not (cxx and _in_system_header(d)):
             unit.errors.append(_clang_error(d, files))
-    for cursor in tu.cursor.get_children():
+    for cursor in _declarations(tu.cursor, main, source, unit):
         if cursor.location.file is None or os.path.realpath(cursor.location.file.name) in virtual:
             continue
         where = cursor.location
@@ -109,6 +138,50 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
     return unit
 
 
+_SCOPES = (CursorKind.NAMESPACE, CursorKind.LINKAGE_SPEC, CursorKind.UNEXPOSED_DECL)
+_REFUSED = {CursorKind.CXX_METHOD: "a member function", CursorKind.CONSTRUCTOR: "a constructor",
+            CursorKind.DESTRUCTOR: "a destructor", CursorKind.FUNCTION_TEMPLATE: "a function template",
+            CursorKind.CONVERSION_FUNCTION: "a conversion function"}
+
+
+def _declarations(cursor, main: str, source: SourceFile, unit: Unit):
+    """The top-level declarations, and in C++ those of namespaces and `extern "C"` blocks too;
+    the member functions and templates of the source itself are noted in `unit.refused`."""
+    for child in cursor.get_children():
+        if unit.cxx and child.kind in _SCOPES:
+            yield from _declarations(child, main, source, unit)
+            continue
+        if child.kind in _REFUSED and child.location.file is not None and \
+                os.path.realpath(child.location.file.name) == main:
+            start = child.extent.start
+            unit.refused.setdefault(source.offset(start.line, start.column), _REFUSED[child.kind])
+        if unit.cxx and child.kind in (CursorKind.CLASS_DECL, CursorKind.STRUCT_DECL, CursorKind.CLASS_TEMPLATE):
+            _members(child, main, source, unit)
+        yield child
+
+
+def _members(cursor, main: str, source: SourceFile, unit: Unit) -> None:
+    """Member functions (and templates) of a class, where annotations cannot stand yet."""
+    for child in cursor.get_children():
+        if child.kind in _REFUSED and child.location.file is not None and \
+                os.path.realpath(child.location.file.name) == main:
+            start = child.extent.start
+            unit.refused.setdefault(source.offset(start.line, start.column), _REFUSED[child.kind])
+        elif child.kind in (CursorKind.CLASS_DECL, CursorKind.STRUCT_DECL):
+            _members(child, main, source, unit)
+
+
+def _qualified(cursor) -> str:
+    """A function's name with its namespaces (`phys::energy`); its name alone in C, and in an
+    `extern "C"` block at file scope."""
+    parts = [cursor.spelling]
+    parent = cursor.semantic_parent
+    while parent is not None and parent.kind == CursorKind.NAMESPACE:
+        parts.append(parent.spelling)  # (an anonymous namespace's is empty: its names are its parent's)
+        parent = parent.semantic_parent
+    return "::".join(p for p in reversed(parts) if p)
+
+
 def _function(cursor, source: SourceFile, main: str) -> Prototype:
     """A function declared in `source`, the file read (its real path `main`) or one it includes."""
     named = cursor.get_definition() or cursor  # parameter names: the definition's, if any
@@ -117,21 +190,23 @@ def _function(cursor, source: SourceFile, main: str) -> Prototype:
         path = os.path.realpath(decl.file)  # C file it includes (including that again defines its functions twice)
         return path == main or path.endswith(".c")
 
-    params = tuple(
-        Param(arg.spelling or f"arg{i}", from_clang(arg.type, parameter=True, local=local))
-        for i, arg in enumerate(named.get_arguments())
-    )
+    cxx = is_cxx(source.path) or is_cxx(Path(main))
+    read = (lambda t, parameter=False: from_clang_cxx(t, parameter, local)) if cxx else \
+        (lambda t, parameter=False: from_clang(t, parameter=parameter, local=local))
+    params = tuple(Param(arg.spelling or f"arg{i}", read(arg.type, True)) for i, arg in enumerate(named.get_arguments()))
     if cursor.type.kind != TypeKind.FUNCTIONPROTO:  # `double f()`: no prototype, no parameters
         params = ()
     start = cursor.extent.start
     return Prototype(
-        name=cursor.spelling,
+        name=_qualified(cursor) if cxx else cursor.spelling,
         params=params,
-        returns=from_clang(cursor.result_type, local=local),
+        returns=read(cursor.result_type),
         variadic=cursor.type.kind == TypeKind.FUNCTIONPROTO and cursor.type.is_function_variadic(),
         start=source.offset(start.line, start.column),
         span=Span(source, source.offset(cursor.location.line, cursor.location.column), len(cursor.spelling)),
         attributes=_attributes(cursor),
+        function_type=cursor.type.get_canonical().spelling if cxx else "",
+        symbol=cursor.mangled_name if cxx and cursor.mangled_name != cursor.spelling else "",
     )
 
 
@@ -216,6 +291,13 @@ def _includes(tu, main: str, source: SourceFile, virtual: set[str]) -> dict[str,
             if m:
                 result[header] = Include(m.group(1), top, parent[top][1])
     return result
+
+
+def _in_system_header(d) -> bool:
+    """A C++ error inside the C++ library's headers: libclang's wheel (LLVM 18) does not know every
+    builtin of the newer libc++ the bundled clang (LLVM 22) compiles with, and reads the rest of
+    the file as well without it; the compiler itself then reports any real error."""
+    return d.location.file is not None and d.location.is_in_system_header
 
 
 def _clang_error(d, files: dict[str, SourceFile]):

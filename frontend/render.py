@@ -58,6 +58,7 @@ def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str)
         signatures=signatures,
         where=lambda f: f"{source.path.name}:{source.line_col(f.span.offset)[0]}",
         kernel_prefix=KERNEL_PREFIX,
+        cxx=getattr(unit, "cxx", False),
     )
     env = c_environment()
     return Outputs(env.get_template("header.h.j2").render(context), env.get_template("stubs.c.j2").render(context))

@@ -30,8 +30,16 @@ _INERT_INTRINSICS = ("llvm.dbg.", "llvm.assume", "llvm.experimental.noalias.scop
                      "llvm.pseudoprobe", "llvm.var.annotation")
 # By prefix (the intrinsics, overloaded by type) or by the C library's name.
 _MEMORY = ((("llvm.memcpy", "memcpy"), COPY), (("llvm.memmove", "memmove"), MOVE), (("llvm.memset", "memset"), SET))
-# The C library's allocators -> the index of their size argument (calloc's is a product of both).
-ALLOCATORS = {"malloc": 0, "calloc": None, "aligned_alloc": 1}
+# The C library's allocators -> the index of their size argument (calloc's is a product of both),
+# and C++'s `operator new` (arrays, alignment, nothrow; a 32-bit size_t's too), whose memory is
+# the C library's where C++'s library is libc++ or libstdc++: it is released with `free` once the
+# reverse sweep is done with it (specs/cxx.md).
+_CXX_NEW = {f"_Zn{kind}{size}{rest}" for kind in ("w", "a") for size in ("m", "j")
+            for rest in ("", "RKSt9nothrow_t", "St11align_val_t", "St11align_val_tRKSt9nothrow_t")}
+ALLOCATORS = {"malloc": 0, "calloc": None, "aligned_alloc": 1} | {name: 0 for name in _CXX_NEW}
+# C++'s `operator delete` (sized, aligned, nothrow), a `free` to adgen.
+_CXX_DELETE = {f"_Zd{kind}Pv{size}{rest}" for kind in ("l", "a") for size in ("", "m", "j")
+               for rest in ("", "St11align_val_t", "RKSt9nothrow_t")}
 # adgen's stack of the sweeps' storage, as an earlier level's derivative code calls it: its
 # allocations are malloc's and free's to a derivative of that code (whose forward sweep keeps
 # the memory, so no gradient's stack), and a gradient's bracket around its sweeps is dropped.
@@ -79,6 +87,8 @@ def kind_by_name(module: Module, name: str) -> str | None:
         return ALLOCATE
     if _runtime(name):  # an earlier level's storage (templates/runtime.ll.j2), differentiated as malloc's
         return _RUNTIME_KINDS.get(name.partition(".")[2])
+    if name in _CXX_DELETE:
+        return FREE
     return {"realloc": REALLOCATE, "free": FREE}.get(name)
 
 

@@ -260,24 +260,26 @@ def test_check_and_load_take_c_sources_only(adgen, tmp_path):
 
 
 @pytest.mark.parametrize("command", ["build", "generate", "check"])
-def test_a_cpp_source_is_refused_as_such(adgen, c_file, tmp_path, command):
-    """C++ (by the names clang and gcc give it, `.C` included) is not read as C, where it would
-    fail on `<vector>`: each such file is named, with the C sources beside it written by none."""
-    cpp = "#include <vector>\n// @diff(sum_grad: (dup) -> active)\ndouble sum(const std::vector<double> &v);\n"
-    sources = [c_file(GOOD, "good.c"), c_file(cpp, "model.cpp"), c_file(cpp, "Model.C"), c_file(cpp, "m.cc")]
+def test_an_objective_c_or_cuda_source_is_refused_as_such(adgen, c_file, tmp_path, command):
+    """Objective-C and CUDA (by the names clang gives them) are not read as C: each such file is
+    named, with the C sources beside it written by none."""
+    objc = "#import <Foundation/Foundation.h>\n// @diff(sum_grad: (dup) -> active)\ndouble sum(const double *v);\n"
+    sources = [c_file(GOOD, "good.c"), c_file(objc, "model.m"), c_file(objc, "Model.mm"), c_file(objc, "k.cu")]
     result = adgen(command, *sources, *(["-o", tmp_path / "out"] if command != "check" else []))
     assert result.status == 1, result.err
     errors = [line for line in result.err.splitlines() if "error" in line]
-    assert errors == [f"adgen: error: {display_path(p)}: C++ sources are not supported yet: adgen reads C and Rust sources (.c, .rs)"
-                      for p in sources[1:]] + ["3 errors generated."], result.err
+    languages = ["Objective-C", "Objective-C++", "CUDA"]
+    assert errors == [f"adgen: error: {display_path(p)}: {lang} sources are not supported yet: adgen reads C, C++ and "
+                      "Rust sources (.c, .cpp, .rs)" for p, lang in zip(sources[1:], languages)] + \
+        ["3 errors generated."], result.err
     assert not (tmp_path / "out").exists()
 
 
-def test_adgen_load_refuses_a_cpp_source(tmp_path):
+def test_adgen_load_refuses_a_cuda_source(tmp_path):
     import adgen as package
 
-    src = tmp_path / "model.cxx"
+    src = tmp_path / "model.cu"
     src.write_text("// @diff(f_grad: (active) -> active)\ndouble f(double x) { return x * x; }\n")
-    with pytest.raises(package.BuildError, match="model.cxx: C\\+\\+ sources are not supported yet"):
+    with pytest.raises(package.BuildError, match="model.cu: CUDA sources are not supported yet"):
         package.load(src, build_dir=tmp_path / "build")
     assert not (tmp_path / "build").exists() or not any((tmp_path / "build").iterdir())

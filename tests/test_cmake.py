@@ -229,3 +229,29 @@ def test_openmp_without_a_runtime_is_a_configure_error(tmp_path):
     said = " ".join((done.stdout + done.stderr).split())  # (CMake wraps its messages)
     assert "the derivatives call LLVM's OpenMP runtime, libomp, and this machine has none (Debian: apt install " \
            "libomp-dev)" in said, said
+
+
+def test_a_cpp_target(tmp_path):
+    """A C++ project: adgen_add_derivatives on a .cpp source, the derived function called from C++."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "kernel.cpp").write_text(
+        "#include <vector>\nnamespace k {\n// @diff(sum_sq_grad: (dup, const) -> activeonly)\n"
+        "double sum_sq(const double *x, int n) { std::vector<double> t(x, x + n); double s = 0;\n"
+        "  for (double v : t) s += v * v; return s; }\n}\n")
+    (source / "main.cpp").write_text(
+        '#include "kernel.adgen.h"\nint main() { double x[3] = {1, 2, 3}, d[3] = {};\n'
+        "  sum_sq_grad(x, d, 3, 1.0); return !(d[0] == 2 && d[1] == 4 && d[2] == 6); }\n")
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(cxx CXX)\nfind_package(adgen CONFIG REQUIRED)\n"
+        "add_executable(app main.cpp)\nadgen_add_derivatives(TARGET app SOURCES kernel.cpp)\n")
+    cxx = tmp_path / "zigcxx"
+    cxx.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ziglang c++ "$@"\n')
+    cxx.chmod(0o755)
+    out = tmp_path / "build"
+    done = subprocess.run([tool("cmake"), "-S", str(source), "-B", str(out), "-G", "Ninja",
+                           f"-DCMAKE_MAKE_PROGRAM={tool('ninja')}", f"-DCMAKE_CXX_COMPILER={cxx}",
+                           f"-Dadgen_DIR={cmake_dir()}"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "adgen: derivatives of kernel.cpp" in build(out)
+    assert subprocess.run([str(out / "app")]).returncode == 0

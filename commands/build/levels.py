@@ -19,7 +19,7 @@ def primal_ir_name(sig: Signature, names: dict[str, str]) -> str:
     """The IR name of the function an entry differentiates (`names`: its source's kept
     functions, by the name the source gives them)."""
     d = sig.derivation
-    kept = (BY_ADDRESS_PREFIX if d.primal.by_value else "") + d.primal.name
+    kept = (BY_ADDRESS_PREFIX if d.primal.by_value else "") + d.primal.key
     return "@" + names.get(kept, kept)
 
 

@@ -23,7 +23,8 @@ from adgen.base.diagnostics import AdgenError, SourceFile
 from adgen.frontend.generate import Generated
 from adgen.base.naming import BY_ADDRESS_PREFIX
 from adgen.frontend.render import render_text
-from adgen.base.toolchain import USERS_NDEBUG, Compiler, RustCompiler
+from adgen.base.toolchain import USERS_NDEBUG, Compiler, RustCompiler, cxx_command
+from adgen.frontend.languages import is_cxx
 
 from adgen.base.compiler_errors import Files, compiler_errors, rustc_errors
 
@@ -32,6 +33,8 @@ _GENERATED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]*\.adgen\
 BASE_FLAGS = ["-x", "c", "-c", "-emit-llvm", "-O2", "-Xclang", "-disable-llvm-passes", "-gline-tables-only",
               "-fno-builtin-sincos", "-fno-builtin-sincosf",
               "-fno-math-errno", "-Wno-unused-command-line-argument", *USERS_NDEBUG]
+
+CXX_FLAGS = ["-x", "c++", "-fno-exceptions", "-D_LIBCPP_VERBOSE_ABORT(...)=__builtin_abort()"]
 
 
 def keep_array(index: int) -> str:
@@ -57,7 +60,7 @@ def partials_function(index: int) -> str:
 def primal_functions(g: Generated) -> list:
     """The functions a source's lowering keeps for differentiation, in the order it keeps them
     (derived functions, which `of` entries derive, are the stubs' own)."""
-    return list({s.derivation.primal.name: s.derivation.primal for s in g.signatures
+    return list({s.derivation.primal.key: s.derivation.primal for s in g.signatures
                  if s.derivation.inner is None}.values())
 
 
@@ -93,15 +96,16 @@ def lower_source(compiler: Compiler, source: Path, g: Generated, index: int, fla
     `*.adgen.h` headers the source includes that this build makes (`built`, `g`'s own among
     them) are found wherever its includes would find them (`_generated_headers`)."""
     primals = primal_functions(g)
-    wrapper = workdir / f"{index}-{source.stem}.c"
-    wrapper.write_text(render_text("lowering.c.j2", source=source.name, path=_c_string(source.resolve()),
+    cxx = is_cxx(source)
+    wrapper = workdir / f"{index}-{source.stem}.{'cpp' if cxx else 'c'}"
+    wrapper.write_text(render_text("lowering.c.j2", source=source.name, path=_c_string(source.resolve()), cxx=cxx,
                                    wrapper=_c_string(wrapper.resolve()),
                                    primals=primals, keep=keep_array(index), by_address=BY_ADDRESS_PREFIX,
                                    inactive=g.inactive, keep_inactive=inactive_array(index), customs=g.customs,
                                    keep_custom=custom_array(index), partials_prefix=partials_function(index)))
     files = Files(g.source, os.path.realpath(wrapper), {os.path.realpath(source): g.source})
     overlay = _generated_headers(g.source, [g, *built], [*flags, *extra], workdir / f"{index}-headers", files)
-    return _clang(compiler, wrapper, [*overlay, *flags], extra, workdir, files)
+    return _clang(compiler, wrapper, [*overlay, *flags], extra, workdir, files, cxx)
 
 
 # What templates/libc.c.j2 defines: linked in when the sources call one of them.
@@ -127,7 +131,7 @@ def lower_stubs(compiler: Compiler, g: Generated, index: int, flags: list[str], 
     stubs, text = next((p, text) for p, text in g.files_in(folder).items() if p.suffix == ".c")
     stubs.write_text(text)
     files = Files(g.source, own={os.path.realpath(stubs): f"the stubs adgen made for {g.source.name}"})
-    return _clang(compiler, stubs, ["-DADGEN_LOWERING", *flags], extra, workdir, files)
+    return _clang(compiler, stubs, ["-DADGEN_LOWERING", *flags], extra, workdir, files, is_cxx(g.source.path))
 
 
 def _generated_headers(source: SourceFile, built: Sequence[Generated], flags: list[str], folder: Path,
@@ -171,11 +175,15 @@ def _include_dirs(flags: list[str]) -> list[Path]:
     return [Path(d).absolute() for d in dirs if d]
 
 
-def _clang(compiler: Compiler, path: Path, flags: list[str], extra: list[str], workdir: Path, files: Files) -> bytes:
-    """The bitcode of `path`, or clang's errors in the user's files (compiler_errors.py)."""
+def _clang(compiler: Compiler, path: Path, flags: list[str], extra: list[str], workdir: Path, files: Files,
+           cxx: bool = False) -> bytes:
+    """The bitcode of `path`, or clang's errors in the user's files (compiler_errors.py). C++ is
+    compiled by the compiler's C++ driver (its C++ library's headers), without exceptions
+    (specs/cxx.md)."""
     with tempfile.NamedTemporaryFile(dir=workdir, suffix=".bc", delete=False) as out:
         target = Path(out.name)
-    command = [*compiler.command, *BASE_FLAGS, *flags, *extra, str(path), "-o", str(target)]
+    base = [*CXX_FLAGS, *BASE_FLAGS[2:]] if cxx else BASE_FLAGS
+    command = [*(cxx_command(compiler) if cxx else compiler.command), *base, *flags, *extra, str(path), "-o", str(target)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise AdgenError(compiler_errors(done.stderr, files, compiler.description))

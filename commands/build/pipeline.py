@@ -18,6 +18,8 @@ from adgen.frontend.model import Activity, Mode
 from adgen.commands.outputs import write_all
 from adgen.base.timing import Stages, plural
 from adgen.frontend.rust_source import is_rust
+from adgen.frontend.languages import is_cxx
+from adgen.base.naming import BY_ADDRESS_PREFIX
 from adgen.base.toolchain import Compiler, select_rustc
 
 from adgen.ir_ad import optimize
@@ -303,6 +305,8 @@ def _primals(linked, index: int, g: Generated) -> dict[str, str]:
     names = optimize.kept(linked, keep_array(index))
     if is_rust(g.source.path):  # mangled: in the order the lowering keeps them
         return {f.name: name for f, name in zip(primal_functions(g), names)}
+    if is_cxx(g.source.path):  # mangled too (a wrapper's name among them, where it passes structs by value)
+        return {(BY_ADDRESS_PREFIX if f.by_value else "") + f.key: name for f, name in zip(primal_functions(g), names)}
     return _by_c_name(names)
 
 
