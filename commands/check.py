@@ -207,6 +207,10 @@ class Checker:
         return values
 
     def _array(self, primal: str, p: dict, ints: dict, rng: random.Random):
+        if _element(p).get("pointers"):
+            raise CheckError(f"'{primal}' has parameter '{p['name']}' pointing to data that reaches its floats "
+                             "through pointers (a std::vector, a struct holding a pointer): adgen check cannot make "
+                             "one; check this derivative from C or C++")
         given = self.sizes.get(p["name"], "1" if p.get("reference") else None)  # (a C++ reference: one)
         if given is None:
             raise CheckError(f"'{primal}' has pointer parameter '{p['name']}': its length is needed, pass "

@@ -50,6 +50,7 @@ class CType:
     portable_shadow: str = ""
     ahead: tuple[str, ...] = ()
     reference: bool = False  # a C++ reference (a pointer to one element, to adgen)
+    through_pointers: bool = False  # a pointer to a struct reaching its floating data through pointers (a std::vector)
 
     @property
     def declared(self) -> str:
@@ -177,7 +178,7 @@ def _from_clang(t: Type, parameter: bool, qualified: bool = False) -> CType:
         is_void=kind == TypeKind.VOID,
         is_floating=kind in _FLOATING,
         is_pointer=is_pointer,
-        points_to_floating=pointee is not None and holds_floating(pointee),
+        points_to_floating=pointee is not None and (holds_floating(pointee) or _points_to_floating(pointee)),
         shadow_spelling=shadow,
         element_float=_uniform_float(pointee) if pointee is not None else _uniform_float(t) if by_value else "",
         decls=tuple(dict.fromkeys(_decls(t))),
@@ -188,6 +189,7 @@ def _from_clang(t: Type, parameter: bool, qualified: bool = False) -> CType:
         holds_floating=(kind in _FLOATING or by_value) and holds_floating(t),
         fields=(_fields(canonical) or ()) if by_value else (),
         reference=kind == TypeKind.LVALUEREFERENCE,
+        through_pointers=pointee is not None and not holds_floating(pointee) and _points_to_floating(pointee),
     )
 
 
@@ -341,6 +343,17 @@ def holds_floating(t: Type) -> bool:
         decl = c.get_declaration()
         return decl.kind in _STRUCTS and any(holds_floating(f.type) for f in c.get_fields())
     return False
+
+
+def _points_to_floating(t: Type) -> bool:
+    """A struct or class with a pointer to floating data among its fields (a `std::vector<double>`,
+    a `struct { double *data; int n; }`): `dup` passes it with a shadow whose pointers point to
+    the shadows of that data."""
+    c = t.get_canonical()
+    if c.kind != TypeKind.RECORD or c.get_declaration().kind not in _STRUCTS:
+        return False
+    return any(f.type.get_canonical().kind == TypeKind.POINTER and holds_floating(f.type.get_canonical().get_pointee())
+               for f in c.get_fields())
 
 
 def _decls(t: Type):

@@ -69,6 +69,8 @@ def _primal_param(p) -> dict:
         entry["element"] = {"size": p.ctype.element_size, "floating": p.ctype.element_float}
     if p.ctype.reference:  # (one element)
         entry["reference"] = True
+    if p.ctype.through_pointers:  # (a std::vector: adgen check cannot make one)
+        entry["element"]["pointers"] = True
     return entry
 
 

@@ -248,3 +248,79 @@ def test_a_class_of_a_namespace_by_reference_declared_ahead(adgen, tmp_path):
                                  str(tmp_path / "app"), cxx=True), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert subprocess.run([str(tmp_path / "app")]).returncode == 0
+
+
+VECTORS = r"""
+#include <cmath>
+#include <vector>
+// @diff(softplus_grad: (dup, dup))
+// @diff(softplus_fwd: forward (dual, dual))
+void softplus(std::vector<double> &y, const std::vector<double> &x) {
+    for (size_t i = 0; i < x.size(); i++) y[i] = std::log1p(std::exp(x[i])) * (i + 1);
+}
+"""
+
+VECTORS_MAIN = r"""
+#include <cmath>
+#include <vector>
+#include "vectors.adgen.h"
+void softplus(std::vector<double> &y, const std::vector<double> &x);
+int main() {
+    std::vector<double> x = {0.5, -1, 2}, y(3), dy = {1, 1, 1}, dx(3), ty(3), tx = {0.3, -0.2, 0.1};
+    softplus_grad(y, dy, x, dx);
+    softplus_fwd(y, ty, x, tx);
+    double bad = 0;
+    for (int i = 0; i < 3; i++) {
+        double slope = (i + 1) / (1 + std::exp(-x[i]));
+        bad += std::fabs(dx[i] - slope) + std::fabs(ty[i] - slope * tx[i]) + std::fabs(dy[i]);
+    }
+    return bad > 1e-12;
+}
+"""
+
+
+@pytest.mark.parametrize("compiler", ["g++", "bundled"])
+def test_vector_parameters_with_vector_shadows(adgen, tmp_path, compiler):
+    """`std::vector<double> &` duplicated: the shadow is a vector of the same size, whatever C++
+    library the program's vectors come from (libstdc++'s with g++)."""
+    if compiler == "g++" and shutil.which("g++") is None:
+        pytest.skip("no g++ on this machine")
+    src = tmp_path / "vectors.cpp"
+    src.write_text(VECTORS)
+    (tmp_path / "main.cpp").write_text(VECTORS_MAIN)
+    result = adgen("build", "-q", src, "-o", tmp_path)
+    assert result.status == 0, result.err
+    assert "void softplus_grad(std::vector<double> &y, std::vector<double> &d_y, const std::vector<double> &x, " \
+           "std::vector<double> &d_x);" in (tmp_path / "vectors.adgen.h").read_text()
+    files = [tmp_path / "main.cpp", src, tmp_path / "vectors.adgen.o", "-o", tmp_path / "app"]
+    command = ["g++", "-O2", *map(str, files)] if compiler == "g++" else zig_cc("-O2", *map(str, files), cxx=True)
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert subprocess.run([str(tmp_path / "app")]).returncode == 0
+
+
+def test_check_says_it_cannot_make_a_vector(adgen, c_file):
+    result = adgen("check", c_file(VECTORS, "vectors.cpp"))
+    assert result.status == 1 and "Traceback" not in result.err
+    assert "'softplus' has parameter 'y' pointing to data that reaches its floats through pointers (a std::vector, " \
+           "a struct holding a pointer): adgen check cannot make one" in result.err
+
+
+def test_a_c_struct_holding_a_pointer_is_duplicated_with_its_shadow_pointer(adgen, tmp_path):
+    """The same in C: `dup` on a struct whose field points to doubles; the shadow struct's field
+    points to their shadows."""
+    src = tmp_path / "buf.c"
+    src.write_text("#include <math.h>\nstruct buf { double *data; int n; };\n// @diff(norm_grad: (dup) -> active)\n"
+                   "double norm(const struct buf *b) { double s = 0;\n"
+                   "  for (int i = 0; i < b->n; i++) s += b->data[i] * b->data[i]; return sqrt(s); }\n")
+    (tmp_path / "main.c").write_text(
+        'struct buf { double *data; int n; };\n#include "buf.adgen.h"\n'
+        "int main(void) { double x[3] = {3, 4, 12}, dx[3] = {0}; struct buf b = {x, 3}, db = {dx, 3};\n"
+        "  double r = norm_grad(&b, &db, 1.0);\n"
+        "  return !(r == 13 && dx[0] == 3.0 / 13 && dx[1] == 4.0 / 13 && dx[2] == 12.0 / 13); }\n")
+    result = adgen("build", "-q", src, "-o", tmp_path)
+    assert result.status == 0, result.err
+    done = subprocess.run(zig_cc(str(tmp_path / "main.c"), str(src), str(tmp_path / "buf.adgen.o"), "-lm", "-o",
+                                 str(tmp_path / "app")), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert subprocess.run([str(tmp_path / "app")]).returncode == 0
