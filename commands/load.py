@@ -174,8 +174,21 @@ class Library:
     def _function(self, name: str):
         if name not in self._calls:
             spec = self._specs[name]
-            self._calls[name] = Split(self, name, spec) if spec["kind"] == "split" else \
-                CFunction(name, spec, getattr(self._dll, spec.get("symbol", name)))
+            if spec.get("member"):
+                raise AttributeError(f"'{name}' is a C++ member function, which adgen.load cannot call: its derived "
+                                     "functions it can")
+            if spec["kind"] == "split":
+                self._calls[name] = Split(self, name, spec)
+                return self._calls[name]
+            try:
+                found = getattr(self._dll, spec.get("symbol", name))
+            except AttributeError:
+                if "symbol" not in spec:
+                    raise
+                raise AttributeError(f"'{name}' is not in {self.path.name}: C++ compiles an inline function (one "
+                                     "defined in its class, say) only where it is used; define it outside the class "
+                                     "to call it from Python (its derived functions are there)") from None
+            self._calls[name] = CFunction(name, spec, found)
         return self._calls[name]
 
     def __dir__(self):

@@ -37,8 +37,8 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
             continue  # a Rust function whose signature has been reported already
         if function is None and at in getattr(unit, "refused", {}):
             problems.add(error(
-                f"{a.marker} annotations stand before free functions: {unit.refused[at]} cannot be differentiated "
-                "directly yet (annotate a free function that calls it)", a.span,
+                f"{a.marker} annotations stand before functions and member functions: {unit.refused[at]} cannot be "
+                "differentiated directly yet (annotate a function that calls it)", a.span,
                 [note("it is declared here", Span(unit.source, at))]))
             continue
         if function is None:
@@ -46,6 +46,11 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
                 f"{a.marker} annotation is not followed by a function declaration (only whitespace and "
                 "other @diff comments may stand between them)", a.span,
                 [note("what follows it is here", Span(unit.source, at))] if at < len(text) else []))
+            continue
+        if function.member and function.by_value:
+            problems.add(error(f"{a.marker} annotations on member functions passing or returning a class by value are "
+                               "not supported yet (take it by reference, or annotate a free function)", a.span,
+                               [note("it is declared here", function.span)]))
             continue
         pairs += [(a, e, function) for e in a.entries] or [(a, None, function)]
     return pairs

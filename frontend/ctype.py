@@ -133,6 +133,20 @@ def from_clang_cxx(t: Type, parameter: bool, local) -> CType:
     return replace(ctype, ahead=(declared,), decls=tuple(d for d in ctype.decls if not local(d)))
 
 
+def object_cxx(record: Type, const: bool, local) -> CType:
+    """The object of a C++ member function as its first parameter: a pointer to its class (`const`
+    for a const member function), whose shadow is a pointer to an object of the same class."""
+    name = record.get_canonical().spelling
+    decls = tuple(dict.fromkeys(_decls(record)))
+    ahead = _ahead_cxx(record) if any(local(d) for d in decls) else None
+    return CType(
+        spelling=f"{'const ' if const else ''}{name} *", is_void=False, is_floating=False, is_pointer=True,
+        points_to_floating=holds_floating(record) or _points_to_floating(record), shadow_spelling=f"{name} *",
+        decls=tuple(d for d in decls if not local(d)) if ahead else decls, element_float=_uniform_float(record),
+        ffi="ptr", element_size=max(record.get_canonical().get_size(), 0), size=8, ahead=(ahead,) if ahead else (),
+        through_pointers=not holds_floating(record) and _points_to_floating(record))
+
+
 def _ahead_cxx(t: Type) -> str | None:
     """`namespace a { namespace b { struct name; } }` for the class `t` names (through pointers
     and references), None where it cannot be declared so."""

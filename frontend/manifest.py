@@ -19,6 +19,7 @@ def manifest(source: str, version: str, signatures: list[Signature]) -> str:
             "params": [_primal_param(p) for p in primal.params],
             "returns": _value(primal.returns.ffi, primal.returns.fields),
             **({"symbol": primal.symbol} if primal.symbol else {}),  # (C++: the name the linker knows)
+            **({"member": True} if primal.member else {}),  # (C++: not callable from C)
         })
     for sig in signatures:
         functions[sig.name] = _derived(sig, overloaded)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from clang.cindex import CursorKind, Index, TypeKind
 
-from adgen.frontend.ctype import CType, from_clang, from_clang_cxx
+from adgen.frontend.ctype import CType, from_clang, from_clang_cxx, object_cxx
 from adgen.frontend.languages import is_cxx
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error, note
 
@@ -39,6 +39,7 @@ class Prototype:
     attributes: tuple[str, ...] = ()  # its GNU attributes as written, `enzyme_function_like("log1p")` say
     function_type: str = ""  # C++: its type (`double (const double *, int)`), to tell overloads apart
     symbol: str = ""  # C++: its mangled name, where it has one (not in `extern "C"`)
+    member: bool = False  # C++: a member function, not static: its object is the first parameter, `self`
 
     @property
     def key(self) -> str:
@@ -126,7 +127,7 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
         if cursor.spelling and (cursor.spelling not in unit.declared or cursor.kind == CursorKind.TYPEDEF_DECL):
             kind = {CursorKind.FUNCTION_DECL: "function", CursorKind.VAR_DECL: "variable"}.get(cursor.kind, "type")
             unit.declared[cursor.spelling] = Declared(kind, where.file.name, where.line, where.column)
-        if cursor.kind != CursorKind.FUNCTION_DECL:
+        if cursor.kind not in (CursorKind.FUNCTION_DECL, CursorKind.CXX_METHOD):
             continue
         path = os.path.realpath(where.file.name)
         if path == main:
@@ -139,44 +140,36 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
 
 
 _SCOPES = (CursorKind.NAMESPACE, CursorKind.LINKAGE_SPEC, CursorKind.UNEXPOSED_DECL)
-_REFUSED = {CursorKind.CXX_METHOD: "a member function", CursorKind.CONSTRUCTOR: "a constructor",
-            CursorKind.DESTRUCTOR: "a destructor", CursorKind.FUNCTION_TEMPLATE: "a function template",
-            CursorKind.CONVERSION_FUNCTION: "a conversion function"}
+_CLASSES = (CursorKind.CLASS_DECL, CursorKind.STRUCT_DECL)
+_REFUSED = {CursorKind.CONSTRUCTOR: "a constructor", CursorKind.DESTRUCTOR: "a destructor",
+            CursorKind.FUNCTION_TEMPLATE: "a function template", CursorKind.CONVERSION_FUNCTION: "a conversion function",
+            CursorKind.CXX_METHOD: "a member function of a class template"}
 
 
-def _declarations(cursor, main: str, source: SourceFile, unit: Unit):
-    """The top-level declarations, and in C++ those of namespaces and `extern "C"` blocks too;
-    the member functions and templates of the source itself are noted in `unit.refused`."""
+def _declarations(cursor, main: str, source: SourceFile, unit: Unit, in_template: bool = False):
+    """The top-level declarations, and in C++ those of namespaces and `extern "C"` blocks too,
+    and the member functions of classes (not of class templates); what annotations cannot stand
+    before (a constructor, a template...) is noted in `unit.refused` where the source declares it."""
     for child in cursor.get_children():
         if unit.cxx and child.kind in _SCOPES:
             yield from _declarations(child, main, source, unit)
             continue
-        if child.kind in _REFUSED and child.location.file is not None and \
-                os.path.realpath(child.location.file.name) == main:
+        refused = child.kind in _REFUSED and (child.kind != CursorKind.CXX_METHOD or in_template)
+        if refused and child.location.file is not None and os.path.realpath(child.location.file.name) == main:
             start = child.extent.start
             unit.refused.setdefault(source.offset(start.line, start.column), _REFUSED[child.kind])
-        if unit.cxx and child.kind in (CursorKind.CLASS_DECL, CursorKind.STRUCT_DECL, CursorKind.CLASS_TEMPLATE):
-            _members(child, main, source, unit)
+            continue
+        if unit.cxx and child.kind in (*_CLASSES, CursorKind.CLASS_TEMPLATE):
+            yield from _declarations(child, main, source, unit, in_template or child.kind == CursorKind.CLASS_TEMPLATE)
         yield child
 
 
-def _members(cursor, main: str, source: SourceFile, unit: Unit) -> None:
-    """Member functions (and templates) of a class, where annotations cannot stand yet."""
-    for child in cursor.get_children():
-        if child.kind in _REFUSED and child.location.file is not None and \
-                os.path.realpath(child.location.file.name) == main:
-            start = child.extent.start
-            unit.refused.setdefault(source.offset(start.line, start.column), _REFUSED[child.kind])
-        elif child.kind in (CursorKind.CLASS_DECL, CursorKind.STRUCT_DECL):
-            _members(child, main, source, unit)
-
-
 def _qualified(cursor) -> str:
-    """A function's name with its namespaces (`phys::energy`); its name alone in C, and in an
-    `extern "C"` block at file scope."""
+    """A function's name with its namespaces and classes (`phys::energy`, `geo::Body::mass`); its
+    name alone in C, and in an `extern "C"` block at file scope."""
     parts = [cursor.spelling]
     parent = cursor.semantic_parent
-    while parent is not None and parent.kind == CursorKind.NAMESPACE:
+    while parent is not None and parent.kind in (CursorKind.NAMESPACE, *_CLASSES):
         parts.append(parent.spelling)  # (an anonymous namespace's is empty: its names are its parent's)
         parent = parent.semantic_parent
     return "::".join(p for p in reversed(parts) if p)
@@ -196,6 +189,9 @@ def _function(cursor, source: SourceFile, main: str) -> Prototype:
     params = tuple(Param(arg.spelling or f"arg{i}", read(arg.type, True)) for i, arg in enumerate(named.get_arguments()))
     if cursor.type.kind != TypeKind.FUNCTIONPROTO:  # `double f()`: no prototype, no parameters
         params = ()
+    member = cursor.kind == CursorKind.CXX_METHOD and not cursor.is_static_method()
+    if member:  # (the object, as Enzyme passes `this`: a parameter with an activity of its own)
+        params = (Param("self", object_cxx(cursor.semantic_parent.type, cursor.is_const_method(), local)), *params)
     start = cursor.extent.start
     return Prototype(
         name=_qualified(cursor) if cxx else cursor.spelling,
@@ -206,7 +202,8 @@ def _function(cursor, source: SourceFile, main: str) -> Prototype:
         span=Span(source, source.offset(cursor.location.line, cursor.location.column), len(cursor.spelling)),
         attributes=_attributes(cursor),
         function_type=cursor.type.get_canonical().spelling if cxx else "",
-        symbol=cursor.mangled_name if cxx and cursor.mangled_name != cursor.spelling else "",
+        symbol=cursor.mangled_name if cxx and cursor.mangled_name != cursor.spelling and not member else "",
+        member=member,
     )
 
 

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from adgen.base.diagnostics import AdgenError, SourceFile
 from adgen.frontend.generate import Generated
-from adgen.base.naming import BY_ADDRESS_PREFIX
+from adgen.base.naming import BY_ADDRESS_PREFIX, MEMBER_PREFIX
 from adgen.frontend.render import render_text
 from adgen.base.toolchain import USERS_NDEBUG, Compiler, RustCompiler, cxx_command
 from adgen.frontend.languages import is_cxx
@@ -100,7 +100,7 @@ def lower_source(compiler: Compiler, source: Path, g: Generated, index: int, fla
     wrapper = workdir / f"{index}-{source.stem}.{'cpp' if cxx else 'c'}"
     wrapper.write_text(render_text("lowering.c.j2", source=source.name, path=_c_string(source.resolve()), cxx=cxx,
                                    wrapper=_c_string(wrapper.resolve()),
-                                   primals=primals, keep=keep_array(index), by_address=BY_ADDRESS_PREFIX,
+                                   primals=primals, keep=keep_array(index), by_address=BY_ADDRESS_PREFIX, member=MEMBER_PREFIX,
                                    inactive=g.inactive, keep_inactive=inactive_array(index), customs=g.customs,
                                    keep_custom=custom_array(index), partials_prefix=partials_function(index)))
     files = Files(g.source, os.path.realpath(wrapper), {os.path.realpath(source): g.source})
