@@ -216,7 +216,7 @@ class Checker:
             raise CheckError(f"'{primal}' has parameter '{p['name']}' pointing to data that reaches its floats "
                              "through pointers (a std::vector, a struct holding a pointer): adgen check cannot make "
                              "one; check this derivative from C or C++")
-        given = self.sizes.get(p["name"], "1" if p.get("reference") else None)  # (a C++ reference: one)
+        given = "1" if p.get("reference") else self.sizes.get(p["name"])  # (a C++ reference: one, always)
         if given is None:
             raise CheckError(f"'{primal}' has pointer parameter '{p['name']}': its length is needed, pass "
                              f"--size {p['name']}=N (or --size {p['name']}=n to use parameter n's value)")

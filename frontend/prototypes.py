@@ -169,8 +169,9 @@ def _qualified(cursor) -> str:
     name alone in C, and in an `extern "C"` block at file scope."""
     parts = [cursor.spelling]
     parent = cursor.semantic_parent
-    while parent is not None and parent.kind in (CursorKind.NAMESPACE, *_CLASSES):
-        parts.append(parent.spelling)  # (an anonymous namespace's is empty: its names are its parent's)
+    while parent is not None and parent.kind in (CursorKind.NAMESPACE, CursorKind.LINKAGE_SPEC, *_CLASSES):
+        if parent.kind != CursorKind.LINKAGE_SPEC:  # (`extern "C"` in a namespace: still its member)
+            parts.append(parent.spelling)  # (an anonymous namespace's is empty: its names are its parent's)
         parent = parent.semantic_parent
     return "::".join(p for p in reversed(parts) if p)
 
@@ -202,7 +203,7 @@ def _function(cursor, source: SourceFile, main: str) -> Prototype:
         span=Span(source, source.offset(cursor.location.line, cursor.location.column), len(cursor.spelling)),
         attributes=_attributes(cursor),
         function_type=cursor.type.get_canonical().spelling if cxx else "",
-        symbol=cursor.mangled_name if cxx and cursor.mangled_name != cursor.spelling and not member else "",
+        symbol=cursor.mangled_name if cxx and cursor.mangled_name != _qualified(cursor) and not member else "",
         member=member,
     )
 

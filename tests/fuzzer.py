@@ -9,6 +9,8 @@ against each other, every array the derivative code is given placed at each alig
     python tests/fuzzer.py --long 10000          # 10,000 programs
     python tests/fuzzer.py --seed 7 --long 200   # another stream
     python tests/fuzzer.py --openmp --long 200   # each with an OpenMP parallel loop (libomp)
+    python tests/fuzzer.py --cxx --long 200      # C++: classes with operators, templates, lambdas,
+                                                 # std::complex, std::vector, new and delete
 
 Every function has the signature `double f(double *x, double *y, double a, double b)`: x is
 read, y updated in place, a and b are scalars, and the result is returned. Each is
@@ -61,6 +63,18 @@ COMPLEX_UNARY = [
 ]
 COMPLEX_BINARY = ["creal((({0}) + ({1}) * I) * (({1}) - 0.5 * I))",
                   "cimag((({0}) + 0.5 * I) / (1.5 + tanh({1}) + ({0}) * I))"]
+# The same in C++ (std::complex), and what C++ adds: a class with operators, a template, a lambda.
+CXX_UNARY = [
+    "std::real(std::exp(fz_c(0.0, {0})) * fz_c(1.0, 0.5))", "std::imag(std::sqrt(fz_c(2.0 + tanh({0}), {0})))",
+    "std::abs(fz_c({0}, 0.5))", "std::arg(fz_c(2.0, {0}))", "std::real(std::log(fz_c(2.0 + tanh({0}), {0})))",
+    "fz_sq({0})", "(fz_vec2{{{0}, 0.5}} * 1.5 + fz_vec2{{0.25, {0}}}).norm2()",
+    "[&](double q) {{ return q * q - 0.5 * q; }}({0})",
+]
+CXX_BINARY = [
+    "std::real(fz_c({0}, {1}) * fz_c({1}, -0.5))", "std::imag(fz_c({0}, 0.5) / fz_c(1.5 + tanh({1}), {0}))",
+    "fz_vec2{{{0}, {1}}}.dot(fz_vec2{{{1}, 0.5}} - fz_vec2{{0.25, {0}}})", "fz_max2({0}, {1})",
+    "[](double p, double q) {{ return p * tanh(q) + 0.5 * p; }}({0}, {1})",
+]
 
 
 @dataclass
@@ -69,6 +83,7 @@ class Function:
     body: list[str]  # statements, one per line (compound statements on one line)
     helpers: list[str] = field(default_factory=list)
     uses_float: bool = False
+    cxx: bool = False  # written in C++
 
     def source(self, acts: dict[str, tuple[str, ...]]) -> str:
         entries = ";\n//       ".join(f"{self.name}_{k}: {v}" for k, v in acts.items())
@@ -85,8 +100,8 @@ class Generator:
     code being generated (innermost last); each runs from 0 to below L."""
 
     def __init__(self, rng: random.Random, index: int, scalars=("a", "b", "t0", "t1", "t2", "t3"),
-                 arrays=("x", "y"), calls: bool = True):
-        self.rng, self.index = rng, index
+                 arrays=("x", "y"), calls: bool = True, cxx: bool = False):
+        self.rng, self.index, self.cxx = rng, index, cxx
         self.scalars, self.arrays, self.calls = scalars, arrays, calls
         self.helpers: list[str] = []
         self.uses_float = False
@@ -103,11 +118,12 @@ class Generator:
         if depth <= 0 or r.random() < 0.25:
             return self.leaf(loops)
         k = r.random()
+        special, unary, rate = (CXX_BINARY, CXX_UNARY, 0.25) if self.cxx else (COMPLEX_BINARY, COMPLEX_UNARY, 0.1)
         if k < 0.4:
             a, b = self.expr(depth - 1, loops), self.expr(depth - 1, loops)
-            return r.choice(COMPLEX_BINARY if r.random() < 0.1 else BINARY).format(a, b)
+            return r.choice(special if r.random() < rate else BINARY).format(a, b)
         if k < 0.75:
-            return r.choice(COMPLEX_UNARY if r.random() < 0.1 else UNARY).format(self.expr(depth - 1, loops))
+            return r.choice(unary if r.random() < rate else UNARY).format(self.expr(depth - 1, loops))
         if k < 0.82:
             return f"(-({self.expr(depth - 1, loops)}))"
         if k < 0.88:  # floats hold bounded values: finite differences then see float rounding as noise
@@ -122,7 +138,7 @@ class Generator:
         """A helper function, out of line or not, taking a scalar and the array x."""
         name = f"h{self.index}_{len(self.helpers)}"
         inline = "static" if self.rng.random() < 0.5 else "__attribute__((noinline)) static"
-        inner = Generator(self.rng, self.index, scalars=("u",), arrays=("x",), calls=False)
+        inner = Generator(self.rng, self.index, scalars=("u",), arrays=("x",), calls=False, cxx=self.cxx)
         body = inner.expr(2)
         self.uses_float |= inner.uses_float
         self.helpers.append(f"{inline} double {name}(double u, const double *x)\n{{\n    return {body};\n}}\n")
@@ -135,7 +151,7 @@ class Generator:
         """A helper taking and returning a struct by value (STRUCT_HELPERS defines the struct)."""
         name = f"s{self.index}_{len(self.helpers)}"
         inline = "static" if self.rng.random() < 0.8 else "__attribute__((noinline)) static"
-        inner = Generator(self.rng, self.index, scalars=("p.lo", "p.hi", "u"), arrays=(), calls=False)
+        inner = Generator(self.rng, self.index, scalars=("p.lo", "p.hi", "u"), arrays=(), calls=False, cxx=self.cxx)
         lo, hi = inner.expr(2), inner.expr(2)
         self.uses_float |= inner.uses_float
         self.helpers.append(f"{inline} fz_pair {name}(fz_pair p, double u)\n{{\n    fz_pair r = {{ {lo}, {hi} }};\n"
@@ -151,15 +167,19 @@ class Generator:
         if r.random() < 0.5:
             name = f"m{self.index}_{len(self.helpers)}"
             inline = "static" if r.random() < 0.5 else "__attribute__((noinline)) static"
-            inner = Generator(r, self.index, scalars=("u",), arrays=("x",), calls=False)
+            inner = Generator(r, self.index, scalars=("u",), arrays=("x",), calls=False, cxx=self.cxx)
             body = inner.expr(2)
             self.uses_float |= inner.uses_float
+            new = r.random() < 0.5 if self.cxx else False
+            allocate = "new double[n]" if new else "(double *)malloc(n * sizeof *w)"
             self.helpers.append(f"{inline} double *{name}(double u, const double *x, int n)\n{{\n"
-                                f"    double *w = malloc(n * sizeof *w);\n    for (int i = 0; i < n; i++)\n"
+                                f"    double *w = {allocate};\n    for (int i = 0; i < n; i++)\n"
                                 f"        w[i] = ({body}) * x[(i + {r.randrange(L)}) % {L}];\n    return w;\n}}\n")
             make = f"double *w = {name}({self.expr(2)}, x, n);"
+            if new:
+                return f"{{ {make} {target} = {target} * 0.5 + w[{r.randrange(L)}] * w[{r.randrange(L)}]; delete[] w; }}"
         else:
-            make = (f"double *w = NULL; for (int i = 0; i < n; i++) {{ w = realloc(w, (i + 1) * sizeof *w); "
+            make = (f"double *w = NULL; for (int i = 0; i < n; i++) {{ w = (double *)realloc(w, (i + 1) * sizeof *w); "
                     f"w[i] = {self.expr(2, ('i',))}; }}")
         free = r.choice(["free(w);", "fz_free(w);"])
         return f"{{ {make} {target} = {target} * 0.5 + w[{r.randrange(L)}] * w[{r.randrange(L)}]; {free} }}"
@@ -197,6 +217,9 @@ class Generator:
             return (f"{{ double w[{L}]; for (int i = 0; i < n; i++) w[i] = {self.expr(2, ('i',))}; "
                     f"{target} = {target} * 0.5 + w[{r.randrange(L)}] * w[{r.randrange(L)}]; }}")
         if k < 0.89 and not loops:
+            if self.cxx and r.random() < 0.4:  # a std::vector, filled and read back
+                return (f"{{ std::vector<double> w(x, x + n); for (int i = 0; i < n; i++) w[i] = w[i] * "
+                        f"{self.expr(2, ('i',))}; {target} = {target} * 0.5 + w[{r.randrange(L)}] * w[{r.randrange(L)}]; }}")
             return self.heap(target)
         if k < 0.92:
             self.uses_float = True
@@ -212,7 +235,7 @@ class Generator:
         r = self.rng
         target = r.choice(["t0", "t1", "t2", "t3"])
         inner = Generator(r, self.index, scalars=tuple(v for v in self.scalars if v != target), arrays=("x",),
-                          calls=False)
+                          calls=False, cxx=self.cxx)
         e = lambda: inner.expr(2, ("i",))
         schedule = r.choice(["", " schedule(static, 2)", " schedule(dynamic)", " schedule(guided)"])
         k = r.random()
@@ -232,13 +255,14 @@ class Generator:
         return text
 
 
-def generate(rng: random.Random, index: int, openmp: bool = False) -> Function:
-    """A random function; with `openmp`, one with a parallel loop among its statements."""
-    g = Generator(rng, index)
+def generate(rng: random.Random, index: int, openmp: bool = False, cxx: bool = False) -> Function:
+    """A random function; with `openmp`, one with a parallel loop among its statements; with
+    `cxx`, one in C++."""
+    g = Generator(rng, index, cxx=cxx)
     body = [g.statement(2) for _ in range(rng.randint(2, 6))]
     if openmp:
         body.insert(rng.randint(0, len(body)), g.parallel())
-    return Function(f"f{index}", body, g.helpers, g.uses_float)
+    return Function(f"f{index}", body, g.helpers, g.uses_float, cxx)
 
 
 def activities(rng: random.Random) -> dict[str, tuple]:
@@ -294,20 +318,49 @@ __attribute__((noinline)) static void fz_free(double *w) { free(w); }
 """
 
 
+CXX_HELPERS = """#include <cmath>
+#include <complex>
+#include <cstdlib>
+#include <vector>
+
+typedef struct { double lo, hi; } fz_pair;
+typedef std::complex<double> fz_c;
+
+static fz_pair fz_make(double lo, double hi) { fz_pair p = { lo, hi }; return p; }
+__attribute__((noinline)) static void fz_free(double *w) { free(w); }
+struct fz_vec2 {
+    double u, v;
+    fz_vec2 operator+(const fz_vec2 &o) const { return {u + o.u, v + o.v}; }
+    fz_vec2 operator-(const fz_vec2 &o) const { return {u - o.u, v - o.v}; }
+    fz_vec2 operator*(double s) const { return {u * s, v * s}; }
+    double dot(const fz_vec2 &o) const { return u * o.u + v * o.v; }
+    double norm2() const { return dot(*this); }
+};
+template <typename T> static double fz_sq(T t) { return static_cast<double>(t * t); }
+template <typename T> static T fz_max2(T p, T q) { return p > q ? p : q; }
+
+namespace fz {
+extern "C" {
+"""
+CXX_END = "}  // extern \"C\"\n}  // namespace fz\n"
+
+
 def build(functions: list[tuple[Function, dict]], work: Path) -> tuple[C.CDLL | None, str]:
-    """Builds one source holding the functions; returns the library, or None and adgen's errors."""
-    parts = [STRUCT_HELPERS]
+    """Builds one source holding the functions; returns the library, or None and adgen's errors.
+    In C++, the functions have C names, in a namespace."""
+    cxx = any(f.cxx for f, _ in functions)
+    parts = [CXX_HELPERS if cxx else STRUCT_HELPERS]
     for f, acts in functions:
         parts += f.helpers
         parts.append(f.source({k: v for k, v in acts.items() if k != "on"}))
-    return build_source("\n".join(parts), work)
+    return build_source("\n".join(parts + ([CXX_END] if cxx else [])), work, cxx)
 
 
-def build_source(text: str, work: Path) -> tuple[C.CDLL | None, str]:
-    """adgen and the C compiler on one source, as one library; or None and adgen's errors. A
-    source with OpenMP pragmas is built with -fopenmp and linked with the runtime, which runs
-    its parallel regions on THREADS threads."""
-    src = work / "fuzz.c"
+def build_source(text: str, work: Path, cxx: bool = False) -> tuple[C.CDLL | None, str]:
+    """adgen and the C (or C++) compiler on one source, as one library; or None and adgen's
+    errors. A source with OpenMP pragmas is built with -fopenmp and linked with the runtime,
+    which runs its parallel regions on THREADS threads."""
+    src = work / ("fuzz.cpp" if cxx else "fuzz.c")
     src.write_text(text)
     out = work / "out"
     openmp = "#pragma omp" in text
@@ -317,7 +370,7 @@ def build_source(text: str, work: Path) -> tuple[C.CDLL | None, str]:
                            *(["--", "-fopenmp"] if openmp else [])], capture_output=True, text=True)
     if done.returncode != 0:
         return None, done.stderr
-    cc = [sys.executable, "-m", "ziglang", "cc"]
+    cc = [sys.executable, "-m", "ziglang", "c++" if cxx else "cc"]
     subprocess.run([*cc, "-c", "-O2", "-fPIC", *(["-fopenmp"] if openmp else []), str(src), "-o", str(work / "fuzz.o")],
                    check=True, capture_output=True)
     lib = work / f"lib{abs(hash(src.read_text())) % 10**9}.so"
@@ -564,7 +617,8 @@ def run_batch(batch: list[tuple[Function, dict]], rng: random.Random, outcome: O
     while lib is None:
         # A rejected construct counts as a pass when the error names it and its line; the error
         # names the derived function that needed it, so that function leaves the batch.
-        bad = set(re.findall(r"fuzz\.c:\d+:\d+: error: cannot differentiate .*\(needed by '(f\d+)_\w+'\)", errors))
+        bad = set(re.findall(r"fuzz\.c(?:pp)?:\d+:\d+: error: cannot differentiate .*\(needed by '(f\d+)_\w+'\)",
+                             errors))
         names = {f.name for f, _ in batch}
         if not bad or not bad <= names:
             outcome.failures.append(f"build failed without a located 'cannot differentiate' error:\n{errors}")
@@ -634,18 +688,18 @@ def minimize_and_keep(f: Function, acts: dict, work: Path, seed: int | None) -> 
     while changed:
         changed = False
         for k in range(len(body)):
-            trial = Function(f.name, body[:k] + body[k + 1:], f.helpers, f.uses_float)
+            trial = Function(f.name, body[:k] + body[k + 1:], f.helpers, f.uses_float, f.cxx)
             if fails(trial):
                 body = trial.body
                 changed = True
                 break
-    kept = Function(f.name, body, f.helpers, f.uses_float)
+    kept = Function(f.name, body, f.helpers, f.uses_float, f.cxx)
     REGRESSIONS.mkdir(exist_ok=True)
-    path = REGRESSIONS / f"{f.name}_{abs(hash(tuple(body))) % 10**6}.c"
+    path = REGRESSIONS / f"{f.name}_{abs(hash(tuple(body))) % 10**6}.{'cpp' if f.cxx else 'c'}"
     header = (f"/* fuzz regression: activities {acts['on']} (x, y, a, b); {'float' if f.uses_float else 'double'}"
               + (f"; seed {seed} */\n" if seed is not None else "; failed to build */\n"))
-    path.write_text(header + STRUCT_HELPERS + "".join(f.helpers) + kept.source(
-        {k: v for k, v in acts.items() if k != "on"}))
+    path.write_text(header + (CXX_HELPERS if f.cxx else STRUCT_HELPERS) + "".join(f.helpers) + kept.source(
+        {k: v for k, v in acts.items() if k != "on"}) + (CXX_END if f.cxx else ""))
     return path
 
 
@@ -663,10 +717,10 @@ def _fails(f: Function, acts: dict, work: Path, seeds: list[int]) -> bool:
 
 
 def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = True, progress=None,
-         openmp: bool = False) -> Outcome:
+         openmp: bool = False, cxx: bool = False) -> Outcome:
     """`programs` random functions from `seed`; with `openmp`, each with a parallel loop, every
     other batch with forward-mode derivatives alone (whose regions fork, where reverse mode's
-    builds run them serialized)."""
+    builds run them serialized); with `cxx`, in C++."""
     rng = random.Random(seed)
     outcome = Outcome()
     with tempfile.TemporaryDirectory(prefix="adgen-fuzz-") as tmp:
@@ -676,7 +730,7 @@ def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = T
             n = min(batch_size, programs - done)
             batch = []
             for k in range(n):
-                f, acts = generate(rng, done + k, openmp), activities(rng)
+                f, acts = generate(rng, done + k, openmp, cxx), activities(rng)
                 if openmp:  # (interleaved lanes cannot load the pointers a region's captures hold)
                     del acts["fwd4v"], acts["rev4v"]
                     if (done // batch_size) % 2:  # forward mode alone: its regions fork (specs/openmp.md)
@@ -690,7 +744,7 @@ def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = T
 
 
 def regression_cases() -> list[Path]:
-    return sorted(REGRESSIONS.glob("*.c")) if REGRESSIONS.exists() else []
+    return sorted([*REGRESSIONS.glob("*.c"), *REGRESSIONS.glob("*.cpp")]) if REGRESSIONS.exists() else []
 
 
 def check_regression(path: Path, work: Path) -> str | None:
@@ -710,7 +764,7 @@ def build_regression(path: Path, work: Path):
     name = re.search(r"^double (f\d+)\(double \*x", text, re.M).group(1)
     f = Function(name, [], uses_float="; float" in text.split("\n", 1)[0])
     seed = re.search(r"; seed (\d+) \*/", text)
-    lib, errors = build_source(text, work)
+    lib, errors = build_source(text, work, path.suffix == ".cpp")
     return (errors if lib is None else lib), f, {"on": on}, [int(seed.group(1))] if seed else []
 
 
@@ -721,6 +775,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=40, help="functions per build")
     parser.add_argument("--openmp", action="store_true",
                         help=f"each function with an OpenMP parallel loop, run on {THREADS} threads (needs libomp)")
+    parser.add_argument("--cxx", action="store_true", help="C++ functions (classes, templates, lambdas, std::vector...)")
     args = parser.parse_args()
 
     def progress(done, outcome):
@@ -728,7 +783,7 @@ def main() -> int:
               f"{len(outcome.failures)} failed", end="", file=sys.stderr, flush=True)
 
     outcome = fuzz(args.long, args.seed, args.batch, progress=progress if sys.stderr.isatty() else None,
-                   openmp=args.openmp)
+                   openmp=args.openmp, cxx=args.cxx)
     from collections import Counter
 
     print(f"\n{args.long} programs, seed {args.seed}: {outcome.passed} checked and right, {outcome.rejected} rejected "

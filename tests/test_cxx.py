@@ -80,6 +80,12 @@ double norm(const double *v, int n) { double s = 0; for (int i = 0; i < n; i++) 
 float norm(const float *v, int n) { float s = 0; for (int i = 0; i < n; i++) s += std::fabs(v[i]); return s; }
 }
 
+/* C names in a namespace */
+namespace cnames { extern "C" {
+// @diff(twice_grad: (dup, const) -> active)
+double twice(const double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s += 2 * x[i] * x[i]; return s; }
+} }
+
 /* new[] and delete[] of a scratch array */
 // @diff(smooth_grad: (dup, dup, const))
 void smooth(double *out, const double *in, int n) {
@@ -129,6 +135,13 @@ def test_references_in_both_modes(lib):
     y, ty = np.zeros(1), np.zeros(1)
     lib.cube_fwd(y, ty, np.array([1.5]), np.array([2.0]))
     assert ty[0] == pytest.approx(2 * 3 * 1.5 ** 2)
+
+
+def test_c_names_in_a_namespace(lib):
+    x, g = np.array([1.0, 2.0]), np.zeros(2)
+    assert getattr(lib, "cnames::twice")(x, 2) == pytest.approx(10.0)
+    assert lib.twice_grad(x, g, 2, 1.0) == pytest.approx(10.0)
+    np.testing.assert_allclose(g, 4 * x)
 
 
 def test_overloads_are_told_apart(lib):
@@ -201,7 +214,7 @@ def test_header_and_object_link_with_gcc_and_clang(adgen, tmp_path, compiler):
 def test_adgen_check_reads_cpp(adgen, c_file):
     src = c_file(NBODY, "nbody.cpp")
     result = adgen("check", src, "--size", "state=24", "--size", "mass=n", "--size", "n=4", "--size", "steps=10",
-                   "--size", "v=n", "--size", "out=n", "--size", "in=n")
+                   "--size", "v=n", "--size", "out=n", "--size", "in=n", "--size", "x=n")
     assert result.status == 0, result.out + result.err
     assert "checks pass" in result.out and "MISMATCH" not in result.out
 

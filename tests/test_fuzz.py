@@ -25,6 +25,14 @@ def test_quick_fuzz_run_of_parallel_loops():
     assert outcome.passed >= 70  # checked, not rejected: each with an OpenMP loop on three threads
 
 
+def test_quick_fuzz_run_in_cxx():
+    """C++ bodies: classes with operators, templates, lambdas, std::complex, std::vector, new and
+    delete, the functions in a namespace with C names."""
+    outcome = fuzzer.fuzz(programs=80, seed=20261125, batch_size=40, keep_failures=False, cxx=True)
+    assert outcome.failures == []
+    assert outcome.passed >= 70
+
+
 def test_kept_regressions_pass(tmp_path):
     for path in fuzzer.regression_cases():
         assert fuzzer.check_regression(path, tmp_path) is None, path.name

@@ -1,0 +1,48 @@
+/* fuzz regression: activities (True, True, False, True) (x, y, a, b); float; failed to build */
+#include <cmath>
+#include <complex>
+#include <cstdlib>
+#include <vector>
+
+typedef struct { double lo, hi; } fz_pair;
+typedef std::complex<double> fz_c;
+
+static fz_pair fz_make(double lo, double hi) { fz_pair p = { lo, hi }; return p; }
+__attribute__((noinline)) static void fz_free(double *w) { free(w); }
+struct fz_vec2 {
+    double u, v;
+    fz_vec2 operator+(const fz_vec2 &o) const { return {u + o.u, v + o.v}; }
+    fz_vec2 operator-(const fz_vec2 &o) const { return {u - o.u, v - o.v}; }
+    fz_vec2 operator*(double s) const { return {u * s, v * s}; }
+    double dot(const fz_vec2 &o) const { return u * o.u + v * o.v; }
+    double norm2() const { return dot(*this); }
+};
+template <typename T> static double fz_sq(T t) { return static_cast<double>(t * t); }
+template <typename T> static T fz_max2(T p, T q) { return p > q ? p : q; }
+
+namespace fz {
+extern "C" {
+static fz_pair s2_0(fz_pair p, double u)
+{
+    fz_pair r = { (std::imag(fz_c(1.476, 0.5) / fz_c(1.5 + tanh(u), 1.476)) + std::real(std::exp(fz_c(0.0, u)) * fz_c(1.0, 0.5))), log(1.0 + (u) * (u)) };
+    return r;
+}
+static fz_pair s2_1(fz_pair p, double u)
+{
+    fz_pair r = { u, fmin(p.hi, (-(p.hi))) };
+    return r;
+}
+// @diff(f2_fwd: (dual, dual, const, dual) -> dual;
+//       f2_rev: (dup, dup, const, active) -> active;
+//       f2_fwd4: forward[4] (dual, dual, const, dual) -> dualonly;
+//       f2_fwd4v: forward[4] (dualv, dualv, const, dualv) -> dualonly;
+//       f2_rev4v: reverse[4] (dupv, dupv, const, active) -> active)
+double f2(double *x, double *y, double a, double b)
+{
+    double t0 = a, t1 = b, t2 = x[0], t3 = y[1];
+    int n = 5 - (b > 1e9); /* 5, though the compiler cannot know it */
+
+    return t0 + t1 * t2 - t3 + y[0];
+}
+}  // extern "C"
+}  // namespace fz
