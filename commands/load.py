@@ -100,12 +100,26 @@ def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> N
     objects = []
     for src in sources:
         obj = out / f"{src.stem}.o"
-        _run([*(cxx if is_cxx(src) else cc), "-c", "-O2", "-fPIC", *USERS_NDEBUG, *flags, "-iquote", str(out), str(src),
-              "-o", str(obj)])
+        compiled = _keeping_primals(src, out) if is_cxx(src) else src
+        _run([*(cxx if is_cxx(src) else cc), "-c", "-O2", "-fPIC", *USERS_NDEBUG, *flags, "-iquote", str(out),
+              "-iquote", str(src.parent), str(compiled), "-o", str(obj)])
         objects.append(str(obj))
     _run([*(cxx if any(is_cxx(s) for s in sources) else cc), "-shared", *objects,
           *(str(out / f"{s.stem}.adgen.o") for s in sources), *openmp_link_flags(select_compiler(None), flags),
           "-o", str(library), "-lm"])
+
+
+def _keeping_primals(src: Path, out: Path) -> Path:
+    """A C++ source with the addresses of its annotated functions taken, so that the library has
+    them to call: C++ compiles an inline function, or an instantiation of a template, only where
+    it is used."""
+    functions = json.loads((out / f"{src.stem}.adgen.json").read_text())["functions"].values()
+    addresses = [f["address"] for f in functions if f["kind"] == "primal" and "address" in f]
+    wrapper = out / f"{src.stem}.keep{src.suffix}"
+    quoted = str(src.resolve()).replace("\\", "\\\\").replace('"', '\\"')
+    wrapper.write_text(f'#include "{quoted}"\n' + (f'extern "C" __attribute__((used)) void *const __adgen_keep_{src.stem}[] = '
+                       f"{{ {', '.join(f'(void *){a}' for a in addresses)} }};\n" if addresses else ""))
+    return wrapper
 
 
 def _derive(sources: list[Path], out: Path, flags: list[str]) -> None:

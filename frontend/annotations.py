@@ -40,6 +40,7 @@ class Entry:
     returns: Word | None
     params_span: Span  # the parenthesised activity list, for arity errors
     of: Word | None = None  # another entry's derived name: derive that function, not the one below
+    template_args: Word | None = None  # C++: `<double>`, the instantiation of the function template below
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class Annotation:
     marker: str = "@diff"  # or "@inactive", "@derivative"
 
 
-_DESCRIBE = {"WORD": "a name", "NUMBER": "a number", "$END": "the end of the annotation",
+_DESCRIBE = {"WORD": "a name", "NUMBER": "a number", "TARGS": "template arguments", "$END": "the end of the annotation",
              "<END-OF-FILE>": "the end of the annotation"}
 
 
@@ -87,11 +88,11 @@ class _ToEntries(Transformer):
         return ("inner", self._word(items[1]))
 
     def entry(self, items):
-        name, _colon, mode, inner, params, returns = items
+        name, targs, _colon, mode, inner, params, returns = items
         _, mode_word, width = mode or (None, None, None)
         _, activities, params_span = params
         return Entry(self._word(name), mode_word, width, activities, returns and returns[1], params_span,
-                     inner and inner[1])
+                     inner and inner[1], self._word(targs))
 
     def annotation(self, items):
         return tuple(i for i in items if isinstance(i, Entry))
@@ -162,7 +163,7 @@ def _syntax_error(exc: UnexpectedInput, source: SourceFile, start: int, end: int
     else:
         found, at, length = "the end of the comment", max(start, end - 1), 1
         expected = exc.expected if isinstance(exc, (UnexpectedEOF, UnexpectedToken)) else set()
-    wanted = sorted(_describe(t) for t in expected)
+    wanted = sorted(_describe(t) for t in expected if t != "TARGS" or len(expected) == 1)  # (C++'s `<...>`: optional)
     what = wanted[0] if len(wanted) == 1 else "one of " + ", ".join(wanted)
     marker = re.match(MARKERS, source.text[start:]).group()
     return error(f"syntax error in {marker} annotation: expected {what}, found {found}", Span(source, at, length))

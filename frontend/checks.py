@@ -35,6 +35,10 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
         function = by_start.get(at)
         if function is None and at in getattr(unit, "unreadable", ()):
             continue  # a Rust function whose signature has been reported already
+        template = getattr(unit, "templates", {}).get(at)
+        if function is None and template is not None:
+            pairs += _instances(unit, a, template, problems)
+            continue
         if function is None and at in getattr(unit, "refused", {}):
             problems.add(error(
                 f"{a.marker} annotations stand before functions and member functions: {unit.refused[at]} cannot be "
@@ -47,12 +51,37 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
                 "other @diff comments may stand between them)", a.span,
                 [note("what follows it is here", Span(unit.source, at))] if at < len(text) else []))
             continue
+        for e in a.entries:
+            if e.template_args is not None:
+                problems.add(error(f"'{function.name}' is not a function template: its entries name no template "
+                                   "arguments", e.template_args.span, [note("it is declared here", function.span)]))
         if function.member and function.by_value:
             problems.add(error(f"{a.marker} annotations on member functions passing or returning a class by value are "
                                "not supported yet (take it by reference, or annotate a free function)", a.span,
                                [note("it is declared here", function.span)]))
             continue
         pairs += [(a, e, function) for e in a.entries] or [(a, None, function)]
+    return pairs
+
+
+def _instances(unit: Unit, a: Annotation, template, problems: Collector) -> list:
+    """The entries of an annotation before a C++ function template, each with the instantiation
+    its template arguments name (`norm_grad_d<double>: ...`)."""
+    from adgen.frontend.prototypes import instantiate
+
+    pairs = []
+    for e in a.entries:
+        if e.template_args is None:
+            problems.add(error(f"'{template.name}' is a function template: name the instantiation each entry "
+                               f"derives, as `{e.name.text}<double>: ...`", e.name.span,
+                               [note("it is declared here", template.span)]))
+            continue
+        made = instantiate(unit, template, e.template_args.text)
+        if isinstance(made, str):
+            problems.add(error(f"cannot instantiate '{template.name}{e.template_args.text}': {made}",
+                               e.template_args.span, [note("it is declared here", template.span)]))
+            continue
+        pairs.append((a, e, made))
     return pairs
 
 

@@ -20,6 +20,8 @@ def manifest(source: str, version: str, signatures: list[Signature]) -> str:
             "returns": _value(primal.returns.ffi, primal.returns.fields),
             **({"symbol": primal.symbol} if primal.symbol else {}),  # (C++: the name the linker knows)
             **({"member": True} if primal.member else {}),  # (C++: not callable from C)
+            **({"address": primal.address} if primal.function_type and not primal.member else {}),  # (C++: what
+            # adgen.load takes, so that an inline function or a template's instantiation is compiled)
         })
     for sig in signatures:
         functions[sig.name] = _derived(sig, overloaded)

@@ -92,7 +92,19 @@ class Unit:
     included: list[Prototype] = field(default_factory=list)
     cxx: bool = False  # read as C++
     refused: dict[int, str] = field(default_factory=dict)  # C++: where a declaration annotations cannot stand
-    # before starts (a member function, a template), and what it is
+    # before starts (a constructor, a member function template), and what it is
+    templates: dict[int, "Template"] = field(default_factory=dict)  # C++: function templates, by where they start
+    read_with: tuple[list[str], list] = ([], [])  # the flags and unsaved files it was read with (instantiate())
+
+
+@dataclass(frozen=True)
+class Template:
+    """A C++ function template of the source: an entry names an instantiation (`instantiate`)."""
+
+    name: str  # qualified
+    params: tuple[str, ...]  # its parameters' names
+    start: int
+    span: Span  # its name
 
 
 def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = frozenset(),
@@ -116,7 +128,7 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
     main = os.path.realpath(source.path)
     virtual = {os.path.realpath(p) for p, _ in unsaved}
     files: dict[str, SourceFile] = {main: source}
-    unit = Unit(source, [], {}, {}, [], cxx=cxx)
+    unit = Unit(source, [], {}, {}, [], cxx=cxx, read_with=(flags, unsaved))
     for d in tu.diagnostics:
         if d.severity >= 3 and not (cxx and _in_system_header(d)):
             unit.errors.append(_clang_error(d, files))
@@ -142,7 +154,8 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
 _SCOPES = (CursorKind.NAMESPACE, CursorKind.LINKAGE_SPEC, CursorKind.UNEXPOSED_DECL)
 _CLASSES = (CursorKind.CLASS_DECL, CursorKind.STRUCT_DECL)
 _REFUSED = {CursorKind.CONSTRUCTOR: "a constructor", CursorKind.DESTRUCTOR: "a destructor",
-            CursorKind.FUNCTION_TEMPLATE: "a function template", CursorKind.CONVERSION_FUNCTION: "a conversion function",
+            CursorKind.FUNCTION_TEMPLATE: "a member function template",
+            CursorKind.CONVERSION_FUNCTION: "a conversion function",
             CursorKind.CXX_METHOD: "a member function of a class template"}
 
 
@@ -153,6 +166,15 @@ def _declarations(cursor, main: str, source: SourceFile, unit: Unit, in_template
     for child in cursor.get_children():
         if unit.cxx and child.kind in _SCOPES:
             yield from _declarations(child, main, source, unit)
+            continue
+        ours = child.location.file is not None and os.path.realpath(child.location.file.name) == main
+        in_class = cursor.kind in (*_CLASSES, CursorKind.CLASS_TEMPLATE)
+        if child.kind == CursorKind.FUNCTION_TEMPLATE and ours and not in_class:
+            start = child.extent.start
+            at = source.offset(start.line, start.column)
+            names = tuple(c.spelling for c in child.get_children() if c.kind == CursorKind.PARM_DECL)
+            unit.templates.setdefault(at, Template(_qualified(child), names, at, Span(
+                source, source.offset(child.location.line, child.location.column), len(child.spelling))))
             continue
         refused = child.kind in _REFUSED and (child.kind != CursorKind.CXX_METHOD or in_template)
         if refused and child.location.file is not None and os.path.realpath(child.location.file.name) == main:
@@ -206,6 +228,39 @@ def _function(cursor, source: SourceFile, main: str) -> Prototype:
         symbol=cursor.mangled_name if cxx and cursor.mangled_name != _qualified(cursor) and not member else "",
         member=member,
     )
+
+
+def instantiate(unit: Unit, template: Template, arguments: str) -> Prototype | str:
+    """The instantiation `template<arguments>` as a function of the source, or clang's error: the
+    source read again with its address taken after it, which instantiates it."""
+    from clang.cindex import Index
+
+    flags, unsaved = unit.read_with
+    source = unit.source
+    name = f"{template.name}{arguments}"
+    text = source.text + f"\nauto *__adgen_instance = &{name};\n"
+    tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c++", *flags],
+                              unsaved_files=[*unsaved, (str(source.path.absolute()), text)])
+    main = os.path.realpath(source.path)
+    problems = [d.spelling for d in tu.diagnostics if d.severity >= 3 and not _in_system_header(d)
+                and d.location.file is not None and os.path.realpath(d.location.file.name) == main
+                and d.location.line > source.text.count("\n") + 1]
+    var = next((c for c in tu.cursor.get_children() if c.spelling == "__adgen_instance"), None)
+    if problems or var is None:
+        return problems[0] if problems else "clang did not instantiate it"
+    function = var.type.get_canonical().get_pointee()
+    referenced = next((c.referenced for c in var.walk_preorder() if c.kind == CursorKind.DECL_REF_EXPR), None)
+
+    def local(decl) -> bool:
+        return os.path.realpath(decl.file) == main
+
+    types = list(function.argument_types())
+    params = tuple(Param(template.params[i] if i < len(template.params) and template.params[i] else f"arg{i}",
+                         from_clang_cxx(t, True, local)) for i, t in enumerate(types))
+    return Prototype(name=name, params=params, returns=from_clang_cxx(function.get_result(), False, local),
+                     variadic=function.is_function_variadic(), start=template.start, span=template.span,
+                     function_type=function.spelling,
+                     symbol=referenced.mangled_name if referenced is not None and referenced.mangled_name else "")
 
 
 def _attributes(cursor) -> tuple[str, ...]:
