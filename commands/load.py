@@ -22,8 +22,8 @@ from pathlib import Path
 from adgen.base import __version__
 from adgen.base.diagnostics import AdgenError, Diagnostic
 from adgen.base.timing import Stages
-from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, cxx_command, openmp_include_flags, openmp_link_flags, select_compiler,
-                                  system_flags)
+from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, cxx_command, openmp_include_flags, openmp_link_flags,
+                                  select_compiler, system_flags)
 from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.frontend.languages import is_cxx, is_rust
 
@@ -117,8 +117,9 @@ def _keeping_primals(src: Path, out: Path) -> Path:
     addresses = [f["address"] for f in functions if f["kind"] == "primal" and "address" in f]
     wrapper = out / f"{src.stem}.keep{src.suffix}"
     quoted = str(src.resolve()).replace("\\", "\\\\").replace('"', '\\"')
-    wrapper.write_text(f'#include "{quoted}"\n' + (f'extern "C" __attribute__((used)) void *const __adgen_keep_{src.stem}[] = '
-                       f"{{ {', '.join(f'(void *){a}' for a in addresses)} }};\n" if addresses else ""))
+    kept = ", ".join(f"(void *){a}" for a in addresses)
+    wrapper.write_text(f'#include "{quoted}"\n' + (f'extern "C" __attribute__((used)) void *const '
+                                                   f"__adgen_keep_{src.stem}[] = {{ {kept} }};\n" if addresses else ""))
     return wrapper
 
 

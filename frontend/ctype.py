@@ -152,7 +152,8 @@ def _ahead_cxx(t: Type) -> str | None:
     and references), None where it cannot be declared so."""
     c = t.get_canonical()
     while c.kind in (TypeKind.POINTER, TypeKind.LVALUEREFERENCE) or c.kind in _ARRAYS:
-        c = (c.get_pointee() if c.kind in (TypeKind.POINTER, TypeKind.LVALUEREFERENCE) else c.element_type).get_canonical()
+        inner = c.element_type if c.kind in _ARRAYS else c.get_pointee()
+        c = inner.get_canonical()
     decl = c.get_declaration()
     if c.kind != TypeKind.RECORD or decl.kind not in _STRUCTS or not decl.spelling or "<" in c.spelling:
         return None
@@ -366,8 +367,8 @@ def _points_to_floating(t: Type) -> bool:
     c = t.get_canonical()
     if c.kind != TypeKind.RECORD or c.get_declaration().kind not in _STRUCTS:
         return False
-    return any(f.type.get_canonical().kind == TypeKind.POINTER and holds_floating(f.type.get_canonical().get_pointee())
-               for f in c.get_fields())
+    fields = (f.type.get_canonical() for f in c.get_fields())
+    return any(f.kind == TypeKind.POINTER and holds_floating(f.get_pointee()) for f in fields)
 
 
 def _decls(t: Type):

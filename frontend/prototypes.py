@@ -1,9 +1,10 @@
 """Reads a C or C++ file's function prototypes with libclang: names, parameter names and types,
 where each declaration starts, every top-level name in scope, and which `#include` brought
 each header in. A file that does not parse is reported with clang's own diagnostics. In C++,
-the free functions of namespaces (and of `extern "C"` blocks) are read too, by their qualified
-names; member functions and templates are noted where they start, for the error an annotation
-before one gets (they are not differentiated yet)."""
+the functions of namespaces, `extern "C"` blocks and classes are read too, by their qualified
+names; function templates are noted where they start, for an entry to name an instantiation of
+(`instantiate`), and so is what annotations cannot stand before yet (a constructor...), for the
+error an annotation before it gets (specs/cxx.md)."""
 
 from __future__ import annotations
 
@@ -177,7 +178,7 @@ def _declarations(cursor, main: str, source: SourceFile, unit: Unit, in_template
                 source, source.offset(child.location.line, child.location.column), len(child.spelling))))
             continue
         refused = child.kind in _REFUSED and (child.kind != CursorKind.CXX_METHOD or in_template)
-        if refused and child.location.file is not None and os.path.realpath(child.location.file.name) == main:
+        if refused and ours:
             start = child.extent.start
             unit.refused.setdefault(source.offset(start.line, start.column), _REFUSED[child.kind])
             continue
@@ -209,7 +210,8 @@ def _function(cursor, source: SourceFile, main: str) -> Prototype:
     cxx = is_cxx(source.path) or is_cxx(Path(main))
     read = (lambda t, parameter=False: from_clang_cxx(t, parameter, local)) if cxx else \
         (lambda t, parameter=False: from_clang(t, parameter=parameter, local=local))
-    params = tuple(Param(arg.spelling or f"arg{i}", read(arg.type, True)) for i, arg in enumerate(named.get_arguments()))
+    params = tuple(Param(arg.spelling or f"arg{i}", read(arg.type, True))
+                   for i, arg in enumerate(named.get_arguments()))
     if cursor.type.kind != TypeKind.FUNCTIONPROTO:  # `double f()`: no prototype, no parameters
         params = ()
     member = cursor.kind == CursorKind.CXX_METHOD and not cursor.is_static_method()
@@ -233,8 +235,6 @@ def _function(cursor, source: SourceFile, main: str) -> Prototype:
 def instantiate(unit: Unit, template: Template, arguments: str) -> Prototype | str:
     """The instantiation `template<arguments>` as a function of the source, or clang's error: the
     source read again with its address taken after it, which instantiates it."""
-    from clang.cindex import Index
-
     flags, unsaved = unit.read_with
     source = unit.source
     name = f"{template.name}{arguments}"

@@ -100,7 +100,8 @@ def lower_source(compiler: Compiler, source: Path, g: Generated, index: int, fla
     wrapper = workdir / f"{index}-{source.stem}.{'cpp' if cxx else 'c'}"
     wrapper.write_text(render_text("lowering.c.j2", source=source.name, path=_c_string(source.resolve()), cxx=cxx,
                                    wrapper=_c_string(wrapper.resolve()),
-                                   primals=primals, keep=keep_array(index), by_address=BY_ADDRESS_PREFIX, member=MEMBER_PREFIX,
+                                   primals=primals, keep=keep_array(index), by_address=BY_ADDRESS_PREFIX,
+                                   member=MEMBER_PREFIX,
                                    inactive=g.inactive, keep_inactive=inactive_array(index), customs=g.customs,
                                    keep_custom=custom_array(index), partials_prefix=partials_function(index)))
     files = Files(g.source, os.path.realpath(wrapper), {os.path.realpath(source): g.source})
@@ -183,7 +184,8 @@ def _clang(compiler: Compiler, path: Path, flags: list[str], extra: list[str], w
     with tempfile.NamedTemporaryFile(dir=workdir, suffix=".bc", delete=False) as out:
         target = Path(out.name)
     base = [*CXX_FLAGS, *BASE_FLAGS[2:]] if cxx else BASE_FLAGS
-    command = [*(cxx_command(compiler) if cxx else compiler.command), *base, *flags, *extra, str(path), "-o", str(target)]
+    driver = cxx_command(compiler) if cxx else compiler.command
+    command = [*driver, *base, *flags, *extra, str(path), "-o", str(target)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise AdgenError(compiler_errors(done.stderr, files, compiler.description))
