@@ -175,14 +175,13 @@ class Checker:
             sys.stderr.flush()
             os._exit(1)
 
-        timer = threading.Timer(self.timeout, hung)
-        timer.daemon = True
-        timer.start()
         try:
             function = getattr(self.lib, name)
         except AttributeError as exc:  # (a C++ primal the library does not define, or cannot call)
-            timer.cancel()
             raise CheckError(str(exc)) from None
+        timer = threading.Timer(self.timeout, hung)
+        timer.daemon = True
+        timer.start()
         try:
             return function(*args)
         finally:

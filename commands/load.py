@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,7 @@ from adgen.base.diagnostics import AdgenError, Diagnostic
 from adgen.base.timing import Stages
 from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, cxx_command, openmp_include_flags, openmp_link_flags,
                                   select_compiler, system_flags)
+from adgen.base.templates import render_text
 from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.frontend.languages import is_cxx, is_rust
 
@@ -117,9 +119,8 @@ def _keeping_primals(src: Path, out: Path) -> Path:
     addresses = [f["address"] for f in functions if f["kind"] == "primal" and "address" in f]
     wrapper = out / f"{src.stem}.keep{src.suffix}"
     quoted = str(src.resolve()).replace("\\", "\\\\").replace('"', '\\"')
-    kept = ", ".join(f"(void *){a}" for a in addresses)
-    wrapper.write_text(f'#include "{quoted}"\n' + (f'extern "C" __attribute__((used)) void *const '
-                                                   f"__adgen_keep_{src.stem}[] = {{ {kept} }};\n" if addresses else ""))
+    wrapper.write_text(render_text("keeping.cpp.j2", path=quoted, stem=re.sub(r"\W", "_", src.stem),
+                                   addresses=addresses))
     return wrapper
 
 

@@ -141,10 +141,10 @@ def object_cxx(record: Type, const: bool, local) -> CType:
     ahead = _ahead_cxx(record) if any(local(d) for d in decls) else None
     return CType(
         spelling=f"{'const ' if const else ''}{name} *", is_void=False, is_floating=False, is_pointer=True,
-        points_to_floating=holds_floating(record) or _points_to_floating(record), shadow_spelling=f"{name} *",
+        points_to_floating=_reached(record) != "", shadow_spelling=f"{name} *",
         decls=tuple(d for d in decls if not local(d)) if ahead else decls, element_float=_uniform_float(record),
         ffi="ptr", element_size=max(record.get_canonical().get_size(), 0), size=8, ahead=(ahead,) if ahead else (),
-        through_pointers=not holds_floating(record) and _points_to_floating(record))
+        through_pointers=_reached(record) == "through pointers")
 
 
 def _ahead_cxx(t: Type) -> str | None:
@@ -193,7 +193,7 @@ def _from_clang(t: Type, parameter: bool, qualified: bool = False) -> CType:
         is_void=kind == TypeKind.VOID,
         is_floating=kind in _FLOATING,
         is_pointer=is_pointer,
-        points_to_floating=pointee is not None and (holds_floating(pointee) or _points_to_floating(pointee)),
+        points_to_floating=pointee is not None and _reached(pointee) != "",
         shadow_spelling=shadow,
         element_float=_uniform_float(pointee) if pointee is not None else _uniform_float(t) if by_value else "",
         decls=tuple(dict.fromkeys(_decls(t))),
@@ -204,7 +204,7 @@ def _from_clang(t: Type, parameter: bool, qualified: bool = False) -> CType:
         holds_floating=(kind in _FLOATING or by_value) and holds_floating(t),
         fields=(_fields(canonical) or ()) if by_value else (),
         reference=kind == TypeKind.LVALUEREFERENCE,
-        through_pointers=pointee is not None and not holds_floating(pointee) and _points_to_floating(pointee),
+        through_pointers=pointee is not None and _reached(pointee) == "through pointers",
     )
 
 
@@ -360,15 +360,19 @@ def holds_floating(t: Type) -> bool:
     return False
 
 
-def _points_to_floating(t: Type) -> bool:
-    """A struct or class with a pointer to floating data among its fields (a `std::vector<double>`,
-    a `struct { double *data; int n; }`): `dup` passes it with a shadow whose pointers point to
-    the shadows of that data."""
+def _reached(t: Type) -> str:
+    """How floating data is reached from what a pointer points to: "held" (floats, or structs and
+    arrays holding them), "through pointers" (a struct or class with a pointer to floating data
+    among its fields, a `std::vector<double>`, a `struct { double *data; int n; }`: `dup` passes
+    it with a shadow whose pointers point to the shadows of that data), or "" (not at all)."""
+    if holds_floating(t):
+        return "held"
     c = t.get_canonical()
     if c.kind != TypeKind.RECORD or c.get_declaration().kind not in _STRUCTS:
-        return False
+        return ""
     fields = (f.type.get_canonical() for f in c.get_fields())
-    return any(f.kind == TypeKind.POINTER and holds_floating(f.get_pointee()) for f in fields)
+    return "through pointers" if any(f.kind == TypeKind.POINTER and holds_floating(f.get_pointee()) for f in fields) \
+        else ""
 
 
 def _decls(t: Type):

@@ -192,23 +192,32 @@ int main() {
 """
 
 
+def _program(adgen, tmp_path, source: str, text: str, main: str, compiler: str = "bundled") -> str:
+    """`source` (its `text`) built by adgen, then a program of `main` (its own file beside it), the
+    source and adgen's object, built by `compiler` (g++, or the bundled clang: C or C++ by the
+    name) and run: it exits 0 where its checks hold. The header adgen made."""
+    src = tmp_path / source
+    src.write_text(text)
+    entry = tmp_path / ("main.c" if source.endswith(".c") else "main.cpp")
+    entry.write_text(main)
+    result = adgen("build", "-q", src, "-o", tmp_path)
+    assert result.status == 0, result.err
+    files = [str(entry), str(src), str(tmp_path / f"{src.stem}.adgen.o"), "-lm", "-o", str(tmp_path / "app")]
+    command = ["g++", "-O2", *files] if compiler == "g++" else zig_cc("-O2", *files, cxx=entry.suffix == ".cpp")
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return (tmp_path / f"{src.stem}.adgen.h").read_text()
+
+
 @pytest.mark.parametrize("compiler", ["g++", "bundled"])
 def test_header_and_object_link_with_gcc_and_clang(adgen, tmp_path, compiler):
     """The object holds no reference to the C++ library adgen compiled with (libc++): a program
     built by g++ against libstdc++ links it."""
     if compiler == "g++" and shutil.which("g++") is None:
         pytest.skip("no g++ on this machine")
-    src = tmp_path / "nbody.cpp"
-    src.write_text(NBODY)
-    (tmp_path / "main.cpp").write_text(MAIN)
-    result = adgen("build", "-q", src, "-o", tmp_path)
-    assert result.status == 0, result.err
-    files = [tmp_path / "main.cpp", src, tmp_path / "nbody.adgen.o", "-o", tmp_path / "app"]
-    command = ["g++", "-O2", *map(str, files)] if compiler == "g++" else zig_cc("-O2", *map(str, files), cxx=True)
-    done = subprocess.run(command, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout + run.stderr
+    _program(adgen, tmp_path, "nbody.cpp", NBODY, MAIN, compiler)
 
 
 def test_adgen_check_reads_cpp(adgen, c_file):
@@ -248,22 +257,14 @@ def test_a_throw_is_a_located_error(adgen, c_file, tmp_path):
 def test_a_class_of_a_namespace_by_reference_declared_ahead(adgen, tmp_path):
     """The header declares the source's own class ahead in its namespace, so a program may
     include it before the class's definition; the shadow of `const geo::vec3 &` is a `geo::vec3 &`."""
-    src = tmp_path / "ns.cpp"
-    src.write_text("namespace geo {\nstruct vec3 { double x, y, z; };\n// @diff(len2_grad: (dup) -> active)\n"
-                   "double len2(const vec3 &v) { return v.x * v.x + v.y * v.y + v.z * v.z; }\n}\n")
-    (tmp_path / "main.cpp").write_text(
+    header = _program(
+        adgen, tmp_path, "ns.cpp", "namespace geo {\nstruct vec3 { double x, y, z; };\n// @diff(len2_grad: (dup) -> active)\n"
+        "double len2(const vec3 &v) { return v.x * v.x + v.y * v.y + v.z * v.z; }\n}\n",
         '#include "ns.adgen.h"\nnamespace geo { struct vec3 { double x, y, z; }; double len2(const vec3 &v); }\n'
         "int main() { geo::vec3 v{1, 2, 3}, d{}; double r = len2_grad(v, d, 1.0);\n"
         "  return !(r == 14 && d.x == 2 && d.y == 4 && d.z == 6 && geo::len2(v) == 14); }\n")
-    result = adgen("build", "-q", src, "-o", tmp_path)
-    assert result.status == 0, result.err
-    header = (tmp_path / "ns.adgen.h").read_text()
     assert "namespace geo { struct vec3; };" in header
     assert "double len2_grad(const geo::vec3 &v, geo::vec3 &d_v, double d_ret);" in header
-    done = subprocess.run(zig_cc("-O1", str(tmp_path / "main.cpp"), str(src), str(tmp_path / "ns.adgen.o"), "-o",
-                                 str(tmp_path / "app"), cxx=True), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert subprocess.run([str(tmp_path / "app")]).returncode == 0
 
 
 VECTORS = r"""
@@ -301,18 +302,9 @@ def test_vector_parameters_with_vector_shadows(adgen, tmp_path, compiler):
     library the program's vectors come from (libstdc++'s with g++)."""
     if compiler == "g++" and shutil.which("g++") is None:
         pytest.skip("no g++ on this machine")
-    src = tmp_path / "vectors.cpp"
-    src.write_text(VECTORS)
-    (tmp_path / "main.cpp").write_text(VECTORS_MAIN)
-    result = adgen("build", "-q", src, "-o", tmp_path)
-    assert result.status == 0, result.err
+    header = _program(adgen, tmp_path, "vectors.cpp", VECTORS, VECTORS_MAIN, compiler)
     assert "void softplus_grad(std::vector<double> &y, std::vector<double> &d_y, const std::vector<double> &x, " \
-           "std::vector<double> &d_x);" in (tmp_path / "vectors.adgen.h").read_text()
-    files = [tmp_path / "main.cpp", src, tmp_path / "vectors.adgen.o", "-o", tmp_path / "app"]
-    command = ["g++", "-O2", *map(str, files)] if compiler == "g++" else zig_cc("-O2", *map(str, files), cxx=True)
-    done = subprocess.run(command, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert subprocess.run([str(tmp_path / "app")]).returncode == 0
+           "std::vector<double> &d_x);" in header
 
 
 def test_check_says_it_cannot_make_a_vector(adgen, c_file):
@@ -325,21 +317,14 @@ def test_check_says_it_cannot_make_a_vector(adgen, c_file):
 def test_a_c_struct_holding_a_pointer_is_duplicated_with_its_shadow_pointer(adgen, tmp_path):
     """The same in C: `dup` on a struct whose field points to doubles; the shadow struct's field
     points to their shadows."""
-    src = tmp_path / "buf.c"
-    src.write_text("#include <math.h>\nstruct buf { double *data; int n; };\n// @diff(norm_grad: (dup) -> active)\n"
-                   "double norm(const struct buf *b) { double s = 0;\n"
-                   "  for (int i = 0; i < b->n; i++) s += b->data[i] * b->data[i]; return sqrt(s); }\n")
-    (tmp_path / "main.c").write_text(
-        'struct buf { double *data; int n; };\n#include "buf.adgen.h"\n'
-        "int main(void) { double x[3] = {3, 4, 12}, dx[3] = {0}; struct buf b = {x, 3}, db = {dx, 3};\n"
-        "  double r = norm_grad(&b, &db, 1.0);\n"
-        "  return !(r == 13 && dx[0] == 3.0 / 13 && dx[1] == 4.0 / 13 && dx[2] == 12.0 / 13); }\n")
-    result = adgen("build", "-q", src, "-o", tmp_path)
-    assert result.status == 0, result.err
-    done = subprocess.run(zig_cc(str(tmp_path / "main.c"), str(src), str(tmp_path / "buf.adgen.o"), "-lm", "-o",
-                                 str(tmp_path / "app")), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert subprocess.run([str(tmp_path / "app")]).returncode == 0
+    _program(adgen, tmp_path, "buf.c",
+             "#include <math.h>\nstruct buf { double *data; int n; };\n// @diff(norm_grad: (dup) -> active)\n"
+             "double norm(const struct buf *b) { double s = 0;\n"
+             "  for (int i = 0; i < b->n; i++) s += b->data[i] * b->data[i]; return sqrt(s); }\n",
+             'struct buf { double *data; int n; };\n#include "buf.adgen.h"\n'
+             "int main(void) { double x[3] = {3, 4, 12}, dx[3] = {0}; struct buf b = {x, 3}, db = {dx, 3};\n"
+             "  double r = norm_grad(&b, &db, 1.0);\n"
+             "  return !(r == 13 && dx[0] == 3.0 / 13 && dx[1] == 4.0 / 13 && dx[2] == 12.0 / 13); }\n")
 
 
 
@@ -388,19 +373,10 @@ int main() {
 def test_member_functions_take_their_object_first(adgen, tmp_path):
     """A const member function (its object `const geo::Body *self`, shadow `geo::Body *d_self`), a
     non-const one defined outside its class, and a static one (no object)."""
-    src = tmp_path / "members.cpp"
-    src.write_text(MEMBERS)
-    (tmp_path / "main.cpp").write_text(MEMBERS_MAIN)
-    result = adgen("build", "-q", src, "-o", tmp_path)
-    assert result.status == 0, result.err
-    header = (tmp_path / "members.adgen.h").read_text()
+    header = _program(adgen, tmp_path, "members.cpp", MEMBERS, MEMBERS_MAIN)
     assert "double potential_grad(const geo::Body *self, geo::Body *d_self, double k, double d_ret);" in header
     assert "void push_grad(geo::Body *self, geo::Body *d_self, const double &f, double &d_f, double dt);" in header
     assert "double weighted_grad(const double *v, double *d_v, int n, double d_ret);" in header
-    done = subprocess.run(zig_cc("-O1", str(tmp_path / "main.cpp"), str(src), str(tmp_path / "members.adgen.o"), "-o",
-                                 str(tmp_path / "app"), cxx=True), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert subprocess.run([str(tmp_path / "app")]).returncode == 0
 
 
 def test_check_of_members(adgen, c_file):
