@@ -194,6 +194,12 @@ def openmp_link_flags(compiler: Compiler, flags: list[str]) -> list[str]:
     return [library, f"-Wl,-rpath,{os.path.dirname(library)}"]
 
 
+def enzyme_include_flags() -> list[str]:
+    """For `adgen c++`: the folder of adgen's own `<enzyme/enzyme>` (Enzyme's C++ API), searched
+    after the user's own folders, so that a program's own copy of a header of that name wins."""
+    return ["-idirafter", str(Path(__file__).resolve().parent.parent / "include")]
+
+
 def openmp_include_flags(compiler: Compiler, flags: list[str]) -> list[str]:
     """What compiling with `flags` needs besides, where they hold -fopenmp: for the bundled clang,
     which has no `omp.h`, a folder holding the system's alone (LLVM's, from libomp-dev; else

@@ -31,6 +31,7 @@ EXAMPLES = """\
 examples:
   adgen generate rosen.c -o build            # build/rosen.adgen.h, build/rosen.adgen.c
   adgen cc -O2 prog.c -o prog -lm            # code written for Enzyme's C API (see adgen cc)
+  adgen c++ -O2 prog.cpp -o prog             # ... and C++ code written for Enzyme (adgen c++ --adgen-help)
   adgen build model.rs -o build              # Rust: build/model.adgen.rs (wrappers) and model.adgen.o
   adgen generate src/*.c -I include -D N=64  # several sources, with the flags they need
   adgen build rosen.c -o build -- -O3        # flags after -- go to the C compiler
@@ -80,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="print each stage's time")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     sub.add_parser("cc", help="a C compiler for code written for Enzyme's API (adgen cc --adgen-help)",
+                   add_help=False)
+    sub.add_parser("c++", help="a C++ compiler for code written for Enzyme's API and its <enzyme/enzyme> header",
                    add_help=False)
     common.add_argument("--depfile", type=Path, metavar="FILE",
                         help="also write the headers each source includes as a Makefile rule (for build systems)")
@@ -131,10 +134,10 @@ class _OpenMPLibrary(argparse.Action):
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["cc"]:  # a C compiler's command line: not adgen's own options
+    if argv[:1] in (["cc"], ["c++"]):  # a C or C++ compiler's command line: not adgen's own options
         from adgen.commands.cc.driver import main as cc
 
-        return _reporting(lambda: cc(argv[1:]))
+        return _reporting(lambda: cc(argv[1:], cxx=argv[0] == "c++"))
     extra: list[str] = []
     if "--" in argv:
         at = argv.index("--")

@@ -183,8 +183,9 @@ def _from_clang(t: Type, parameter: bool, qualified: bool = False) -> CType:
     elif pointee is not None:
         if _const_data(pointee):
             shadow = pointer_to(drop_const(spell(pointee)))
-            if t.is_restrict_qualified():
-                shadow += "restrict" if shadow.endswith("*") else " restrict"
+            if t.is_restrict_qualified():  # (C++ has no `restrict`, only clang's and gcc's `__restrict`)
+                word = "__restrict" if qualified else "restrict"
+                shadow += word if shadow.endswith("*") else " " + word
         else:
             shadow = spelling
     by_value = not is_pointer and kind in (TypeKind.RECORD, TypeKind.COMPLEX)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from clang.cindex import CursorKind, Index, TypeKind
+from clang.cindex import CursorKind, Index, TemplateArgumentKind, TypeKind
 
 from adgen.frontend.ctype import CType, from_clang, from_clang_cxx, object_cxx
 from adgen.frontend.languages import is_cxx
+from adgen.base.cxx_names import demangle
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error, note
 
 _GENERATED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]*\.adgen\.h)[>"]', re.M)
@@ -106,6 +107,14 @@ class Template:
     params: tuple[str, ...]  # its parameters' names
     start: int
     span: Span  # its name
+    attributes: tuple[str, ...] = ()  # as Prototype's
+
+    def instantiates(self, symbol: str) -> bool:
+        """Whether a mangled name (Itanium C++ ABI) is of an instantiation of this template:
+        `_Z1fIdEvT_` of `f`, `_ZN2ns1fIdEEvT_` of `ns::f`."""
+        parts = [p for p in self.name.split("::") if p]
+        encoded = "".join(f"{len(p)}{p}" for p in parts)
+        return symbol.startswith((f"_Z{encoded}I", f"_ZN{encoded}I") if len(parts) == 1 else f"_ZN{encoded}I")
 
 
 def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = frozenset(),
@@ -175,7 +184,8 @@ def _declarations(cursor, main: str, source: SourceFile, unit: Unit, in_template
             at = source.offset(start.line, start.column)
             names = tuple(c.spelling for c in child.get_children() if c.kind == CursorKind.PARM_DECL)
             unit.templates.setdefault(at, Template(_qualified(child), names, at, Span(
-                source, source.offset(child.location.line, child.location.column), len(child.spelling))))
+                source, source.offset(child.location.line, child.location.column), len(child.spelling)),
+                _attributes(child)))
             continue
         refused = child.kind in _REFUSED and (child.kind != CursorKind.CXX_METHOD or in_template)
         if refused and ours:
@@ -261,6 +271,97 @@ def instantiate(unit: Unit, template: Template, arguments: str) -> Prototype | s
                      variadic=function.is_function_variadic(), start=template.start, span=template.span,
                      function_type=function.spelling,
                      symbol=referenced.mangled_name if referenced is not None and referenced.mangled_name else "")
+
+
+def instances_referenced(unit: Unit, symbols: set[str]) -> dict[str, Prototype]:
+    """The function template instantiations the source refers to by these mangled names (as
+    `(void *)f<double>` in a call to Enzyme's API), each as a function of the source named with
+    its template arguments as the reference spells them (`f<double>`): libclang lists them
+    nowhere else, so the source is read again and its references to functions walked."""
+    flags, unsaved = unit.read_with
+    source = unit.source
+    tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c++", *flags],
+                              unsaved_files=unsaved + _as_text(source.path))
+    main = os.path.realpath(source.path)
+    found: dict[str, Prototype] = {}
+    for c in tu.cursor.walk_preorder():
+        if c.kind != CursorKind.DECL_REF_EXPR or c.location.file is None or \
+                os.path.realpath(c.location.file.name) != main:
+            continue
+        r = c.referenced
+        if r is None or r.kind != CursorKind.FUNCTION_DECL or r.mangled_name not in symbols or \
+                r.mangled_name in found:
+            continue
+        arguments = _template_arguments(r)
+        if arguments is None:  # (as the reference spells them)
+            start, end = c.extent.start, c.extent.end
+            written = source.text[source.offset(start.line, start.column):source.offset(end.line, end.column)]
+            arguments = written[written.index("<"):] if "<" in written else ""
+        declared = r.location.file.name if r.location.file is not None else source.path
+        home = source if os.path.realpath(declared) == main else SourceFile(declared)
+        proto = _function(r, home, main)
+        found[r.mangled_name] = replace(proto, name=proto.name + arguments, symbol=r.mangled_name)
+    for symbol in symbols - set(found):  # named only inside another template: by its demangled name
+        named = _demangled_instance(symbol)
+        if named is None:
+            continue
+        template = next((t for t in unit.templates.values() if t.name == named[0]), None) or \
+            Template(named[0], (), 0, Span(source, 0, 0))
+        made = instantiate(unit, template, named[1])
+        if isinstance(made, Prototype) and made.symbol == symbol:
+            found[symbol] = made
+    return found
+
+
+def _demangled_instance(symbol: str) -> tuple[str, str] | None:
+    """A function template instantiation's qualified name and template arguments, as C++ source
+    (`("enzyme::detail::call", "<double (*)(double), double>")`), from its mangled name; None for
+    anything else (a lambda's type among the arguments cannot be spelled)."""
+    text = demangle(symbol)
+    if not text or "lambda" in text or "$_" in text:
+        return None
+    text = re.sub(r"\[abi:[^\]]*\]", "", text)
+    text = re.sub(r"\)( const| volatile|&|&&)*$", ")", text)
+    depth, k = 0, len(text) - 1
+    while k >= 0:  # back to the parameters' '('
+        depth += (text[k] == ")") - (text[k] == "(")
+        if depth == 0:
+            break
+        k -= 1
+    head = text[:k]
+    if not head.endswith(">"):
+        return None
+    depth, j = 0, len(head) - 1
+    while j >= 0:  # back to the template arguments' '<'
+        depth += (head[j] == ">") - (head[j] == "<")
+        if depth == 0:
+            break
+        j -= 1
+    depth, start = 0, 0
+    for i, ch in enumerate(head[:j]):  # the name begins after the return type's last top-level space
+        depth += 1 if ch in "<(" else -1 if ch in ">)" else 0
+        if ch == " " and depth == 0:
+            start = i + 1
+    return head[start:j], head[j:]
+
+
+def _template_arguments(instance) -> str | None:
+    """An instantiation's template arguments spelled so that they mean the same anywhere (`<double,
+    3>`: canonical types, values), "" for a function that is not one, None where one of them is
+    neither a type nor a value."""
+    count = instance.get_num_template_arguments()
+    if count <= 0:
+        return ""
+    spelled = []
+    for k in range(count):
+        kind = instance.get_template_argument_kind(k)
+        if kind == TemplateArgumentKind.TYPE:
+            spelled.append(instance.get_template_argument_type(k).get_canonical().spelling)
+        elif kind == TemplateArgumentKind.INTEGRAL:
+            spelled.append(str(instance.get_template_argument_value(k)))
+        else:
+            return None
+    return "<" + ", ".join(spelled) + ">"
 
 
 def _attributes(cursor) -> tuple[str, ...]:

@@ -78,11 +78,14 @@ def _types(f: Prototype):
 def _includes(unit: Unit, decls: list[DeclRef], out_dir: Path, before: int = 0) -> list[str]:
     """The source's own #include lines that bring in the declarations the signatures use, and
     all those above line `before` (what the source's own type definitions copied into the stubs
-    may use: `double complex` is a macro). A quoted include found beside the source is
+    may use: `double complex` is a macro), and in C++ all its `<...>` includes (the libraries'
+    class templates its signatures name). A quoted include found beside the source is
     rewritten relative to the output directory."""
     main = os.path.realpath(unit.source.path)
     needed = {unit.includes[p] for p in (os.path.realpath(r.file) for r in decls) if p != main and p in unit.includes}
     needed |= {i for i in unit.includes.values() if i.line < before}
+    if getattr(unit, "cxx", False):  # C++ library types (`Eigen::Matrix<double, -1, 1>`) are not declared ahead
+        needed |= {i for i in unit.includes.values() if i.spelling.startswith("<")}
     spellings = []
     for include in sorted(needed, key=lambda i: i.line):
         spelling = include.spelling

@@ -11,8 +11,10 @@ in that order."""
 
 from __future__ import annotations
 
+
 from adgen.ir_ad.ir.builder import Builder, V
-from adgen.ir_ad.ir import I64, Instruction, Module
+from adgen.base.cxx_names import cxx_library_io
+from adgen.ir_ad.ir import I64, Instruction, Module, Type
 from adgen.ir_ad.rules import rule_for
 
 LIFETIME, INERT = "lifetime", "inert"
@@ -95,11 +97,14 @@ def kind_by_name(module: Module, name: str) -> str | None:
 def kind_of(module: Module, inst: Instruction) -> str:
     """The kind of a call's callee (see the module's docstring)."""
     name = callee_name(inst)
+    if inst.callee == "asm":  # inline assembly: inactive on integers alone (x86's cpuid, say)
+        return UNDEFINED if _asm_touches_floats_or_memory(inst) else INACTIVE
     named = kind_by_name(module, name)
     if named is not None:
         return named
-    if name in INACTIVE_CALLS or inst.callee in module.inactive or module.noreturn(inst.callee):
-        return INACTIVE  # (a function marked `@inactive`; one that never returns: a panic, abort)
+    if name in INACTIVE_CALLS or inst.callee in module.inactive or module.noreturn(inst.callee) or \
+            cxx_library_io(name):
+        return INACTIVE  # (a function marked `@inactive`; one that never returns: a panic, abort; C++'s I/O)
     if rule_for(inst.callee) is not None:
         return RULE
     if is_intrinsic(name):
@@ -108,6 +113,15 @@ def kind_of(module: Module, inst: Instruction) -> str:
     if target is not None and (not target.declaration or inst.callee in module.custom):
         return DEFINED
     return RUNTIME if _runtime(name) else UNDEFINED
+
+
+def _asm_touches_floats_or_memory(inst: Instruction) -> bool:
+    """Whether inline assembly takes or gives floating-point values or pointers (or may write
+    memory: a "~{memory}" clobber), which adgen cannot see through."""
+    def reaches(t: Type) -> bool:
+        return t.kind in ("float", "ptr") or any(reaches(e) for e in t.elems)
+
+    return "~{memory}" in inst.asm or any(reaches(t) for t in [inst.type, *(a.type for a, _ in inst.call_args)])
 
 
 def _runtime(name: str) -> bool:
@@ -159,6 +173,8 @@ def no_derivative(inst: Instruction) -> str:
         types = ", ".join(a.type.text for a, _ in inst.call_args)
         return (f"a call through a function pointer, and no function of the sources has its type "
                 f"('{inst.type.text} ({types})')")
+    if inst.callee == "asm":
+        return "inline assembly on floating-point values or memory (its effect on derivatives is unknown)"
     name = callee_name(inst)
     construct = _openmp_construct(name)
     if construct is not None:

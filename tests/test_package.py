@@ -1,6 +1,6 @@
 """Packaging: the wheel installs every layer (`adgen.base`, `adgen.commands`, `adgen.frontend`,
-`adgen.ir_ad` and their subpackages) and the templates under one `adgen` package (no top-level
-`frontend`), with the `adgen` console script."""
+`adgen.ir_ad` and their subpackages), the templates, CMake's files and `adgen c++`'s <enzyme/enzyme>
+under one `adgen` package (no top-level `frontend`), with the `adgen` console script."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_wheel_layout(tmp_path):
     code = [n for n in names if not n.startswith("adgen-")]
     assert all(n.startswith("adgen/") for n in code), code
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    code_packages = [p for p in packages if p not in ("adgen.templates", "adgen.cmake")]
+    code_packages = [p for p in packages if p not in ("adgen.templates", "adgen.cmake", "adgen.include")]
     assert {"adgen.base", "adgen.commands", "adgen.frontend", "adgen.ir_ad"} <= set(code_packages)
     for package in code_packages:  # every package of the source tree is in the wheel
         assert package.replace(".", "/") + "/__init__.py" in names, package
@@ -39,7 +39,7 @@ def test_wheel_layout(tmp_path):
                    "adgen/templates/header.h.j2", "adgen/templates/stubs.c.j2",
                    "adgen/templates/declarations.h.j2", "adgen/templates/runtime.ll.j2",
                    "adgen/templates/lowering.c.j2", "adgen/cmake/adgenConfig.cmake",
-                   "adgen/cmake/adgenConfigVersion.cmake"):
+                   "adgen/cmake/adgenConfigVersion.cmake", "adgen/include/enzyme/enzyme"):
         assert needed in names
     package_dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
     for package, folder in package_dirs.items():  # and no package of the source tree is left out of the list

@@ -81,7 +81,8 @@ class _Adapter:
         inst = self.call.inst
         args = ", ".join(self._arg_text(i) for i in self.used)
         head = f"{inst.result} = " if inst.result else ""
-        return f"{head}call {inst.type.text} {self.name}({args})"
+        after = f"\n  br label {inst.targets[0]}" if inst.opcode == "invoke" else ""  # adapters do not unwind
+        return f"{head}call {inst.type.text} {self.name}({args}){after}"
 
     def _arg_text(self, i: int) -> str:
         op, attrs = self.call.inst.call_args[i]

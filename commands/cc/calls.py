@@ -103,7 +103,7 @@ def find_calls(module: Module) -> list[Call]:
             if i.opcode == "store" and i.operands[1].value in defs:
                 defs.stores.setdefault(i.operands[1].value, []).append(i.operands[0].value)
         for inst in fn.instructions():
-            if inst.opcode != "call" or not inst.callee.startswith("@"):
+            if inst.opcode not in ("call", "invoke") or not inst.callee.startswith("@"):
                 continue
             name = inst.callee.lstrip("@").strip('"')
             entry = entry_point(name)
@@ -258,7 +258,7 @@ def marker(module: Module, op: Operand, defs: _Defs) -> str | None:
 def _through_locals(value: str, defs: _Defs) -> str:
     """A value as stored, where it is loaded from a local variable stored once (what clang makes
     at -O0 of an argument passed through an inlined wrapper), through casts."""
-    for _ in range(8):
+    for _ in range(32):
         inst = defs.get(value)
         if inst is None:
             return value

@@ -1,7 +1,8 @@
-"""`adgen cc`: a C compiler for code written for Enzyme's API. It takes what a C compiler takes
-(`CC="adgen cc"` for Make, a CMake compiler wrapper), compiles each C file that calls Enzyme's
-entry points through adgen (commands/cc/pipeline.py) and every other input with clang as it is,
-then links with the same clang unless -c, -S or -E says not to."""
+"""`adgen cc` and `adgen c++`: a C and a C++ compiler for code written for Enzyme's API. They take
+what a C or C++ compiler takes (`CC="adgen cc" CXX="adgen c++"` for Make, a CMake compiler
+wrapper), compile each C or C++ file that calls Enzyme's entry points through adgen
+(commands/cc/pipeline.py) and every other input with clang as it is, then link with the same
+clang (its C++ driver for `adgen c++`) unless -c, -S or -E says not to."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ from pathlib import Path
 
 from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import Stages
-from adgen.base.toolchain import (USERS_NDEBUG, Compiler, openmp_include_flags, openmp_link_flags, select_compiler,
-                                  system_flags)
+from adgen.base.toolchain import (USERS_NDEBUG, Compiler, cxx_command, enzyme_include_flags, openmp_include_flags,
+                                  openmp_link_flags, select_compiler, system_flags)
+from adgen.frontend.languages import Language, language
 
 HELP = """\
 usage: adgen cc [C compiler flags] FILE.c ... [-c] [-o OUT]
+       adgen c++ [C++ compiler flags] FILE.cpp ... [-c] [-o OUT]
 
-A C compiler for code written for Enzyme's C API (`__enzyme_autodiff((void *)f, enzyme_dup, x,
+A C (C++) compiler for code written for Enzyme's API (`__enzyme_autodiff((void *)f, enzyme_dup, x,
 dx, enzyme_const, n)`, `__enzyme_fwddiff`, `__enzyme_augmentfwd`, `__enzyme_reverse`...): each
 call to an entry point is replaced by a call to the derivative adgen generates, so such code
 builds with `pip install adgen` alone, no LLVM plugin. It takes a C compiler's flags (-I -D -O
@@ -30,13 +33,17 @@ builds with `pip install adgen` alone, no LLVM plugin. It takes a C compiler's f
 through adgen and everything else with clang as it is, and links with the same clang:
 
     adgen cc -O2 prog.c -o prog -lm
-    make CC="adgen cc"
+    adgen c++ -std=c++17 -O2 prog.cpp -o prog
+    make CC="adgen cc" CXX="adgen c++"
     CC="adgen cc" cmake ..     (or -DCMAKE_C_COMPILER_LAUNCHER="adgen;cc": the compiler
                                 CMake names is then replaced by adgen's clang)
 
 Derivatives are always computed from optimized code, whatever -O the file is built with.
 The mapping from Enzyme's API to adgen's activities is in specs/enzyme.md of the source tree;
-what adgen does not implement is an error at the call, naming the argument.
+what adgen does not implement is an error at the call, naming the argument. C++ files (.cpp,
+.cc, .cxx, .C, .c++, or any file after -x c++) may also use the sugar of Enzyme's header
+<enzyme/enzyme> (enzyme::autodiff<enzyme::Reverse>(f, enzyme::Duplicated<double *>(x, dx))):
+adgen ships its own header of that name and API (specs/cxx.md).
 
 adgen's own options (all others go to the C compiler):
   --adgen-verbose   print each stage's time
@@ -103,7 +110,7 @@ def parse(argv: list[str]) -> CommandLine:
         elif a in _STOPS:
             line.stops_early = True
         elif not a.startswith("-") or a == "-":
-            if a.endswith(".c") and language in (None, "c"):
+            if _source_language(a, language):
                 line.sources.append((i, Path(a)))
         else:
             taken = args[i:i + width]
@@ -115,16 +122,30 @@ def parse(argv: list[str]) -> CommandLine:
     return line
 
 
+def _source_language(arg: str, forced: str | None) -> Language | None:
+    """The language of an input adgen compiles itself (C or C++ by its extension, as clang
+    decides), None for any other input (objects, assembly, a file -x gives another language)."""
+    found = language(Path(arg))
+    if found is Language.C and arg.endswith(".c") and forced in ("c++", "c++-header"):
+        raise AdgenError(error(f"{arg}: `-x c++` on a C file is not supported yet: adgen tells C++ by the file's "
+                               "extension (name it .cpp)"))
+    if found is Language.C and arg.endswith(".c") and forced in (None, "c"):
+        return found
+    return found if found is Language.CXX and forced in (None, "c++") else None
+
+
 def _is_compiler(arg: str) -> bool:
     """Whether an argument names a compiler to run (a build system's, before its flags) rather
     than a flag or an input."""
-    if arg.startswith("-") or Path(arg).suffix in (".c", ".i", ".o", ".a", ".so", ".s", ".S", ".cpp", ".cc"):
+    if arg.startswith("-") or Path(arg).suffix in (".c", ".i", ".o", ".a", ".so", ".s", ".S") or \
+            _source_language(arg, None):
         return False
     found = shutil.which(arg)
     return found is not None and os.access(found, os.X_OK) and not Path(arg).is_dir()
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], cxx: bool = False) -> int:
+    """`cxx`: as `adgen c++`, linking with the C++ driver (its C++ library)."""
     if not argv or "--adgen-help" in argv:
         print(HELP)
         return 0
@@ -132,10 +153,13 @@ def main(argv: list[str]) -> int:
     stages = Stages(verbose="--adgen-verbose" in line.adgen, progress=False)
     compiler = select_compiler(None)
     headers = openmp_include_flags(compiler, line.compile_flags)
+    if any(language(s) is Language.CXX for _, s in line.sources):
+        headers += enzyme_include_flags()  # adgen's <enzyme/enzyme>
     line.compile_flags += headers
     line.lowering_flags += headers
+    driver = cxx_command(compiler) if cxx else compiler.command
     if line.stops_early or not line.sources:
-        return _clang(compiler, line.argv)
+        return _clang(driver, line.argv)
     if (line.compile_only or line.assemble_only) and line.output and len(line.sources) > 1:
         raise AdgenError(error("cannot specify -o when generating multiple output files"))
     implicit = [] if any(f.startswith("-fsanitize") for f in line.compile_flags) else ["-fno-sanitize=all"]
@@ -154,14 +178,15 @@ def main(argv: list[str]) -> int:
             return 0
         flags = [a for i, a in enumerate(argv) if not (a in ("-o", "-x") or (i and argv[i - 1] in ("-o", "-x")))]
         flags += openmp_link_flags(compiler, flags)
-        return _clang(compiler, [*flags, "-Wno-unused-command-line-argument", "-o", line.output or "a.out"])
+        return _clang(driver, [*flags, "-Wno-unused-command-line-argument", "-o", line.output or "a.out"])
 
 
 def _compile(compiler: Compiler, line: CommandLine, source: Path, out: Path, implicit: list[str],
              stages: Stages) -> int:
     """One C file to `out`: through adgen if it calls Enzyme's API, else by clang as it is."""
     flags = [*line.compile_flags, *implicit]
-    mentions = _mentions_enzyme(compiler, source, line.lowering_flags)
+    driver = cxx_command(compiler) if language(source) is Language.CXX else compiler.command
+    mentions = _mentions_enzyme(driver, source, line.lowering_flags)
     if mentions:
         from adgen.commands.cc.pipeline import compile_unit
 
@@ -175,15 +200,15 @@ def _compile(compiler: Compiler, line: CommandLine, source: Path, out: Path, imp
             print(plans, end="", flush=True)
         if obj is not None:
             out.write_bytes(obj)
-            return _write_dependencies(compiler, user, deps, source, out)
-    return _clang(compiler, [*flags, "-c", str(source), "-o", str(out)] if not line.assemble_only else
+            return _write_dependencies(driver, user, deps, source, out)
+    return _clang(driver, [*flags, "-c", str(source), "-o", str(out)] if not line.assemble_only else
                   [*flags, "-S", str(source), "-o", str(out)])
 
 
-def _mentions_enzyme(compiler: Compiler, source: Path, flags: list[str]) -> str:
+def _mentions_enzyme(driver: tuple[str, ...], source: Path, flags: list[str]) -> str:
     """Whether the preprocessed file names anything of Enzyme's API (cheap: no compile): "" if
     not, "attributes" if it uses the attributes of Enzyme's plugin too, else "calls"."""
-    done = subprocess.run([*compiler.command, "-E", "-P", *USERS_NDEBUG, *flags, str(source)], capture_output=True,
+    done = subprocess.run([*driver, "-E", "-P", *USERS_NDEBUG, *flags, str(source)], capture_output=True,
                           text=True, errors="replace")  # a C file's bytes need not be UTF-8 (a Latin-1 comment)
     if done.returncode == 0 and "enzyme_" not in done.stdout:
         return ""
@@ -211,7 +236,7 @@ def _without_dependencies(flags: list[str]) -> tuple[list[str], list[str]]:
     return kept, deps
 
 
-def _write_dependencies(compiler: Compiler, flags: list[str], deps: list[str], source: Path, out: Path) -> int:
+def _write_dependencies(driver: tuple[str, ...], flags: list[str], deps: list[str], source: Path, out: Path) -> int:
     """The dependency file -MD/-MMD ask for, naming the object adgen wrote."""
     if not {"-MD", "-MMD"} & set(deps):
         return 0
@@ -220,12 +245,12 @@ def _write_dependencies(compiler: Compiler, flags: list[str], deps: list[str], s
         args += ["-MF", str(out.with_suffix(".d"))]
     if "-MT" not in deps and "-MQ" not in deps:
         args += ["-MT", str(out)]
-    return _clang(compiler, args + [d for d in deps if d not in ("-MD", "-MMD")])
+    return _clang(driver, args + [d for d in deps if d not in ("-MD", "-MMD")])
 
 
-def _clang(compiler: Compiler, args: list[str]) -> int:
+def _clang(driver: tuple[str, ...], args: list[str]) -> int:
     """The compiler run as gcc or clang would be: NDEBUG only from the user's flags."""
-    return subprocess.run([*compiler.command, *USERS_NDEBUG, *args]).returncode
+    return subprocess.run([*driver, *USERS_NDEBUG, *args]).returncode
 
 
 __all__ = ["main", "parse", "CommandLine", "HELP"]

@@ -23,14 +23,15 @@ from adgen.frontend.annotations import Entry, Word
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error
 from adgen.frontend.generate import Generated
 from adgen.frontend.model import Derivation, Mode
-from adgen.frontend.prototypes import Prototype, read_unit
+from adgen.frontend.prototypes import Prototype, instances_referenced, read_unit
 from adgen.frontend.render import output_names, render
 from adgen.base.timing import Stages, plural
-from adgen.base.toolchain import Compiler
+from adgen.base.toolchain import Compiler, cxx_command
+from adgen.frontend.languages import is_cxx
 
 from adgen.ir_ad import optimize
 from adgen.commands.cc.adapters import TAPE_ALIGN, Kernel, kernel_types, rewrite, too_small
-from adgen.commands.build.pipeline import Prepared, _by_c_name, differentiate, lower
+from adgen.commands.build.pipeline import Prepared, _primals, differentiate, lower
 from adgen.ir_ad.diagnose import Unsupported, at_instruction
 from adgen.ir_ad.reverse.plan.explain import explain as explain_plans
 from adgen.commands.cc.calls import (Call, Registrations, Request, find_calls, hinted, iterated, registrations,
@@ -39,7 +40,7 @@ from adgen.ir_ad.ir import Module
 from adgen.ir_ad.ir.edit import declare_globals, define_line, make_external, string_attribute, without_tail_calls
 from adgen.ir_ad.ir.parallel import fork_again
 from adgen.commands.build.kernels import kernel_name
-from adgen.commands.build.lower import keep_array, lower_source
+from adgen.commands.build.lower import lower_source
 from adgen.ir_ad.rules import rule_for, written_by_hand
 
 
@@ -89,7 +90,7 @@ def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler:
     # OpenMP's parallel regions (specs/openmp.md): forked again by forward derivatives, inlined for reverse mode
     forward_only = all(r.mode is Mode.FORWARD for r in unit.requests)
     linked, outlined = optimize.serialize_parallel(linked, out_of_line=forward_only)
-    kept = _by_c_name(optimize.kept(linked, keep_array(0)))
+    kept = _primals(linked, 0, generated)
     steering = {n.lstrip("@") for n in steering_calls(Module(str(linked)))}
     prepared = Prepared(linked, [generated], tm, stages, {n.lstrip("@") for n in registered.inactive} | steering,
                         {f: _like(f, name, unit) for f, name in registered.like.items()}, registered.custom,
@@ -126,9 +127,11 @@ def _registered(unit: EnzymeRequests, prototypes) -> Registrations:
     """What the file registers, in its globals and in the attributes of Enzyme's plugin on its
     functions (`enzyme_inactive`, `enzyme_function_like("log1p")`), by IR name."""
     found = registrations(unit.probe)
-    for f in [*prototypes.included, *prototypes.functions]:
-        ir_name = "@" + f.name
-        for attribute in f.attributes:
+    attributed = [("@" + (f.symbol or f.name), f.attributes) for f in [*prototypes.included, *prototypes.functions]]
+    attributed += [(name, t.attributes) for t in prototypes.templates.values() if t.attributes
+                   for name in unit.probe.functions if t.instantiates(name.lstrip("@"))]
+    for ir_name, attributes in attributed:
+        for attribute in attributes:
             m = re.fullmatch(r'enzyme_function_like\("([^"]*)"\)', attribute)
             if attribute == "enzyme_inactive":
                 found.inactive.add(ir_name)
@@ -182,7 +185,10 @@ def _generated(unit: EnzymeRequests, prototypes, work: Path) -> tuple[Generated,
     """A derivation for each request, as if an annotation above its function asked for it,
     with the stubs its kernels are declared by. Its function may be declared in any file the
     translation unit includes (a unity build's other .c files)."""
-    functions = {f.name: f for f in [*prototypes.included, *prototypes.functions]}
+    functions = {f.symbol or f.name: f for f in [*prototypes.included, *prototypes.functions]}
+    wanted = {_ir_name(r) for r in unit.requests} - set(functions)
+    if wanted and prototypes.cxx:  # instantiations of function templates (`(void *)f<double>`)
+        functions |= instances_referenced(prototypes, wanted)
     names: dict[Request, str] = {}
     sigs: list[Signature] = []
     first = {}
@@ -190,7 +196,7 @@ def _generated(unit: EnzymeRequests, prototypes, work: Path) -> tuple[Generated,
         first.setdefault(c.request, c)
     for k, request in enumerate(unit.requests):
         call = first[request]
-        c_name = request.function.lstrip("@").strip('"').split(".")[0]
+        c_name = _ir_name(request)
         proto = functions.get(c_name)
         if proto is None or proto.by_value or len(proto.params) != len(request.activities):
             what = ("passes or returns a struct by value, which Enzyme's API passes in the target's own way"
@@ -202,6 +208,12 @@ def _generated(unit: EnzymeRequests, prototypes, work: Path) -> tuple[Generated,
     path = work / output_names(unit.source)[1]
     path.write_text(stubs)
     return Generated(prototypes.source, prototypes, sigs, {path: stubs}), names
+
+
+def _ir_name(request: Request) -> str:
+    """The name of the function a request differentiates, as the source's C or C++ compiler
+    names it (linking may rename a static function `f` to `f.1`)."""
+    return request.function.lstrip("@").strip('"').split(".")[0]
 
 
 def _derivation(request: Request, name: str, proto: Prototype, span: Span | None) -> Derivation:
@@ -282,7 +294,7 @@ def _shared_globals(text: str, user) -> str:
 def _compile(source: Path, user_flags: list[str], compiler: Compiler, work: Path):
     """The file compiled as the user's flags say, to LLVM bitcode, parsed."""
     out = work / "user.bc"
-    command = [*compiler.command, *user_flags, "-c", "-emit-llvm", str(source), "-o", str(out)]
+    command = [*(cxx_command(compiler) if is_cxx(source) else compiler.command), *user_flags, "-c", "-emit-llvm", str(source), "-o", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, errors="replace")  # it may quote bytes not UTF-8
     if done.returncode != 0:
         raise AdgenError(error(f"{compiler.description} could not compile {source}:\n{done.stderr.rstrip()}"))

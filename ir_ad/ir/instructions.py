@@ -20,6 +20,7 @@ CASTS = {"trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitof
 _FLAGS = {"nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast", "nuw", "nsw", "exact", "disjoint",
           "nneg", "samesign", "inbounds", "nusw", "volatile", "tail", "musttail", "notail", "atomic"}
 _CALL_MARKERS = {"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "cc", "ccc", "fastcc", "coldcc"}
+_ASM_MARKERS = {"sideeffect", "alignstack", "inteldialect", "unwind"}
 UNKNOWN = Type("?", "other")  # the result type of what adgen does not read
 
 
@@ -180,6 +181,12 @@ def _call(c: Cursor, inst: Instruction) -> None:
     ret = parse_type(c)
     inst.type = ret.elems[0] if ret.kind == "func" else ret
     inst.callee = c.next()
+    if inst.callee == "asm":  # inline assembly: `asm sideeffect "text", "constraints"`, its callee "asm"
+        while c.peek() in _ASM_MARKERS:
+            c.next()
+        c.next()
+        c.expect(",")
+        inst.asm = c.next().strip('"')
     c.expect("(")
     while c.peek() != ")":
         t = parse_type(c)
@@ -187,6 +194,15 @@ def _call(c: Cursor, inst: Instruction) -> None:
         inst.call_args.append((Operand(t, parse_value(c)), attrs))
         c.accept(",")
     inst.operands = [a for a, _ in inst.call_args]
+
+
+def _invoke(c: Cursor, inst: Instruction) -> None:
+    """A call that may unwind (C++ with exceptions): read as a call, its labels the targets,
+    normal first. (Only a program's own code has them: adgen lowers C++ without exceptions.)"""
+    _call(c, inst)
+    while not c.done():
+        if c.next() == "label":
+            inst.targets.append(c.next())
 
 
 def _ret(c: Cursor, inst: Instruction) -> None:
@@ -286,6 +302,7 @@ _READERS: dict[str, Callable[[Cursor, Instruction], None]] = {
     **dict.fromkeys(BINARY, _binary), **dict.fromkeys(CASTS, _cast),
     "fneg": _unary, "freeze": _unary, "fcmp": _compare, "icmp": _compare, "select": _select, "phi": _phi,
     "load": _load, "store": _store, "getelementptr": _getelementptr, "alloca": _alloca, "call": _call,
+    "invoke": _invoke,
     "atomicrmw": _atomicrmw, "cmpxchg": _cmpxchg,
     "ret": _ret, "br": _br, "switch": _switch, "extractvalue": _aggregate, "insertvalue": _aggregate,
     "extractelement": _vector_element, "insertelement": _vector_element, "shufflevector": _vector_element,

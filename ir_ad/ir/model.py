@@ -41,7 +41,8 @@ class Instruction:
     incoming: list[tuple[Operand, str]] = field(default_factory=list)  # phi: (value, block)
     targets: list[str] = field(default_factory=list)  # br/switch labels
     cases: list[tuple[Operand, str]] = field(default_factory=list)  # switch
-    callee: str = ""  # "@name" for direct calls
+    callee: str = ""  # "@name" for direct calls ("asm" for inline assembly)
+    asm: str = ""  # inline assembly's constraints ("=r,0,~{memory}")
     call_args: list[tuple[Operand, dict]] = field(default_factory=list)
     dbg: str | None = None  # "!N"
     count: Operand | None = None  # alloca count

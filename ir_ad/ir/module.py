@@ -15,6 +15,8 @@ from adgen.ir_ad.ir.tokens import Cursor
 from adgen.ir_ad.ir.types import Type, parse_type
 
 
+_CONTINUED = re.compile(r"\n[ \t]+(to label )")
+
 class Module:
     """The functions, named types, globals and debug locations of a module's text."""
 
@@ -22,6 +24,7 @@ class Module:
         self.inactive: set[str] = set()  # functions marked @inactive, by IR name (set by the build)
         self.custom: dict = {}  # functions with derivatives written by hand in Enzyme's conventions (custom.py)
         self.allocators: dict[str, int] = {}  # functions allocating like malloc -> their size parameter's index
+        text = _CONTINUED.sub(r" \1", text)  # an `invoke`'s labels, printed on a line of their own
         self.text = text
         self.functions: dict[str, Function] = {}
         self.named_types: dict[str, str] = {}
