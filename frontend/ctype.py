@@ -368,12 +368,20 @@ def _reached(t: Type) -> str:
     it with a shadow whose pointers point to the shadows of that data), or "" (not at all)."""
     if holds_floating(t):
         return "held"
-    c = t.get_canonical()
-    if c.kind != TypeKind.RECORD or c.get_declaration().kind not in _STRUCTS:
-        return ""
-    fields = (f.type.get_canonical() for f in c.get_fields())
-    return "through pointers" if any(f.kind == TypeKind.POINTER and holds_floating(f.get_pointee()) for f in fields) \
-        else ""
+    return "through pointers" if _points_to_floating(t.get_canonical()) else ""
+
+
+def _points_to_floating(c: Type, depth: int = 0) -> bool:
+    """Whether a struct or class holds a pointer to floating data: among its fields, those of the
+    structs it holds, or its base classes' (Eigen's `Matrix` holds it in its base's storage)."""
+    if depth > 8 or c.kind != TypeKind.RECORD or c.get_declaration().kind not in _STRUCTS:
+        return False
+    for f in c.get_fields():
+        ft = f.type.get_canonical()
+        if (ft.kind == TypeKind.POINTER and holds_floating(ft.get_pointee())) or _points_to_floating(ft, depth + 1):
+            return True
+    return any(_points_to_floating(b.type.get_canonical(), depth + 1) for b in c.get_declaration().get_children()
+               if b.kind == CursorKind.CXX_BASE_SPECIFIER)
 
 
 def _decls(t: Type):

@@ -26,6 +26,7 @@ from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_
 def _init() -> None:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    llvm.initialize_native_asmparser()  # the program's inline assembly, in objects for this machine
 
 
 def machine(triple: str | None, march: str | None, cpu: str = "", features: str = "") -> Machine:

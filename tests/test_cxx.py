@@ -328,6 +328,20 @@ def test_a_c_struct_holding_a_pointer_is_duplicated_with_its_shadow_pointer(adge
 
 
 
+def test_a_class_reaching_its_floats_through_a_base_and_a_member_struct(adgen, tmp_path):
+    """`dup` on a class whose pointer to doubles sits in its base class's member struct (as
+    Eigen's `Matrix` keeps it in its base's storage): its shadow is an object of the same class."""
+    _program(adgen, tmp_path, "based.cpp",
+             "struct Storage { double *data; long n; };\nstruct Base { Storage s; };\n"
+             "struct Vec : Base { double norm2() const { double t = 0;\n"
+             "  for (long i = 0; i < s.n; i++) t += s.data[i] * s.data[i] * (i + 1); return t; } };\n"
+             "// @diff(sumsq_grad: (dup) -> activeonly)\ndouble sumsq(const Vec &v) { return v.norm2(); }\n",
+             "struct Storage { double *data; long n; };\nstruct Base { Storage s; };\nstruct Vec : Base {};\n"
+             '#include "based.adgen.h"\n'
+             "int main() { double x[3] = {1, 2, 3}, dx[3] = {0, 0, 0}; Vec v, dv; v.s = {x, 3}; dv.s = {dx, 3};\n"
+             "  sumsq_grad(v, dv, 1.0); return !(dx[0] == 2 && dx[1] == 8 && dx[2] == 18); }\n")
+
+
 MEMBERS = r"""
 #include <cmath>
 namespace geo {

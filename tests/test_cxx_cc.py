@@ -113,7 +113,7 @@ def test_templates_streams_and_exceptions(tmp_path, level, exceptions):
 INTEGER_ASM = r"""
 #include <stdio.h>
 double __enzyme_autodiff(void *, ...);
-static int opaque(int i) { __asm__ volatile("" : "+r"(i)); return i; }  // inline assembly on an int
+static int opaque(int i) { __asm__ volatile("nop" : "+r"(i)); return i; }  // inline assembly on an int
 double f(double x) { return x * opaque(3); }
 int main() { double d = __enzyme_autodiff((void *)f, 2.0); printf("%g\n", d); return d != 3.0; }
 """
