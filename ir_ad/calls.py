@@ -11,9 +11,8 @@ in that order."""
 
 from __future__ import annotations
 
-
-from adgen.ir_ad.ir.builder import Builder, V
 from adgen.base.cxx_names import cxx_library_io
+from adgen.ir_ad.ir.builder import Builder, V
 from adgen.ir_ad.ir import I64, Instruction, Module, Type
 from adgen.ir_ad.rules import rule_for
 

@@ -224,10 +224,14 @@ int main() {
     autodiff<Reverse>(norm2, Duplicated<double *>(v, dv), Const<int>(3));
     CHECK(dv[2], 6);
     double x = 1.5, dx = 0;
+    std::vector<double> u0{1, 2}, du0{0, 5};
     std::vector<double> w{1, 2}, dw{0, 0};
     autodiff<Reverse>(by_ref, Duplicated<const double &>(x, dx), Duplicated<const std::vector<double> &>(w, dw));
     CHECK(dx, 5);
     CHECK(dw[1], 3);
+    autodiff<Reverse>(by_ref, Const<double *>(&x), Duplicated<std::vector<double> *>(&w, &dw));  // pointers for
+    CHECK(dw[1], 6);                                                                           // references
+    CHECK(get<0>(autodiff<Forward>(twice, Duplicated<std::vector<double> *>(&u0, &du0)))[1], 4 * 2 * 5);
     CHECK(get<0>(get<0>(autodiff<Reverse>(Scaled{4}, Active<double>(3.0)))), 24);
     CHECK(get<0>(get<0>(autodiff<Reverse>(Scaled{4}, Active<float>(3.0f)))), 3);
     // forward mode: the tangent alone, with the value, or the value alone
@@ -260,3 +264,21 @@ def test_x_cxx_on_a_c_file_is_an_error(tmp_path):
     done = adgen_cxx("-x", "c++", src, "-o", tmp_path / "p", cwd=tmp_path, check=False)
     assert done.returncode == 1 and "-x c++" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "p").exists()
+
+
+def test_template_instances_by_their_mangled_names():
+    """An instantiation's template and arguments, as C++, from its symbol (the C++ runtime's
+    demangler); what cannot be spelled (a lambda) is None. Attributes of a template apply to the
+    symbols of its instantiations."""
+    from adgen.frontend.prototypes import Template, _demangled_instance
+
+    assert _demangled_instance("_Z7quarticIdET_S0_") == ("quartic", "<double>")
+    assert _demangled_instance("_ZN2ns5powerILi3EEEdd") == ("ns::power", "<3>")
+    name, arguments = _demangled_instance("_Z6squareINSt3__16vectorIdNS0_9allocatorIdEEEEEvRT_")
+    assert name == "square" and arguments.startswith("<std::__1::vector<double")
+    assert _demangled_instance("_Z6squared") is None  # not a template's
+    assert _demangled_instance("main") is None
+    span = None
+    assert Template("log1p_like", (), 0, span).instantiates("_Z10log1p_likeIdET_S0_")
+    assert Template("ns::f", (), 0, span).instantiates("_ZN2ns1fIfEET_S1_")
+    assert not Template("f", (), 0, span).instantiates("_Z1gIdEvT_")

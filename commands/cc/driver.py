@@ -41,7 +41,7 @@ through adgen and everything else with clang as it is, and links with the same c
 Derivatives are always computed from optimized code, whatever -O the file is built with.
 The mapping from Enzyme's API to adgen's activities is in specs/enzyme.md of the source tree;
 what adgen does not implement is an error at the call, naming the argument. C++ files (.cpp,
-.cc, .cxx, .C, .c++, or any file after -x c++) may also use the sugar of Enzyme's header
+.cc, .cxx, .C, .c++: by their names) may also use the sugar of Enzyme's header
 <enzyme/enzyme> (enzyme::autodiff<enzyme::Reverse>(f, enzyme::Duplicated<double *>(x, dx))):
 adgen ships its own header of that name and API (specs/cxx.md).
 
@@ -71,6 +71,7 @@ _PREPROCESS = ("-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", 
                "-m32", "-m64", "-pthread", "-funsigned-char", "-fsigned-char", "-fgnu89-inline", "-fms-extensions",
                "-fcommon", "-fno-common", "-fwrapv", "-fno-strict-aliasing", "-fstrict-aliasing", "-fno-builtin",
                "-fbuiltin", "-ffreestanding", "-w")
+_HEADERS = {".h", ".hh", ".hpp", ".hxx", ".h++", ".H", ".tcc", ".ipp", ".inl"}  # (a precompiled header's input)
 _STOPS = {"-E", "-M", "-MM", "-fsyntax-only", "-###", "--version", "-dumpversion", "-dumpmachine", "-print-search-dirs"}
 
 
@@ -126,6 +127,8 @@ def _source_language(arg: str, forced: str | None) -> Language | None:
     """The language of an input adgen compiles itself (C or C++ by its extension, as clang
     decides), None for any other input (objects, assembly, a file -x gives another language)."""
     found = language(Path(arg))
+    if Path(arg).suffix in _HEADERS:
+        return None
     if found is Language.C and arg.endswith(".c") and forced in ("c++", "c++-header"):
         raise AdgenError(error(f"{arg}: `-x c++` on a C file is not supported yet: adgen tells C++ by the file's "
                                "extension (name it .cpp)"))

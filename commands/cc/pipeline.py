@@ -294,7 +294,8 @@ def _shared_globals(text: str, user) -> str:
 def _compile(source: Path, user_flags: list[str], compiler: Compiler, work: Path):
     """The file compiled as the user's flags say, to LLVM bitcode, parsed."""
     out = work / "user.bc"
-    command = [*(cxx_command(compiler) if is_cxx(source) else compiler.command), *user_flags, "-c", "-emit-llvm", str(source), "-o", str(out)]
+    driver = cxx_command(compiler) if is_cxx(source) else compiler.command
+    command = [*driver, *user_flags, "-c", "-emit-llvm", str(source), "-o", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, errors="replace")  # it may quote bytes not UTF-8
     if done.returncode != 0:
         raise AdgenError(error(f"{compiler.description} could not compile {source}:\n{done.stderr.rstrip()}"))
