@@ -43,15 +43,15 @@ def demangle(symbol: str) -> str | None:
 
 
 # The C++ library's streams, strings and locales (libc++'s `std::__1::`, libstdc++'s `std::` and its
-# abbreviations `So`, `Si`...), by their mangled names (Itanium ABI): what they do to memory moves
-# characters, never derivatives. Their templates are defined in the program's own module, so the
+# abbreviations `So`, `Si`...), and its hashing of bytes, by their mangled names (Itanium ABI): what
+# they do to memory moves characters or makes integers, never derivatives. Their templates are defined in the program's own module, so the
 # name decides before the definition would be differentiated (a `std::cout << x` in a function).
 _CXX_IO_CLASSES = {"basic_streambuf", "basic_iostream", "basic_ios", "basic_istream", "basic_ostream", "basic_string",
                    "basic_filebuf", "basic_stringbuf", "basic_ostringstream", "basic_istringstream",
                    "basic_stringstream", "basic_ifstream", "basic_ofstream", "basic_fstream", "locale", "ios_base",
                    "ctype", "num_put", "num_get", "__put_character_sequence", "__pad_and_output", "to_string",
                    "to_wstring", "endl", "flush", "char_traits", "__libcpp_verbose_abort", "__throw_out_of_range",
-                   "__throw_length_error", "__throw_bad_alloc"}
+                   "__throw_length_error", "__throw_bad_alloc", "__hash_memory", "_Hash_bytes", "__next_prime"}
 _CXX_STD = re.compile(r"_ZN?K?St(?:3__1|7__cxx11)?(\d+)")
 _CXX_STD_ABBREVIATED = re.compile(r"_ZN?K?S[oisd]")  # libstdc++'s std::ostream, istream, string, iostream
 _CXX_STREAM_OPERATOR = re.compile(r"_ZN?St(?:3__1)?(?:ls|rs).*(?:basic_[io]stream|S[oi]_)")  # << and >>

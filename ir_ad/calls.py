@@ -48,6 +48,9 @@ _RUNTIME_KINDS = {"stack.alloc": ALLOCATE, "stack.free": FREE, "arena.enter": LI
 # C library functions that carry no derivatives, whatever their arguments.
 INACTIVE_CALLS = {"printf", "fprintf", "puts", "fputs", "putchar", "fflush", "abort", "exit", "_exit", "rand", "srand",
                   "time", "clock", "__assert_fail", "assert", "perror", "fwrite", "sprintf", "snprintf"}
+# ... and those that compare or measure bytes: an integer from memory, whatever it holds.
+_BYTES = {"memcmp", "bcmp", "strcmp", "strncmp", "strlen"}
+INACTIVE_CALLS |= _BYTES
 # OpenMP's bookkeeping: thread numbers, the serialized regions differentiation sees
 # (ir/parallel.py), barriers and critical sections. They carry no derivatives and write no memory
 # the program sees (a lock or a barrier orders other threads' writes, of which the serialized
@@ -63,7 +66,7 @@ _OPENMP_SCHEDULES = {f"__kmpc_{what}_{width}" for what in ("for_static_init", "d
                                                             "dispatch_fini") for width in ("4", "4u", "8", "8u")}
 INACTIVE_CALLS |= _OPENMP_BOOKKEEPING | _OPENMP_SCHEDULES
 # Library functions the memory analysis knows write no memory the caller can see.
-_WRITE_NOTHING = {"printf", "puts", "fprintf"} | _OPENMP_BOOKKEEPING
+_WRITE_NOTHING = {"printf", "puts", "fprintf"} | _BYTES | _OPENMP_BOOKKEEPING
 
 
 def callee_name(inst: Instruction) -> str:

@@ -282,3 +282,28 @@ def test_template_instances_by_their_mangled_names():
     assert Template("log1p_like", (), 0, span).instantiates("_Z10log1p_likeIdET_S0_")
     assert Template("ns::f", (), 0, span).instantiates("_ZN2ns1fIfEET_S1_")
     assert not Template("f", (), 0, span).instantiates("_Z1gIdEvT_")
+
+
+BYTES = r"""
+#include <cstring>
+#include <string>
+template <typename T> T __enzyme_autodiff(void *, ...);
+double pick(const double *x, const char *name) {
+    double v = std::strcmp(name, "square") == 0 ? x[0] * x[0] : x[0];
+    return std::strlen(name) > 3 ? 3 * v : v;  // (memcmp, strlen: integers from bytes)
+}
+int main() {
+    double x[1] = {3}, dx[1] = {0};
+    __enzyme_autodiff<void>((void *)pick, enzyme_dup, x, dx, enzyme_const, "square");
+    CHECK(dx[0], 3 * 2 * 3);
+    dx[0] = 0;
+    __enzyme_autodiff<void>((void *)pick, enzyme_dup, x, dx, enzyme_const, "id");
+    CHECK(dx[0], 1);
+    return 0;
+}
+"""
+
+
+@LEVELS
+def test_comparing_bytes_carries_no_derivative(tmp_path, level):
+    build_and_run(tmp_path, BYTES, level)
