@@ -77,11 +77,15 @@ def _flags(path: Path, level: str) -> tuple[list[str], list[str]]:
     line = next((r for r in compiling if f" {level} " in r), compiling[0] if compiling else "")
     words = line.split("%s")[0].split()
     common, enzyme = ["-I", EIGEN], []
-    for k, word in enumerate(words):
-        if word.startswith(("-std=", "-f", "-D")) and not word.startswith("-fplugin"):
-            common.append(word)
-        elif word == "-mllvm" and k + 1 < len(words):
+    k = 0
+    while k < len(words):
+        word = words[k]
+        if word == "-mllvm" and k + 1 < len(words):  # an LLVM option: Enzyme's are for the plugin alone
             (enzyme if "enzyme" in words[k + 1] else common).extend(words[k:k + 2])
+            k += 1
+        elif word.startswith(("-std=", "-f", "-D")) and not word.startswith("-fplugin"):
+            common.append(word)
+        k += 1
     if not any(w.startswith("-std=") for w in common):
         common.append("-std=c++17")
     enzyme += ["-mllvm", "-enzyme-loose-types"] if "-enzyme-loose-types" in every else []
