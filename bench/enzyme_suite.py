@@ -88,8 +88,9 @@ def _flags(path: Path, level: str) -> tuple[list[str], list[str]]:
         k += 1
     if not any(w.startswith("-std=") for w in common):
         common.append("-std=c++17")
-    enzyme += ["-mllvm", "-enzyme-loose-types"] if "-enzyme-loose-types" in every else []
-    return common, list(dict.fromkeys(enzyme)) if enzyme.count("-mllvm") <= 1 else enzyme
+    if "-enzyme-loose-types" in every and "-enzyme-loose-types" not in enzyme:  # (in any of its RUN lines)
+        enzyme += ["-mllvm", "-enzyme-loose-types"]
+    return common, enzyme
 
 
 def run_one(command: list[str], exe: Path, cwd: Path) -> tuple[bool, str, float]:
