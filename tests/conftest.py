@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,13 +48,21 @@ def c_file(tmp_path):
     return write
 
 
+def adgen_compiler(driver: str, *args, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    """`adgen cc` or `adgen c++` (`driver`) run on a compiler's command line, in `cwd`; with
+    `check`, it must succeed."""
+    done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", driver, *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True)
+    if check:
+        assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
 def zig_cc(*args: str, cxx: bool = False) -> list[str]:
     return [sys.executable, "-m", "ziglang", "c++" if cxx else "cc", *args]
 
 
 def compile_c(*args: str) -> None:
-    import subprocess
-
     done = subprocess.run(zig_cc(*map(str, args)), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 

@@ -9,9 +9,11 @@ import os
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
+from conftest import adgen_compiler
 
 CHECK = r"""
 #include <math.h>
@@ -25,12 +27,7 @@ extern int enzyme_dup, enzyme_dupnoneed, enzyme_const, enzyme_out, enzyme_width,
 """
 
 
-def adgen_cc(*args, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "cc", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True)
-    if check:
-        assert done.returncode == 0, done.stdout + done.stderr
-    return done
+adgen_cc = partial(adgen_compiler, "cc")
 
 
 def build_and_run(tmp_path: Path, source: str, level: str, *flags: str) -> str:

@@ -8,10 +8,11 @@ differentiated function, inline assembly on integers; and the located errors."""
 from __future__ import annotations
 
 import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
+from conftest import adgen_compiler
 
 from adgen.base.cxx_names import cxx_library_io
 from adgen.ir_ad.ir import Module
@@ -29,12 +30,7 @@ extern "C" int enzyme_dup, enzyme_const, enzyme_out;
 """
 
 
-def adgen_cxx(*args, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "c++", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True)
-    if check:
-        assert done.returncode == 0, done.stdout + done.stderr
-    return done
+adgen_cxx = partial(adgen_compiler, "c++")
 
 
 def build_and_run(tmp_path: Path, source: str, *flags: str) -> str:
