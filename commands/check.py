@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import sys
 import threading
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adgen.frontend.annotations import size_items
 from adgen.frontend.languages import is_rust
 
 from adgen.commands.load import NUMPY_DTYPES, BuildError, load
@@ -488,11 +488,7 @@ def _error(got: np.ndarray, expected: np.ndarray) -> float:
 def annotated_sizes(sources: list) -> list[str]:
     """`@size(x=n, n=16)` in the sources' comments: lengths and values for `adgen check`, as if
     given with --size (which wins)."""
-    found = []
-    for src in sources:
-        for body in re.findall(r"@size\(([^)]*)\)", Path(src).read_text()):
-            found += [item.strip() for item in body.split(",") if item.strip()]
-    return found
+    return [item for src in sources for item in size_items(Path(src).read_text())]
 
 
 def run(sources: list, flags: list[str], only: str | None, sizes: list[str], seed: int, quiet: bool,

@@ -41,6 +41,7 @@ class Entry:
     params_span: Span  # the parenthesised activity list, for arity errors
     of: Word | None = None  # another entry's derived name: derive that function, not the one below
     template_args: Word | None = None  # C++: `<double>`, the instantiation of the function template below
+    budget: Word | None = None  # `within 64MiB`: the memory reverse mode may keep
 
 
 @dataclass(frozen=True)
@@ -84,18 +85,29 @@ class _ToEntries(Transformer):
     def returns(self, items):
         return ("returns", self._word(items[1]))
 
+    def budget(self, items):
+        return ("budget", self._word(items[1]))
+
     def inner(self, items):
         return ("inner", self._word(items[1]))
 
     def entry(self, items):
-        name, targs, _colon, mode, inner, params, returns = items
+        name, targs, _colon, mode, inner, params, returns, budget = items
         _, mode_word, width = mode or (None, None, None)
         _, activities, params_span = params
         return Entry(self._word(name), mode_word, width, activities, returns and returns[1], params_span,
-                     inner and inner[1], self._word(targs))
+                     inner and inner[1], self._word(targs), budget and budget[1])
 
     def annotation(self, items):
         return tuple(i for i in items if isinstance(i, Entry))
+
+
+def size_items(text: str) -> list[str]:
+    """The `NAME=VALUE` items of every `@size(x=n, n=16)` in a source's text: the lengths of
+    pointer parameters (a number, or an integer parameter's name) that `adgen check` fills and a
+    checkpointed loop's snapshot holds where its accesses cannot be bounded (specs/abi.md)."""
+    return [item.strip() for body in re.findall(r"@size\(([^)]*)\)", text) for item in body.split(",")
+            if item.strip()]
 
 
 def find_annotations(source: SourceFile) -> list[Annotation]:

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, replace
 
 from adgen.frontend.abi import Signature, signature, signatures
-from adgen.frontend.annotations import Annotation, Entry, Word, following
+from adgen.frontend.annotations import Annotation, Entry, Word, following, size_items
 from adgen.base.diagnostics import Collector, Span, error, note
 from adgen.frontend.model import ACTIVITY_WORDS, MAX_WIDTH, MODE_WORDS, Activity, Derivation, Mode
 from adgen.frontend.prototypes import Prototype, Unit, describe_declared
@@ -146,9 +146,46 @@ def check_entry(entry: Entry, f: Prototype, problems: Collector) -> Derivation |
         elif not rule.accepts(rtype):
             problems.add(error(f"return activity '{ret.word}' needs {rule.wants}, but '{f.name}' returns "
                                f"'{rtype.spelling}'", entry.returns.span, [declared_at]))
+    budget = _budget(entry.budget, mode, problems) if entry.budget else None
     if len(problems.diagnostics) > before:
         return None
-    return Derivation(name, f, mode, width, tuple(acts), ret, entry)
+    sizes = _declared_sizes(entry.name.span.source.text, f) if budget is not None else ()
+    return Derivation(name, f, mode, width, tuple(acts), ret, entry, budget=budget, sizes=sizes)
+
+
+def _declared_sizes(text: str, f: Prototype) -> tuple[tuple[int, int | str, int], ...]:
+    """The lengths `@size(p=n)` in the source gives `f`'s pointer parameters (file-wide, as for
+    `adgen check`; names that are not `f`'s are another function's)."""
+    params = {p.name: k for k, p in enumerate(f.params)}
+    out = {}
+    for item in size_items(text):
+        name, _, value = (part.strip() for part in item.partition("="))
+        k = params.get(name)
+        if k is None or not f.params[k].ctype.is_pointer or not f.params[k].ctype.element_size:
+            continue
+        if value.isdigit():
+            out[k] = (k, int(value), f.params[k].ctype.element_size)
+        elif value in params and not f.params[params[value]].ctype.is_pointer:
+            out[k] = (k, f"#{params[value]}", f.params[k].ctype.element_size)
+    return tuple(out.values())
+
+
+_UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+          "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12}
+
+
+def _budget(word: Word, mode: Mode, problems: Collector) -> int | None:
+    """`within SIZE`: bytes, for reverse mode (specs/annotations.md, "Memory budgets")."""
+    m = re.fullmatch(r"([0-9]+)([A-Za-z]*)", word.text)
+    if m is None or m.group(2) not in _UNITS or int(m.group(1)) == 0:
+        problems.add(error(f"'{word.text}' is not a memory size: write a positive number of bytes with a unit, "
+                           "such as 64MiB, 512KiB or 2GiB", word.span))
+        return None
+    if mode is Mode.FORWARD:
+        problems.add(error("a memory budget is for reverse mode, but this entry is forward mode: forward mode keeps "
+                           "nothing for later", word.span))
+        return None
+    return int(m.group(1)) * _UNITS[m.group(2)]
 
 
 def check_nested(pending: list[tuple[Entry, Unit]], derived: list[tuple[Derivation | None, Entry, Unit]],
@@ -164,6 +201,12 @@ def check_nested(pending: list[tuple[Entry, Unit]], derived: list[tuple[Derivati
         for entry, unit in ready:
             pending.remove((entry, unit))
             inner = known[(id(unit), entry.of.text)]
+            if inner is not None and inner.budget is not None:
+                problems.add(error(f"'{entry.name.text}' derives '{entry.of.text}', whose loops are checkpointed "
+                                   "within a memory budget: such a gradient cannot be differentiated again yet "
+                                   f"(give '{entry.of.text}' no budget, or derive another entry without one)",
+                                   entry.of.span))
+                inner = None
             d = _check_of(entry, inner, problems) if inner is not None else None
             known[(id(unit), entry.name.text)] = d
             if d is not None:

@@ -92,6 +92,9 @@ class Derivation:
     returns: Activity | None
     entry: Entry
     inner: "Derivation | None" = None  # `of NAME`: the derivation whose derived function `primal` is
+    budget: int | None = None  # `within SIZE`, in bytes: reverse mode checkpoints loops to keep within it
+    sizes: tuple[tuple[int, int | str, int], ...] = ()  # with a budget, `@size(p=n)`: (pointer parameter's
+    # index, its length: a number or an integer parameter's index as "#k", the bytes of an element)
 
     @property
     def depth(self) -> int:

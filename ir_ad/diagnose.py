@@ -60,6 +60,8 @@ def source_name(function: str) -> str:
     demangled to its path in the file (`rosen`), without the crate adgen compiled it as or
     the hash; C names as they are."""
     name = function.lstrip("@").strip('"')
+    for part in ("'checkpointed.", "'step.", "'loop."):  # a function outlined to checkpoint its loops
+        name = name.split(part, 1)[0]
     if name.startswith(KERNEL_PREFIX):  # a derived function's code, as its stub calls it
         return name[len(KERNEL_PREFIX):]
     path = rust_path(name)

@@ -11,6 +11,8 @@ against each other, every array the derivative code is given placed at each alig
     python tests/fuzzer.py --openmp --long 200   # each with an OpenMP parallel loop (libomp)
     python tests/fuzzer.py --cxx --long 200      # C++: classes with operators, templates, lambdas,
                                                  # std::complex, std::vector, new and delete
+    python tests/fuzzer.py --budget --long 200   # also a gradient within a budget of 512 bytes
+                                                 # (its loops checkpointed), which must equal reverse's
 
 Every function has the signature `double f(double *x, double *y, double a, double b)`: x is
 read, y updated in place, a and b are scalars, and the result is returned. Each is
@@ -492,6 +494,10 @@ def check(lib, f: Function, acts: dict, rng: random.Random) -> str | None:
         return None if all(_close(lane, jvp, exact) for lane in lanes) else f"forward[4] lanes {lanes} != forward {jvp}"
     v = [rng.uniform(-1, 1) for _ in range(L + 1)]
     grad = reverse(lib, f, on, z, v)
+    if hasattr(lib, f"{f.name}_ckpt"):  # within a budget: the same operations again, the same gradient
+        within = reverse(lib, f, on, z, v, "ckpt")
+        if not _same(within, grad, 1e-12):
+            return f"reverse within a budget {within} != reverse {grad}"
     lhs = sum(p * q for p, q in zip(jvp, v))
     rhs = sum(p * q for p, q in zip(grad, u))
     if not abs(lhs - rhs) <= exact * max(1.0, abs(lhs), sum(abs(g) for g in grad)):  # a NaN gradient too
@@ -554,7 +560,7 @@ def forward4(lib, f, on, z, u) -> list[list[float]]:
     return [[r.d_ret[k]] + list(dys[k]) for k in range(4)]
 
 
-def reverse(lib, f, on, z, v) -> list[float]:
+def reverse(lib, f, on, z, v, entry: str = "rev") -> list[float]:
     fields = [("ret", D)] + ([("d_a", D)] if on[2] else []) + ([("d_b", D)] if on[3] else [])
 
     class R(C.Structure):
@@ -562,7 +568,7 @@ def reverse(lib, f, on, z, v) -> list[float]:
 
     gx, gy = PLACE.array([0.0] * L), PLACE.array(v[1:])
     args, _ = _args(on, z, [[gx], [gy], [], []])
-    rev = getattr(lib, f"{f.name}_rev")
+    rev = getattr(lib, f"{f.name}_{entry}")
     rev.restype = R if len(fields) > 1 else D
     r = rev(*args, D(v[0]))
     da = getattr(r, "d_a", 0.0) if len(fields) > 1 else 0.0
@@ -717,10 +723,11 @@ def _fails(f: Function, acts: dict, work: Path, seeds: list[int]) -> bool:
 
 
 def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = True, progress=None,
-         openmp: bool = False, cxx: bool = False) -> Outcome:
+         openmp: bool = False, cxx: bool = False, budget: bool = False) -> Outcome:
     """`programs` random functions from `seed`; with `openmp`, each with a parallel loop, every
     other batch with forward-mode derivatives alone (whose regions fork, where reverse mode's
-    builds run them serialized); with `cxx`, in C++."""
+    builds run them serialized); with `cxx`, in C++; with `budget`, each also differentiated in
+    reverse mode within 512 bytes (specs/abi.md, "Memory budgets")."""
     rng = random.Random(seed)
     outcome = Outcome()
     with tempfile.TemporaryDirectory(prefix="adgen-fuzz-") as tmp:
@@ -731,6 +738,8 @@ def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = T
             batch = []
             for k in range(n):
                 f, acts = generate(rng, done + k, openmp, cxx), activities(rng)
+                if budget and "rev" in acts:
+                    acts["ckpt"] = acts["rev"] + " within 512"
                 if openmp:  # (interleaved lanes cannot load the pointers a region's captures hold)
                     del acts["fwd4v"], acts["rev4v"]
                     if (done // batch_size) % 2:  # forward mode alone: its regions fork (specs/openmp.md)
@@ -776,6 +785,8 @@ def main() -> int:
     parser.add_argument("--openmp", action="store_true",
                         help=f"each function with an OpenMP parallel loop, run on {THREADS} threads (needs libomp)")
     parser.add_argument("--cxx", action="store_true", help="C++ functions (classes, templates, lambdas, std::vector...)")
+    parser.add_argument("--budget", action="store_true",
+                        help="also a reverse-mode gradient within 512 bytes (its loops checkpointed), against reverse's")
     args = parser.parse_args()
 
     def progress(done, outcome):
@@ -783,7 +794,7 @@ def main() -> int:
               f"{len(outcome.failures)} failed", end="", file=sys.stderr, flush=True)
 
     outcome = fuzz(args.long, args.seed, args.batch, progress=progress if sys.stderr.isatty() else None,
-                   openmp=args.openmp, cxx=args.cxx)
+                   openmp=args.openmp, cxx=args.cxx, budget=args.budget)
     from collections import Counter
 
     print(f"\n{args.long} programs, seed {args.seed}: {outcome.passed} checked and right, {outcome.rejected} rejected "

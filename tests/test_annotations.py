@@ -88,7 +88,7 @@ def test_annotations_outside_comments_are_ignored():
 
 @pytest.mark.parametrize("text, message, where", [
     ("// @diff(f_grad (active) -> active)", "expected ':', found '('", "t.c:1:17"),
-    ("// @diff(f: (active) -> active", "expected one of ')', ';', found the end of the comment", "t.c:1:"),
+    ("// @diff(f: (active) -> active", "expected one of ')', ';', 'within', found the end of the comment", "t.c:1:"),
     ("// see @diff for details", "expected '(', found 'f'", "t.c:1:14"),
     ("// @diff", "expected '(', found the end of the comment", "t.c:1:"),
     ("// @diff(f: (x y))", "expected one of ')', ',', found 'y'", "t.c:1:16"),

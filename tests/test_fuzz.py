@@ -33,6 +33,14 @@ def test_quick_fuzz_run_in_cxx():
     assert outcome.passed >= 70
 
 
+def test_quick_fuzz_run_within_a_budget():
+    """Each also differentiated within 512 bytes (its loops checkpointed): that gradient must equal
+    reverse mode's; what cannot be checkpointed is a located error."""
+    outcome = fuzzer.fuzz(programs=60, seed=20261126, batch_size=30, keep_failures=False, budget=True)
+    assert outcome.failures == []
+    assert outcome.passed >= 40
+
+
 def test_kept_regressions_pass(tmp_path):
     for path in fuzzer.regression_cases():
         assert fuzzer.check_regression(path, tmp_path) is None, path.name

@@ -502,3 +502,66 @@ def test_what_cannot_be_differentiated_is_an_error_at_the_rust_line(tmp_path, ad
     assert result.status == 1, result.err
     assert "ext.rs:8:" in result.err and "a call to 'mystery'" in result.err and "in function 'g'" in result.err
     assert "unsafe { mystery(y) }" in result.err
+
+
+CHECKPOINTED = r"""
+/// Diffusion in place over many steps, its loops checkpointed within 2 KiB (bounds checks and all).
+// @diff(heat_grad: (dup, dup, const) -> active within 2KiB; heat_full: (dup, dup, const) -> active)
+pub fn heat(u: &mut [f64], tmp: &mut [f64], steps: i32) -> f64 {
+    let n = u.len();
+    for _ in 0..steps {
+        for i in 1..n - 1 {
+            tmp[i] = u[i] + 0.2 * (u[i - 1] - 2.0 * u[i] + u[i + 1]) + 0.05 * u[i] * u[i];
+        }
+        for i in 1..n - 1 {
+            u[i] = tmp[i];
+        }
+    }
+    let mut s = 0.0;
+    for i in 0..n {
+        s += u[i] * u[i] * (i as f64 + 1.0);
+    }
+    s
+}
+"""
+
+CHECKPOINTED_MAIN = r"""
+mod model;
+use model::*;
+include!(concat!(env!("ADGEN_OUT"), "/model.adgen.rs"));
+
+fn main() {
+    let start: Vec<f64> = (0..16).map(|i| 0.3 + 0.2 * (1.3 * i as f64).sin()).collect();
+    let (mut u, mut du, mut tmp, mut dt) = (start.clone(), vec![0.0; 16], vec![0.0; 16], vec![0.0; 16]);
+    let got = heat_grad(&mut u, &mut du, &mut tmp, &mut dt, 40, 1.0);
+    let (mut u2, mut du2, mut tmp2, mut dt2) = (start.clone(), vec![0.0; 16], vec![0.0; 16], vec![0.0; 16]);
+    let want = heat_full(&mut u2, &mut du2, &mut tmp2, &mut dt2, 40, 1.0);
+    assert_eq!(got, want);
+    assert_eq!(u, u2);
+    for i in 0..16 {
+        assert!((du[i] - du2[i]).abs() <= 1e-12 * du2[i].abs(), "{} {} {}", i, du[i], du2[i]);
+        let h = 1e-6;
+        let (mut up, mut down) = (start.clone(), start.clone());
+        up[i] += h;
+        down[i] -= h;
+        let fd = (heat(&mut up, &mut vec![0.0; 16], 40) - heat(&mut down, &mut vec![0.0; 16], 40)) / (2.0 * h);
+        assert!((du[i] - fd).abs() <= 1e-5 * (1.0 + fd.abs()), "{} {} {}", i, du[i], fd);
+    }
+    println!("ok");
+}
+"""
+
+
+def test_loops_checkpointed_within_a_budget(tmp_path, adgen):
+    """`within SIZE` on a Rust function (specs/abi.md, "Memory budgets"): its loops' bounds
+    checks panic out of them, and their addresses are still bounded."""
+    out = _build_model(tmp_path, adgen, CHECKPOINTED)
+    (tmp_path / "main.rs").write_text(CHECKPOINTED_MAIN)
+    env = dict(os.environ, ADGEN_OUT=str(out), ADGEN_CHECKPOINTS="1")
+    done = subprocess.run([*select_rustc().command, "--edition=2021", "-O", "main.rs", "-C",
+                           f"link-arg={out / 'model.adgen.o'}", "-o", "prog"], cwd=tmp_path, capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True, env=env)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+    assert "adgen: checkpointed loop at model.rs:6: 40 iterations, " in run.stderr, run.stderr

@@ -189,6 +189,8 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
     if seeds and kind == INTERLEAVED:
         seeds = [b.gather(seeds)]
     returns = any(f.name == "ret" for f in sig.fields) and not r.by_value
+    if d.budget is not None:  # its loops checkpointed (ir_ad/reverse/checkpoint/)
+        fn = mode.within_budget(fn, d.budget, d.sizes)
     derived = mode.derive(RevPattern(fn.name, tuple(active), ret_active, n, kind, tuple(memtypes),
                                      tuple(False for _ in active), False, returns,
                                      outliving=tuple(True for _ in active)))  # the caller's memory
@@ -230,6 +232,8 @@ def split_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Fun
     kind = INTERLEAVED if Activity.DUPV in d.activities else LANES
     shadows = [n if act in _DUP else 1 if act is Activity.DUPV else 0 for act in d.activities]
     ret_active = d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY)
+    if d.budget is not None:  # its loops checkpointed (ir_ad/reverse/checkpoint/)
+        fn = mode.within_budget(fn, d.budget, d.sizes)
     derived = mode.derive(RevPattern(fn.name, tuple(a is not Activity.CONST for a in d.activities), ret_active, n,
                                      kind, tuple(_memtypes(d)), tuple(True for _ in fn.params), True,
                                      d.returns is not Activity.ACTIVEONLY))

@@ -264,6 +264,11 @@ class Memory:
         ta, tb = self.module.tbaa_types(a.tbaa), self.module.tbaa_types(b.tbaa)
         return not ta or not tb or ta[0] in tb or tb[0] in ta
 
+    def written_by(self, inst: Instruction) -> list[Base]:
+        """The bases `inst` may write through (a call's: through its pointer arguments, and
+        "unknown" or every global where the callee may write anything)."""
+        return self._written(inst)
+
     def _written(self, inst: Instruction) -> list[Base]:
         op = inst.opcode
         if op == "store":

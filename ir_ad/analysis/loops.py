@@ -230,6 +230,21 @@ class LoopForest:
             return Trip(ind.start, bound, sign, 1 - after + slack, signed, exact=False)
         return Trip(ind.start, bound, sign, 1 - after, signed, exact=False, stride=stride, slack=slack)
 
+    def bounding_trip(self, loop: Loop) -> Trip | None:
+        """The trip count of the runs of `loop` that go on after it: its exits into code that
+        never returns (a bounds check's panic) left out. What bounds an address over those runs
+        (analysis/ranges.py): a run that panics never reaches the reverse sweep."""
+        if loop.trip is not None:
+            return loop.trip
+        going_on = [e for e in loop.exits if e[1] not in self.cfg.doomed]
+        if len(going_on) == len(loop.exits) or not going_on:
+            return None
+        exits, loop.exits = loop.exits, going_on
+        try:
+            return self._trip(loop)
+        finally:
+            loop.exits = exits
+
     def _progression(self, value: str, loop: Loop) -> tuple[str, int] | None:
         """(the induction variable, 0) for an induction variable of `loop`, (it, 1) for its next value."""
         if value in loop.inductions:

@@ -10,9 +10,10 @@ start or bound defined inside the loop is itself bounded the same way. A quotien
 `collapse(n)` indexes by the collapsed loop's counter divided and taken modulo the inner trip
 counts. The result is a tree of
 `Node`s over those values, evaluated at run time by interval arithmetic (an upper bound of every
-address, a lower bound, both in 64 bits): anything else (a loaded index, a phi that is not an
-induction variable, a loop whose trip count is not known when it starts, narrow arithmetic that
-may wrap) leaves the access without a range, and its store is logged every time. Narrow integer
+address, a lower bound, both in 64 bits): a phi that only passes values around (a peeled last
+iteration's, pointers swapped each iteration) is bounded by the values it passes; a loop's exits into code that never returns (a bounds
+check's panic) do not count; anything else (a loaded index, a counter that is not an induction
+variable, a loop whose trip count is not known when it starts, narrow arithmetic that may wrap) leaves the access without a range, and its store is logged every time. Narrow integer
 arithmetic that LLVM does not mark as free of signed wrap (`nsw`) is bounded in 64 bits and valid
 where those bounds fit its width (`Node.bits`)."""
 
@@ -102,7 +103,7 @@ class Ranges:
             return self.value(inst.operands[k], loop, depth + 1)
 
         if op == "phi":
-            return self._induction(inst, loop, depth)
+            return self._induction(inst, loop, depth) or self._joined(inst, loop, depth)
         if op in ("add", "sub", "mul", "shl", "or"):
             if t.kind != "int":
                 return None
@@ -162,7 +163,7 @@ class Ranges:
         if inner is None or inner.header != self.cfg.block_of[phi.result] or not loop.contains(inner):
             return None
         ind = inner.inductions.get(phi.result)
-        trip = inner.trip
+        trip = self.loops.bounding_trip(inner)
         if ind is None or trip is None or not ind.step.is_constant or phi.type.kind != "int":
             return None
         parts = [self.value(o, loop, depth + 1) for o in (ind.start, trip.start, trip.bound)]
@@ -170,6 +171,32 @@ class Ranges:
             return None
         bits = phi.type.bits if phi.type.bits < 64 and not self._steps_without_wrap(phi, inner) else 64
         return Node("iv", tuple(parts), step=int(ind.step.value), trip=trip, bits=bits)
+
+    def _joined(self, phi: Instruction, loop: Loop, depth: int) -> Node | None:
+        """A phi that only passes values around: the hull of the values that are not phis among
+        those it and the phis it takes from (inside the loop) take, each bounded over the loop's
+        run (a loop's last iteration peeled off, pointers swapped each iteration). A value
+        computed from the phis themselves (a counter) has no bound: neither has the phi."""
+        members, seen, todo = [], {phi.result}, [phi]
+        while todo:
+            for v, _ in todo.pop().incoming:
+                inner = self.cfg.defs.get(v.value) if v.is_local else None
+                if inner is not None and inner.opcode == "phi" and self.cfg.block_of[v.value] in loop.body:
+                    if v.value not in seen:
+                        seen.add(v.value)
+                        todo.append(inner)
+                    continue
+                node = self.value(v, loop, depth + 1)
+                if node is None or len(members) > 16:
+                    return None
+                if node not in members:
+                    members.append(node)
+        if not members:
+            return None
+        out = members[0]
+        for m in members[1:]:
+            out = Node("hull", (out, m))
+        return out
 
     def _steps_without_wrap(self, phi: Instruction, loop: Loop) -> bool:
         """The next value of a narrow induction variable is computed without signed wrap (nsw)."""

@@ -47,6 +47,11 @@ def retarget(terminator: str, old: str, new: str) -> str:
     return re.sub(re.escape(old) + _WHOLE, new, terminator)
 
 
+def rename_incoming(phi: str, old: str, new: str) -> str:
+    """A phi's text taking from block `new` (`%name`) what it took from block `old`."""
+    return re.sub(r"(,\s*)" + re.escape(old) + _WHOLE + r"(\s*\])", lambda m: m.group(1) + new + m.group(2), phi)
+
+
 def mentions(text: str, name: str) -> bool:
     """Whether the text names `name` (`%x`, `@f`) whole, not as the start of a longer name."""
     return re.search(re.escape(name) + _WHOLE, text) is not None

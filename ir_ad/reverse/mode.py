@@ -15,6 +15,9 @@ share (the pattern, the pair, the facts about the function) is in types.py."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
 from adgen.base.templates import render_text
 from adgen.ir_ad.analysis.activity import ActivityAnalysis, scalar_type
 from adgen.ir_ad.analysis.flow import CFG, Memory
@@ -31,6 +34,9 @@ from adgen.ir_ad.reverse.plan.mincut import NoCut
 from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
 from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep
 from adgen.ir_ad.reverse.types import CallSite, ReverseFacts, RevDerived, RevPattern, size_global
+from adgen.ir_ad.reverse.checkpoint.outline import outline
+from adgen.ir_ad.reverse.checkpoint.regions import NotCheckpointed
+from adgen.ir_ad.reverse.checkpoint.pair import RECORD, Checkpointed, step_pattern, write_pair
 from adgen.ir_ad.calls import FREE, callee_name, kind_of
 from adgen.ir_ad.shadows import Layout
 
@@ -58,15 +64,23 @@ class ReverseMode:
         self.memo: dict[RevPattern, RevDerived] = {}
         self.definitions: list[str] = []
         self.explained: list[tuple[RevDerived, CachePlan]] = []
+        self.checkpoints: list[tuple[RevDerived, Checkpointed]] = []  # the checkpointed loops' pairs
+        self.copies = 0  # functions copied to be checkpointed
 
         self.runtime = render_text("runtime.ll.j2") + render_text("undo_log.ll.j2", LOGGED=LOGGED)
-        decls.known |= defined_functions(self.runtime)
+        self.checkpoint_runtime = render_text("checkpoint_runtime.ll.j2")
+        decls.known |= defined_functions(self.runtime) | defined_functions(self.checkpoint_runtime)
 
     def runtime_text(self) -> str:
         """The storage and adjoint helpers, with the declarations they need."""
         for name, ret, params in RUNTIME_DECLARATIONS:
             self.decls.need(name, ret, params)
-        return self.runtime
+        if not self.checkpoints:
+            return self.runtime
+        self.decls.need("@getenv", PTR, [PTR])
+        variadic = "" if "@dprintf" in self.decls.known else "declare i32 @dprintf(i32, ptr, ...)\n"
+        self.decls.known.add("@dprintf")
+        return self.runtime + variadic + self.checkpoint_runtime
 
     def derive(self, pattern: RevPattern) -> RevDerived:
         """The pair for a pattern, written once: analyses, the reverse sweep's needs, the cache
@@ -74,6 +88,8 @@ class ReverseMode:
         if pattern in self.memo:
             return self.memo[pattern]
         fn = self.module.functions[pattern.function]
+        if pattern.function in self.module.checkpointed:
+            return self._checkpointed(fn, self.module.checkpointed[pattern.function], pattern)
         custom = self.module.custom.get(pattern.function)
         if custom is not None and custom.reverses:
             return self._by_hand(fn, custom, pattern)
@@ -95,6 +111,47 @@ class ReverseMode:
         derived.aug_uses = tuple(any(body_mentions(aug, n) for n in layout.names(p.name)) for p in fn.params)
         self.definitions += [aug, rev, f"{size_global(derived)} = internal constant i64 {d.plan.record_size}"]
         self.explained.append((derived, d.plan))
+        return derived
+
+    def within_budget(self, fn: Function, budget: int, sizes: tuple = ()) -> Function:
+        """A copy of `fn` whose outermost loops are checkpointed to keep reverse mode within
+        `budget` bytes (reverse/checkpoint/): the function to derive instead of `fn`. `sizes`:
+        the lengths `@size` gives its pointer parameters (`Derivation.sizes`)."""
+        name = "@" + local(f"{bare(fn.name)}'checkpointed.{self.copies}")[1:]
+        self.copies += 1
+        try:
+            new, loops = outline(self.module, fn, name, sizes)
+        except NotCheckpointed as exc:
+            raise Unsupported(fn.name, exc.inst, exc.what) from None
+        self.module.functions[new.name] = new
+        self.definitions.append(new.text)
+        for o, extents in loops:
+            for f in (o.step, o.loop_fn):
+                self.module.functions[f.name] = f
+                self.definitions.append(f.text)
+            where = _loop_line(self.module, o.step)
+            self.module.checkpointed[o.loop_fn.name] = Checkpointed(
+                o, extents, budget, f"{os.path.basename(where.file)}:{where.line}" if where else "", fn.name)
+        return new
+
+    def _checkpointed(self, fn: Function, ck: Checkpointed, pattern: RevPattern) -> RevDerived:
+        """The pair of a checkpointed loop function: the step's pair, and the schedule around it.
+        It never undoes its writes (its reverse sweep leaves memory as it found it), so a caller
+        asking for that gets the same pair and refuses it."""
+        plain = replace(pattern, undo_writes=False)
+        if plain in self.memo:
+            self.memo[pattern] = self.memo[plain]
+            return self.memo[plain]
+        step = self.derive(step_pattern(pattern, ck.outlined.step.name))
+        stem = f"{bare(fn.name)}'{len(self.memo)}{self.tag}"
+        names = tuple("@" + local(f"{stem}.{part}")[1:] for part in ("aug", "rev", "free"))
+        try:
+            text, derived = write_pair(self.module, fn, ck, pattern, names, step, self.decls)
+        except NotCheckpointed as exc:
+            raise Unsupported(ck.function, exc.inst, exc.what) from None
+        self.memo[pattern] = self.memo[plain] = derived
+        self.definitions += [text, f"{size_global(derived)} = internal constant i64 {RECORD}"]
+        self.checkpoints.append((derived, ck))
         return derived
 
     def _by_hand(self, fn: Function, custom: HandDerivatives, pattern: RevPattern) -> RevDerived:
@@ -232,6 +289,23 @@ def _plan(d: ReverseFacts, needs: dict[Key, set]) -> CachePlan:
         what = f"the shadow of {key.name}" if key.kind == SHADOW else key.name
         raise Unsupported(d.fn.name, d.keys[key].inst, f"{what}, a value the reverse sweep needs but can neither "
                           "store nor recompute") from None
+
+
+def _loop_line(module: Module, step: Function):
+    """Where an outlined loop stands: its first line in the function's own code (a rotated
+    loop's header holds code of its body; code inlined into it stands where it was called)."""
+    lines = []
+    for inst in (i for b in step.blocks for i in b.instructions if i.dbg):
+        dbg = inst.dbg
+        for _ in range(64):
+            outer = module.inlined_at(dbg)
+            if outer is None:
+                break
+            dbg = outer
+        where = module.location(dbg)
+        if where is not None and where.line > 0:
+            lines.append(where)
+    return min(lines, key=lambda w: w.line, default=None)
 
 
 def _outliving(d: ReverseFacts, pointer: str) -> bool:

@@ -61,6 +61,15 @@ def size_global(derived: RevDerived) -> str:
     return "@" + local(bare("%" + derived.aug[1:]) + ".size")[1:]
 
 
+def aug_params(fn: Function, active: tuple[bool, ...], layout: Layout) -> list[str]:
+    """The parameters of a pair's `aug` (and of `free`): the primal ones, the shadows of
+    pointers with derivatives, the record."""
+    params = [f"{p.type.text} {p.name}" for p in fn.params]
+    params += [f"{layout.part_type(p.type).text} {n}" for p, on in zip(fn.params, active)
+               if on and p.type.kind == "ptr" for n in layout.names(p.name)]
+    return params + ["ptr %rec"]
+
+
 @dataclass
 class CallSite:
     """A call to a function of the sources that derivatives flow into."""
@@ -103,12 +112,8 @@ class ReverseFacts:
         return Unsupported(self.fn.name, self.inst, what)
 
     def aug_params(self) -> list[str]:
-        """The parameters of `aug` (and of `free`): the primal ones, the shadows of pointers
-        with derivatives, the record."""
-        params = [f"{p.type.text} {p.name}" for p in self.fn.params]
-        params += [f"{self.layout.part_type(p.type).text} {n}" for p, on in zip(self.fn.params, self.pattern.active)
-                   if on and p.type.kind == "ptr" for n in self.layout.names(p.name)]
-        return params + ["ptr %rec"]
+        """The parameters of `aug` (and of `free`)."""
+        return aug_params(self.fn, self.pattern.active, self.layout)
 
     def rev_params(self) -> list[str]:
         """The parameters of `rev`: those of `aug`, with the seed of an active result before the record."""

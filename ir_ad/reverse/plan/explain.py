@@ -22,6 +22,8 @@ def explain(module: Module, plans: list[tuple[str, CachePlan]]) -> str:
 
 
 def _one(module: Module, title: str, plan: CachePlan) -> str:
+    if not isinstance(plan, CachePlan):  # a checkpointed loop's schedule (reverse/checkpoint/pair.py)
+        return plan.explain(module, title)
     fn = module.functions[plan.function]
     where = _where(module, fn.dbg)
     lines = [f"{title}{f' ({where})' if where else ''}:"]

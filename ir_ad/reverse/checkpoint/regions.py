@@ -1,0 +1,195 @@
+"""The memory a checkpointed loop's snapshot holds (specs/abi.md, "Memory budgets"): for each
+base pointer the loop writes through, the bytes between the lowest and the highest address its
+stores and loads through that base reach over the loop's run (analysis/ranges.py), as
+expressions of values known before the loop, evaluated at run time. A snapshot copies them;
+running iterations again from it needs nothing else of memory, except what the loop only
+reads, which the caller may write after the loop: those reads are added where the caller's
+pattern says so (`Extents.needed`). Memory allocated inside an iteration is that iteration's
+own and is not kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adgen.ir_ad.analysis.flow import CFG, Base, Memory
+from adgen.ir_ad.analysis.loops import Loop, LoopForest
+from adgen.ir_ad.analysis.ranges import Node, Ranges
+from adgen.ir_ad.calls import callee_name
+from adgen.ir_ad.ir import I8, Function, Instruction, Module, Operand, Type, array
+from adgen.ir_ad.ir.builder import local
+from adgen.ir_ad.ir.names import intrinsic_family
+
+STATE = local("ck'state")  # the step's and the loop function's first parameter (outline.py)
+_COPIES = {"memcpy", "memmove", "memcpy.inline"}
+
+
+class NotCheckpointed(Exception):
+    """A loop that cannot be checkpointed: `inst` and `what` say why."""
+
+    def __init__(self, inst: Instruction | None, what: str):
+        super().__init__(what)
+        self.inst, self.what = inst, what
+
+
+@dataclass(frozen=True)
+class Extent:
+    """Bytes [address, address + size) over the loop's run; `size` a type or a byte count."""
+
+    address: Node
+    size: Type | Node
+    inst: Instruction | None
+
+
+@dataclass
+class Extents:
+    """The extents of one loop, by base: those its writes need kept, and those of its reads
+    from bases it does not write (None where a read cannot be bounded)."""
+
+    written: dict[Base, list[Extent]]
+    read_only: dict[Base, list[tuple[Instruction, Extent | None]]]
+
+    def needed(self, params: set[str], overwritten: set[str], later_writes: bool) -> list[list[Extent]]:
+        """The regions a snapshot keeps (each a list of extents whose hull it copies): those of
+        the written bases, and those read from bases the loop does not write, where the caller
+        may write that memory after the loop: through a parameter of the loop function in
+        `overwritten`, or (`later_writes`) through anything else. A read that cannot be bounded
+        is an error wherever the caller writes memory after the loop."""
+        kept = [e for extents in self.written.values() for e in extents]
+        for reads in self.read_only.values():
+            for inst, extent in reads:
+                if extent is None:
+                    if overwritten or later_writes:
+                        raise NotCheckpointed(inst, "a load, of memory that may be written after the loop, whose "
+                                              "addresses adgen cannot bound over the loop's run, in a loop "
+                                              "checkpointed to keep the gradient within its memory budget (where "
+                                              "it goes through a pointer parameter, give its length: "
+                                              "`// @size(p=n)`, n a number or an integer parameter)")
+                    continue
+                for address in _alternatives(extent.address):
+                    pointer = _root(address)
+                    if pointer in overwritten or pointer not in params and later_writes:
+                        kept.append(Extent(address, extent.size, extent.inst))
+        return by_pointer(kept)
+
+
+def by_pointer(extents: list[Extent]) -> list[list[Extent]]:
+    """The extents grouped by the pointer their addresses are offsets of (a region each), those
+    whose pointer is one of several (a select, pointers swapped each iteration) split into one
+    per pointer: a region never spans the bytes between two objects."""
+    groups: dict[str, list[Extent]] = {}
+    for e in extents:
+        for address in _alternatives(e.address):
+            groups.setdefault(_root(address), []).append(Extent(address, e.size, e.inst))
+    return list(groups.values())
+
+
+def _alternatives(node: Node) -> list[Node]:
+    if node.kind == "hull":
+        return [alt for arg in node.args for alt in _alternatives(arg)]
+    if node.kind == "gep":
+        return [Node("gep", (alt,) + node.args[1:], inst=node.inst, bits=node.bits)
+                for alt in _alternatives(node.args[0])]
+    return [node]
+
+
+def _root(node: Node) -> str:
+    while node.kind == "gep":
+        node = node.args[0]
+    return node.operand.value if node.kind == "leaf" else repr(node)
+
+
+def state_extent(size: int) -> Extent:
+    return Extent(Node("leaf", operand=Operand(Type("ptr", "ptr"), STATE)), array(I8, size), None)
+
+
+def declared_extents(fn: Function, sizes: tuple[tuple[int, int | str, int], ...]) -> dict[str, Extent]:
+    """The bytes `@size(p=n)` gives pointer parameters of `fn`, by parameter (`Derivation.sizes`)."""
+    out = {}
+    for k, count, element in sizes:
+        p = fn.params[k]
+        n = Node("leaf", operand=Operand(I64, str(count))) if isinstance(count, int) else \
+            Node("leaf", operand=Operand(fn.params[int(count[1:])].type, fn.params[int(count[1:])].name))
+        out[p.name] = Extent(Node("leaf", operand=Operand(p.type, p.name)), Node("scale", (n,), step=element), None)
+    return out
+
+
+def leaves(extent: Extent) -> set[str]:
+    """The local values an extent's bounds are computed from."""
+    found, todo = set(), [extent.address] + ([extent.size] if isinstance(extent.size, Node) else [])
+    while todo:
+        node = todo.pop()
+        if node.kind == "leaf" and node.operand.is_local:
+            found.add(node.operand.value)
+        todo += list(node.args)
+    return found
+
+
+def loop_extents(module: Module, fn: Function, cfg: CFG, loops: LoopForest, loop: Loop,
+                 declared: dict[str, Extent]) -> Extents:
+    """The extents of `loop` of `fn` (before outlining: the analyses are `fn`'s); where an access
+    through a pointer parameter cannot be bounded, the bytes `declared` gives it (`@size`)."""
+    memory = Memory(fn, cfg, module)
+    ranges = Ranges(cfg, loops)
+    inside = [i for b in fn.blocks if b.label in loop.body for i in b.instructions]
+    own = {i.result for i in inside if i.result}
+
+    def fresh_here(base: Base) -> bool:  # allocated in the iteration itself
+        return base.kind == "fresh" and base.name in own
+
+    def given(pointer: str) -> Extent | None:
+        base = memory.base(pointer)
+        return declared.get(base.name) if base.kind == "arg" else None
+
+    def unbounded(inst: Instruction, what: str) -> NotCheckpointed:
+        return NotCheckpointed(inst, f"{what} adgen cannot bound over the loop's run, in a loop checkpointed to keep "
+                               "the gradient within its memory budget (where it goes through a pointer parameter, "
+                               "give its length: `// @size(p=n)`, n a number or an integer parameter)")
+
+    written: dict[Base, list[Extent]] = {}
+    reads: dict[Base, list[tuple[Instruction, Extent | None]]] = {}
+    for inst in inside:
+        targets = [t for t in memory.written_by(inst) if not fresh_here(t)]
+        if inst.opcode == "store" and targets:
+            if inst.operands[0].type.kind == "ptr":
+                raise NotCheckpointed(inst, "a pointer stored into memory in a loop checkpointed to keep the gradient "
+                                      "within its memory budget (a snapshot would not hold its shadow)")
+            access = ranges.access(inst, loop)
+            extent = Extent(access.address, access.size, inst) if access else given(inst.operands[1].value)
+            if extent is None:
+                raise unbounded(inst, "a store whose addresses")
+            written.setdefault(targets[0], []).append(extent)
+        elif inst.opcode == "call" and intrinsic_family(callee_name(inst)) in _COPIES | {"memset"}:
+            dst, length = inst.operands[0], inst.operands[2]
+            base = memory.base(dst.value)
+            if not fresh_here(base):
+                extent = _span(ranges, loop, dst, length, inst) or given(dst.value)
+                if extent is None:
+                    raise unbounded(inst, "a copy whose bytes")
+                written.setdefault(base, []).append(extent)
+            if intrinsic_family(callee_name(inst)) in _COPIES:
+                src = inst.operands[1]
+                reads.setdefault(memory.base(src.value), []).append(
+                    (inst, _span(ranges, loop, src, length, inst) or given(src.value)))
+        elif targets:
+            what = f"a call to '{callee_name(inst)}', which may write memory," if inst.opcode == "call" \
+                else f"an instruction ('{inst.opcode}') writing memory"
+            raise NotCheckpointed(inst, f"{what} in a loop checkpointed to keep the gradient within its memory budget "
+                                  "(adgen bounds the memory a loop's own stores and copies write)")
+        if inst.opcode == "load":
+            base = memory.base(inst.operands[0].value)
+            if not fresh_here(base):
+                access = ranges.access(inst, loop)
+                reads.setdefault(base, []).append((inst, given(inst.operands[0].value) if access is None else
+                                                   Extent(access.address, access.size, inst)))
+    for base, extents in reads.items():
+        if base in written:
+            for inst, extent in extents:
+                if extent is None:
+                    raise unbounded(inst, "a load, from memory the loop writes, whose addresses")
+                written[base].append(extent)
+    return Extents(written, {b: r for b, r in reads.items() if b not in written})
+
+
+def _span(ranges: Ranges, loop: Loop, pointer: Operand, length: Operand, inst: Instruction) -> Extent | None:
+    start, count = ranges.value(pointer, loop), ranges.value(length, loop)
+    return None if start is None or count is None else Extent(start, count, inst)
