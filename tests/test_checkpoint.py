@@ -322,6 +322,44 @@ def test_a_length_given_by_size(build_lib, tmp_path):
         assert results["mix_grad"][1][j] == pytest.approx(central_difference(along, u0[j]), rel=1e-6, abs=1e-8)
 
 
+# A call kept out of line that writes through its pointers: with their lengths given by `@size`.
+OUT_OF_LINE = r"""
+#include <math.h>
+__attribute__((noinline)) void relax(double *u, double *w, int n)
+{
+    for (int i = 1; i < n - 1; i++) w[i] = u[i] + 0.25 * (u[i - 1] - 2 * u[i] + u[i + 1]) - 0.1 * sin(u[i]);
+    for (int i = 1; i < n - 1; i++) u[i] = w[i];
+}
+// @size(u=n, w=n)
+// @diff(sim_grad: (dup, dup, const, const) -> active within 512; sim_full: (dup, dup, const, const) -> active)
+double sim(double *u, double *w, int n, int steps)
+{
+    for (int t = 0; t < steps; t++) relax(u, w, n);
+    double s = 0;
+    for (int i = 0; i < n; i++) s += u[i] * u[i] * (i + 1);
+    return s;
+}
+"""
+
+
+def test_a_call_writing_through_parameters_of_given_lengths(build_lib, tmp_path):
+    lib = build_lib(OUT_OF_LINE)
+    n, steps = 7, 25
+    u0 = [0.2 + 0.1 * math.cos(i) for i in range(n)]
+    primal = fn(lib, "sim", D, P, P, I, I)
+    with reports(tmp_path) as said:
+        got, memory, (du, _) = _gradients(lib, "sim_grad", [u0, [0.0] * n], [n, steps])
+    full, memory_full, (du_full, _) = _gradients(lib, "sim_full", [u0, [0.0] * n], [n, steps])
+    assert got == full and memory == memory_full and du == pytest.approx(du_full, rel=1e-12)
+    assert next(r for r in said if r[1] == steps)[3] == 16 + 2 * 8 * n  # the state, u and w whole
+    for j in range(n):
+        def along(x, j=j):
+            u = list(u0)
+            u[j] = x
+            return primal(arr(u), arr([0.0] * n), n, steps)
+        assert du[j] == pytest.approx(central_difference(along, u0[j]), rel=1e-6, abs=1e-8)
+
+
 def test_split_mode(build_lib, tmp_path):
     """Split mode within a budget: the caller changes the memory between the sweeps; the reverse
     sweep still reverses the iterations the forward sweep ran, and leaves the caller's memory."""

@@ -2,8 +2,9 @@
 checks compute them (ir_ad/reverse/sweeps/guards.py, `Intervals`): for loops of each shape, the
 bounds computed before the outermost loop hold every byte its store writes (and are exact where
 every iteration runs), against the addresses the loop writes, which the C code records (a loop
-indexed by quotients and remainders, as OpenMP's `collapse(n)` indexes, and one by a masked index,
-as LLVM writes a zero extension of a truncation, among them); an access
+indexed by quotients and remainders, as OpenMP's `collapse(n)` indexes, one by a masked index,
+as LLVM writes a zero extension of a truncation, one left by a `break`, and pointers swapped each
+iteration among them); an access
 through an index read from memory has no bounds."""
 
 from __future__ import annotations
@@ -70,6 +71,15 @@ void masked(double *a, int n, int m)
 {
     for (long i = 0; i < n; i++) { long k = (i * 3 + m) & 1023; saw(&a[k]); a[k] = i; }
 }
+void early_exit(double *a, int n, int m)
+{
+    for (int i = 0; i < n; i++) { if (a[i + m] > 1e300) break; saw(&a[i + m]); a[i + m] = i; }
+}
+void swapped(double *a, int n, int m)
+{
+    double *p = a, *q = a + 2 * m + 4;
+    for (int i = 0; i < n; i++) { saw(&p[i % 2]); p[i % 2] = i; double *t = p; p = q; q = t; }
+}
 void loaded(double *a, int n, int m)
 {
     for (int i = 0; i < n; i++) { saw(&a[(int)a[i] + m]); a[(int)a[i] + m] = i; }
@@ -77,7 +87,7 @@ void loaded(double *a, int n, int m)
 """
 
 CASES = ["rect", "down", "stride", "triangle", "unsigned_up", "shifted_back", "gathered", "collapsed",
-         "collapsed_unsigned", "masked"]
+         "collapsed_unsigned", "masked", "early_exit", "swapped"]
 
 
 @pytest.fixture(scope="module")

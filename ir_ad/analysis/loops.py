@@ -231,15 +231,18 @@ class LoopForest:
         return Trip(ind.start, bound, sign, 1 - after, signed, exact=False, stride=stride, slack=slack)
 
     def bounding_trip(self, loop: Loop) -> Trip | None:
-        """The trip count of the runs of `loop` that go on after it: its exits into code that
-        never returns (a bounds check's panic) left out. What bounds an address over those runs
-        (analysis/ranges.py): a run that panics never reaches the reverse sweep."""
+        """The most iterations `loop` runs, where its latch counts them: exits elsewhere (a
+        `break`, a bounds check's panic) only end it sooner. What bounds an address over the
+        loop's run (analysis/ranges.py); not its trip count (the storage of loops, whose
+        reverse sweep must know how many iterations ran, uses `loop.trip`)."""
         if loop.trip is not None:
             return loop.trip
-        going_on = [e for e in loop.exits if e[1] not in self.cfg.doomed]
-        if len(going_on) == len(loop.exits) or not going_on:
+        if len(loop.latches) != 1:
             return None
-        exits, loop.exits = loop.exits, going_on
+        counted = [e for e in loop.exits if e[0] == loop.latches[0]]
+        if len(counted) != 1 or len(counted) == len(loop.exits):
+            return None
+        exits, loop.exits = loop.exits, counted
         try:
             return self._trip(loop)
         finally:

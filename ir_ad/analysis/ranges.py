@@ -8,13 +8,14 @@ inside it, whose values lie between their start and their start plus (trip count
 start or bound defined inside the loop is itself bounded the same way. A quotient or remainder
 (by a divisor of at least one, of a dividend that is not negative) is bounded too: OpenMP's
 `collapse(n)` indexes by the collapsed loop's counter divided and taken modulo the inner trip
-counts. The result is a tree of
-`Node`s over those values, evaluated at run time by interval arithmetic (an upper bound of every
-address, a lower bound, both in 64 bits): a phi that only passes values around (a peeled last
-iteration's, pointers swapped each iteration) is bounded by the values it passes; a loop's exits into code that never returns (a bounds
-check's panic) do not count; anything else (a loaded index, a counter that is not an induction
-variable, a loop whose trip count is not known when it starts, narrow arithmetic that may wrap) leaves the access without a range, and its store is logged every time. Narrow integer
-arithmetic that LLVM does not mark as free of signed wrap (`nsw`) is bounded in 64 bits and valid
+counts. The result is a tree of `Node`s over those values, evaluated at run time by interval
+arithmetic (an upper bound of every address, a lower bound, both in 64 bits): a phi that only
+passes values around (a peeled last iteration's, pointers swapped each iteration) is bounded by
+the values it passes; a loop's exits other than its latch's (a `break`, a bounds check's panic)
+only end it sooner; anything else (a loaded index, a counter that is not an induction variable,
+a loop whose trip count is not known when it starts, narrow arithmetic that may wrap) leaves the
+access without a range, and its store is logged every time. Narrow integer arithmetic that LLVM
+does not mark as free of signed wrap (`nsw`) is bounded in 64 bits and valid
 where those bounds fit its width (`Node.bits`)."""
 
 from __future__ import annotations

@@ -113,14 +113,20 @@ def _outline_one(f: Function, loop: Loop, cfg: CFG, stem: str, k: int, used: set
             out.pointers.append((out.offsets[name], _passed_around(name, phis, {a.name for a in inputs})))
 
     exits = list(dict.fromkeys(loop.exits))
-    step_name, loop_name = stem.replace("'checkpointed", "'step"), stem.replace("'checkpointed", "'loop")
-    params = [Argument(PTR, STATE, {})] + inputs
-    # the step: load the carried values, the loop's blocks, a return for each way out of an iteration
+    out.step = _step(out, body, header, exits, cfg, stem.replace("'checkpointed", "'step"))
+    out.loop_fn = _loop_function(out, stem.replace("'checkpointed", "'loop"))
+    _replace(f, out, exits, k, next((i.dbg for b in body for i in b.instructions if i.dbg), None))
+    return out
+
+
+def _step(out: Outlined, body: list[Block], header: Block, exits: list[tuple[str, str]], cfg: CFG,
+          name: str) -> Function:
+    """The step: load the carried values, the loop's blocks, a return for each way out of an
+    iteration (0 where it goes round again, the exit's number where it leaves)."""
+    loop, carried, live_out = out.loop, out.carried, out.live_out
     entry = [i for p in carried for i in _loads(p.type, p.result, out.offsets[p.result])]
-    entry.append(parse_instruction(f"br label {loop.header}"))
-    step_blocks = [Block(_ck("entry"), entry)]
-    tails = []
-    names = {a.name for a in inputs}
+    blocks, tails = [Block(_ck("entry"), entry + [parse_instruction(f"br label {loop.header}")])], []
+    names = {a.name for a in out.inputs}
     for b in body:
         insts = [i for i in b.instructions if not (b is header and i.opcode == "phi") and
                  not _lifetime_of(i, names)]
@@ -143,21 +149,26 @@ def _outline_one(f: Function, loop: Loop, cfg: CFG, stem: str, k: int, used: set
             new_term = parse_instruction(text)
             new_term.dbg = term.dbg
             insts = insts[:-1] + [new_term]
-        step_blocks.append(Block(b.label, insts))
-    out.step = Function(step_name, I32, params, step_blocks + tails, False, None, "", False, "internal")
-    out.step.text = function_text(out.step)
-    args = ", ".join(f"{p.type.text} {p.name}" for p in params)
-    call = f"call i32 {step_name}({args})"
+        blocks.append(Block(b.label, insts))
+    step = Function(name, I32, [Argument(PTR, STATE, {})] + out.inputs, blocks + tails, False, None, "", False,
+                    "internal")
+    step.text = function_text(step)
+    return step
+
+
+def _loop_function(out: Outlined, name: str) -> Function:
+    """The loop function: the step, called until it returns an exit."""
+    params = out.step.params
+    call = f"call i32 {out.step.name}({', '.join(f'{p.type.text} {p.name}' for p in params)})"
     again, more, exit_, done = _ck("again"), _ck("more"), _ck("exit"), _ck("done")
-    loop_blocks = [Block(_ck("entry"), [parse_instruction(f"br label {again}")]),
-                   Block(again, [parse_instruction(f"{exit_} = {call}"),
-                                 parse_instruction(f"{more} = icmp eq i32 {exit_}, 0"),
-                                 parse_instruction(f"br i1 {more}, label {again}, label {done}")]),
-                   Block(done, [parse_instruction(f"ret i32 {exit_}")])]
-    out.loop_fn = Function(loop_name, I32, params, loop_blocks, False, None, "", False, "internal")
-    out.loop_fn.text = function_text(out.loop_fn)
-    _replace(f, out, exits, k, next((i.dbg for b in body for i in b.instructions if i.dbg), None))
-    return out
+    blocks = [Block(_ck("entry"), [parse_instruction(f"br label {again}")]),
+              Block(again, [parse_instruction(f"{exit_} = {call}"),
+                            parse_instruction(f"{more} = icmp eq i32 {exit_}, 0"),
+                            parse_instruction(f"br i1 {more}, label {again}, label {done}")]),
+              Block(done, [parse_instruction(f"ret i32 {exit_}")])]
+    fn = Function(name, I32, params, blocks, False, None, "", False, "internal")
+    fn.text = function_text(fn)
+    return fn
 
 
 def _replace(f: Function, out: Outlined, exits: list[tuple[str, str]], k: int, dbg: str | None) -> None:

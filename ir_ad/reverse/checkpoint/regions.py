@@ -170,11 +170,19 @@ def loop_extents(module: Module, fn: Function, cfg: CFG, loops: LoopForest, loop
                 src = inst.operands[1]
                 reads.setdefault(memory.base(src.value), []).append(
                     (inst, _span(ranges, loop, src, length, inst) or given(src.value)))
+        elif inst.opcode == "call" and targets and all(t.kind == "arg" and t.name in declared for t in targets):
+            for t in targets:  # a call writing through parameters whose lengths `@size` gives
+                written.setdefault(t, []).append(declared[t.name])
+            for a in inst.operands:  # (and reading through any pointer it is given)
+                if a.type.kind == "ptr" and not fresh_here(memory.base(a.value)):
+                    reads.setdefault(memory.base(a.value), []).append((inst, given(a.value)))
         elif targets:
             what = f"a call to '{callee_name(inst)}', which may write memory," if inst.opcode == "call" \
                 else f"an instruction ('{inst.opcode}') writing memory"
             raise NotCheckpointed(inst, f"{what} in a loop checkpointed to keep the gradient within its memory budget "
-                                  "(adgen bounds the memory a loop's own stores and copies write)")
+                                  "(adgen bounds the memory a loop's own stores and copies write, and a call's "
+                                  "where it writes only through pointer parameters whose lengths `// @size(p=n)` "
+                                  "gives)")
         if inst.opcode == "load":
             base = memory.base(inst.operands[0].value)
             if not fresh_here(base):
