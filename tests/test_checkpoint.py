@@ -360,6 +360,84 @@ def test_a_call_writing_through_parameters_of_given_lengths(build_lib, tmp_path)
         assert du[j] == pytest.approx(central_difference(along, u0[j]), rel=1e-6, abs=1e-8)
 
 
+# The time loop in a function the annotated one calls out of line: checkpointed there too.
+IN_A_CALLEE = r"""
+#include <math.h>
+__attribute__((noinline)) void simulate(double *u, double *w, int n, int steps)
+{
+    for (int t = 0; t < steps; t++) {
+        for (int i = 1; i < n - 1; i++) w[i] = u[i] + 0.25 * (u[i - 1] - 2 * u[i] + u[i + 1]) - 0.1 * sin(u[i]);
+        for (int i = 1; i < n - 1; i++) u[i] = w[i];
+    }
+}
+// @diff(loss_grad: (dup, dup, const, const) -> active within 512; loss_full: (dup, dup, const, const) -> active)
+double loss(double *u, double *w, int n, int steps)
+{
+    simulate(u, w, n, steps);
+    double s = 0;
+    for (int i = 0; i < n; i++) s += u[i] * u[i] * (i + 1);
+    return s;
+}
+"""
+
+
+def test_the_loops_of_a_function_called_out_of_line(build_lib, tmp_path):
+    lib = build_lib(IN_A_CALLEE)
+    n, steps = 7, 30
+    u0 = [0.2 + 0.1 * math.cos(i) for i in range(n)]
+    primal = fn(lib, "loss", D, P, P, I, I)
+    with reports(tmp_path) as said:
+        got, _, (du, _) = _gradients(lib, "loss_grad", [u0, [0.0] * n], [n, steps])
+    full, _, (du_full, _) = _gradients(lib, "loss_full", [u0, [0.0] * n], [n, steps])
+    assert got == full and du == pytest.approx(du_full, rel=1e-12)
+    assert [r[0] for r in said] == ["src.c:15", "src.c:5"]  # the sum's loop, then simulate's
+    assert next(r for r in said if r[1] == steps)[2] < steps
+    for j in range(n):
+        def along(x, j=j):
+            u = list(u0)
+            u[j] = x
+            return primal(arr(u), arr([0.0] * n), n, steps)
+        assert du[j] == pytest.approx(central_difference(along, u0[j]), rel=1e-6, abs=1e-8)
+
+
+# Laplace expansion: a local array filled through a counter (no bound but the array's own size),
+# and a recursive call inside the loop.
+DETERMINANT = r"""
+// @diff(det_grad: (dup, const) -> active within 1KiB; det_full: (dup, const) -> active)
+double det(const double *a, int n)
+{
+    if (n == 1) return a[0];
+    double sub[64], s = 0, sign = 1;
+    for (int c = 0; c < n; c++) {
+        int k = 0;
+        for (int i = 1; i < n; i++)
+            for (int j = 0; j < n; j++)
+                if (j != c) sub[k++] = a[i * n + j];
+        s += sign * a[c] * det(sub, n - 1);
+        sign = -sign;
+    }
+    return s;
+}
+"""
+
+
+def test_a_local_array_filled_through_a_counter_and_recursion(build_lib, tmp_path):
+    lib = build_lib(DETERMINANT)
+    a0 = [0.3 + 0.1 * ((i * 7) % 5) + (i % 5 == 0) for i in range(16)]
+    primal = fn(lib, "det", D, P, I)
+    with reports(tmp_path) as said:
+        got, _, (da,) = _gradients(lib, "det_grad", [a0], [4])
+    full, _, (da_full,) = _gradients(lib, "det_full", [a0], [4])
+    assert got == full and da == pytest.approx(da_full, rel=1e-12)
+    assert said[0][3] >= 8 * 64  # the snapshot holds `sub` whole
+    for j in range(16):
+        def along(x, j=j):
+            a = list(a0)
+            a[j] = x
+            return primal(arr(a), 4)
+        assert da[j] == pytest.approx(central_difference(along, a0[j]), rel=1e-6, abs=1e-8)
+
+
 def test_split_mode(build_lib, tmp_path):
     """Split mode within a budget: the caller changes the memory between the sweeps; the reverse
     sweep still reverses the iterations the forward sweep ran, and leaves the caller's memory."""

@@ -65,7 +65,8 @@ class ReverseMode:
         self.definitions: list[str] = []
         self.explained: list[tuple[RevDerived, CachePlan]] = []
         self.checkpoints: list[tuple[RevDerived, Checkpointed]] = []  # the checkpointed loops' pairs
-        self.copies = 0  # functions copied to be checkpointed
+        self.budgeted_copies: dict[tuple, Function] = {}  # (function, budget, sizes) -> its checkpointed copy
+        self.budgeted: set[str] = set()  # the names of those copies
 
         self.runtime = render_text("runtime.ll.j2") + render_text("undo_log.ll.j2", LOGGED=LOGGED)
         self.checkpoint_runtime = render_text("checkpoint_runtime.ll.j2")
@@ -90,6 +91,10 @@ class ReverseMode:
         fn = self.module.functions[pattern.function]
         if pattern.function in self.module.checkpointed:
             return self._checkpointed(fn, self.module.checkpointed[pattern.function], pattern)
+        if pattern.budget and pattern.function not in self.budgeted:  # the copy with its loops outlined
+            derived = self.derive(replace(pattern, function=self.within_budget(fn, pattern.budget).name))
+            self.memo[pattern] = derived
+            return derived
         custom = self.module.custom.get(pattern.function)
         if custom is not None and custom.reverses:
             return self._by_hand(fn, custom, pattern)
@@ -115,15 +120,21 @@ class ReverseMode:
 
     def within_budget(self, fn: Function, budget: int, sizes: tuple = ()) -> Function:
         """A copy of `fn` whose outermost loops are checkpointed to keep reverse mode within
-        `budget` bytes (reverse/checkpoint/): the function to derive instead of `fn`. `sizes`:
+        `budget` bytes (reverse/checkpoint/): the function to derive instead of `fn`, with the
+        same budget, which its calls pass on (a callee's loops are checkpointed too; the calls
+        of an iteration are not: one iteration's storage is freed before the next's). `sizes`:
         the lengths `@size` gives its pointer parameters (`Derivation.sizes`)."""
-        name = "@" + local(f"{bare(fn.name)}'checkpointed.{self.copies}")[1:]
-        self.copies += 1
+        key = (fn.name, budget, sizes)
+        if key in self.budgeted_copies:
+            return self.budgeted_copies[key]
+        name = "@" + local(f"{bare(fn.name)}'checkpointed.{len(self.budgeted_copies)}")[1:]
         try:
             new, loops = outline(self.module, fn, name, sizes)
         except NotCheckpointed as exc:
             raise Unsupported(fn.name, exc.inst, exc.what) from None
         self.module.functions[new.name] = new
+        self.budgeted_copies[key] = new
+        self.budgeted.add(new.name)
         self.definitions.append(new.text)
         for o, extents in loops:
             for f in (o.step, o.loop_fn):
@@ -265,9 +276,11 @@ class ReverseMode:
                           if a.type.kind == "int" and a.value in activity.floaty else "") for a in args)
         overwritten = tuple(a.type.kind == "ptr" and d.memory.arg_overwritten(a.value, after) for a in args)
         ret_active = inst.result is not None and activity.active(inst.result)
+        budget = d.pattern.budget if d.fn.name in self.budgeted else 0  # (outside the loops: they are outlined)
         pattern = RevPattern(target.name, tuple(activity.on(a) for a in args), ret_active, d.pattern.width,
                              d.pattern.kind, memtypes, overwritten, later, used, inst.result in activity.pointers,
-                             undo_writes, tuple(a.type.kind == "ptr" and _outliving(d, a.value) for a in args))
+                             undo_writes, tuple(a.type.kind == "ptr" and _outliving(d, a.value) for a in args),
+                             budget)
         refused = reverse_refusal(self.module, pattern)  # a derivative of arrays written by hand
         if refused is not None:
             raise d.fail(refused)

@@ -34,6 +34,7 @@ class RevPattern:
     undo_writes: bool = False  # the caller needs every write undone by the reverse sweep (plan/undo.py)
     outliving: tuple[bool, ...] = ()  # per pointer argument: its memory outlives the outermost derivative
     # call (the caller's own, or a global): stores into it may be undone through the log
+    budget: int = 0  # bytes: its outermost loops checkpointed within them (reverse/checkpoint/), 0 for none
 
 
 @dataclass

@@ -91,10 +91,11 @@ def step_pattern(pattern: RevPattern, step: str) -> RevPattern:
     """The step's pattern: its forward and reverse sweeps run one after the other, so nothing
     overwrites its memory between them; what it overwrites itself is not undone through the undo
     log, which would keep every iteration's entries until the gradient ends (and then write them
-    again, over the memory the loop's reverse sweep put back)."""
+    again, over the memory the loop's reverse sweep put back); and no loop of it is checkpointed
+    (one iteration's storage is freed before the next iteration's reverse)."""
     none = tuple(False for _ in pattern.active)
     return replace(pattern, function=step, overwritten=none, later_writes=False, ret_needed=True, undo_writes=False,
-                   outliving=none)
+                   outliving=none, budget=0)
 
 
 def _regions(regions: list[list[Extent]], decls: Declarations) -> tuple[str, int]:

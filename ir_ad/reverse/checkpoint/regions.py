@@ -15,7 +15,7 @@ from adgen.ir_ad.analysis.flow import CFG, Base, Memory
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
 from adgen.ir_ad.analysis.ranges import Node, Ranges
 from adgen.ir_ad.calls import callee_name
-from adgen.ir_ad.ir import I8, Function, Instruction, Module, Operand, Type, array
+from adgen.ir_ad.ir import I8, PTR, Function, Instruction, Module, Operand, Type, array
 from adgen.ir_ad.ir.builder import local
 from adgen.ir_ad.ir.names import intrinsic_family
 
@@ -137,8 +137,16 @@ def loop_extents(module: Module, fn: Function, cfg: CFG, loops: LoopForest, loop
         return base.kind == "fresh" and base.name in own
 
     def given(pointer: str) -> Extent | None:
+        """Where an access cannot be bounded: its pointer parameter's length, if `@size` gives
+        it, or its local array whole, if its size is fixed."""
         base = memory.base(pointer)
-        return declared.get(base.name) if base.kind == "arg" else None
+        if base.kind == "arg":
+            return declared.get(base.name)
+        array = cfg.defs.get(base.name) if base.kind == "fresh" else None
+        if array is not None and array.opcode == "alloca" and array.source_type is not None and \
+                (array.count is None or array.count.value == "1"):
+            return Extent(Node("leaf", operand=Operand(PTR, base.name)), array.source_type, None)
+        return None
 
     def unbounded(inst: Instruction, what: str) -> NotCheckpointed:
         return NotCheckpointed(inst, f"{what} adgen cannot bound over the loop's run, in a loop checkpointed to keep "
