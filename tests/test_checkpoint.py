@@ -64,6 +64,28 @@ def _at_most_again(slots: int, count: int) -> int:
     return r * count
 
 
+def _against_differences(f, start, gradient, rel=1e-6, abs=1e-8, every=1):
+    """Each entry of `gradient` against central differences of `f(values)` at `start`."""
+    for j in range(0, len(start), every):
+        def along(x, j=j):
+            values = list(start)
+            values[j] = x
+            return f(values)
+        assert gradient[j] == pytest.approx(central_difference(along, start[j]), rel=rel, abs=abs), j
+
+
+def _within_and_without(lib, stem, arrays, ints, tmp_path):
+    """`STEM_grad` (within a budget) and `STEM_full` (without one): the same result, memory
+    after and gradients (to 1e-12); the budgeted one's reports and gradients."""
+    with reports(tmp_path) as said:
+        got, memory, grads = _gradients(lib, f"{stem}_grad", arrays, ints)
+    full, memory_full, grads_full = _gradients(lib, f"{stem}_full", arrays, ints)
+    assert got == full and memory == memory_full
+    for g, h in zip(grads, grads_full):
+        assert g == pytest.approx(h, rel=1e-12)
+    return said, grads
+
+
 def _gradients(lib, name, arrays, ints, seed=1.0):
     grad = fn(lib, name, D, *([P, P] * len(arrays)), *([I] * len(ints)), D)
     inputs = [arr(v) for v in arrays]
@@ -89,12 +111,7 @@ def test_heat_within_budgets(build_lib, tmp_path, budget, slots):
     assert got == value == full
     assert memory[0] == list(after), "memory after the gradient differs from the primal's"
     assert du == pytest.approx(du_full, rel=1e-12, abs=1e-300)
-    for j in range(n):
-        def along(x, j=j):
-            v = list(u0)
-            v[j] = x
-            return primal(arr(v), arr([0.0] * n), n, steps)
-        assert du[j] == pytest.approx(central_difference(along, u0[j]), rel=1e-6, abs=1e-8), j
+    _against_differences(lambda u: primal(arr(u), arr([0.0] * n), n, steps), u0, du)
     time_loop = next(r for r in said if r[1] == steps)
     where, count, taken, size, again = time_loop
     assert where == "src.c:5"
@@ -139,18 +156,9 @@ def test_trip_count_known_only_at_the_end(build_lib, tmp_path):
     lib = build_lib(CONVERGE)
     n, x0 = 5, [0.1, 0.4, -0.3, 0.8, 0.2]
     primal = fn(lib, "settle", D, P, I)
-    with reports(tmp_path) as said:
-        got, _, (dx,) = _gradients(lib, "settle_grad", [x0], [n])
-    full, _, (dx_full,) = _gradients(lib, "settle_full", [x0], [n])
-    assert got == full
-    assert dx == pytest.approx(dx_full, rel=1e-12)
+    said, (dx,) = _within_and_without(lib, "settle", [x0], [n], tmp_path)
     assert any(r[1] > 10 and r[2] < r[1] for r in said), said  # fewer snapshots than rounds
-    for j in range(n):
-        def along(v, j=j):
-            x = list(x0)
-            x[j] = v
-            return primal(arr(x), n)
-        assert dx[j] == pytest.approx(central_difference(along, x0[j]), rel=1e-5, abs=1e-7), j
+    _against_differences(lambda x: primal(arr(x), n), x0, dx, rel=1e-5, abs=1e-7)
 
 
 # Scalars carried through registers only (an RK4 integration of a damped oscillator), a call the
@@ -193,13 +201,7 @@ def test_carried_scalars_and_calls(build_lib, tmp_path):
     (count, taken) = next((r[1], r[2]) for r in said)
     assert count == 500 and 1 < taken < 500
     assert results["rk4_grad"] == pytest.approx(results["rk4_full"], rel=1e-12)
-    args = [0.7, -0.2, 2.0]
-    for j in range(3):
-        def along(value, j=j):
-            a = list(args)
-            a[j] = value
-            return primal(*a, 500)
-        assert results["rk4_grad"][1 + j] == pytest.approx(central_difference(along, args[j]), rel=1e-6), j
+    _against_differences(lambda a: primal(*a, 500), [0.7, -0.2, 2.0], results["rk4_grad"][1:], abs=0)
 
 
 # Pointers swapped each step (ping-pong buffers), in two dimensions.
@@ -235,12 +237,7 @@ def test_ping_pong_buffers(build_lib):
     assert got == full and memory == memory_full  # (the user's compiler may round the primal differently)
     assert memory[0] + memory[1] == pytest.approx(list(after[0]) + list(after[1]), rel=1e-13)
     assert (da, db) == (pytest.approx(da_full, rel=1e-12), pytest.approx(db_full, rel=1e-12))
-    for j in range(0, n * n, 3):
-        def along(v, j=j):
-            a = list(a0)
-            a[j] = v
-            return primal(arr(a), arr(b0), n, steps)
-        assert da[j] == pytest.approx(central_difference(along, a0[j]), rel=1e-6, abs=1e-8), j
+    _against_differences(lambda a: primal(arr(a), arr(b0), n, steps), a0, da, every=3)
 
 
 # The loop only reads `u`, through a pointer made before it; the function writes `u` after the
@@ -266,19 +263,10 @@ def test_memory_read_by_the_loop_and_written_after_it(build_lib, tmp_path):
     lib = build_lib(READ_THEN_WRITTEN)
     u0, v0 = [0.3, 0.5, 0.2, 0.8, 0.1], [1.0, 0.4, 0.3, 0.2, 0.6]
     primal = fn(lib, "g", D, P, P, I)
-    with reports(tmp_path) as said:
-        got, _, (du, dv) = _gradients(lib, "g_grad", [u0, v0], [5])
-    full, _, (du_full, dv_full) = _gradients(lib, "g_full", [u0, v0], [5])
-    assert got == full and du + dv == pytest.approx(du_full + dv_full, rel=1e-12)
+    said, (du, dv) = _within_and_without(lib, "g", [u0, v0], [5], tmp_path)
     # a snapshot: the state (t and s carried, s used after: 3 slots of 16 bytes), v, what p reads of u
     assert next(r for r in said if r[1] == 20)[3] == 3 * 16 + 8 * 5 + 8 * 4
-    for k, start in enumerate([u0, v0]):
-        for j in range(5):
-            def along(x, j=j, k=k):
-                a = [list(u0), list(v0)]
-                a[k][j] = x
-                return primal(arr(a[0]), arr(a[1]), 5)
-            assert (du, dv)[k][j] == pytest.approx(central_difference(along, start[j]), rel=1e-6, abs=1e-8)
+    _against_differences(lambda uv: primal(arr(uv[:5]), arr(uv[5:]), 5), u0 + v0, du + dv)
 
 
 # A scatter through indices read from memory: no bound adgen can find; `@size` gives the length.
@@ -314,55 +302,18 @@ def test_a_length_given_by_size(build_lib, tmp_path):
     assert results["mix_grad"][0] == results["mix_full"][0]
     assert results["mix_grad"][1] == pytest.approx(results["mix_full"][1], rel=1e-12)
     assert next(r for r in said if r[1] == steps)[3] >= 16 + 8 * n  # the state, and u as @size gives it
-    for j in range(n):
-        def along(x, j=j):
-            u = list(u0)
-            u[j] = x
-            return primal(arr(u), to, n, steps)
-        assert results["mix_grad"][1][j] == pytest.approx(central_difference(along, u0[j]), rel=1e-6, abs=1e-8)
+    _against_differences(lambda u: primal(arr(u), to, n, steps), u0, results["mix_grad"][1])
 
 
-# A call kept out of line that writes through its pointers: with their lengths given by `@size`.
-OUT_OF_LINE = r"""
+# Calls kept out of line: one writing through its pointers, whose lengths `@size` gives, inside
+# the loop; one holding the time loop itself, called outside the annotated function's loops.
+CALLS = r"""
 #include <math.h>
 __attribute__((noinline)) void relax(double *u, double *w, int n)
 {
     for (int i = 1; i < n - 1; i++) w[i] = u[i] + 0.25 * (u[i - 1] - 2 * u[i] + u[i + 1]) - 0.1 * sin(u[i]);
     for (int i = 1; i < n - 1; i++) u[i] = w[i];
 }
-// @size(u=n, w=n)
-// @diff(sim_grad: (dup, dup, const, const) -> active within 512; sim_full: (dup, dup, const, const) -> active)
-double sim(double *u, double *w, int n, int steps)
-{
-    for (int t = 0; t < steps; t++) relax(u, w, n);
-    double s = 0;
-    for (int i = 0; i < n; i++) s += u[i] * u[i] * (i + 1);
-    return s;
-}
-"""
-
-
-def test_a_call_writing_through_parameters_of_given_lengths(build_lib, tmp_path):
-    lib = build_lib(OUT_OF_LINE)
-    n, steps = 7, 25
-    u0 = [0.2 + 0.1 * math.cos(i) for i in range(n)]
-    primal = fn(lib, "sim", D, P, P, I, I)
-    with reports(tmp_path) as said:
-        got, memory, (du, _) = _gradients(lib, "sim_grad", [u0, [0.0] * n], [n, steps])
-    full, memory_full, (du_full, _) = _gradients(lib, "sim_full", [u0, [0.0] * n], [n, steps])
-    assert got == full and memory == memory_full and du == pytest.approx(du_full, rel=1e-12)
-    assert next(r for r in said if r[1] == steps)[3] == 16 + 2 * 8 * n  # the state, u and w whole
-    for j in range(n):
-        def along(x, j=j):
-            u = list(u0)
-            u[j] = x
-            return primal(arr(u), arr([0.0] * n), n, steps)
-        assert du[j] == pytest.approx(central_difference(along, u0[j]), rel=1e-6, abs=1e-8)
-
-
-# The time loop in a function the annotated one calls out of line: checkpointed there too.
-IN_A_CALLEE = r"""
-#include <math.h>
 __attribute__((noinline)) void simulate(double *u, double *w, int n, int steps)
 {
     for (int t = 0; t < steps; t++) {
@@ -370,34 +321,42 @@ __attribute__((noinline)) void simulate(double *u, double *w, int n, int steps)
         for (int i = 1; i < n - 1; i++) u[i] = w[i];
     }
 }
-// @diff(loss_grad: (dup, dup, const, const) -> active within 512; loss_full: (dup, dup, const, const) -> active)
-double loss(double *u, double *w, int n, int steps)
+static double score(const double *u, int n)
 {
-    simulate(u, w, n, steps);
     double s = 0;
     for (int i = 0; i < n; i++) s += u[i] * u[i] * (i + 1);
     return s;
 }
+// @size(u=n, w=n)
+// @diff(sim_grad: (dup, dup, const, const) -> active within 512; sim_full: (dup, dup, const, const) -> active)
+double sim(double *u, double *w, int n, int steps)
+{
+    for (int t = 0; t < steps; t++) relax(u, w, n);
+    return score(u, n);
+}
+// @diff(loss_grad: (dup, dup, const, const) -> active within 512; loss_full: (dup, dup, const, const) -> active)
+double loss(double *u, double *w, int n, int steps)
+{
+    simulate(u, w, n, steps);
+    return score(u, n);
+}
 """
 
 
-def test_the_loops_of_a_function_called_out_of_line(build_lib, tmp_path):
-    lib = build_lib(IN_A_CALLEE)
-    n, steps = 7, 30
+@pytest.mark.parametrize("stem", ["sim", "loss"])
+def test_calls_kept_out_of_line(build_lib, tmp_path, stem):
+    lib = build_lib(CALLS)
+    n, steps = 7, 25
     u0 = [0.2 + 0.1 * math.cos(i) for i in range(n)]
-    primal = fn(lib, "loss", D, P, P, I, I)
-    with reports(tmp_path) as said:
-        got, _, (du, _) = _gradients(lib, "loss_grad", [u0, [0.0] * n], [n, steps])
-    full, _, (du_full, _) = _gradients(lib, "loss_full", [u0, [0.0] * n], [n, steps])
-    assert got == full and du == pytest.approx(du_full, rel=1e-12)
-    assert [r[0] for r in said] == ["src.c:15", "src.c:5"]  # the sum's loop, then simulate's
-    assert next(r for r in said if r[1] == steps)[2] < steps
-    for j in range(n):
-        def along(x, j=j):
-            u = list(u0)
-            u[j] = x
-            return primal(arr(u), arr([0.0] * n), n, steps)
-        assert du[j] == pytest.approx(central_difference(along, u0[j]), rel=1e-6, abs=1e-8)
+    primal = fn(lib, stem, D, P, P, I, I)
+    said, (du, _) = _within_and_without(lib, stem, [u0, [0.0] * n], [n, steps], tmp_path)
+    time_loop = next(r for r in said if r[1] == steps)
+    if stem == "sim":
+        assert time_loop[3] == 16 + 2 * 8 * n  # the state, u and w whole (their lengths as @size gives them)
+    else:
+        assert [r[0] for r in said] == ["src.c:32", "src.c:10"]  # the sum's loop (inlined at 32), then simulate's
+    assert time_loop[2] < steps
+    _against_differences(lambda u: primal(arr(u), arr([0.0] * n), n, steps), u0, du)
 
 
 # Laplace expansion: a local array filled through a counter (no bound but the array's own size),
@@ -425,17 +384,9 @@ def test_a_local_array_filled_through_a_counter_and_recursion(build_lib, tmp_pat
     lib = build_lib(DETERMINANT)
     a0 = [0.3 + 0.1 * ((i * 7) % 5) + (i % 5 == 0) for i in range(16)]
     primal = fn(lib, "det", D, P, I)
-    with reports(tmp_path) as said:
-        got, _, (da,) = _gradients(lib, "det_grad", [a0], [4])
-    full, _, (da_full,) = _gradients(lib, "det_full", [a0], [4])
-    assert got == full and da == pytest.approx(da_full, rel=1e-12)
+    said, (da,) = _within_and_without(lib, "det", [a0], [4], tmp_path)
     assert said[0][3] >= 8 * 64  # the snapshot holds `sub` whole
-    for j in range(16):
-        def along(x, j=j):
-            a = list(a0)
-            a[j] = x
-            return primal(arr(a), 4)
-        assert da[j] == pytest.approx(central_difference(along, a0[j]), rel=1e-6, abs=1e-8)
+    _against_differences(lambda a: primal(arr(a), 4), a0, da)
 
 
 def test_split_mode(build_lib, tmp_path):

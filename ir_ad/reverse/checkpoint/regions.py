@@ -139,7 +139,9 @@ def loop_extents(module: Module, fn: Function, cfg: CFG, loops: LoopForest, loop
     def given(pointer: str) -> Extent | None:
         """Where an access cannot be bounded: its pointer parameter's length, if `@size` gives
         it, or its local array whole, if its size is fixed."""
-        base = memory.base(pointer)
+        return whole(memory.base(pointer))
+
+    def whole(base: Base) -> Extent | None:
         if base.kind == "arg":
             return declared.get(base.name)
         array = cfg.defs.get(base.name) if base.kind == "fresh" else None
@@ -178,9 +180,9 @@ def loop_extents(module: Module, fn: Function, cfg: CFG, loops: LoopForest, loop
                 src = inst.operands[1]
                 reads.setdefault(memory.base(src.value), []).append(
                     (inst, _span(ranges, loop, src, length, inst) or given(src.value)))
-        elif inst.opcode == "call" and targets and all(t.kind == "arg" and t.name in declared for t in targets):
-            for t in targets:  # a call writing through parameters whose lengths `@size` gives
-                written.setdefault(t, []).append(declared[t.name])
+        elif inst.opcode == "call" and targets and all(whole(t) is not None for t in targets):
+            for t in targets:  # a call writing through parameters whose lengths `@size` gives, or local arrays
+                written.setdefault(t, []).append(whole(t))
             for a in inst.operands:  # (and reading through any pointer it is given)
                 if a.type.kind == "ptr" and not fresh_here(memory.base(a.value)):
                     reads.setdefault(memory.base(a.value), []).append((inst, given(a.value)))
@@ -189,8 +191,8 @@ def loop_extents(module: Module, fn: Function, cfg: CFG, loops: LoopForest, loop
                 else f"an instruction ('{inst.opcode}') writing memory"
             raise NotCheckpointed(inst, f"{what} in a loop checkpointed to keep the gradient within its memory budget "
                                   "(adgen bounds the memory a loop's own stores and copies write, and a call's "
-                                  "where it writes only through pointer parameters whose lengths `// @size(p=n)` "
-                                  "gives)")
+                                  "where it writes only local arrays and through pointer parameters whose lengths "
+                                  "`// @size(p=n)` gives)")
         if inst.opcode == "load":
             base = memory.base(inst.operands[0].value)
             if not fresh_here(base):
