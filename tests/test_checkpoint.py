@@ -327,7 +327,7 @@ static double score(const double *u, int n)
     for (int i = 0; i < n; i++) s += u[i] * u[i] * (i + 1);
     return s;
 }
-// @size(u=n, w=n)
+// @size(u=7, w=n)
 // @diff(sim_grad: (dup, dup, const, const) -> active within 512; sim_full: (dup, dup, const, const) -> active)
 double sim(double *u, double *w, int n, int steps)
 {

@@ -12,7 +12,8 @@ from adgen.base.templates import render_text
 from adgen.ir_ad.diagnose import user_location
 from adgen.ir_ad.custom import FixedRecord
 from adgen.ir_ad.ir import I1, I8, I64, PTR, VOID, Function, Module, struct
-from adgen.ir_ad.ir.builder import Builder, Declarations, V, local
+from adgen.ir_ad.analysis.ranges import Node
+from adgen.ir_ad.ir.builder import Builder, Declarations, V, bare, local
 from adgen.ir_ad.reverse.checkpoint.outline import Outlined
 from adgen.ir_ad.reverse.checkpoint.regions import Extent, Extents, NotCheckpointed, by_pointer, state_extent
 from adgen.ir_ad.reverse.sweeps.guards import Intervals
@@ -110,7 +111,7 @@ def _regions(regions: list[list[Extent]], decls: Declarations) -> tuple[str, int
         los, his = [], []
         for e in extents:
             lo, last = iv.bounds(e.address)
-            if isinstance(e.size, type(e.address)):  # a byte count (a copy's)
+            if isinstance(e.size, Node):  # a byte count (a copy's, a length @size gives)
                 hi = b.binary("add", last, iv.bounds(e.size)[1])
             else:
                 hi = b.binary("add", last, b.size_of(e.size))
@@ -165,10 +166,11 @@ def _shadow_pointers(fn: Function, ck: Checkpointed, pattern: RevPattern, layout
 
 def _beside(name: str, suffix: str) -> str:
     """The name of a function or global that goes with `name` (`@"f'3.aug"` -> `@"f'3.aug.advance"`)."""
-    return "@" + local(f"{name[1:].strip(chr(34))}.{suffix}")[1:]
+    return "@" + local(f"{bare('%' + name[1:])}.{suffix}")[1:]
 
 
 def _size(n: int) -> str:
+    """A budget as its annotation would write it."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale and n % scale == 0:
             return f"{n // scale} {unit}"
@@ -176,6 +178,7 @@ def _size(n: int) -> str:
 
 
 def _fold(b: Builder, fn: str, values: list[V]) -> V:
+    """smin or smax (`fn`) of the values."""
     out = values[0]
     for v in values[1:]:
         out = b.call(fn, I64, [out, v])

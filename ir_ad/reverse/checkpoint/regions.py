@@ -15,7 +15,7 @@ from adgen.ir_ad.analysis.flow import CFG, Base, Memory
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
 from adgen.ir_ad.analysis.ranges import Node, Ranges
 from adgen.ir_ad.calls import callee_name
-from adgen.ir_ad.ir import I8, PTR, Function, Instruction, Module, Operand, Type, array
+from adgen.ir_ad.ir import I8, I64, PTR, Function, Instruction, Module, Operand, Type, array
 from adgen.ir_ad.ir.builder import local
 from adgen.ir_ad.ir.names import intrinsic_family
 
