@@ -182,3 +182,25 @@ def test_bounds_hold_what_each_loop_writes(module_and_lib, name, n, m):
 def test_an_index_read_from_memory_has_no_range(module_and_lib):
     found, _ = module_and_lib
     assert found["loaded"] is None
+
+
+def test_values_known_at_build_time_and_loose_bounds():
+    """`(i + 2) % 5` for i < 5 as LLVM writes it, `(i + select(i > 2, 2^32 - 3, 2)) & (2^32 - 1)`:
+    the values known at build time (every way the select goes) bound it to 0..6 and 2^32 - 3 ..
+    2^32 - 1, an index no snapshot of a checkpointed loop can hold (regions.py calls it loose)."""
+    from adgen.ir_ad.analysis.loops import Trip
+    from adgen.ir_ad.analysis.ranges import Node, known_values
+    from adgen.ir_ad.ir import I64, Operand, PTR
+    from adgen.ir_ad.reverse.checkpoint.regions import _loose
+
+    def leaf(v):
+        return Node("leaf", operand=Operand(I64, str(v)))
+
+    i = Node("iv", (leaf(0), leaf(0), leaf(5)), step=1,
+             trip=Trip(Operand(I64, "0"), Operand(I64, "5"), 1, 0, signed=False, exact=True))
+    assert known_values(i) == set(range(5))
+    index = Node("mask", (Node("add", (Node("hull", (leaf(4294967293), leaf(2))), i)),), step=4294967295)
+    assert known_values(index) == set(range(7)) | {4294967293, 4294967294, 4294967295}
+    address = Node("gep", (Node("leaf", operand=Operand(PTR, "%x")), index))
+    assert _loose(address) and not _loose(Node("gep", (Node("leaf", operand=Operand(PTR, "%x")), i)))
+    assert _loose(Node("mask", step=4294967295))  # a mask of what nothing bounds

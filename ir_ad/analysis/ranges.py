@@ -206,6 +206,60 @@ class Ranges:
         return step is not None and "nsw" in step.text.split()
 
 
+_FEW = 1024  # the most values `known_values` enumerates
+
+
+def known_values(node: Node) -> frozenset[int] | None:
+    """The values a node takes, where its leaves are constants and its induction variables those
+    of loops counted by constants (at most `_FEW` of them): known at build time, and tighter than
+    intervals where LLVM wraps an index around (`(i + 2) % 5` written as `(i + select(i > 2,
+    2^32 - 3, 2)) & (2^32 - 1)`); None otherwise. Pairs of sets combine every way (an upper bound
+    where the two sides move together)."""
+    kind = node.kind
+    if kind == "leaf":
+        value = _constant(node.operand.value) if node.operand.is_constant else None
+        return None if value is None else frozenset([value])
+    if kind == "iv":
+        parts = [known_values(a) for a in node.args]
+        if any(p is None or len(p) != 1 for p in parts) or node.trip.stride != 1:
+            return None
+        start, first, bound = (next(iter(p)) for p in parts)
+        trip = node.trip
+        count = trip.sign * (bound - first) + trip.offset  # (storage.trip_count's, in constants)
+        if trip.exact and count < 1:
+            return None  # (it counts around its integer's width)
+        count = max(1, count)
+        return None if count > _FEW else frozenset(start + k * node.step for k in range(count))
+    if kind == "gep" or not node.args and kind != "mask":
+        return None
+    args = [known_values(a) for a in node.args]
+    if any(a is None for a in args):
+        return None
+    if kind in ("add", "sub", "mul", "div", "rem"):
+        a, b = args
+        if len(a) * len(b) > _FEW or kind in ("div", "rem") and (min(b) < 1 or min(a) < 0):
+            return None
+        op = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__, "div": int.__floordiv__,
+              "rem": int.__mod__}[kind]
+        out = frozenset(op(x, y) for x in a for y in b)
+    elif kind == "scale":
+        out = frozenset(x * node.step for x in args[0])
+    elif kind == "mask":
+        out = frozenset(x & node.step for x in args[0]) if args else None
+    elif kind == "hull":
+        out = args[0] | args[1]
+    elif kind == "zext":
+        out = args[0] if min(args[0]) >= 0 else None
+    elif kind == "fit":
+        out = args[0]
+    else:
+        return None
+    if out is None or len(out) > _FEW:
+        return None
+    limit = 1 << (node.bits - 1)
+    return out if all(-limit <= x < limit for x in out) else None
+
+
 def _constant(text: str) -> int | None:
     """An integer constant's value (LLVM writes them in decimal), None for any other operand."""
     try:

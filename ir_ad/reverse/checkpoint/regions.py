@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from adgen.ir_ad.analysis.flow import CFG, Base, Memory
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
-from adgen.ir_ad.analysis.ranges import Node, Ranges
+from adgen.ir_ad.analysis.ranges import Node, Ranges, known_values
 from adgen.ir_ad.calls import callee_name
 from adgen.ir_ad.ir import I8, I64, PTR, Function, Instruction, Module, Operand, Type, array
 from adgen.ir_ad.ir.builder import local
@@ -129,7 +129,7 @@ def loop_extents(module: Module, fn: Function, cfg: CFG, loops: LoopForest, loop
     """The extents of `loop` of `fn` (before outlining: the analyses are `fn`'s); where an access
     through a pointer parameter cannot be bounded, the bytes `declared` gives it (`@size`)."""
     memory = Memory(fn, cfg, module)
-    ranges = Ranges(cfg, loops)
+    ranges = _Bounded(cfg, loops)
     inside = [i for b in fn.blocks if b.label in loop.body for i in b.instructions]
     own = {i.result for i in inside if i.result}
 
@@ -206,6 +206,35 @@ def loop_extents(module: Module, fn: Function, cfg: CFG, loops: LoopForest, loop
                     raise unbounded(inst, "a load, from memory the loop writes, whose addresses")
                 written[base].append(extent)
     return Extents(written, {b: r for b, r in reads.items() if b not in written})
+
+
+class _Bounded(Ranges):
+    """The ranges of accesses, without those whose bounds are true and of no use to a snapshot:
+    a mask of what nothing bounds (`i & 0xffffffff`, i unbounded), or indices known at build
+    time to span more than `_WIDEST` (`(i + 2) % 5` as LLVM writes it for i < 5, `(i + select(i >
+    2, 2^32 - 3, 2)) & (2^32 - 1)`, bounded by intervals that do not see the select's condition)."""
+
+    def access(self, inst: Instruction, loop: Loop | None):
+        found = super().access(inst, loop)
+        return None if found is None or _loose(found.address) else found
+
+    def value(self, op, loop: Loop, depth: int = 0) -> Node | None:
+        found = super().value(op, loop, depth)
+        return None if found is None or _loose(found) else found
+
+
+_WIDEST = 1 << 26  # elements an index known at build time may span
+
+
+def _loose(node: Node) -> bool:
+    if node.kind == "mask" and not node.args:
+        return True
+    if node.kind == "gep":
+        for index in node.args[1:]:
+            known = known_values(index)
+            if known is not None and max(known) - min(known) > _WIDEST:
+                return True
+    return any(_loose(a) for a in node.args)
 
 
 def _span(ranges: Ranges, loop: Loop, pointer: Operand, length: Operand, inst: Instruction) -> Extent | None:

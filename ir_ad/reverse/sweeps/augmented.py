@@ -239,7 +239,9 @@ class AugmentedWriter:
             return
         call = self.d.calls[id(inst)]
         callee = call.derived
-        if self.d.registers and (call.indirect or callee.pattern.function in self.activity.module.custom):
+        module = self.activity.module
+        if self.d.registers and (call.indirect or callee.pattern.function in module.custom or
+                                 callee.pattern.function in module.checkpointed):
             b.call('@"adgen.log.poison"', VOID, [])  # its reverse sweep reads what the log does not know of
         slot = self.cache.slot_of(call.blob, self.d.loops.loop_of[self.block.label])
         at = self.cache.address(slot, b)

@@ -8,12 +8,13 @@ where, analysis/ranges.py bounds the accesses, templates/undo_log.ll.j2 keeps th
 - before the outermost loop whose run bounds a load the reverse sweep reads again, the bytes it
   may read, added to the log's ranges (before the load itself outside loops); where no loop
   bounds it, the poison, after which every store is logged. So is a call whose reverse sweep
-  reads memory the log does not know of (a derivative written by hand, a call through a pointer)."""
+  reads memory the log does not know of (a derivative written by hand, a call through a pointer,
+  a checkpointed loop, whose iterations run again)."""
 
 from __future__ import annotations
 
 from adgen.ir_ad.analysis.loops import Loop
-from adgen.ir_ad.analysis.ranges import Access, Node, Ranges
+from adgen.ir_ad.analysis.ranges import Access, Node, Ranges, known_values
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, struct
 from adgen.ir_ad.ir.builder import Builder, V, integer
 from adgen.ir_ad.reverse.plan.keys import VALUE
@@ -48,6 +49,10 @@ class Intervals:
 
     def bounds(self, node: Node) -> tuple[V, V]:
         if node not in self.memo:
+            known = known_values(node) if node.kind != "leaf" else None
+            if known is not None:  # (constants: known at build time)
+                self.memo[node] = V(I64, str(min(known))), V(I64, str(max(known)))
+                return self.memo[node]
             lo, hi = getattr(self, "_" + node.kind)(node)
             if node.bits < 64:  # computed in a narrower width, where it may wrap: valid where it fits
                 self._condition("sge", lo, V(I64, str(-(1 << (node.bits - 1)))))
