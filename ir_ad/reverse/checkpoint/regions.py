@@ -136,24 +136,8 @@ def loop_extents(module: Module, fn: Function, cfg: CFG, loops: LoopForest, loop
     def fresh_here(base: Base) -> bool:  # allocated in the iteration itself
         return base.kind == "fresh" and base.name in own
 
-    def given(pointer: str) -> Extent | None:
-        """Where an access cannot be bounded: its pointer parameter's length, if `@size` gives
-        it, or its local array whole, if its size is fixed."""
-        return whole(memory.base(pointer))
-
-    def whole(base: Base) -> Extent | None:
-        if base.kind == "arg":
-            return declared.get(base.name)
-        array = cfg.defs.get(base.name) if base.kind == "fresh" else None
-        if array is not None and array.opcode == "alloca" and array.source_type is not None and \
-                (array.count is None or array.count.value == "1"):
-            return Extent(Node("leaf", operand=Operand(PTR, base.name)), array.source_type, None)
-        return None
-
-    def unbounded(inst: Instruction, what: str) -> NotCheckpointed:
-        return NotCheckpointed(inst, f"{what} adgen cannot bound over the loop's run, in a loop checkpointed to keep "
-                               "the gradient within its memory budget (where it goes through a pointer parameter, "
-                               "give its length: `// @size(p=n)`, n a number or an integer parameter)")
+    lengths = _Lengths(memory, cfg, declared)
+    given, whole = lengths.given, lengths.whole
 
     written: dict[Base, list[Extent]] = {}
     reads: dict[Base, list[tuple[Instruction, Extent | None]]] = {}
@@ -235,6 +219,33 @@ def _loose(node: Node) -> bool:
             if known is not None and max(known) - min(known) > _WIDEST:
                 return True
     return any(_loose(a) for a in node.args)
+
+
+class _Lengths:
+    """Where an access cannot be bounded: its pointer parameter's length, if `@size` gives it,
+    or its local array whole, if its size is fixed."""
+
+    def __init__(self, memory: Memory, cfg: CFG, declared: dict[str, Extent]):
+        self.memory, self.cfg, self.declared = memory, cfg, declared
+
+    def given(self, pointer: str) -> Extent | None:
+        return self.whole(self.memory.base(pointer))
+
+    def whole(self, base: Base) -> Extent | None:
+        if base.kind == "arg":
+            return self.declared.get(base.name)
+        array = self.cfg.defs.get(base.name) if base.kind == "fresh" else None
+        if array is not None and array.opcode == "alloca" and array.source_type is not None and \
+                (array.count is None or array.count.value == "1"):
+            return Extent(Node("leaf", operand=Operand(PTR, base.name)), array.source_type, None)
+        return None
+
+
+def unbounded(inst: Instruction, what: str) -> NotCheckpointed:
+    """The error for an access adgen cannot bound (`what`: "a store whose addresses", ...)."""
+    return NotCheckpointed(inst, f"{what} adgen cannot bound over the loop's run, in a loop checkpointed to keep "
+                           "the gradient within its memory budget (where it goes through a pointer parameter, "
+                           "give its length: `// @size(p=n)`, n a number or an integer parameter)")
 
 
 def _span(ranges: Ranges, loop: Loop, pointer: Operand, length: Operand, inst: Instruction) -> Extent | None:
