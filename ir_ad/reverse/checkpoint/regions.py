@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from adgen.ir_ad.analysis.flow import CFG, Base, Memory
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
 from adgen.ir_ad.analysis.ranges import Node, Ranges, known_values
-from adgen.ir_ad.calls import callee_name
+from adgen.ir_ad.calls import RULE, callee_name, kind_of
 from adgen.ir_ad.ir import I8, I64, PTR, Function, Instruction, Module, Operand, Type, array
 from adgen.ir_ad.ir.builder import local
 from adgen.ir_ad.ir.names import intrinsic_family
@@ -143,6 +143,8 @@ def loop_extents(module: Module, fn: Function, cfg: CFG, loops: LoopForest, loop
     reads: dict[Base, list[tuple[Instruction, Extent | None]]] = {}
     for inst in inside:
         targets = [t for t in memory.written_by(inst) if not fresh_here(t)]
+        if inst.opcode == "call" and kind_of(module, inst) == RULE and all(a.type.kind != "ptr" for a in inst.operands):
+            targets = []  # a math function of numbers: what it writes (errno, signgam) it writes again alike
         if inst.opcode == "store" and targets:
             if inst.operands[0].type.kind == "ptr":
                 raise NotCheckpointed(inst, "a pointer stored into memory in a loop checkpointed to keep the gradient "
