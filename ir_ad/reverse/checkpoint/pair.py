@@ -117,8 +117,7 @@ def _regions(regions: list[list[Extent]], decls: Declarations) -> tuple[str, int
                 hi = b.binary("add", last, b.size_of(e.size))
             los.append(lo)
             his.append(hi)
-        lo = _fold(b, "@llvm.smin.i64", los)
-        hi = _fold(b, "@llvm.smax.i64", his)
+        lo, hi = iv.fold("@llvm.smin.i64", los), iv.fold("@llvm.smax.i64", his)
         length = b.call("@llvm.smax.i64", I64, [b.binary("sub", hi, lo), V(I64, "0")])
         at = b.gep(struct(I64, I64), V(PTR, REGIONS), V(I64, str(k)))
         b.store(lo, at, 8)
@@ -175,11 +174,3 @@ def _size(n: int) -> str:
         if n >= scale and n % scale == 0:
             return f"{n // scale} {unit}"
     return f"{n} bytes"
-
-
-def _fold(b: Builder, fn: str, values: list[V]) -> V:
-    """smin or smax (`fn`) of the values."""
-    out = values[0]
-    for v in values[1:]:
-        out = b.call(fn, I64, [out, v])
-    return out

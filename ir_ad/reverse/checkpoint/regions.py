@@ -59,11 +59,7 @@ class Extents:
             for inst, extent in reads:
                 if extent is None:
                     if overwritten or later_writes:
-                        raise NotCheckpointed(inst, "a load, of memory that may be written after the loop, whose "
-                                              "addresses adgen cannot bound over the loop's run, in a loop "
-                                              "checkpointed to keep the gradient within its memory budget (where "
-                                              "it goes through a pointer parameter, give its length: "
-                                              "`// @size(p=n)`, n a number or an integer parameter)")
+                        raise unbounded(inst, "a load, of memory that may be written after the loop, whose addresses")
                     continue
                 for address in _alternatives(extent.address):
                     pointer = _root(address)
@@ -99,7 +95,7 @@ def _root(node: Node) -> str:
 
 
 def state_extent(size: int) -> Extent:
-    return Extent(Node("leaf", operand=Operand(Type("ptr", "ptr"), STATE)), array(I8, size), None)
+    return Extent(Node("leaf", operand=Operand(PTR, STATE)), array(I8, size), None)
 
 
 def declared_extents(fn: Function, sizes: tuple[tuple[int, int | str, int], ...]) -> dict[str, Extent]:

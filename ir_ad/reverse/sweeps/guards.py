@@ -117,7 +117,7 @@ class Intervals:
     def _mul(self, node: Node) -> tuple[V, V]:
         (a0, a1), (b0, b1) = (self.bounds(a) for a in node.args)
         corners = [self._checked("mul", x, y) for x in (a0, a1) for y in (b0, b1)]
-        return self._fold("@llvm.smin.i64", corners), self._fold("@llvm.smax.i64", corners)
+        return self.fold("@llvm.smin.i64", corners), self.fold("@llvm.smax.i64", corners)
 
     def _div(self, node: Node) -> tuple[V, V]:
         """Non-decreasing in the dividend, non-increasing in the divisor, where the dividend is
@@ -126,7 +126,7 @@ class Intervals:
         (x0, x1), (d0, d1) = (self.bounds(a) for a in node.args)
         self._condition("sge", x0, V(I64, "0"))
         self._condition("sge", d0, V(I64, "1"))
-        least, most = (self._fold("@llvm.smax.i64", [d, V(I64, "1")]) for d in (d0, d1))
+        least, most = (self.fold("@llvm.smax.i64", [d, V(I64, "1")]) for d in (d0, d1))
         return self._divided(x0, most), self._divided(x1, least)
 
     def _rem(self, node: Node) -> tuple[V, V]:
@@ -135,7 +135,7 @@ class Intervals:
         (x0, x1), (d0, d1) = (self.bounds(a) for a in node.args)
         self._condition("sge", x0, V(I64, "0"))
         self._condition("sge", d0, V(I64, "1"))
-        return V(I64, "0"), self._fold("@llvm.smin.i64", [x1, self._checked("sub", d1, V(I64, "1"))])
+        return V(I64, "0"), self.fold("@llvm.smin.i64", [x1, self._checked("sub", d1, V(I64, "1"))])
 
     def _mask(self, node: Node) -> tuple[V, V]:
         """`x & c` for a constant c not negative: from 0 to c, and to x's upper bound where x is
@@ -144,7 +144,7 @@ class Intervals:
         if not node.args:
             return V(I64, "0"), c
         x0, x1 = self.bounds(node.args[0])
-        least = self._fold("@llvm.smin.i64", [x1, c])
+        least = self.fold("@llvm.smin.i64", [x1, c])
         if _constant(x0) and integer(x0.ref) >= 0:
             return V(I64, "0"), least
         return V(I64, "0"), self.b.select(self.b.value(I1, f"icmp sge {x0}, 0"), least, c)
@@ -164,7 +164,7 @@ class Intervals:
 
     def _hull(self, node: Node) -> tuple[V, V]:
         (a0, a1), (b0, b1) = (self.bounds(a) for a in node.args)
-        return self._fold("@llvm.smin.i64", [a0, b0]), self._fold("@llvm.smax.i64", [a1, b1])
+        return self.fold("@llvm.smin.i64", [a0, b0]), self.fold("@llvm.smax.i64", [a1, b1])
 
     def _gep(self, node: Node) -> tuple[V, V]:
         """The address is non-decreasing in the base and in every index (sizes are not negative)."""
@@ -194,7 +194,7 @@ class Intervals:
         span = self._checked("mul", b.binary("sub", most, V(I64, "1")), V(I64, str(node.step)))
         return (s0, self._checked("add", s1, span)) if node.step > 0 else (self._checked("add", s0, span), s1)
 
-    def _fold(self, fn: str, values: list[V]) -> V:
+    def fold(self, fn: str, values: list[V]) -> V:
         """smin or smax of the values, each written once, constants folded."""
         pick = min if fn.endswith("smin.i64") else max
         constants = [integer(v.ref) for v in values if _constant(v)]
