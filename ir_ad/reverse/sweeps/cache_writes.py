@@ -23,6 +23,7 @@ class CacheWrites:
     def __init__(self, d: ReverseFacts):
         self.d, self.plan, self.layout = d, d.plan, d.layout
         self.descriptors: dict[int, tuple[V, ...]] = {}  # indexed group -> its descriptor, made before it
+        self.offsets: dict[int, list[V]] = {}  # indexed group -> where its arrays start, made with it
         self.stores: dict[Key, list[CacheSlot]] = {}  # what the plan stores, and where
         for slot in self.plan.slots.values():
             self.stores.setdefault(slot.key, []).append(slot)
@@ -131,11 +132,12 @@ class CacheWrites:
         for loop in group.members:
             start, bound = (self._hoist(o, group.root, b, memo) for o in loop.trip.operands)
             trips.append(storage.trip_count(b, loop.trip, start, bound))
+        offsets = storage.array_offsets(b, group, trips, len(group.slots) + 1)
         if group.in_record is not None:  # small and of constant size: in the record
             buffer = b.gep(I8, V(PTR, "%rec"), V(I64, str(group.in_record)))
         else:
-            _, size = storage.array_bases(b, group, V(PTR, "null"), trips)
-            buffer = b.call('@"adgen.stack.alloc"', PTR, [size])
+            buffer = b.call('@"adgen.stack.alloc"', PTR, [offsets[-1]])
+        self.offsets[id(group)] = offsets
         desc = (buffer, *trips)
         self.descriptors[id(group)] = desc
         self.keep(group.desc, b, *desc)
@@ -180,7 +182,8 @@ class CacheWrites:
 
     def address(self, slot: CacheSlot, b: Builder) -> V:
         counters = {id(l): V(I64, _count(l)) for l in (slot.scope.ancestors() if slot.scope else [])}
-        return storage.address(b, slot, V(PTR, "%rec"), counters, lambda g: self._descriptor(g, b))
+        return storage.address(b, slot, V(PTR, "%rec"), counters, lambda g: self._descriptor(g, b),
+                               lambda g, _: self.offsets[id(g)])
 
     def _descriptor(self, group: Group, b: Builder) -> tuple[V, ...]:
         if group.kind == INDEXED:

@@ -67,13 +67,23 @@ class Materializer:
 
     def _load(self, key: Key, slot: CacheSlot, site: Site, b: Builder, shift: tuple) -> Shadow:
         at = storage.address(b, slot, V(PTR, "%rec"), self.counters(site, b, shift),
-                             lambda g: self.materialize(g.desc, site, b, shift))
+                             lambda g: self.materialize(g.desc, site, b, shift),
+                             lambda g, count: self._offsets(g, count, site, b, shift))
         if key.kind == BLOB:
             call = next(c for c in self.d.calls.values() if c.blob == key)
             return (b.load(PTR, at, 8),) if call.indirect else (at,)
         types = descriptor_types(self.plan.groups[[g.desc for g in self.plan.groups].index(key)]) \
             if key.kind == DESC else self.d.keys[key].types
         return tuple(b.load(t, p, align_of(t), memory=CACHE) for t, p in zip(types, storage.parts_at(b, types, at)))
+
+    def _offsets(self, group, count: int, site: Site, b: Builder, shift: tuple) -> list[V]:
+        """An indexed group's first `count` array offsets at a site, each computed once there."""
+        memo = (id(site), "offsets", id(group), shift)
+        known, counts = self.made.setdefault(memo, ([], {}))
+        if len(known) < count:
+            trips = list(self.materialize(group.desc, site, b, shift)[1:])
+            known[:] = storage.array_offsets(b, group, trips, count, known, counts)
+        return known
 
     def counters(self, site: Site, b: Builder, shift: tuple = ((), 0)) -> dict[int, V]:
         """The iteration numbers of the site's loops (some iterations earlier: only computed

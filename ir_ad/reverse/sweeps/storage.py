@@ -5,7 +5,7 @@ reverse sweep with what it reads back (counter slots, descriptors it loads)."""
 
 from __future__ import annotations
 
-from adgen.ir_ad.ir.builder import Builder, V
+from adgen.ir_ad.ir.builder import Builder, V, integer
 from adgen.ir_ad.reverse.plan.cache_plan import ARRAY_ALIGN, INDEXED, CacheSlot, Group, element_size
 from adgen.ir_ad.reverse.plan.keys import align_of, size_of
 from adgen.ir_ad.ir import I8, I64, Type
@@ -40,16 +40,25 @@ def _count(b: Builder, group: Group, scope: Loop, trips: list[V]) -> V:
     return total
 
 
-def array_bases(b: Builder, group: Group, base: V, trips: list[V], upto: int | None = None) -> tuple[list[V], V]:
-    """The start of each array of an indexed group (up to array `upto`), and where the last one
-    ends: the bytes to allocate."""
-    offset, out = V(I64, "0"), []
-    for i, slot in enumerate(group.slots if upto is None else group.slots[: upto + 1]):
-        out.append(b.gep(I8, base, offset) if i else base)
-        size = b.binary("mul", _count(b, group, slot.scope, trips), V(I64, str(element_size(slot))))
-        end = b.binary("add", offset, size)
-        offset = b.binary("and", b.binary("add", end, V(I64, str(ARRAY_ALIGN - 1))), V(I64, str(-ARRAY_ALIGN)))
-    return out, offset
+def array_offsets(b: Builder, group: Group, trips: list[V], count: int, known: list[V] = (),
+                  counts: dict[int, V] | None = None) -> list[V]:
+    """Where the first `count` arrays of an indexed group start, in bytes from its buffer (the
+    array after the last: where it ends, the bytes to allocate), continuing the offsets `known`
+    already. The forward sweep computes them once, before the group's loops; the reverse sweep
+    once per site, as far as it needs them: not for every slot's address. `counts` keeps the
+    iterations per loop of the group between calls."""
+    out, counts = list(known), {} if counts is None else counts
+    for i in range(len(out), count):
+        if not i:
+            out.append(V(I64, "0"))
+            continue
+        before = group.slots[i - 1]
+        if id(before.scope) not in counts:
+            counts[id(before.scope)] = _count(b, group, before.scope, trips)
+        size = b.binary("mul", counts[id(before.scope)], V(I64, str(element_size(before))))
+        end = b.binary("add", out[-1], size)
+        out.append(b.binary("and", b.binary("add", end, V(I64, str(ARRAY_ALIGN - 1))), V(I64, str(-ARRAY_ALIGN))))
+    return out
 
 
 def flat_index(b: Builder, group: Group, scope: Loop, counters: dict[int, V], trips: list[V]) -> V:
@@ -63,16 +72,18 @@ def flat_index(b: Builder, group: Group, scope: Loop, counters: dict[int, V], tr
     return index
 
 
-def address(b: Builder, slot: CacheSlot, record: V, counters: dict[int, V], descriptor) -> V:
+def address(b: Builder, slot: CacheSlot, record: V, counters: dict[int, V], descriptor, offsets) -> V:
     """Where a slot's element for the current iterations is. `descriptor(group)` gives the
-    group's buffer and trip counts (indexed) or its buffer (growable)."""
+    group's buffer and trip counts (indexed) or its buffer (growable); `offsets(group)`, an
+    indexed group's `array_offsets`."""
     group = slot.group
     if group is None:
         return b.gep(I8, record, V(I64, str(slot.offset))) if slot.offset else record
     desc = descriptor(group)
     if group.kind == INDEXED:
         base, trips = desc[0], list(desc[1:])
-        array = array_bases(b, group, base, trips, slot.index)[0][-1]
+        start = offsets(group, slot.index + 1)[slot.index]
+        array = b.gep(I8, base, start) if integer(start.ref) != 0 else base
         index = flat_index(b, group, slot.scope, counters, trips)
         return b.gep(Type(f"[{element_size(slot)} x i8]", "array", 0, (I8,), element_size(slot)), array, index)
     at = b.binary("mul", counters[id(group.root)], V(I64, str(group.stride)))
