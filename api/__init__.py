@@ -12,6 +12,14 @@ The command-line tool is `adgen` (see `adgen --help`)."""
 
 from adgen.base import __version__
 
-from adgen.commands.load import BuildError, Library, TapeError, load
-
 __all__ = ["BuildError", "Library", "TapeError", "load", "__version__"]
+
+
+def __getattr__(name: str):
+    """`load` and its classes, imported when first asked for: the `adgen` command, whose modules
+    live in this package too, does not pay for them."""
+    if name in ("BuildError", "Library", "TapeError", "load"):
+        from adgen.commands import load
+
+        return getattr(load, name)
+    raise AttributeError(f"module 'adgen' has no attribute '{name}'")

@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -36,8 +37,9 @@ def llvmlite_llvm_major() -> int:
     return llvm.llvm_version_info[0]
 
 
-def select_compiler(cc: str | None) -> Compiler:
-    """The compiler named by --cc, else ADGEN_CC, else ziglang's clang; checked against llvmlite."""
+def select_compiler(cc: str | None, meanwhile=None) -> Compiler:
+    """The compiler named by --cc, else ADGEN_CC, else ziglang's clang; checked against llvmlite.
+    `meanwhile()` runs while the compiler answers (the command's modules imported, say)."""
     chosen = cc or os.environ.get("ADGEN_CC") or None
     if chosen:
         command = tuple(shlex.split(chosen))
@@ -45,8 +47,15 @@ def select_compiler(cc: str | None) -> Compiler:
     else:
         command = bundled_cc()
         origin = "the ziglang wheel"
-    major, description = _version(command, origin)
-    supported = llvmlite_llvm_major()
+    # the compiler asked for its version and, for `system_flags`, its header paths at once,
+    # while llvmlite loads
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pool.submit(_probe, command, "c")
+        asked = pool.submit(_version, command, origin)
+        supported = llvmlite_llvm_major()
+        if meanwhile is not None:
+            meanwhile()
+        major, description = asked.result()
     if major > supported:
         raise AdgenError(error(
             f"{description} (from {origin}) uses LLVM {major}, newer than the LLVM {supported} in "
@@ -142,12 +151,29 @@ def system_flags(compiler: Compiler) -> tuple[str, ...]:
 
 def _cc1_arguments(command: tuple[str, ...], language: str, description: str) -> list[str]:
     """The arguments the driver `command` would give clang's `-cc1` for a file of `language`."""
-    probe = subprocess.run([*command, "-###", "-x", language, "-c", os.devnull, "-o", os.devnull],
-                           capture_output=True, text=True, timeout=60)
-    cc1 = next((line for line in probe.stderr.splitlines() if '"-cc1"' in line), None)
+    printed = _probe(command, language)
+    cc1 = next((line for line in printed.splitlines() if '"-cc1"' in line), None)
     if cc1 is None:
-        raise AdgenError(error(f"could not ask {description} for its header search paths:\n{probe.stderr}"))
+        raise AdgenError(error(f"could not ask {description} for its header search paths:\n{printed}"))
     return shlex.split(cc1)
+
+
+@cache
+def _probe(command: tuple[str, ...], language: str) -> str:
+    """What the driver prints of the jobs it would run for a file of `language` (`-###`)."""
+    try:
+        return subprocess.run([*command, "-###", "-x", language, "-c", os.devnull, "-o", os.devnull],
+                              capture_output=True, text=True, timeout=60).stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+
+
+def cores() -> int:
+    """The processors this process may run on (its affinity, where the system says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def cxx_command(compiler: Compiler) -> tuple[str, ...]:

@@ -54,12 +54,40 @@ class Cc1:
         """The object code of optimized bitcode (code generation at O3, no further optimization)."""
         return self._run(bitcode, 3, ["-emit-obj", "-disable-llvm-passes"], timings)
 
-    def _run(self, bitcode: bytes, level: int, what: list[str], timings: list | None) -> bytes:
+    def compile(self, text: str, options: list[str], timings: list | None = None) -> bytes:
+        """The object code of a module's text, optimized at O3 with the vectorizers on and
+        LLVM's `options` set, in one run (a part of the derivative module: ir_ad/parts.py)."""
+        return self._run(text.encode(), 3, ["-emit-obj", "-vectorize-loops", "-vectorize-slp",
+                                            *(arg for o in options for arg in ("-mllvm", o))], timings, suffix=".ll")
+
+    @property
+    def joins(self) -> bool:
+        """Whether `join` can make one object of several: ELF's relocatable link."""
+        return not any(word in self.machine.triple for word in ("darwin", "macos", "ios", "windows", "wasm", "uefi"))
+
+    def join(self, objects: list[bytes]) -> bytes:
+        """One object of several (the parts of a derivative module), by the bundled lld's
+        relocatable link."""
+        with tempfile.TemporaryDirectory(prefix="adgen-ld-") as tmp:
+            paths = []
+            for k, code in enumerate(objects):
+                paths.append(Path(tmp) / f"part{k}.o")
+                paths[-1].write_bytes(code)
+            out = Path(tmp) / "joined.o"
+            command = [*self.command[:-2], "ld.lld", "-r", "-o", str(out), *map(str, paths)]
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0 or not out.exists():
+                raise AdgenError(error(f"internal error: joining the derivative module's parts failed "
+                                       f"({' '.join(command[:2])} -r exited {done.returncode}): "
+                                       f"{done.stderr.strip()[:2000]}"))
+            return out.read_bytes()
+
+    def _run(self, bitcode: bytes, level: int, what: list[str], timings: list | None, suffix: str = ".bc") -> bytes:
         m = self.machine
         target = ["-triple", m.triple, *(["-target-cpu", m.cpu] if m.cpu else []),
                   *(arg for f in m.features.split(",") if f for arg in ("-target-feature", f))]
         with tempfile.TemporaryDirectory(prefix="adgen-cc1-") as tmp:
-            source, out = Path(tmp) / "in.bc", Path(tmp) / "out"
+            source, out = Path(tmp) / f"in{suffix}", Path(tmp) / "out"
             source.write_bytes(bitcode)
             command = [*self.command, *target, f"-O{level}", "-mrelocation-model", "pic", "-pic-level", "2",
                        "-disable-llvm-verifier", *what, *(["-ftime-report"] if timings is not None else []),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -174,9 +175,21 @@ def test_build_verbose_shows_stages_and_instruction_counts(adgen, c_file, tmp_pa
     src = c_file(GOOD.replace("active", "dual"))
     result = adgen("-v", "build", src, "-o", tmp_path / "out")
     assert result.status == 0, result.err
-    for stage in ("load", "lower", "link", "optimize", "analyze", "differentiate", "emit", "total"):
+    for stage in ("toolchain", "lower", "link", "optimize", "analyze", "differentiate", "compile", "total"):
         assert f"adgen: {stage}" in result.err
-    assert "instructions before" in result.err and "after" in result.err
+    assert re.search(r"adgen: compile .*src\.adgen\.o from \d+ instructions, in one part", result.err), result.err
+    kept = adgen("-v", "build", "--emit-llvm", src, "-o", tmp_path / "kept")  # the optimized module kept
+    assert "instructions before" in kept.err and "after" in kept.err and "adgen: emit" in kept.err
+
+
+def test_build_writes_the_same_object_every_time(adgen, c_file, tmp_path):
+    """Identical inputs, byte-identical outputs (specs/abi.md): no temporary folder's name in the
+    object's debug information."""
+    src = c_file(GOOD)
+    for out in ("one", "two"):
+        assert adgen("build", src, "-o", tmp_path / out).status == 0
+    for name in ("src.adgen.o", "src.adgen.h", "src.adgen.c"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
 
 
 def test_build_reports_annotation_errors_first(adgen, c_file, tmp_path):

@@ -102,8 +102,11 @@ def test_found_through_cmake_prefix_path(project, tmp_path):
 def test_version_file_matches_the_package():
     import tomllib
 
+    from adgen.base import __version__
+
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert f'set(PACKAGE_VERSION "{version}")' in (ROOT / "cmake" / "adgenConfigVersion.cmake").read_text()
+    assert __version__ == version  # what adgen --version and generated files say
 
 
 ENZYME_PROJECT = {

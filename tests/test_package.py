@@ -47,7 +47,7 @@ def test_wheel_layout(tmp_path):
             sub = init.parent.relative_to(ROOT / folder).parts
             assert ".".join((package, *sub)) in packages, init
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "adgen = adgen.commands.cli:main" in entry_points
+    assert "adgen = adgen.commands.cli:command" in entry_points
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
     for dependency in ("lark", "jinja2", "llvmlite", "libclang", "ziglang", "numpy"):
         assert f"Requires-Dist: {dependency}" in metadata

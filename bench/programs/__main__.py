@@ -31,10 +31,10 @@ THREADS = (1, 2)  # the team sizes of --openmp
 
 
 def measure(program: Program, sizes: tuple[int, ...], reps: int, work: Path, enzyme: Path | None,
-            enzyme_cc: str, openmp: bool = False) -> tuple[Built, dict, dict[str, float]]:
+            enzyme_cc: str, openmp: bool = False, rounds: int = 1) -> tuple[Built, dict, dict[str, float]]:
     """Builds and runs one program; returns the build, the runs by mode (by mode and team size,
     with `openmp`) and each tool's gradient's relative error against the hand-written one."""
-    built = build(program, work, enzyme, enzyme_cc, openmp)
+    built = build(program, work, enzyme, enzyme_cc, openmp, rounds)
     modes = ("primal", "hand", "adgen") + (("enzyme",) if enzyme is not None else ())
     if openmp:
         runs = {(mode, t): run(built.executable, mode, reps, sizes, work, t) for mode in modes for t in THREADS}
@@ -95,19 +95,20 @@ def tables(results: list[tuple[Program, tuple[int, ...], Built, dict[str, Run], 
                                label[mode], _ms(r.median_s), f"{r.median_s / primal:.2f}",
                                "" if mode == "primal" else f"{r.median_s / hand:.2f}", _mb(r.peak_bytes),
                                f"{errors[mode]:.1e}" if mode in errors else ""]))
-    lines += ["", "Build time of each tool on the file, seconds (adgen's -v stages: differentiation, "
-                  "optimizing after it, emitting the object):", ""]
-    columns = ["program", "clang -O2", "adgen build", "differentiate", "optimize after", "emit"]
-    columns += ["clang-19 -O2", "clang-19 -O2 + Enzyme"] if enzyme else []
+    rounds = results[0][2].rounds if results else 1
+    lines += ["", f"Build time of each tool on the file, seconds (median of {rounds} rounds, the tools in turn in "
+                  "each; adgen's -v stages of its median build: differentiation, then optimizing and compiling "
+                  "the derivative module, in parts at once where it is large):", ""]
+    columns = ["program", "clang -O2", "adgen build", "differentiate", "compile"]
+    columns += ["clang-19 -O2", "clang-19 -O2 + Enzyme", "adgen / (clang-19 + Enzyme)"] if enzyme else []
     lines += [_row(columns), "|" + "---|" * len(columns)]
     for program, _, built, _, _ in results:
-        stages = dict(built.adgen_stages[::-1])  # "optimize" appears twice: keep the first, before differentiation
-        after = [s for name, s in built.adgen_stages if name == "optimize"][-1:]
+        stages = dict(built.adgen_stages)
         cells = [program.name, f"{built.seconds['clang']:.2f}", f"{built.seconds['adgen']:.2f}",
-                 f"{stages.get('differentiate', 0):.2f}", f"{after[0]:.2f}" if after else "",
-                 f"{stages.get('emit', 0):.2f}"]
+                 f"{stages.get('differentiate', 0):.2f}", f"{stages.get('compile', 0):.2f}"]
         if enzyme:
-            cells += [f"{built.seconds['clang-19']:.2f}", f"{built.seconds['clang-19 + Enzyme']:.2f}"]
+            cells += [f"{built.seconds['clang-19']:.2f}", f"{built.seconds['clang-19 + Enzyme']:.2f}",
+                      f"{built.seconds['adgen'] / built.seconds['clang-19 + Enzyme']:.2f}"]
         lines.append(_row(cells))
     return "\n".join(lines) + "\n"
 
@@ -120,6 +121,9 @@ def main() -> int:
                         help="the clang the plugin was built for (default: clang-19)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     parser.add_argument("--reps", type=int, default=5, help="timed calls per measurement (default 5)")
+    parser.add_argument("--build-rounds", type=int, default=5, metavar="N",
+                        help="build each program N times with each tool, in turn, and take each tool's median "
+                             "(default 5)")
     parser.add_argument("-o", dest="out", type=Path, default=Path("build/bench"),
                         help="where to write programs.md (default: build/bench)")
     parser.add_argument("--openmp", action="store_true",
@@ -132,7 +136,8 @@ def main() -> int:
         for program in PROGRAMS:
             sizes = program.quick if args.quick else program.full
             built, runs, errors = measure(program, sizes, args.reps, Path(tmp) / program.name,
-                                          args.enzyme.resolve() if args.enzyme else None, args.enzyme_cc, args.openmp)
+                                          args.enzyme.resolve() if args.enzyme else None, args.enzyme_cc, args.openmp,
+                                          args.build_rounds)
             results.append((program, sizes, built, runs, errors))
             wrong += [f"{program.name}: {mode}'s gradient, relative error {error:.1e}"
                       for mode, error in errors.items() if not error <= TOLERANCE]

@@ -180,12 +180,13 @@ def _clang(compiler: Compiler, path: Path, flags: list[str], extra: list[str], w
            cxx: bool = False) -> bytes:
     """The bitcode of `path`, or clang's errors in the user's files (compiler_errors.py). C++ is
     compiled by the compiler's C++ driver (its C++ library's headers), without exceptions
-    (specs/cxx.md)."""
+    (specs/cxx.md). The debug information names the temporary `workdir` (the stubs and the
+    lowering wrappers are there) `adgen`, so that a build writes the same object every time."""
     with tempfile.NamedTemporaryFile(dir=workdir, suffix=".bc", delete=False) as out:
         target = Path(out.name)
     base = [*CXX_FLAGS, *BASE_FLAGS[2:]] if cxx else BASE_FLAGS
     driver = cxx_command(compiler) if cxx else compiler.command
-    command = [*driver, *base, *flags, *extra, str(path), "-o", str(target)]
+    command = [*driver, *base, f"-fdebug-prefix-map={workdir}=adgen", *flags, *extra, str(path), "-o", str(target)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise AdgenError(compiler_errors(done.stderr, files, compiler.description))

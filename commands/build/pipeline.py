@@ -20,7 +20,7 @@ from adgen.base.timing import Stages, plural
 from adgen.frontend.rust_source import is_rust
 from adgen.frontend.languages import is_cxx
 from adgen.base.naming import BY_ADDRESS_PREFIX
-from adgen.base.toolchain import Compiler, select_rustc
+from adgen.base.toolchain import Compiler, cores, select_rustc
 
 from adgen.ir_ad import optimize
 from adgen.ir_ad.cc1 import Cc1
@@ -43,12 +43,15 @@ from adgen.ir_ad.rules import hand_rule, written_by_hand
 
 def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
           compiler: Compiler, stages: Stages, target: str | None = None, march: str | None = None,
-          emit_llvm: bool = False) -> tuple[list[tuple[list[Path], list[str]]], list[Generated], str]:
+          emit_llvm: bool = False, jobs: int | None = None
+          ) -> tuple[list[tuple[list[Path], list[str]]], list[Generated], str]:
     """`read_flags` are what libclang reads the sources with; `flags` (-I, -D) and `extra` (after
-    --) what clang lowers them with. Returns what was written (paths and derived functions per
-    source), the frontend's results, and the cache plans of the reverse-mode derivatives as text
-    (`--explain`)."""
+    --) what clang lowers them with; `jobs`, how many clang processes may optimize and compile
+    derivative code at once (optimize.compile_object; default: one per core this process may
+    run on). Returns what was written (paths and derived functions per source), the frontend's
+    results, and the cache plans of the reverse-mode derivatives as text (`--explain`)."""
     generated = generate(sources, out_dir, read_flags + extra, stages)
+    jobs = jobs or cores()
     chosen = optimize.machine(target, march)
     tm, cc1 = optimize.create(chosen), Cc1.bundled(compiler, chosen)
     target_flags = ["-target", target] if target else []
@@ -69,17 +72,21 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     objects, written = {}, []
     before = count_instructions(text)
     for i, (src, g) in enumerate(zip(sources, generated)):
-        stem = src.stem
-        with stages.stage("optimize", f"{stem}: after differentiation; {before} instructions before") as note:
-            final = optimize.finish(optimize.parse(without_tail_calls(fork_again(text, outlined))),
-                                    {s.name for s in g.signatures}, tm, shared,
-                                    timings=note.parts, cc1=cc1)
-            if stages.verbose:  # the module's text, only to be counted
+        stem, exported = src.stem, {s.name for s in g.signatures}
+        if emit_llvm:  # the optimized module kept, to write
+            with stages.stage("optimize", f"{stem}: after differentiation; {before} instructions before") as note:
+                final = optimize.finish(optimize.parse(without_tail_calls(fork_again(text, outlined))), exported,
+                                        tm, shared, timings=note.parts, cc1=cc1)
                 note.text += f", {optimize.instruction_count(final)} after"
-        with stages.stage("emit", f"{stem}.adgen.o") as note:
-            objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm, timings=note.parts, cc1=cc1)
-            if emit_llvm:
+            with stages.stage("emit", f"{stem}.adgen.o") as note:
+                objects[out_dir / f"{stem}.adgen.o"] = optimize.emit_object(final, tm, timings=note.parts, cc1=cc1)
                 objects[out_dir / f"{stem}.adgen.ll"] = str(final)
+        else:
+            with stages.stage("compile", f"{stem}.adgen.o from {before} instructions") as note:
+                objects[out_dir / f"{stem}.adgen.o"], how = optimize.compile_object(
+                    optimize.parse(without_tail_calls(fork_again(text, outlined))), exported, tm, shared, jobs,
+                    timings=note.parts, cc1=cc1)
+                note.text += f", {how}"
         written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
                         [s.name for s in g.signatures]))
     with stages.stage("write"):  # only now: nothing is written when any stage fails

@@ -2,7 +2,8 @@
 (`model`: functions, blocks, instructions; `types`) by `module`, `functions` and
 `instructions` (over the lexer, `tokens`); the module answers what stages ask of the text
 besides (attributes, `debuginfo`, `tbaa`); `names` reads symbol and intrinsic names, `text`
-answers quick questions of a text without reading it whole; `builder` writes IR."""
+answers quick questions of a text without reading it whole; `builder` writes IR; `edit` and
+`split` rewrite a module's text (the latter into parts compiled at once)."""
 
 from adgen.ir_ad.ir.debuginfo import Location
 from adgen.ir_ad.ir.functions import Header, parse_header
