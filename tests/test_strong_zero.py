@@ -6,7 +6,8 @@ infinite or NaN there (sqrt below 0, a product with an infinity). Reverse mode g
 forward mode and finite differences give finite derivatives, found by the differential fuzzer.
 Each function is checked against central finite differences and forward against reverse, at
 width 1, reverse[2], split mode, forward[2] and forward over reverse (Hessian-vector products),
-at points where the side not chosen has non-finite partials."""
+at points where the side not chosen has non-finite partials. Across calls not inlined too (the
+arguments a callee may mask, a result its caller may mask: NaN before)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 import adgen
 
-NAMES = ("root", "nested", "biggest", "smallest", "stored", "product", "quotient")
+NAMES = ("root", "nested", "biggest", "smallest", "stored", "product", "quotient", "passed", "returned")
 
 
 def _annotations(name: str) -> str:
@@ -91,6 +92,30 @@ SOURCE = r"""
     for (int i = 0; i < n; i++)
         t += creal((x[2] + 1.0 * I) / (2.0 - 0.5 * I));
     return t;
+}
+
+/* across calls not inlined: a callee selecting between its arguments, and a caller selecting
+   between a callee's result and another value (a checkpointed loop's step is such a callee) */
+__attribute__((noinline)) static double pick(double a, double b, double c) { return c > 0 ? a : b; }
+
+""" + _annotations("passed") + r"""double passed(const double *x, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += pick(sqrt(x[i]), 0.5 * x[i], x[i]);
+    return s;
+}
+
+__attribute__((noinline)) static double root_of(double a) { return sqrt(sqrt(a)); }
+
+""" + _annotations("returned") + r"""double returned(const double *x, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        double r = root_of(x[i]);
+        s += x[i] > 0 ? r : 0.5 * x[i];
+    }
+    return s;
 }
 """
 

@@ -34,7 +34,8 @@ class ActivityAnalysis:
     """Which values of one function carry adjoints, and which pointers carry shadows."""
 
     def __init__(self, fn: Function, module: Module, cfg: CFG, memory: Memory, active: tuple[bool, ...],
-                 ret_active: bool, memtypes: tuple[str, ...]):
+                 ret_active: bool, memtypes: tuple[str, ...], ret_masked: bool = False):
+        """`ret_masked`: a caller may mask the result (masked.py)."""
         self.fn, self.module, self.cfg, self.memory = fn, module, cfg, memory
         self.params = {p.name: i for i, p in enumerate(fn.params)}
         self.arg_active, self.ret_active, self.arg_memtypes = active, ret_active, memtypes
@@ -71,7 +72,8 @@ class ActivityAnalysis:
                     changed = True
         self._find_maybe()
         self._find_useful()
-        self.masked = masked_slice(fn, cfg, memory, self.floaty)  # values whose partials take a strong zero
+        # values whose partials take a strong zero
+        self.masked = masked_slice(fn, cfg, memory, self.floaty, module, ret_masked)
         self.inst = None
 
     def fail(self, what: str) -> Unsupported:

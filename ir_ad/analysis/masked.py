@@ -4,19 +4,30 @@ they are computed from. The optimizer computes both sides of a branch and select
 (`x > 0 ? sqrt(x) : 0.5 * x`), so the side not chosen gets a zero adjoint while its partials may
 be infinite or NaN (sqrt of -1, the 1/x of log at 0), and zero times those would turn a finite
 gradient into NaN. The reverse sweep gives the values of this slice a "strong zero" product
-(exactly zero where the adjoint is zero); every other partial is a plain product."""
+(exactly zero where the adjoint is zero); every other partial is a plain product.
+
+Across calls not inlined (a checkpointed loop's step is one): the arguments a callee may mask
+(`maskable_params`, a summary of its own slice) are masked in the caller, and a callee whose
+result the caller may mask masks what it returns (`ret_masked`, part of its derivative's
+pattern)."""
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 from adgen.ir_ad.analysis.flow import CFG, Memory
-from adgen.ir_ad.ir import Function
+from adgen.ir_ad.calls import DEFINED, kind_of
+from adgen.ir_ad.ir import Function, Module
 from adgen.ir_ad.rules import rule_for
 
 
-def masked_slice(fn: Function, cfg: CFG, memory: Memory, floaty: dict) -> frozenset[str]:
+def masked_slice(fn: Function, cfg: CFG, memory: Memory, floaty: dict, module: Module | None = None,
+                 ret_masked: bool = False) -> frozenset[str]:
     """The floating values that are transitive SSA ancestors of an operand some instruction may
     mask. A load in the slice brings in the values stored where it may read (by the pointers'
-    bases), since their adjoints come back through the same shadow memory."""
+    bases), since their adjoints come back through the same shadow memory. With `module`, the
+    arguments of calls to its functions that those may mask; with `ret_masked`, what `fn`
+    returns."""
     stores = [inst for inst in fn.instructions() if inst.opcode == "store" and inst.operands[0].value in floaty]
     work = []
     for inst in fn.instructions():
@@ -24,6 +35,11 @@ def masked_slice(fn: Function, cfg: CFG, memory: Memory, floaty: dict) -> frozen
             work += [inst.operands[1].value, inst.operands[2].value]
         elif inst.opcode == "call" and (rule := rule_for(inst.callee)) is not None and rule.masks:
             work += [o.value for o in inst.operands]
+        elif inst.opcode == "call" and module is not None and kind_of(module, inst) == DEFINED:
+            maskable = maskable_params(module, module.functions[inst.callee], False)
+            work += [o.value for k, o in enumerate(inst.operands) if k in maskable]
+        elif inst.opcode == "ret" and ret_masked and inst.operands:
+            work.append(inst.operands[0].value)
     found: set[str] = set()
     while work:
         v = work.pop()
@@ -41,3 +57,27 @@ def masked_slice(fn: Function, cfg: CFG, memory: Memory, floaty: dict) -> frozen
         else:
             work += [o.value for o in inst.operands]
     return frozenset(found)
+
+
+_SUMMARIES: WeakKeyDictionary = WeakKeyDictionary()  # module -> {(function, ret_masked): its maskable params}
+
+
+def maskable_params(module: Module, fn: Function, ret_masked: bool) -> frozenset[int]:
+    """The positions of `fn`'s floating parameters that its masked slice holds: where a caller
+    passes a value there, that value's adjoint may be a masked zero. Every floating value of `fn`
+    counts (no activity analysis); a function called while its own summary is being made (a
+    recursion) is taken to mask every floating parameter."""
+    done = _SUMMARIES.setdefault(module, {})
+    key = (fn.name, ret_masked)
+    if key not in done:
+        done[key] = frozenset(k for k, p in enumerate(fn.params) if _floating(p.type))  # (while in progress)
+        cfg = CFG(fn)
+        floaty = {p.name: p.type for p in fn.params if _floating(p.type)}
+        floaty |= {i.result: i.type for i in fn.instructions() if i.result and _floating(i.type)}
+        found = masked_slice(fn, cfg, Memory(fn, cfg, module), floaty, module, ret_masked)
+        done[key] = frozenset(k for k, p in enumerate(fn.params) if p.name in found)
+    return done[key]
+
+
+def _floating(t) -> bool:
+    return t.kind == "float" or (t.kind == "vector" and t.elems[0].kind == "float")

@@ -206,7 +206,8 @@ class ReverseMode:
                               "control flow, from a goto into a loop)", irreducible=True)
         overwritten = frozenset(p.name for p, o in zip(fn.params, pattern.overwritten) if o)
         memory = Memory(fn, cfg, self.module, overwritten, pattern.later_writes)
-        activity = ActivityAnalysis(fn, self.module, cfg, memory, pattern.active, pattern.ret_active, pattern.memtypes)
+        activity = ActivityAnalysis(fn, self.module, cfg, memory, pattern.active, pattern.ret_active, pattern.memtypes,
+                                    pattern.ret_masked)
         outliving = {p.name for p, o in zip(fn.params, pattern.outliving) if o}
         undo = plan_undo(fn, self.module, cfg, loops, memory, outliving if self.log else set(), pattern.undo_writes)
         while True:  # again without the calls whose callee turned out not to undo its writes
@@ -280,7 +281,7 @@ class ReverseMode:
         pattern = RevPattern(target.name, tuple(activity.on(a) for a in args), ret_active, d.pattern.width,
                              d.pattern.kind, memtypes, overwritten, later, used, inst.result in activity.pointers,
                              undo_writes, tuple(a.type.kind == "ptr" and _outliving(d, a.value) for a in args),
-                             budget)
+                             budget, ret_active and inst.result in activity.masked)
         refused = reverse_refusal(self.module, pattern)  # a derivative of arrays written by hand
         if refused is not None:
             raise d.fail(refused)

@@ -35,6 +35,7 @@ class RevPattern:
     outliving: tuple[bool, ...] = ()  # per pointer argument: its memory outlives the outermost derivative
     # call (the caller's own, or a global): stores into it may be undone through the log
     budget: int = 0  # bytes: its outermost loops checkpointed within them (reverse/checkpoint/), 0 for none
+    ret_masked: bool = False  # the caller may mask the result: its adjoint may be a masked zero (masked.py)
 
 
 @dataclass

@@ -194,7 +194,10 @@ class _Bounded(Ranges):
     """The ranges of accesses, without those whose bounds are true and of no use to a snapshot:
     a mask of what nothing bounds (`i & 0xffffffff`, i unbounded), or indices known at build
     time to span more than `_WIDEST` (`(i + 2) % 5` as LLVM writes it for i < 5, `(i + select(i >
-    2, 2^32 - 3, 2)) & (2^32 - 1)`, bounded by intervals that do not see the select's condition)."""
+    2, 2^32 - 3, 2)) & (2^32 - 1)`, bounded by intervals that do not see the select's condition);
+    nor those whose bounds would not hold: an extension or a quotient of what is known at build
+    time to reach below zero (`zext(i + select(i > 2, -3, 2))`, for the same reason), where the
+    snapshot's run-time check would stop the program."""
 
     def access(self, inst: Instruction, loop: Loop | None):
         found = super().access(inst, loop)
@@ -211,6 +214,10 @@ _WIDEST = 1 << 26  # elements an index known at build time may span
 def _loose(node: Node) -> bool:
     if node.kind == "mask" and not node.args:
         return True
+    if node.kind in ("zext", "div", "rem"):  # valid where the operand is not negative: known not to be
+        known = known_values(node.args[0])
+        if known is not None and min(known) < 0:
+            return True
     if node.kind == "gep":
         for index in node.args[1:]:
             known = known_values(index)
