@@ -7,7 +7,8 @@ forward mode and finite differences give finite derivatives, found by the differ
 Each function is checked against central finite differences and forward against reverse, at
 width 1, reverse[2], split mode, forward[2] and forward over reverse (Hessian-vector products),
 at points where the side not chosen has non-finite partials. Across calls not inlined too (the
-arguments a callee may mask, a result its caller may mask: NaN before)."""
+arguments a callee may mask, a result its caller may mask: NaN before), and a value computed on
+every path but read on some."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 import adgen
 
-NAMES = ("root", "nested", "biggest", "smallest", "stored", "product", "quotient", "passed", "returned")
+NAMES = ("root", "nested", "biggest", "smallest", "stored", "product", "quotient", "passed", "returned", "early")
 
 
 def _annotations(name: str) -> str:
@@ -114,6 +115,17 @@ __attribute__((noinline)) static double root_of(double a) { return sqrt(sqrt(a))
     for (int i = 0; i < n; i++) {
         double r = root_of(x[i]);
         s += x[i] > 0 ? r : 0.5 * x[i];
+    }
+    return s;
+}
+
+/* a value computed on every path and read on one only: here where the loop breaks, never at X */
+""" + _annotations("early") + r"""double early(const double *x, int n)
+{
+    double r = sqrt(x[0]) * 3.0, s = 0;
+    for (int i = 1; i < n; i++) {
+        s += x[i] * x[i];
+        if (s > 1e6) { s = r; break; }
     }
     return s;
 }

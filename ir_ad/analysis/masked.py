@@ -1,6 +1,8 @@
-"""Values whose adjoint may be a masked zero: the operands a select may not choose, and those of a
-rule whose partials give an argument a zero by comparison (fmax, fmin, fdim), with everything
-they are computed from. The optimizer computes both sides of a branch and selects one
+"""Values whose adjoint may be a masked zero: the operands a select may not choose, those of a
+rule whose partials give an argument a zero by comparison (fmax, fmin, fdim), and those some path
+computes but does not use (`_maybe_unused`: the incoming value of a phi on an edge not taken, a
+value hoisted before a branch or a loop that may not run), with everything they are computed
+from. The optimizer computes both sides of a branch and selects one
 (`x > 0 ? sqrt(x) : 0.5 * x`), so the side not chosen gets a zero adjoint while its partials may
 be infinite or NaN (sqrt of -1, the 1/x of log at 0), and zero times those would turn a finite
 gradient into NaN. The reverse sweep gives the values of this slice a "strong zero" product
@@ -40,6 +42,7 @@ def masked_slice(fn: Function, cfg: CFG, memory: Memory, floaty: dict, module: M
             work += [o.value for k, o in enumerate(inst.operands) if k in maskable]
         elif inst.opcode == "ret" and ret_masked and inst.operands:
             work.append(inst.operands[0].value)
+    work += _maybe_unused(fn, cfg, floaty)
     found: set[str] = set()
     while work:
         v = work.pop()
@@ -57,6 +60,66 @@ def masked_slice(fn: Function, cfg: CFG, memory: Memory, floaty: dict, module: M
         else:
             work += [o.value for o in inst.operands]
     return frozenset(found)
+
+
+# Uses that pass no adjoint back to what they use.
+_NOT_BACK = {"fcmp", "icmp", "fptosi", "fptoui"}
+
+
+def _maybe_unused(fn: Function, cfg: CFG, floaty: dict) -> list[str]:
+    """The floating values some path takes from where they are computed to a return, or to
+    their own definition again (the next iteration's value), without a use that passes an
+    adjoint back to them: there their adjoint is zero, where partials may be infinite (the
+    recovery of infinities in a complex product, hoisted out of its loop and read on a branch
+    the loop does not take: tests/fuzz_regressions/f2643_108979.c)."""
+    uses: dict[str, list[tuple[str, int]]] = {}  # value -> (block, index) of its uses, phis left out
+    edges: dict[str, set[tuple[str, str]]] = {}  # value -> the edges (from, to) on which a phi reads it
+    for b in fn.blocks:
+        for k, inst in enumerate(b.instructions):
+            if inst.opcode == "phi":
+                for v, frm in inst.incoming:
+                    if v.value in floaty:
+                        edges.setdefault(v.value, set()).add((frm, b.label))
+            elif inst.opcode not in _NOT_BACK:
+                for o in inst.operands:
+                    if o.value in floaty:
+                        uses.setdefault(o.value, []).append((b.label, k))
+    found = []
+    start = {p.name: (cfg.entry, -1) for p in fn.params}
+    for v in floaty:
+        home, at = start[v] if v in start else cfg.index_in_block[id(cfg.defs[v])] if v in cfg.defs else (None, 0)
+        if home is None or home in cfg.doomed:
+            continue
+        used = {}
+        for block, k in uses.get(v, []):
+            used.setdefault(block, []).append(k)
+        if any(k > at for k in used.get(home, [])):
+            continue  # used after it in its own block: on every path
+        if _escapes(cfg, home, at, used, edges.get(v, set())):
+            found.append(v)
+    return found
+
+
+def _escapes(cfg: CFG, home: str, at: int, used: dict[str, list[int]], edges: set) -> bool:
+    """Whether a path from just after instruction `at` of block `home` reaches a return, or that
+    instruction again, before a use (`used`: indices by block; `edges`: phi uses on edges)."""
+    seen, work = set(), [s for s in cfg.succs[home] if (home, s) not in edges]
+    while work:
+        b = work.pop()
+        if b in seen or b in cfg.doomed:
+            continue
+        seen.add(b)
+        ks = used.get(b, [])
+        if b == home:
+            if any(k < at for k in ks):
+                continue
+            return True  # computed again, the value before it unused
+        if ks:
+            continue
+        if not cfg.succs[b]:
+            return True  # a return
+        work += [s for s in cfg.succs[b] if (b, s) not in edges]
+    return False
 
 
 _SUMMARIES: WeakKeyDictionary = WeakKeyDictionary()  # module -> {(function, ret_masked): its maskable params}
