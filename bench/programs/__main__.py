@@ -1,7 +1,8 @@
-"""`python -m bench.programs [--enzyme PLUGIN] [--quick] [--reps N] [-o DIR]`: programs of a real
-program's size (bench/programs: a small GPT-2 training loss and a three-layer perceptron, each with
-a backward pass written by hand), built with adgen, with clang and, given Enzyme's clang-19
-plugin, with Enzyme, each tool's build time on the file measured. Then each way of computing runs
+"""`python -m bench.programs [--enzyme PLUGIN] [--quick] [--reps N] [--build-rounds N] [-o DIR]`:
+programs of a real program's size (bench/programs: a small GPT-2 training loss and a three-layer
+perceptron, each with a backward pass written by hand), built with adgen, with clang and, given
+Enzyme's clang-19 plugin, with Enzyme, each tool's build time on the file measured (the median of
+N rounds, default 5, the tools in turn in each). Then each way of computing runs
 in a process of its own: the primal loss, the hand-written forward+backward, adgen's gradient and
 Enzyme's, each the median of N timed calls (default 5) after one warm-up, with the process's peak
 resident memory (VmHWM: the parameter and activation blocks, their shadows, and
@@ -97,8 +98,8 @@ def tables(results: list[tuple[Program, tuple[int, ...], Built, dict[str, Run], 
                                f"{errors[mode]:.1e}" if mode in errors else ""]))
     rounds = results[0][2].rounds if results else 1
     lines += ["", f"Build time of each tool on the file, seconds (median of {rounds} rounds, the tools in turn in "
-                  "each; adgen's -v stages of its median build: differentiation, then optimizing and compiling "
-                  "the derivative module, in parts at once where it is large):", ""]
+                  "each; adgen's stages from one more build with -v: differentiation, then optimizing and "
+                  "compiling the derivative module, in parts at once where it is large):", ""]
     columns = ["program", "clang -O2", "adgen build", "differentiate", "compile"]
     columns += ["clang-19 -O2", "clang-19 -O2 + Enzyme", "adgen / (clang-19 + Enzyme)"] if enzyme else []
     lines += [_row(columns), "|" + "---|" * len(columns)]
