@@ -65,17 +65,30 @@ def select_compiler(cc: str | None, meanwhile=None) -> Compiler:
 
 
 @cache
-def bundled_cc() -> tuple[str, ...]:
-    """The ziglang wheel's `zig cc`: its executable itself where it is found (`python -m ziglang`
+def zig() -> tuple[str, ...]:
+    """The ziglang wheel's `zig`: its executable itself where it is found (`python -m ziglang`
     only execs it, after starting a Python: 60 ms a compile), else through Python."""
     from importlib.util import find_spec
 
     spec = find_spec("ziglang")
     if spec is not None and spec.origin:
-        zig = Path(spec.origin).parent / ("zig.exe" if os.name == "nt" else "zig")
-        if zig.is_file() and os.access(zig, os.X_OK):
-            return (str(zig), "cc")
-    return (sys.executable, "-m", "ziglang", "cc")
+        path = Path(spec.origin).parent / ("zig.exe" if os.name == "nt" else "zig")
+        if path.is_file() and os.access(path, os.X_OK):
+            return (str(path),)
+    return (sys.executable, "-m", "ziglang")
+
+
+# zig's clang compiles for the machine it runs on unless told otherwise (`-march=native`, where
+# clang and gcc take the target's baseline CPU): objects that stop with an illegal instruction on
+# another machine, and C++ classes laid out for its vector units (Eigen aligns fixed-size matrices
+# to 32 bytes where AVX is on, 16 where not) unlike the same classes in the user's objects. adgen's
+# compiles take the baseline, as clang does; the user's -march or -mcpu, coming after, wins.
+BASELINE = ("-mcpu=baseline",)
+
+
+def bundled_cc() -> tuple[str, ...]:
+    """The bundled clang's C driver, for the target's baseline CPU (BASELINE)."""
+    return (*zig(), "cc", *BASELINE)
 
 
 @cache
@@ -180,7 +193,7 @@ def cxx_command(compiler: Compiler) -> tuple[str, ...]:
     """The C++ driver of a compiler: `zig c++` for the bundled clang (`zig cc -x c++` leaves out
     the C++ library's headers), clang's own in g++ mode otherwise."""
     if compiler.command == bundled_cc():
-        return (*compiler.command[:-1], "c++")
+        return (*zig(), "c++", *BASELINE)
     return (*compiler.command, "--driver-mode=g++")
 
 

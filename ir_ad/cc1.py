@@ -18,7 +18,7 @@ from pathlib import Path
 
 from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import pass_times, section
-from adgen.base.toolchain import Compiler, bundled_cc, llvmlite_llvm_major
+from adgen.base.toolchain import Compiler, bundled_cc, llvmlite_llvm_major, zig
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Cc1:
         clang and its LLVM reads llvmlite's bitcode (the same major version)."""
         if compiler.command != bundled_cc() or compiler.llvm_major != llvmlite_llvm_major():
             return None
-        return Cc1((*compiler.command[:-1], "clang", "-cc1"), machine)
+        return Cc1((*zig(), "clang", "-cc1"), machine)
 
     def optimize(self, bitcode: bytes, options: list[str], timings: list | None, level: int, vectorize: bool) -> bytes:
         """LLVM's default pipeline at -O`level`, the loop and SLP vectorizers on or off, LLVM's
@@ -74,7 +74,7 @@ class Cc1:
                 paths.append(Path(tmp) / f"part{k}.o")
                 paths[-1].write_bytes(code)
             out = Path(tmp) / "joined.o"
-            command = [*self.command[:-2], "ld.lld", "-r", "-o", str(out), *map(str, paths)]
+            command = [*zig(), "ld.lld", "-r", "-o", str(out), *map(str, paths)]
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0 or not out.exists():
                 raise AdgenError(error(f"internal error: joining the derivative module's parts failed "

@@ -474,3 +474,42 @@ def test_enzyme_suite_runner_help():
     done = subprocess.run([sys.executable, "-m", "bench.enzyme_suite", "--help"], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parent.parent, env=dict(os.environ))
     assert done.returncode == 0 and "ReverseMode" in done.stdout
+
+
+# The bundled clang compiles for the machine it runs on unless told otherwise; adgen cc, as clang,
+# compiles for the target's baseline CPU unless the user's -march says otherwise (base/toolchain.py,
+# BASELINE): programs that run on other machines of the target.
+BASELINE_PROGRAM = r"""
+#include <stdio.h>
+double __enzyme_autodiff(void *, ...);
+static double f(double x) { return x * x; }
+int main(void)
+{
+#ifdef __AVX__
+    int avx = 1;
+#else
+    int avx = 0;
+#endif
+    printf("%d %g\n", avx, __enzyme_autodiff((void *)f, 3.0));
+    return 0;
+}
+"""
+
+
+def _machine_has_avx() -> bool:
+    try:
+        return " avx " in f" {open('/proc/cpuinfo').read().split('flags', 1)[1].splitlines()[0]} "
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not _machine_has_avx(), reason="needs an x86-64 machine with AVX, where 'native' differs")
+def test_the_baseline_cpu_unless_the_user_asks_for_another(tmp_path):
+    src = tmp_path / "cpu.c"
+    src.write_text(BASELINE_PROGRAM)
+    outputs = []
+    for flags in ((), ("-march=native",)):
+        exe = tmp_path / f"cpu{len(flags)}"
+        adgen_cc("-O2", *flags, src, "-o", exe, cwd=tmp_path)
+        outputs.append(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split())
+    assert outputs == [["0", "6"], ["1", "6"]]

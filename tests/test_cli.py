@@ -296,3 +296,16 @@ def test_adgen_load_refuses_a_cuda_source(tmp_path):
     with pytest.raises(package.BuildError, match="model.cu: CUDA sources are not supported yet"):
         package.load(src, build_dir=tmp_path / "build")
     assert not (tmp_path / "build").exists() or not any((tmp_path / "build").iterdir())
+
+
+def test_sources_are_lowered_for_the_baseline_cpu_unless_march_says(tmp_path):
+    """Code that depends on the CPU's features is differentiated as the user's compiler sees it
+    by default, for the target's baseline CPU (zig's clang would take this machine's), and as
+    --march names (base/toolchain.py, BASELINE)."""
+    import adgen
+
+    src = tmp_path / "cpu.c"
+    src.write_text("// @diff(f_grad: (active) -> active)\n"
+                   "double f(double x) {\n#ifdef __SSE4_2__\n  return 2 * x;\n#else\n  return 3 * x;\n#endif\n}\n")
+    lib = adgen.load(src, build_dir=tmp_path / "build")
+    assert lib.f_grad(1.0, 1.0).d_x == 3.0
