@@ -55,6 +55,13 @@ _CXX_IO_CLASSES = {"basic_streambuf", "basic_iostream", "basic_ios", "basic_istr
 _CXX_STD = re.compile(r"_ZN?K?St(?:3__1|7__cxx11)?(\d+)")
 _CXX_STD_ABBREVIATED = re.compile(r"_ZN?K?S[oisd]")  # libstdc++'s std::ostream, istream, string, iostream
 _CXX_STREAM_OPERATOR = re.compile(r"_ZN?St(?:3__1)?(?:ls|rs).*(?:basic_[io]stream|S[oi]_)")  # << and >>
+# The C++ library's headers of streams and locales (libc++'s, libstdc++'s `bits/`), by file name.
+_CXX_IO_HEADERS = {"ios", "istream", "ostream", "streambuf", "sstream", "fstream", "iostream", "iomanip", "locale",
+                   "__locale", "basic_ios.h", "basic_ios.tcc", "ios_base.h", "ostream.tcc", "istream.tcc",
+                   "streambuf.tcc", "sstream.tcc", "fstream.tcc", "locale_facets.h", "locale_facets.tcc",
+                   "locale_classes.h", "locale_classes.tcc", "ostream_insert.h", "basic_ostream.h",
+                   "basic_istream.h"}
+_CXX_INCLUDE = re.compile(r"/(?:libcxx/include|c\+\+/v1|c\+\+/[0-9][^/]*)/")
 
 
 def cxx_library_io(name: str) -> bool:
@@ -65,4 +72,12 @@ def cxx_library_io(name: str) -> bool:
     return m is not None and name[m.end():m.end() + int(m.group(1))] in _CXX_IO_CLASSES
 
 
-__all__ = ["demangle", "cxx_library_io"]
+def cxx_library_io_header(path: str) -> bool:
+    """Whether a source file is one of the C++ library's headers of streams and locales: code
+    inlined from there that calls through a virtual table the program's sources do not define
+    is the library calling itself (a stream's `imbue`), as its named functions are."""
+    path = path.replace("\\", "/")
+    return _CXX_INCLUDE.search(path) is not None and path.rsplit("/", 1)[-1] in _CXX_IO_HEADERS
+
+
+__all__ = ["demangle", "cxx_library_io", "cxx_library_io_header"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from clang.cindex import CursorKind, Type, TypeKind
+from clang.cindex import Cursor, CursorKind, Type, TypeKind, conf
 
 _FLOATING = (TypeKind.FLOAT, TypeKind.DOUBLE)
 _ARRAYS = (TypeKind.CONSTANTARRAY, TypeKind.INCOMPLETEARRAY, TypeKind.VARIABLEARRAY, TypeKind.DEPENDENTSIZEDARRAY)
@@ -384,14 +384,40 @@ def _points_to_floating(c: Type, depth: int = 0) -> bool:
                if b.kind == CursorKind.CXX_BASE_SPECIFIER)
 
 
+def _template_family(decl: Cursor) -> list[Cursor]:
+    """For an instance of a class template, the template's declarations and its partial and
+    explicit specializations beside it, in their order: what the instance's own declaration
+    (one of them) needs to be read. Empty for a class no template made."""
+    primary, seen = decl, set()
+    while primary is not None and primary.hash not in seen:
+        seen.add(primary.hash)
+        made_from = conf.lib.clang_getSpecializedCursorTemplate(primary)
+        if made_from is None or made_from.kind == CursorKind.NO_DECL_FOUND:
+            break
+        primary = made_from
+    if primary is decl or primary.kind != CursorKind.CLASS_TEMPLATE or primary.semantic_parent is None:
+        return []
+    usr = primary.get_usr()
+    family = []
+    for c in primary.semantic_parent.get_children():
+        if c.kind == CursorKind.CLASS_TEMPLATE and c.get_usr() == usr:
+            family.append(c)
+        elif c.kind in (CursorKind.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, *_STRUCTS):
+            made_from = conf.lib.clang_getSpecializedCursorTemplate(c)
+            if made_from is not None and made_from.get_usr() == usr:
+                family.append(c)
+    return family
+
+
 def _decls(t: Type):
     """The declarations of the named types `t` mentions: the outermost name is enough, since its
     declaration must see whatever it is built from."""
     if t.kind in _SUGAR or t.kind in (TypeKind.RECORD, TypeKind.ENUM):
         decl = t.get_declaration()
         if decl.kind != CursorKind.NO_DECL_FOUND and decl.location.file is not None:
-            start, end = decl.extent.start, decl.extent.end
-            yield DeclRef(decl.spelling, decl.location.file.name, (start.line, start.column), (end.line, end.column))
+            for d in _template_family(decl) or (decl,):
+                start, end = d.extent.start, d.extent.end
+                yield DeclRef(d.spelling, d.location.file.name, (start.line, start.column), (end.line, end.column))
             return
         if t.kind == TypeKind.ELABORATED:
             yield from _decls(t.get_named_type())

@@ -65,6 +65,8 @@ _OPENMP_BOOKKEEPING = {"__kmpc_global_thread_num", "__kmpc_serialized_parallel",
 _OPENMP_SCHEDULES = {f"__kmpc_{what}_{width}" for what in ("for_static_init", "dispatch_init", "dispatch_next",
                                                             "dispatch_fini") for width in ("4", "4u", "8", "8u")}
 INACTIVE_CALLS |= _OPENMP_BOOKKEEPING | _OPENMP_SCHEDULES
+# Calls through a pointer inside the C++ library's streams (dispatch.py): the library calling itself.
+LIBRARY_IO = "adgen.library_io."
 # Library functions the memory analysis knows write no memory the caller can see.
 _WRITE_NOTHING = {"printf", "puts", "fprintf"} | _BYTES | _OPENMP_BOOKKEEPING
 
@@ -105,7 +107,7 @@ def kind_of(module: Module, inst: Instruction) -> str:
     if named is not None:
         return named
     if name in INACTIVE_CALLS or inst.callee in module.inactive or module.noreturn(inst.callee) or \
-            cxx_library_io(name):
+            cxx_library_io(name) or name.startswith(LIBRARY_IO):
         return INACTIVE  # (a function marked `@inactive`; one that never returns: a panic, abort; C++'s I/O)
     if rule_for(inst.callee) is not None:
         return RULE

@@ -10,7 +10,8 @@ in the user's code is then the same pointer."""
 
 from __future__ import annotations
 
-from adgen.ir_ad.calls import is_intrinsic
+from adgen.base.cxx_names import cxx_library_io_header
+from adgen.ir_ad.calls import LIBRARY_IO, is_intrinsic
 from adgen.ir_ad.ir import Function, Instruction, Module, global_addresses, may_call_through_pointer
 
 MESSAGE = "adgen: a call through a function pointer reached a function outside the sources it differentiated\n"
@@ -27,6 +28,7 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
     candidates = [f for f in _candidates(module, text) if f.name.lstrip("@").strip('"') not in own]
     lines = text.split("\n")
     dispatchers: dict[tuple, str] = {}
+    library: dict[tuple, str] = {}  # calls inside the C++ library's I/O: plain calls, carrying no derivatives
     targets: dict[tuple, list[Function]] = {}
     at = 0  # functions and instructions come in the order of the text: each search goes on from the last
     for fn in module.functions.values():
@@ -34,6 +36,11 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
             if inst.opcode != "call" or not inst.callee.startswith("%") or "(" in inst.type.text:
                 continue
             key = (inst.type.text, tuple(a.type.text for a, _ in inst.call_args))
+            if _in_library_io(module, inst):  # the C++ library's streams calling themselves
+                if key not in library:
+                    library[key] = f'@"{LIBRARY_IO}{len(library)}"'
+                at = _rewrite(lines, at, inst, library[key])
+                continue
             if key not in targets:
                 targets[key] = [f for f in candidates if _matches(f, *key)]
             if not targets[key]:  # no function has its type: differentiating it is an error there
@@ -41,9 +48,12 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
             if key not in dispatchers:
                 dispatchers[key] = f'@"adgen.dispatch.{len(dispatchers)}"'
             at = _rewrite(lines, at, inst, dispatchers[key])
-    if not dispatchers:
+    if not dispatchers and not library:
         return text, set()
     out = [_dispatcher(name, *key, targets[key]) for key, name in dispatchers.items()]
+    out += [_plain_call(name, *key) for key, name in library.items()]
+    if not dispatchers:
+        return "\n".join(lines + out) + "\n", set()
     length = len(MESSAGE.encode())
     escaped = "".join(c if c.isprintable() and c not in '"\\' else f"\\{ord(c):02X}" for c in MESSAGE)
     out.append(f'@"adgen.dispatch.message" = private unnamed_addr constant [{length} x i8] c"{escaped}"')
@@ -53,6 +63,23 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
         out.append("declare void @abort()")
     called = {f.name.lstrip("@").strip('"') for key in dispatchers for f in targets[key]}
     return "\n".join(lines + out) + "\n", called
+
+
+def _in_library_io(module: Module, inst: Instruction) -> bool:
+    """A call through a pointer in code inlined from the C++ library's stream and locale headers
+    (a stream's constructor calling its buffer's virtual `imbue`, even one the program's own
+    buffer class overrides: I/O moves characters, never derivatives)."""
+    where = module.location(inst.dbg)
+    return where is not None and cxx_library_io_header(where.file)
+
+
+def _plain_call(name: str, ret: str, params: tuple[str, ...]) -> str:
+    """A function calling its first argument with the others: what a library I/O call becomes,
+    a named callee the modes see as carrying no derivatives (calls.py)."""
+    args = ", ".join(f"{t} %a{k}" for k, t in enumerate(params))
+    call = f"call {ret} %f({args})"
+    body = [f"  {call}", "  ret void"] if ret == "void" else [f"  %r = {call}", f"  ret {ret} %r"]
+    return "\n".join([f"define internal {ret} {name}(ptr %f{', ' if args else ''}{args}) {{", "entry:", *body, "}"])
 
 
 def _candidates(module: Module, text: str) -> list[Function]:

@@ -14,16 +14,18 @@ import math
 from dataclasses import dataclass
 
 from adgen.ir_ad.ir.builder import SHADOW as SHADOW_MEMORY, Builder, V, bare, local
-from adgen.ir_ad.ir import I8, I64, PTR, Instruction, Module, Operand, Type, array, int_type, struct, vector
+from adgen.ir_ad.ir import (I8, I64, PTR, Instruction, Module, Operand, Type, array, floating, int_type, read_only,
+                            struct, vector)
 
 LANES, INTERLEAVED = "lanes", "interleaved"
 Shadow = tuple  # of V: `Layout.parts` values
 FLAGS = "reassoc nsz contract"  # of derivative arithmetic (see Layout.scale)
 ALIGN = 16  # the alignment of shadow memory adgen allocates (calloc's), each lane's included
 
-# Both modes refuse vector values carrying derivatives, and say where they come from.
-VECTOR_VALUES = ("adgen differentiates scalar code (vector values come from vector types in the source, or from a "
-                 "struct of two floats passed by value, which the target passes as one vector)")
+# Both modes refuse vector values carrying derivatives with interleaved lanes, and say why.
+VECTOR_VALUES = ("vector values (SIMD code: vector types or intrinsics in the source, Eigen's packets) are "
+                 "differentiated with separate lanes (dual, dup, and forward[N] or reverse[N] of them), not "
+                 "interleaved ones (dualv, dupv)")
 # Both modes refuse a pointer whose shadow is known only on some paths; this says what to do instead.
 MIXED_POINTER = ("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of"
                  " (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
@@ -37,13 +39,30 @@ def mask_name(value: str) -> str:
 def carries(module: Module, t: Type) -> bool:
     """Whether values of this type carry derivatives of their own (integers only when loaded
     from floating memory, which the modes decide)."""
-    if t.kind in ("float", "ptr"):
+    if t.kind in ("float", "ptr") or floating(t):
         return True
     if t.kind == "named":
         return carries(module, module.struct_type(t))
     if t.kind in ("struct", "array"):
         return any(carries(module, e) for e in t.elems)
     return False
+
+
+def self_shadowed(module: Module, ref: str, defs: dict[str, Instruction] | None = None, depth: int = 0) -> bool:
+    """Whether a pointer operand points into read-only memory holding no floating data and no
+    pointers but to functions and to such memory: a string literal, a C++ virtual table. Nothing
+    there carries a derivative or is ever written, so the pointer is its own shadow (where a
+    program stores it into memory holding derivatives, say). The operand is a global, a
+    constant expression of globals, or, given the function's definitions (`defs`), a pointer
+    loaded from such memory (a virtual table's address read from a C++ VTT) or an address
+    computed from one."""
+    if ref.startswith("%"):
+        inst = (defs or {}).get(ref)
+        if inst is None or depth > 64 or not (inst.opcode in ("getelementptr", "bitcast", "addrspacecast") or
+                                              (inst.opcode == "load" and inst.type.kind == "ptr")):
+            return False
+        return self_shadowed(module, inst.operands[0].value, defs, depth + 1)
+    return read_only(module, ref)
 
 
 def _finite_constant(ref: str) -> bool:
@@ -70,7 +89,7 @@ class Layout:
     def part_type(self, t: Type) -> Type | None:
         """The type of each part of a value's derivative, or None when it has none."""
         if self.kind == LANES:
-            if t.kind in ("float", "ptr") or (t.kind == "int" and t.bits in (32, 64)):
+            if t.kind in ("float", "ptr") or (t.kind == "int" and t.bits in (32, 64)) or floating(t):
                 return t
             if t.kind == "named":
                 return t if self.part_type(self.module.struct_type(t)) else None
@@ -114,6 +133,11 @@ class Layout:
         text = "0" if pt.kind == "int" else "null" if pt.kind == "ptr" else \
             "0.000000e+00" if pt.kind == "float" else "zeroinitializer"
         return tuple(V(pt, text) for _ in range(self.parts))
+
+    def itself(self, ref: str) -> Shadow | None:
+        """The shadow of a pointer that is its own (self_shadowed) in every lane; None with
+        interleaved lanes, whose shadow memory is laid out unlike the primal's."""
+        return tuple(V(PTR, ref) for _ in range(self.parts)) if self.kind == LANES else None
 
     def bind(self, b: Builder, ref: str, s: Shadow) -> Shadow:
         """Gives a derivative its canonical names (so that phis can refer to it ahead)."""
@@ -249,7 +273,7 @@ def _result(inst: Instruction) -> Operand:
 def _move(value: V) -> str:
     """An instruction whose result is `value` (so a derivative can be given its own name)."""
     t = value.type
-    if t.kind == "float" or (t.kind == "vector" and t.elems[0].kind == "float"):
+    if floating(t):
         zero = "-0.000000e+00" if t.kind == "float" else f"splat ({t.elems[0].text} -0.000000e+00)"
         return f"fadd {value}, {zero}"
     return f"select i1 true, {value}, {value}"

@@ -28,6 +28,7 @@ rejects counts as a pass only if its error names the construct and a line of the
 from __future__ import annotations
 
 import argparse
+import itertools
 import ctypes as C
 import json
 import math
@@ -72,6 +73,17 @@ CXX_UNARY = [
     "fz_sq({0})", "(fz_vec2{{{0}, 0.5}} * 1.5 + fz_vec2{{0.25, {0}}}).norm2()",
     "[&](double q) {{ return q * q - 0.5 * q; }}({0})",
 ]
+# SIMD code: vector values (GNU's vector types) inside statement expressions, so that they stay
+# within the function ({n}: a number that keeps names apart, {i}: a lane index, {k}: an offset).
+VECTOR = [
+    "({{ fz_v2 _v{n} = {{{0}, {1}}}; fz_v2 _w{n} = _v{n} * _v{n} + __builtin_shufflevector(_v{n}, _v{n}, 1, 0) * 0.5;"
+    " _w{n}[0] - 0.25 * _w{n}[1]; }})",
+    "({{ fz_v2 _v{n} = {{{0}, {1}}}; fz_v2 _w{n} = __builtin_elementwise_sqrt(_v{n} * _v{n} + 1.0) / "
+    "(_v{n} * _v{n} + 2.0); _w{n}[1] * 1.5 + _w{n}[0]; }})",
+    "({{ fz_v2 _v{n} = {{{0}, {1}}}; _v{n}[{i} & 1] = _v{n}[1 - ({i} & 1)] * 0.75; _v{n}[0] * _v{n}[1]; }})",
+    "({{ fz_v2 _v{n}; __builtin_memcpy(&_v{n}, x + {k}, sizeof _v{n}); _v{n} = _v{n} * ({0}) + ({1});"
+    " _v{n}[0] - _v{n}[1] * 0.5; }})",
+]
 CXX_BINARY = [
     "std::real(fz_c({0}, {1}) * fz_c({1}, -0.5))", "std::imag(fz_c({0}, 0.5) / fz_c(1.5 + tanh({1}), {0}))",
     "fz_vec2{{{0}, {1}}}.dot(fz_vec2{{{1}, 0.5}} - fz_vec2{{0.25, {0}}})", "fz_max2({0}, {1})",
@@ -86,6 +98,7 @@ class Function:
     helpers: list[str] = field(default_factory=list)
     uses_float: bool = False
     cxx: bool = False  # written in C++
+    uses_vectors: bool = False  # vector values: not with interleaved lanes (dualv, dupv), which refuse them
 
     def source(self, acts: dict[str, tuple[str, ...]]) -> str:
         entries = ";\n//       ".join(f"{self.name}_{k}: {v}" for k, v in acts.items())
@@ -95,6 +108,8 @@ class Function:
                 f"    double t0 = a, t1 = b, t2 = x[0], t3 = y[1];\n"
                 f"    int n = {L} - (b > 1e9); /* {L}, though the compiler cannot know it */\n{body}\n"
                 f"    return t0 + t1 * t2 - t3 + y[0];\n}}\n")
+
+
 
 
 class Generator:
@@ -107,6 +122,8 @@ class Generator:
         self.scalars, self.arrays, self.calls = scalars, arrays, calls
         self.helpers: list[str] = []
         self.uses_float = False
+        self.uses_vectors = False
+        self.vectors_made = itertools.count()  # (names of vector values, apart in the function)
 
     def leaf(self, loops: tuple = ()) -> str:
         r = self.rng
@@ -133,8 +150,19 @@ class Generator:
             return f"(double)(float)tanh({self.expr(depth - 1, loops)})"
         if k < 0.94 and self.calls and len(self.helpers) < 2:
             return self.call(depth, loops) if r.random() < 0.6 else self.struct_call(depth, loops)
+        if k < 0.955:  # (in about a quarter of the functions)
+            return self.vector(depth, loops)
         c, d = self.expr(depth - 1, loops), self.expr(depth - 1, loops)
         return f"({self.expr(depth - 1, loops)} > {r.uniform(-1, 1):.2f} ? {c} : {d})"
+
+    def vector(self, depth: int, loops: tuple) -> str:
+        """An expression computed with vector values (VECTOR)."""
+        r = self.rng
+        template = r.choice(VECTOR if "x" in self.arrays else VECTOR[:3])
+        self.uses_vectors = True
+        lane = loops[-1] if loops else f"(int)({self.scalars[0]} > 0.3)"
+        return template.format(self.expr(depth - 1, loops), self.expr(depth - 1, loops), n=next(self.vectors_made),
+                               i=lane, k=r.randrange(L - 1))
 
     def call(self, depth: int, loops: tuple) -> str:
         """A helper function, out of line or not, taking a scalar and the array x."""
@@ -143,8 +171,11 @@ class Generator:
         inner = Generator(self.rng, self.index, scalars=("u",), arrays=("x",), calls=False, cxx=self.cxx)
         body = inner.expr(2)
         self.uses_float |= inner.uses_float
+        self.uses_vectors |= inner.uses_vectors
         self.helpers.append(f"{inline} double {name}(double u, const double *x)\n{{\n    return {body};\n}}\n")
-        if self.rng.random() < 0.35:  # through a pointer the compiler cannot see through
+        # through a pointer the compiler cannot see through (not one with vector values: every call
+        # through a pointer of its type may reach it, in functions differentiated with interleaved lanes)
+        if self.rng.random() < 0.35 and not inner.uses_vectors:
             self.helpers.append(f"static double (*volatile p{name})(double, const double *) = {name};\n")
             name = "p" + name
         return f"{name}({self.expr(depth - 1, loops)}, x)"
@@ -156,6 +187,7 @@ class Generator:
         inner = Generator(self.rng, self.index, scalars=("p.lo", "p.hi", "u"), arrays=(), calls=False, cxx=self.cxx)
         lo, hi = inner.expr(2), inner.expr(2)
         self.uses_float |= inner.uses_float
+        self.uses_vectors |= inner.uses_vectors
         self.helpers.append(f"{inline} fz_pair {name}(fz_pair p, double u)\n{{\n    fz_pair r = {{ {lo}, {hi} }};\n"
                             f"    return r;\n}}\n")
         part = self.rng.choice(["lo", "hi"])
@@ -172,6 +204,7 @@ class Generator:
             inner = Generator(r, self.index, scalars=("u",), arrays=("x",), calls=False, cxx=self.cxx)
             body = inner.expr(2)
             self.uses_float |= inner.uses_float
+            self.uses_vectors |= inner.uses_vectors
             new = r.random() < 0.5 if self.cxx else False
             allocate = "new double[n]" if new else "(double *)malloc(n * sizeof *w)"
             self.helpers.append(f"{inline} double *{name}(double u, const double *x, int n)\n{{\n"
@@ -254,6 +287,7 @@ class Generator:
             text = (f"#pragma omp parallel\n    {{ double loc = 0;\n    #pragma omp for{schedule}\n"
                     f"    for (int i = 0; i < n; i++) loc += {e()};\n    #pragma omp critical\n    {target} += loc; }}")
         self.uses_float |= inner.uses_float
+        self.uses_vectors |= inner.uses_vectors
         return text
 
 
@@ -264,7 +298,7 @@ def generate(rng: random.Random, index: int, openmp: bool = False, cxx: bool = F
     body = [g.statement(2) for _ in range(rng.randint(2, 6))]
     if openmp:
         body.insert(rng.randint(0, len(body)), g.parallel())
-    return Function(f"f{index}", body, g.helpers, g.uses_float, cxx)
+    return Function(f"f{index}", body, g.helpers, g.uses_float, cxx, g.uses_vectors)
 
 
 def activities(rng: random.Random) -> dict[str, tuple]:
@@ -314,6 +348,7 @@ STRUCT_HELPERS = """#include <complex.h>
 #include <stdlib.h>
 
 typedef struct { double lo, hi; } fz_pair;
+typedef double fz_v2 __attribute__((vector_size(16)));
 
 static fz_pair fz_make(double lo, double hi) { fz_pair p = { lo, hi }; return p; }
 __attribute__((noinline)) static void fz_free(double *w) { free(w); }
@@ -327,6 +362,7 @@ CXX_HELPERS = """#include <cmath>
 
 typedef struct { double lo, hi; } fz_pair;
 typedef std::complex<double> fz_c;
+typedef double fz_v2 __attribute__((vector_size(16)));
 
 static fz_pair fz_make(double lo, double hi) { fz_pair p = { lo, hi }; return p; }
 __attribute__((noinline)) static void fz_free(double *w) { free(w); }
@@ -694,12 +730,12 @@ def minimize_and_keep(f: Function, acts: dict, work: Path, seed: int | None) -> 
     while changed:
         changed = False
         for k in range(len(body)):
-            trial = Function(f.name, body[:k] + body[k + 1:], f.helpers, f.uses_float, f.cxx)
+            trial = Function(f.name, body[:k] + body[k + 1:], f.helpers, f.uses_float, f.cxx, f.uses_vectors)
             if fails(trial):
                 body = trial.body
                 changed = True
                 break
-    kept = Function(f.name, body, f.helpers, f.uses_float, f.cxx)
+    kept = Function(f.name, body, f.helpers, f.uses_float, f.cxx, f.uses_vectors)
     REGRESSIONS.mkdir(exist_ok=True)
     path = REGRESSIONS / f"{f.name}_{abs(hash(tuple(body))) % 10**6}.{'cpp' if f.cxx else 'c'}"
     header = (f"/* fuzz regression: activities {acts['on']} (x, y, a, b); {'float' if f.uses_float else 'double'}"
@@ -740,10 +776,10 @@ def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = T
                 f, acts = generate(rng, done + k, openmp, cxx), activities(rng)
                 if budget and "rev" in acts:
                     acts["ckpt"] = acts["rev"] + " within 512"
-                if openmp:  # (interleaved lanes cannot load the pointers a region's captures hold)
-                    del acts["fwd4v"], acts["rev4v"]
-                    if (done // batch_size) % 2:  # forward mode alone: its regions fork (specs/openmp.md)
-                        del acts["rev"]
+                if openmp or f.uses_vectors:  # (interleaved lanes: not with the pointers a region's captures
+                    del acts["fwd4v"], acts["rev4v"]  # hold, nor with vector values)
+                if openmp and (done // batch_size) % 2:  # forward mode alone: its regions fork (specs/openmp.md)
+                    del acts["rev"]
                 batch.append((f, acts))
             run_batch(batch, rng, outcome, work, keep_failures)
             done += n

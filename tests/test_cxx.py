@@ -267,6 +267,25 @@ def test_a_class_of_a_namespace_by_reference_declared_ahead(adgen, tmp_path):
     assert "double len2_grad(const geo::vec3 &v, geo::vec3 &d_v, double d_ret);" in header
 
 
+TENSOR_TYPES = r"""
+template <typename T, int... n> struct tensor;  // declared ahead, defined by its partial specializations
+template <typename T, int n> struct tensor<T, n> { T value[n]; };
+template <typename T, int first, int... rest> struct tensor<T, first, rest...> { tensor<T, rest...> value[first]; };
+"""
+TENSORS = TENSOR_TYPES + r"""// @diff(trace_grad: (dup) -> active)
+double trace(const tensor<double, 2, 2> &a) { return a.value[0].value[0] * a.value[1].value[1]; }
+"""
+
+
+def test_a_class_template_instance_brings_its_template_and_specializations(adgen, tmp_path):
+    """The stubs copy the source's class template whole, primary declaration and partial
+    specializations, where a parameter's type is one of its instances."""
+    _program(adgen, tmp_path, "tensors.cpp", TENSORS,
+             TENSOR_TYPES + '#include "tensors.adgen.h"\nint main() { tensor<double, 2, 2> a{{{{1, 2}}, {{3, 4}}}}, d{};\n'
+             '  double r = trace_grad(a, d, 1.0);\n'
+             '  return !(r == 4 && d.value[0].value[0] == 4 && d.value[1].value[1] == 1 && d.value[0].value[1] == 0); }\n')
+
+
 VECTORS = r"""
 #include <cmath>
 #include <vector>

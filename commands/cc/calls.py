@@ -34,7 +34,11 @@ ENTRY_POINTS = {
 # Calls that only steer Enzyme's analyses: their value is their first argument (or nothing).
 PASS_THROUGH = ("__enzyme_iter", "__enzyme_ignore_derivatives")
 TYPE_HINTS = ("__enzyme_float", "__enzyme_double", "__enzyme_integer", "__enzyme_pointer")
-NOT_IMPLEMENTED = ("__enzyme_fwdsplit", "__enzyme_virtualreverse", "__enzyme_truncate",
+# What a program stores in shadow memory where a function pointer or a virtual table is: adgen's
+# derivatives call through the primal pointer (specs/abi.md), never through its shadow, so the
+# function, or the table, itself serves (Enzyme's returns a table of its derivatives).
+SHADOW_ALIKE = ("__enzyme_virtualreverse",)
+NOT_IMPLEMENTED = ("__enzyme_fwdsplit", "__enzyme_truncate",
                    "__enzyme_expand", "__enzyme_error_estimate", "__enzyme_trace", "__enzyme_condition",
                    "__enzyme_likelihood", "__enzyme_sample", "__enzyme_observe", "__enzyme_todense",
                    "__enzyme_call_inactive")
@@ -89,7 +93,7 @@ def entry_point(name: str) -> str | None:
     for part, entry in ENTRY_POINTS.items():
         if part in name:
             return entry
-    if any(part in name for part in NOT_IMPLEMENTED + PASS_THROUGH + TYPE_HINTS):
+    if any(part in name for part in NOT_IMPLEMENTED + PASS_THROUGH + TYPE_HINTS + SHADOW_ALIKE):
         return "" if any(part in name for part in NOT_IMPLEMENTED) else None
     return None
 
@@ -174,7 +178,8 @@ def _string(module: Module, ref: str) -> str | None:
 
 def hinted(text: str, steering: bool = True) -> str:
     """A module's text with the calls that only steer Enzyme's analyses given definitions:
-    `__enzyme_float(p, n)` and the other type hints do nothing (adgen needs no hints), and,
+    `__enzyme_float(p, n)` and the other type hints do nothing (adgen needs no hints),
+    `__enzyme_virtualreverse(f)` is `f` (SHADOW_ALIKE), and,
     with `steering`, `__enzyme_iter(a, b)` and `__enzyme_ignore_derivatives(x)` are their first
     argument. Without it (code still to differentiate) those two stay calls that neither read
     nor write memory: `iterated` counts the first's differentiations, and the second carries
@@ -185,7 +190,7 @@ def hinted(text: str, steering: bool = True) -> str:
         bare = name.lstrip("@").strip('"')
         if any(p in bare for p in PASS_THROUGH) and not steering:
             return with_attributes(line, "nounwind willreturn memory(none)")
-        if any(p in bare for p in PASS_THROUGH + TYPE_HINTS):
+        if any(p in bare for p in PASS_THROUGH + TYPE_HINTS + SHADOW_ALIKE):
             args = ", ".join(f"{p.type.text} %a{i}" for i, p in enumerate(params))
             if ret.kind == "void":
                 body = "ret void"

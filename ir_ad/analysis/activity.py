@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from adgen.ir_ad.analysis.flow import CFG, Memory, returns_fresh
 from adgen.ir_ad.diagnose import Unsupported
-from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, float_type
+from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, float_type, floating
 from adgen.ir_ad.analysis.masked import masked_slice
 from adgen.ir_ad.analysis.slots import slots
+from adgen.ir_ad.analysis import typed_bytes
+from adgen.ir_ad.analysis.callee_pointers import unread_shadows
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import DEFINED, allocates, callee_name, kind_of, refused
-from adgen.ir_ad.shadows import VECTOR_VALUES, carries, mask_name
+from adgen.ir_ad.shadows import carries, mask_name
+from adgen.ir_ad.vectors import LANE_OPS
 
 
 def scalar_type(t: Type, memtype: str) -> Type | None:
@@ -46,6 +49,7 @@ class ActivityAnalysis:
         self.useful: set[str] = set()  # values whose adjoint can reach an output
         self._memtypes: dict[str, Type | None] = {}
         self.slots = slots(module, fn)
+        self.unread = unread_shadows(fn)
         for inst in fn.instructions():
             why = refused(module, inst)
             if why is not None:
@@ -114,6 +118,8 @@ class ActivityAnalysis:
         if op in ("atomicrmw", "cmpxchg") and any(self.on(o) for o in ops):  # (OpenMP's `atomic`, say)
             raise self.fail(f"the '{op}' instruction")
         if t.kind == "ptr":
+            if inst.result in self.unread:  # (a function pointer only called through, say)
+                return None
             if op == "getelementptr" and self.on(ops[0]):
                 return "ptr"
             if op == "alloca":  # (a slot only where what is stored into it carries a derivative)
@@ -130,11 +136,15 @@ class ActivityAnalysis:
             if op == "call" and self._returns_shadow(inst):
                 return "ptr"
             return None
-        float_t = t if t.kind == "float" else None
+        float_t = t if floating(t) else None
         if t.kind == "other" and any(v in self.floaty or v in self.pointers for v in inst.mentions()):
             raise self.fail(f"the '{op}' instruction")
-        if t.kind == "vector" and t.elems[0].kind == "float" and any(self.on(o) for o in ops):
-            raise self.fail(f"a vector value ('{t.text}') carrying derivatives: {VECTOR_VALUES}")
+        if op in LANE_OPS:  # (vector values: vectors.py)
+            return float_t if any(o.value in self.floaty for o in ops[:2]) else None
+        if op == "bitcast" and ops[0].value in self.floaty and self.floaty[ops[0].value].kind == "vector" \
+                and t != ops[0].type:
+            raise self.fail(f"a vector carrying derivatives ('{ops[0].type.text}') taken as another type "
+                            f"('{t.text}'): adgen cannot follow derivatives through its bits")
         if op == "load" and self.on(ops[0]):
             if float_t:
                 return float_t
@@ -169,6 +179,9 @@ class ActivityAnalysis:
         if op == "call":
             if not any(self.on(o) for o in ops):
                 return None
+            if self.derived_callee(inst) is not None and any(o.type.kind == "vector" and self.on(o) for o in ops):
+                raise self.fail(f"a call to '{callee_name(inst)}' passing a vector value carrying derivatives "
+                                "(vector values are differentiated within a function: let it be inlined)")
             if self.derived_callee(inst) is not None or rule_for(inst.callee) is not None:
                 return float_t
         return None
@@ -237,10 +250,17 @@ class ActivityAnalysis:
             elif inst.opcode != "load":
                 work += [o.value for o in inst.operands]
 
-    def holds_no_floats(self, *pointers: str) -> bool:
+    def holds_no_floats(self, *pointers: str, length: Operand | None = None) -> bool:
         """Whether the memory at these pointers is known to hold no floating data: the accesses
         through the same bases name (in their struct-path TBAA) structs of integers and
-        pointers only. A copy between such memory has no adjoints to move."""
+        pointers only, or, for `length` bytes of a constant length, the types of the objects
+        they lie in (typed_bytes.py). A copy between such memory has no adjoints to move."""
+        if self._tbaa_holds_no_floats(pointers):
+            return True
+        size = int(length.value) if length is not None and length.value.isdigit() else None
+        return size is not None and any(typed_bytes.holds_no_floats(self.module, self.fn, p, size) for p in pointers)
+
+    def _tbaa_holds_no_floats(self, pointers: tuple[str, ...]) -> bool:
         scalars: set[str] = set()
         bases = {self.memory.base(p).name for p in pointers if self.memory.base(p).name == p}
         for inst in self.fn.instructions():
@@ -272,5 +292,16 @@ class ActivityAnalysis:
                         kinds.add(value_t.text)
             if len(kinds) == 1:
                 found = float_type(kinds.pop())
+            elif not kinds:
+                found = self._pointee_by_tbaa(base.name)
         self._memtypes[base.name] = found
         return found
+
+    def _pointee_by_tbaa(self, pointer: str) -> Type | None:
+        """The float type a loaded pointer points to by its load's TBAA (clang's pointer types:
+        a `float *` member is loaded as "p1 float")."""
+        inst = self.cfg.defs.get(pointer)
+        if inst is None or inst.opcode != "load" or not inst.tbaa:
+            return None
+        named = self.module.tbaa_types(inst.tbaa)[:1]
+        return float_type(named[0][3:]) if named and named[0] in ("p1 float", "p1 double") else None

@@ -13,7 +13,7 @@ from adgen.ir_ad.ir import Function, Instruction
 PURE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl",
         "lshr", "ashr", "and", "or", "xor", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi",
         "uitofp", "sitofp", "ptrtoint", "inttoptr", "bitcast", "getelementptr", "icmp", "fcmp", "select",
-        "extractvalue", "insertvalue", "freeze"}
+        "extractvalue", "insertvalue", "freeze", "extractelement", "insertelement", "shufflevector"}
 
 
 def returns_fresh(module, fn: Function, seen: frozenset[str] = frozenset()) -> bool:

@@ -9,9 +9,11 @@ import weakref
 from adgen.ir_ad.analysis.flow import CFG, returns_fresh
 from adgen.ir_ad.analysis.slots import slots
 from adgen.ir_ad.diagnose import Unsupported
-from adgen.ir_ad.ir import Function, Instruction, Module, Operand
+from adgen.ir_ad.ir import Function, Instruction, Module, Operand, floating
 from adgen.ir_ad.calls import ALLOCATE, DEFINED, INACTIVE, REALLOCATE, RULE, kind_of, refused
 from adgen.ir_ad.shadows import VECTOR_VALUES, Layout, carries, mask_name
+from adgen.ir_ad.analysis.callee_pointers import unread_shadows
+from adgen.ir_ad.vectors import LANE_OPS
 
 
 class TangentFlow:
@@ -21,6 +23,7 @@ class TangentFlow:
         self.maybe: set[str] = set()
         self.defs = {i.result: i for i in fn.instructions() if i.result}
         self.slots = slots(module, fn)
+        self.unread = unread_shadows(fn)
         for inst in fn.instructions():
             why = refused(module, inst)
             if why is not None:
@@ -45,8 +48,8 @@ class TangentFlow:
                 if inst.result and inst.result not in self.active and self.has_tangent(inst):
                     self.active.add(inst.result)
                     changed = True
-                elif inst.type.kind == "vector" and inst.type.elems[0].kind == "float" and \
-                        any(self.on(o) for o in inst.operands):
+                elif floating(inst.type) and inst.type.kind == "vector" and any(self.on(o) for o in inst.operands) \
+                        and self.layout.part_type(inst.type) is None:  # (interleaved lanes)
                     raise Unsupported(self.fn.name, inst, f"a vector value ('{inst.type.text}') carrying "
                                                           f"derivatives: {VECTOR_VALUES}")
         # Pointers that may point into memory without shadow (a select or phi between an active
@@ -89,12 +92,20 @@ class TangentFlow:
         op = inst.opcode
         ops = inst.operands
         has = lambda t: self.layout.part_type(t) is not None
+        if inst.result in self.unread:  # (a function pointer only called through, say)
+            return False
         if op == "phi":
             return any(v.value in self.active for v, _ in inst.incoming)
         if op == "select":
             return self.on(ops[1]) or self.on(ops[2])
         if op in ("fadd", "fsub", "fmul", "fdiv", "frem", "fneg"):
-            return any(self.on(o) for o in ops)
+            return any(self.on(o) for o in ops) and has(inst.type)
+        if op in LANE_OPS:
+            return any(self.on(o) for o in ops[:2]) and has(inst.type)
+        if op == "bitcast" and self.on(ops[0]) and ops[0].type.kind == "vector" and inst.type != ops[0].type:
+            raise Unsupported(self.fn.name, inst, f"a vector carrying derivatives ('{ops[0].type.text}') taken as "
+                                                  f"another type ('{inst.type.text}'): adgen cannot follow derivatives "
+                                                  "through its bits")
         if op in ("fpext", "fptrunc", "bitcast", "freeze"):
             return self.on(ops[0]) and has(inst.type)
         if op == "load":
@@ -124,7 +135,7 @@ class TangentFlow:
                     return True
                 active = tuple(self.on(o) and self.layout.part_type(o.type) is not None for o in ops)
                 return returns_tangent(self.module, target, active, self.layout)
-            return kind == RULE
+            return kind == RULE and has(inst.type)
         return False
 
 

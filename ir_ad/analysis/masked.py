@@ -19,7 +19,7 @@ from weakref import WeakKeyDictionary
 
 from adgen.ir_ad.analysis.flow import CFG, Memory
 from adgen.ir_ad.calls import DEFINED, kind_of
-from adgen.ir_ad.ir import Function, Module, intrinsic_family
+from adgen.ir_ad.ir import Function, Module, floating, intrinsic_family
 from adgen.ir_ad.rules import rule_for
 
 
@@ -181,14 +181,12 @@ def maskable_params(module: Module, fn: Function, ret_masked: bool) -> frozenset
     done = _SUMMARIES.setdefault(module, {})
     key = (fn.name, ret_masked)
     if key not in done:
-        done[key] = frozenset(k for k, p in enumerate(fn.params) if _floating(p.type))  # (while in progress)
+        done[key] = frozenset(k for k, p in enumerate(fn.params) if floating(p.type))  # (while in progress)
         cfg = CFG(fn)
-        floaty = {p.name: p.type for p in fn.params if _floating(p.type)}
-        floaty |= {i.result: i.type for i in fn.instructions() if i.result and _floating(i.type)}
+        floaty = {p.name: p.type for p in fn.params if floating(p.type)}
+        floaty |= {i.result: i.type for i in fn.instructions() if i.result and floating(i.type)}
         found = masked_slice(fn, cfg, Memory(fn, cfg, module), floaty, module, ret_masked)
         done[key] = frozenset(k for k, p in enumerate(fn.params) if p.name in found)
     return done[key]
 
 
-def _floating(t) -> bool:
-    return t.kind == "float" or (t.kind == "vector" and t.elems[0].kind == "float")

@@ -78,7 +78,7 @@ class Ranges:
             pointer, t = inst.operands[1], inst.operands[0].type
         else:
             return None
-        if t.kind not in ("int", "float", "ptr"):
+        if t.kind not in ("int", "float", "ptr", "vector"):
             return None
         if loop is None:
             return Access(Node("leaf", operand=pointer), t)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import V
 from adgen.ir_ad.ir import PTR, Instruction, Operand
+from adgen.ir_ad import vectors
 from adgen.ir_ad.rules import rule_for
 
 
@@ -38,6 +39,15 @@ class ArithmeticRules:
     op_fdiv = lambda self, inst: self.elementwise(inst, "fdiv", inst.operands)
     op_frem = lambda self, inst: self.elementwise(inst, "frem", inst.operands)
     op_fneg = lambda self, inst: self.elementwise(inst, "fneg", inst.operands)
+
+    # the lanes of vector values (vectors.py) --------------------------------
+    def _lanes(self, inst):
+        self.copy(inst)
+        if inst.result in self.active:
+            self.bind(inst, vectors.tangent(self.b, inst, lambda o: V(o.type, o.value),
+                                            lambda o: self.shadow(o) or self.layout.zero(o.type)))
+
+    op_extractelement = op_insertelement = op_shufflevector = _lanes
 
     def op_select(self, inst):
         self.copy(inst)

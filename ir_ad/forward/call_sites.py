@@ -43,6 +43,9 @@ class CallRules:
         refused = forward_refusal(self.mode.module, target.name)  # a reverse derivative written by hand
         if refused is not None:
             raise self.fail(refused)
+        if any(a.type.kind == "vector" and self._on(a) for a in inst.operands):
+            raise self.fail(f"a call to '{callee_name(inst)}' passing a vector value carrying derivatives (vector "
+                            "values are differentiated within a function: let it be inlined)")
         active = tuple(self._on(a) and self.layout.part_type(a.type) is not None for a in inst.operands)
         d = self.mode.derive(Pattern(target.name, active, self.n, self.layout.kind))
         args = [str(V(a.type, a.value)) for a in inst.operands]

@@ -12,7 +12,7 @@ from adgen.ir_ad.forward.arithmetic import ArithmeticRules
 from adgen.ir_ad.forward.call_sites import CallRules
 from adgen.ir_ad.forward.derived import Derived
 from adgen.ir_ad.forward.memory import MemoryRules
-from adgen.ir_ad.shadows import MIXED_POINTER, VECTOR_VALUES, Layout, Shadow
+from adgen.ir_ad.shadows import MIXED_POINTER, VECTOR_VALUES, Layout, Shadow, self_shadowed
 
 # What may use a pointer whose shadow is behind a mask (see FunctionWriter.guarded).
 _MASKABLE = {"load", "store", "getelementptr", "phi", "select", "freeze", "bitcast", "icmp", "ptrtoint"}
@@ -50,6 +50,8 @@ class FunctionWriter(ArithmeticRules, MemoryRules, CallRules):
         if op.type.kind == "ptr":
             if op.value in ("null", "undef", "poison"):
                 return self.layout.zero(PTR)
+            if self_shadowed(self.mode.module, op.value, self.flow.defs):
+                return self.layout.itself(op.value)
             return None  # memory adgen keeps no derivatives of (a global, say)
         return self.layout.zero(op.type)
 

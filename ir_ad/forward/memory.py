@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import V
 from adgen.ir_ad.calls import allocation_size
-from adgen.ir_ad.ir import I64, PTR, VOID
+from adgen.ir_ad.ir import I64, PTR, VOID, floating
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, carries
 
 
@@ -20,7 +20,7 @@ class MemoryRules:
         if " atomic " in inst.text:
             raise self.fail("an atomic load of data carrying derivatives")
         t = inst.type
-        if t.kind not in ("float", "ptr", "int"):
+        if t.kind not in ("float", "ptr", "int") and not floating(t):
             raise self.fail(f"a load of '{t.text}' from memory holding derivatives")
         ptr = inst.operands[0]
         if t.kind == "ptr" and ptr.value in self.maybe:
@@ -39,7 +39,7 @@ class MemoryRules:
                                 "(a global variable, say)")
             return
         t = value.type
-        if t.kind not in ("float", "ptr", "int"):
+        if t.kind not in ("float", "ptr", "int") and not floating(t):
             if carries(self.mode.module, t):
                 raise self.fail(f"a store of '{t.text}' into memory holding derivatives")
             return

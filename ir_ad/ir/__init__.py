@@ -7,18 +7,19 @@ answers quick questions of a text without reading it whole; `builder` writes IR;
 
 from adgen.ir_ad.ir.debuginfo import Location
 from adgen.ir_ad.ir.functions import Header, parse_header
-from adgen.ir_ad.ir.instructions import parse_instruction, strip_metadata
+from adgen.ir_ad.ir.instructions import parse_instruction, shuffle_mask, strip_metadata
 from adgen.ir_ad.ir.model import Argument, Block, Function, Instruction, Operand
 from adgen.ir_ad.ir.module import Module
 from adgen.ir_ad.ir.names import intrinsic_family, rust_path
+from adgen.ir_ad.ir.read_only import read_only
 from adgen.ir_ad.ir.text import (count_instructions, global_addresses, may_call_through_pointer,
                                  stored_global_addresses, without_target_attributes)
 from adgen.ir_ad.ir.tokens import Cursor, IRError
-from adgen.ir_ad.ir.types import (I1, I8, I32, I64, PTR, VOID, Type, array, element_align, float_type, int_type,
-                                  parse_type, struct, vector)
+from adgen.ir_ad.ir.types import (I1, I8, I32, I64, PTR, VOID, Type, array, element_align, float_type, floating,
+                                  int_type, parse_type, struct, vector)
 
 __all__ = ["Argument", "Block", "Cursor", "Function", "Header", "I1", "I8", "I32", "I64", "IRError", "Instruction",
            "Location", "Module", "Operand", "PTR", "Type", "VOID", "array", "count_instructions", "element_align",
-           "float_type", "global_addresses", "int_type", "intrinsic_family", "may_call_through_pointer",
-           "parse_header", "parse_instruction", "parse_type", "rust_path", "stored_global_addresses",
+           "float_type", "floating", "global_addresses", "int_type", "intrinsic_family", "may_call_through_pointer",
+           "parse_header", "parse_instruction", "parse_type", "read_only", "rust_path", "shuffle_mask", "stored_global_addresses",
            "strip_metadata", "struct", "vector", "without_target_attributes"]

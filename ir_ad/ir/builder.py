@@ -185,18 +185,17 @@ class Builder:
         return self.value(to, f"{op} {a} to {to.text}")
 
     def math(self, name: str, *args: V) -> V:
-        """A libm function or its LLVM intrinsic, on float or double scalars."""
+        """A libm function or its LLVM intrinsic, on float or double scalars, or on vectors of them
+        (the intrinsic's vector form, `llvm.sqrt.v2f64`)."""
         t = args[0].type
         if name in INTRINSIC_MATH:
-            suffix = "f64" if t.text == "double" else "f32" if t.text == "float" else t.text
-            callee = f"@llvm.{name}.{suffix}"
+            callee = f"@llvm.{name}.{_mangled(t)}"
         else:
             callee = f"@{name}" + ("f" if t.text == "float" else "")
         return self.call(callee, t, list(args))
 
     def powi(self, x: V, n: V) -> V:
-        suffix = "f64" if x.type.text == "double" else "f32"
-        return self.call(f"@llvm.powi.{suffix}.{n.type.text}", x.type, [x, n])
+        return self.call(f"@llvm.powi.{_mangled(x.type)}.{n.type.text}", x.type, [x, n])
 
     def call(self, callee: str, ret: Type, args: list[V]) -> V | None:
         self.decls.need(callee, ret, [a.type for a in args])
@@ -276,6 +275,13 @@ def integer(ref: str | int | None, bits: int | None = None) -> int | None:
     else:
         return None
     return value & ((1 << bits) - 1) if bits else value
+
+
+def _mangled(t: Type) -> str:
+    """A floating type as an overloaded intrinsic's name spells it: f64, f32, v2f64..."""
+    if t.kind == "vector":
+        return f"v{t.count}{_mangled(t.elems[0])}"
+    return {"double": "f64", "float": "f32", "half": "f16", "x86_fp80": "f80", "fp128": "f128"}.get(t.text, t.text)
 
 
 def _align(t: Type, known: int | None) -> int:

@@ -269,6 +269,18 @@ def _vector_element(c: Cursor, inst: Instruction) -> None:
         inst.type = vector(vec.elems[0], inst.operands[2].type.count) if vec.elems else UNKNOWN
 
 
+def shuffle_mask(inst: Instruction) -> list[int]:
+    """The lanes a shufflevector takes, by result lane: an index into its two operands side by
+    side, -1 for a lane left poison."""
+    mask = inst.operands[2]
+    if mask.value == "zeroinitializer":
+        return [0] * mask.type.count
+    if mask.value in ("poison", "undef"):
+        return [-1] * mask.type.count
+    return [-1 if lane in ("poison", "undef") else int(lane) for lane in re.findall(r"i32 (-?\d+|poison|undef)",
+                                                                                    mask.value)]
+
+
 def _unreachable(c: Cursor, inst: Instruction) -> None:
     pass
 

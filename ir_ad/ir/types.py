@@ -48,6 +48,11 @@ def struct(*elems: Type) -> Type:
     return Type("{ " + ", ".join(e.text for e in elems) + " }", "struct", 0, tuple(elems), len(elems))
 
 
+def floating(t: Type) -> bool:
+    """A float, or a vector of floats (`<2 x double>`: SIMD code's values, Eigen's packets)."""
+    return t.kind == "float" or (t.kind == "vector" and t.elems[0].kind == "float")
+
+
 def element_align(t: Type) -> int:
     """The most alignment derivative code assumes of memory holding a `t`: that of its scalars (a
     vector's or array's elements, a struct's widest field), at most 8, and 1 for a type it cannot

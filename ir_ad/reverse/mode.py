@@ -38,7 +38,7 @@ from adgen.ir_ad.reverse.checkpoint.outline import outline
 from adgen.ir_ad.reverse.checkpoint.regions import NotCheckpointed
 from adgen.ir_ad.reverse.checkpoint.pair import RECORD, Checkpointed, step_pattern, write_pair
 from adgen.ir_ad.calls import FREE, callee_name, kind_of
-from adgen.ir_ad.shadows import Layout
+from adgen.ir_ad.shadows import INTERLEAVED, VECTOR_VALUES, Layout
 
 
 # What the helpers of templates/runtime.ll.j2 call.
@@ -208,6 +208,11 @@ class ReverseMode:
         memory = Memory(fn, cfg, self.module, overwritten, pattern.later_writes)
         activity = ActivityAnalysis(fn, self.module, cfg, memory, pattern.active, pattern.ret_active, pattern.memtypes,
                                     pattern.ret_masked)
+        if layout.kind == INTERLEAVED:
+            vector = next((v for v, t in activity.floaty.items() if t.kind == "vector"), None)
+            if vector is not None:
+                raise Unsupported(fn.name, cfg.defs.get(vector), f"a vector value ('{activity.floaty[vector].text}') "
+                                  f"carrying derivatives: {VECTOR_VALUES}")
         outliving = {p.name for p, o in zip(fn.params, pattern.outliving) if o}
         undo = plan_undo(fn, self.module, cfg, loops, memory, outliving if self.log else set(), pattern.undo_writes)
         while True:  # again without the calls whose callee turned out not to undo its writes

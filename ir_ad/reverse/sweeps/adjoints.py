@@ -6,9 +6,11 @@ the rules of rules.py give the partial derivatives."""
 from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
-from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type
+from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type, floating
 from adgen.ir_ad.reverse.plan.keys import CHOICE, GUARD, OLD, Key, instruction_key
+from adgen.ir_ad import vectors
 from adgen.ir_ad.rules import rule_for
+from adgen.ir_ad.vectors import LANE_OPS
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, allocates, kind_of,
                                no_derivative)
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow
@@ -84,7 +86,16 @@ class Adjoints:
             return
         if op in ("fadd", "fsub", "fmul", "fdiv", "frem", "fneg"):
             return self.reverse_rule(inst, op, ops, dr, site, b)
+        if op in LANE_OPS:
+            return self.reverse_lanes(inst, dr, site, b)
         raise self.d.fail(f"the '{op}' instruction in reverse mode")
+
+    def reverse_lanes(self, inst, dr, site, b) -> None:
+        """A lane operation's adjoints (vectors.py): its transpose."""
+        made = vectors.adjoints(b, inst, dr, lambda o: self.needs.value(o, site),
+                                lambda o: self.activity.active(o.value))
+        for k, value in made:
+            self.add(b, inst.operands[k].value, value)
 
     def _release_only(self, inst, site, b) -> None:
         """What the reverse sweep releases, and nothing else (split mode's `free`)."""
@@ -104,6 +115,9 @@ class Adjoints:
         if rule.refuse is not None and (why := rule.refuse([self.activity.on(a) for a in args])):
             raise self.d.fail(why)
         if rule.choice is not None:
+            if inst.type.kind == "vector":
+                raise self.d.fail(f"'{name.lstrip('@')}' on a vector value in reverse mode (which argument won is "
+                                  "kept per scalar)")
             partials = rule.from_choice(b, self.needs.need(Key(CHOICE, inst.result), site, (I1,))[0],
                                         V(inst.type, "poison"))
         else:
@@ -136,7 +150,7 @@ class Adjoints:
                     "to memory adgen keeps no derivatives of (a global variable, say)"
                 raise self.d.fail(f"a store of a value carrying derivatives {what}")
             return
-        t = value.type if value.type.kind == "float" else activity.floaty.get(value.value) or (
+        t = value.type if floating(value.type) else activity.floaty.get(value.value) or (
             activity.memtype(ptr.value) if value.type.kind == "int" and value.type.bits in (32, 64) else None)
         if t is None or (value.type.kind == "int" and t.bits != value.type.bits):
             return  # integers and pointers: nothing flows back
@@ -237,7 +251,7 @@ class Adjoints:
             length = b.cast("zext", length, I64)
         if src.value not in activity.pointers:
             return self.layout.zero_memory(b, d, length)
-        if t is None and activity.holds_no_floats(dst.value, src.value):
+        if t is None and activity.holds_no_floats(dst.value, src.value, length=size):
             return  # integers and pointers: no adjoints to move (their shadows stay as they are)
         if t is None:
             raise self.d.fail("a copy between memory holding derivatives whose element type adgen cannot deduce "

@@ -18,7 +18,7 @@ from adgen.ir_ad.reverse.plan.keys import CAME, CHOICE, GUARD, LOG, LOG_OWNER, M
 from adgen.ir_ad.reverse.types import ReverseFacts, size_global
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, LIFETIME, MOVE, REALLOCATE, allocation_size, kind_of
-from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow, mask_name
+from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow, mask_name, self_shadowed
 
 
 def write_augmented(d: ReverseFacts) -> str:
@@ -106,7 +106,7 @@ class AugmentedWriter:
         dst, src, size = inst.operands[:3]
         activity = self.activity
         if dst.value not in activity.pointers or activity.memtype(dst.value) or activity.memtype(src.value) or \
-                not activity.holds_no_floats(dst.value, src.value):
+                not activity.holds_no_floats(dst.value, src.value, length=size):
             return
         length = V(size.type, size.value)
         if length.type.text != "i64":
@@ -124,6 +124,8 @@ class AugmentedWriter:
             return self.layout.named(op.value, PTR)
         if op.value in ("null", "undef", "poison") or missing_ok:
             return self.layout.zero(PTR)
+        if self_shadowed(self.activity.module, op.value, self.activity.cfg.defs) and self.layout.itself(op.value):
+            return self.layout.itself(op.value)
         raise self.fail(MIXED_POINTER)
 
     def _return_with_shadow(self, term: Instruction, b: Builder) -> None:
@@ -167,6 +169,9 @@ class AugmentedWriter:
         if flag is not None:
             self.cache.keep(Key(GUARD, instruction_key(self.fn, inst)), b, flag)
         if op == "store" and inst in self.d.undoable:
+            if self.d.logged and inst.operands[0].type.kind == "vector":
+                raise self.fail(f"a store of a vector ('{inst.operands[0].type.text}') that the undo log would keep: "
+                                "it keeps scalars")
             if self.d.logged:
                 b.call(f'@"adgen.log.push.{inst.operands[0].type.text}"', VOID,
                        [V(PTR, inst.operands[1].value), self.guards.flag(inst)])

@@ -1,0 +1,52 @@
+"""Pointers whose shadows nothing reads: a function pointer loaded from an object's virtual
+table and only called through (adgen calls through the primal pointer: a dispatcher takes it
+first and compares it, dispatch.py), the table's address it was loaded through, and pointers
+only compared or turned into integers. Both activity analyses give them no shadow, so a virtual
+call on an object whose shadow's table nothing wrote (one a library's constructor made, which
+carries no derivatives) reads nothing from that shadow."""
+
+from __future__ import annotations
+
+from adgen.ir_ad.calls import LIBRARY_IO
+from adgen.ir_ad.ir import Function, Instruction
+
+_THROUGH = ("getelementptr", "bitcast", "addrspacecast", "phi", "select")
+
+
+def unread_shadows(fn: Function) -> set[str]:
+    """The function's pointer values every use of which is one needing no shadow."""
+    uses: dict[str, list[tuple[Instruction, int]]] = {}
+    candidates = []
+    for inst in fn.instructions():
+        values = [v for v, _ in inst.incoming] if inst.opcode == "phi" else inst.operands
+        for k, o in enumerate(values):
+            uses.setdefault(o.value, []).append((inst, k))
+        if inst.result and inst.type.kind == "ptr" and inst.opcode in (*_THROUGH, "load"):
+            candidates.append(inst.result)
+    free: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for value in candidates:
+            if value not in free and value in uses and all(_needs_none(inst, k, free) for inst, k in uses[value]):
+                free.add(value)
+                changed = True
+    return free
+
+
+def _needs_none(inst: Instruction, k: int, free: set[str]) -> bool:
+    """Whether this use (operand k of inst) reads no shadow of its operand."""
+    op = inst.opcode
+    if op in ("icmp", "ptrtoint"):
+        return True
+    if op in ("call", "invoke"):
+        name = inst.callee.lstrip("@").strip('"')
+        return k == 0 and name.startswith(("adgen.dispatch.", LIBRARY_IO)) and \
+            all(o.value != inst.operands[0].value for o in inst.operands[1:])
+    if op == "load":  # the address of a loaded pointer that needs none itself
+        return inst.type.kind == "ptr" and inst.result in free
+    if op in ("getelementptr", "bitcast", "addrspacecast"):
+        return k == 0 and inst.result in free
+    if op in ("phi", "select"):
+        return (op == "phi" or k > 0) and inst.result in free
+    return False

@@ -1,0 +1,192 @@
+"""What the IR's types say memory holds. clang gives a local object its class's type
+(`alloca %"struct.Eigen::TensorEvaluator"`), so the bytes at a constant offset from one are
+fields of known types: in the function itself or, through a pointer argument, at every call of
+the function in the module (when its address is never taken, those are all its callers).
+
+The sweeps ask this of a copy (`memcpy`) whose floating type no access in the function shows,
+as a class's copy constructor makes: Eigen's evaluators copying the sizes and pointers of the
+expressions they hold. Bytes of integers and pointers only carry no adjoints, and their
+shadows are copied as pointers' are. A union, a byte array (storage any object may be built
+in) or a type the module does not define answers no."""
+
+from __future__ import annotations
+
+import weakref
+
+from adgen.ir_ad.ir import Function, Instruction, Module, Type
+
+_DEPTH = 8  # calls followed up from a pointer argument
+_SITES: "weakref.WeakKeyDictionary[Module, dict]" = weakref.WeakKeyDictionary()
+
+
+def holds_no_floats(module: Module, fn: Function, pointer: str, length: int) -> bool:
+    """Whether the `length` bytes at `pointer` (a value of `fn`) are known from the types to
+    hold integers and pointers only."""
+    return _span(module, fn, pointer, 0, length, 0)
+
+
+def _span(module: Module, fn: Function, value: str, offset: int, length: int, depth: int) -> bool:
+    root = _root(module, fn, value)
+    if root is None or depth > _DEPTH:
+        return False
+    name, shift = root
+    offset += shift
+    inst = _defs(fn).get(name)
+    if inst is not None:
+        if inst.opcode != "alloca" or inst.count is not None:
+            return False
+        t = inst.source_type
+        return 0 <= offset and offset + length <= size_of(module, t) and _plain(module, t, offset, length)
+    params = [p.name for p in fn.params]
+    if name not in params:
+        return False
+    k = params.index(name)
+    sites = _call_sites(module).get(fn.name)
+    return bool(sites) and all(k < len(call.operands) and
+                               _span(module, caller, call.operands[k].value, offset, length, depth + 1)
+                               for caller, call in sites)
+
+
+def _root(module: Module, fn: Function, value: str) -> tuple[str, int] | None:
+    """The value a pointer is a constant offset from (an alloca, an argument), and the offset."""
+    offset, defs = 0, _defs(fn)
+    for _ in range(64):
+        inst = defs.get(value)
+        if inst is None or inst.opcode not in ("getelementptr", "bitcast", "addrspacecast"):
+            return value, offset
+        if inst.opcode == "getelementptr":
+            if inst.type.kind != "ptr":
+                return None
+            shift = _gep_offset(module, inst)
+            if shift is None:
+                return None
+            offset += shift
+        value = inst.operands[0].value
+    return None
+
+
+def _gep_offset(module: Module, inst: Instruction) -> int | None:
+    indices = []
+    for o in inst.operands[1:]:
+        try:
+            indices.append(int(o.value))
+        except ValueError:
+            return None
+    if not indices:
+        return 0
+    t = inst.source_type
+    offset = indices[0] * size_of(module, t)
+    for i in indices[1:]:
+        t = module.struct_type(t)
+        if t.kind == "struct":
+            offset += _field_offsets(module, t)[i]
+            t = t.elems[i]
+        elif t.kind in ("array", "vector"):
+            t = t.elems[0]
+            offset += i * size_of(module, t)
+        else:
+            return None
+    return offset
+
+
+def _plain(module: Module, t: Type, offset: int, length: int, depth: int = 0) -> bool:
+    """Whether the bytes [offset, offset + length) of a `t` hold integers and pointers only."""
+    if depth > 32:
+        return False
+    if t.kind == "named":
+        if t.text.startswith(('%union.', '%"union.')):
+            return False
+        t = module.struct_type(t)
+    if t.kind in ("int", "ptr"):
+        return True
+    if t.kind == "struct":
+        for field, at in zip(t.elems, _field_offsets(module, t)):
+            size = size_of(module, field)
+            if at < offset + length and offset < at + size and \
+                    not _plain(module, field, max(0, offset - at), min(offset + length, at + size) - max(offset, at),
+                               depth + 1):
+                return False
+        return True
+    if t.kind == "array":
+        e = t.elems[0]
+        if e.kind == "int" and e.bits <= 8 and t.count > 1:
+            return False  # storage any object may be built in
+        return _plain(module, e, 0, size_of(module, e), depth + 1)
+    return False  # floats, vectors of them, opaque types
+
+
+def size_of(module: Module, t: Type) -> int:
+    """A type's allocation size in bytes, as LLVM lays it out on 64-bit targets (natural
+    alignment; a packed struct `<{ ... }>` without padding)."""
+    t = module.struct_type(t)
+    if t.kind == "struct":
+        offsets = _field_offsets(module, t)
+        end = offsets[-1] + size_of(module, t.elems[-1]) if t.elems else 0
+        return _round(end, align_of(module, t))
+    if t.kind == "array":
+        return t.count * size_of(module, t.elems[0])
+    if t.kind == "vector":
+        return _round(t.count * max(1, t.elems[0].bits) // 8 or 1, align_of(module, t))
+    return _round(_scalar_bytes(t), align_of(module, t))
+
+
+def align_of(module: Module, t: Type) -> int:
+    t = module.struct_type(t)
+    if t.kind == "struct":
+        return 1 if t.text.startswith("<") else max((align_of(module, e) for e in t.elems), default=1)
+    if t.kind == "array":
+        return align_of(module, t.elems[0])
+    if t.kind == "vector":
+        return min(64, _pow2(t.count * max(1, t.elems[0].bits) // 8 or 1))
+    return min(16, _pow2(_scalar_bytes(t)))
+
+
+def _field_offsets(module: Module, t: Type) -> list[int]:
+    packed, at, out = t.text.startswith("<"), 0, []
+    for e in t.elems:
+        if not packed:
+            at = _round(at, align_of(module, e))
+        out.append(at)
+        at += size_of(module, e)
+    return out
+
+
+def _scalar_bytes(t: Type) -> int:
+    if t.kind == "ptr":
+        return 8
+    if t.text == "x86_fp80":
+        return 10
+    return max(1, (t.bits + 7) // 8) if t.kind in ("int", "float") else 1
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def _round(n: int, align: int) -> int:
+    return -(-n // align) * align
+
+
+def _defs(fn: Function) -> dict[str, Instruction]:
+    return {i.result: i for i in fn.instructions() if i.result}
+
+
+def _call_sites(module: Module) -> dict[str, list[tuple[Function, Instruction]]]:
+    """Each function's direct calls in the module; none for a function whose address is taken
+    (stored, passed, in a global's initializer: it may be called from anywhere)."""
+    if module in _SITES:
+        return _SITES[module]
+    sites: dict[str, list] = {}
+    taken: set[str] = set()
+    for fn in module.functions.values():
+        for inst in fn.instructions():
+            for o in [*inst.operands, *(v for v, _ in inst.incoming)]:
+                if o.value.startswith("@"):
+                    taken.add(o.value)
+            if inst.opcode in ("call", "invoke") and inst.callee.startswith("@"):
+                sites.setdefault(inst.callee, []).append((fn, inst))
+    for line in module.globals.values():
+        taken.update(w.rstrip(",)}]") for w in line.split() if w.startswith("@"))
+    result = {name: calls for name, calls in sites.items() if name not in taken}
+    _SITES[module] = result
+    return result
