@@ -26,6 +26,9 @@ ALIGN = 16  # the alignment of shadow memory adgen allocates (calloc's), each la
 VECTOR_VALUES = ("vector values (SIMD code: vector types or intrinsics in the source, Eigen's packets) are "
                  "differentiated with separate lanes (dual, dup, and forward[N] or reverse[N] of them), not "
                  "interleaved ones (dualv, dupv)")
+# Both modes refuse floats' bits moved as an integer wider than a double (analysis/uses.py).
+WIDE_INTEGER = ("an integer of {bits} bits loaded from memory holding derivatives, whose bits become floating-point "
+                "values (the optimizer's copy of several at once): adgen does not follow derivatives through them")
 # Both modes refuse a pointer whose shadow is known only on some paths; this says what to do instead.
 MIXED_POINTER = ("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of"
                  " (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")

@@ -137,6 +137,13 @@ def test_sse2_intrinsics(adgen, c_file):
      "// @diff(g: forward[2] (dualv, const) -> dualonly)\n"
      "double f(const double *x, int n) {\n  v2d a = {x[0], x[1]};\n  a = a * a;\n  return a[0] + a[1];\n}\n",
      "not interleaved ones (dualv, dupv)"),
+    *[("#include <string.h>\n#include <stdint.h>\n"
+       f"// @diff(g: {entry})\n"
+       "double f(const double *x) {\n  __int128 bits;\n  memcpy(&bits, x, 16);  /* two doubles as one integer */\n"
+       "  uint64_t lo = (uint64_t)bits, hi = (uint64_t)(bits >> 64);\n  double a, b;\n"
+       "  memcpy(&a, &lo, 8);\n  memcpy(&b, &hi, 8);\n  return a * b;\n}\n",
+       "an integer of 128 bits loaded from memory holding derivatives, whose bits become floating-point values")
+      for entry in ("(dup) -> active", "(dual) -> dual")],
 ])
 def test_what_is_refused_is_a_located_error(adgen, c_file, source, message):
     src = c_file(source)

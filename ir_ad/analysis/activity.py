@@ -12,10 +12,10 @@ from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, float_t
 from adgen.ir_ad.analysis.masked import masked_slice
 from adgen.ir_ad.analysis.slots import slots
 from adgen.ir_ad.analysis import typed_bytes
-from adgen.ir_ad.analysis.callee_pointers import unread_shadows
+from adgen.ir_ad.analysis.uses import floats_as_wide_integers, unread_shadows
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import DEFINED, allocates, callee_name, kind_of, refused
-from adgen.ir_ad.shadows import carries, mask_name
+from adgen.ir_ad.shadows import WIDE_INTEGER, carries, mask_name
 from adgen.ir_ad.vectors import LANE_OPS
 
 
@@ -50,6 +50,7 @@ class ActivityAnalysis:
         self._memtypes: dict[str, Type | None] = {}
         self.slots = slots(module, fn)
         self.unread = unread_shadows(fn)
+        self.wide = floats_as_wide_integers(fn)
         for inst in fn.instructions():
             why = refused(module, inst)
             if why is not None:
@@ -146,6 +147,8 @@ class ActivityAnalysis:
             raise self.fail(f"a vector carrying derivatives ('{ops[0].type.text}') taken as another type "
                             f"('{t.text}'): adgen cannot follow derivatives through its bits")
         if op == "load" and self.on(ops[0]):
+            if inst.result in self.wide:
+                raise self.fail(WIDE_INTEGER.format(bits=t.bits))
             if float_t:
                 return float_t
             if t.kind == "int" and t.bits in (32, 64):  # float data moved as integer bits

@@ -11,8 +11,8 @@ from adgen.ir_ad.analysis.slots import slots
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import Function, Instruction, Module, Operand, floating
 from adgen.ir_ad.calls import ALLOCATE, DEFINED, INACTIVE, REALLOCATE, RULE, kind_of, refused
-from adgen.ir_ad.shadows import VECTOR_VALUES, Layout, carries, mask_name
-from adgen.ir_ad.analysis.callee_pointers import unread_shadows
+from adgen.ir_ad.shadows import VECTOR_VALUES, WIDE_INTEGER, Layout, carries, mask_name
+from adgen.ir_ad.analysis.uses import floats_as_wide_integers, unread_shadows
 from adgen.ir_ad.vectors import LANE_OPS
 
 
@@ -24,6 +24,7 @@ class TangentFlow:
         self.defs = {i.result: i for i in fn.instructions() if i.result}
         self.slots = slots(module, fn)
         self.unread = unread_shadows(fn)
+        self.wide = floats_as_wide_integers(fn)
         for inst in fn.instructions():
             why = refused(module, inst)
             if why is not None:
@@ -109,6 +110,8 @@ class TangentFlow:
         if op in ("fpext", "fptrunc", "bitcast", "freeze"):
             return self.on(ops[0]) and has(inst.type)
         if op == "load":
+            if inst.result in self.wide and self.on(ops[0]):
+                raise Unsupported(self.fn.name, inst, WIDE_INTEGER.format(bits=inst.type.bits))
             return self.on(ops[0]) and has(inst.type)
         if op == "getelementptr":
             return self.on(ops[0])

@@ -1,4 +1,7 @@
-"""Pointers whose shadows nothing reads: a function pointer loaded from an object's virtual
+"""What the optimizer's code says of values before the activity analyses decide: pointers whose
+shadows nothing reads, and integers holding floats' bits that neither mode follows.
+
+Pointers whose shadows nothing reads: a function pointer loaded from an object's virtual
 table and only called through (adgen calls through the primal pointer: a dispatcher takes it
 first and compares it, dispatch.py), the table's address it was loaded through, and pointers
 only compared or turned into integers. Both activity analyses give them no shadow, so a virtual
@@ -50,3 +53,33 @@ def _needs_none(inst: Instruction, k: int, free: set[str]) -> bool:
     if op in ("phi", "select"):
         return (op == "phi" or k > 0) and inst.result in free
     return False
+
+
+_BIT_MOVES = ("trunc", "lshr", "ashr", "shl", "zext", "or", "and", "bitcast", "freeze")
+
+
+def floats_as_wide_integers(fn: Function) -> set[str]:
+    """Loads of an integer wider than a double whose bits become floating-point values (through
+    shifts and truncations to a `bitcast`): the optimizer's copy of several floats at once
+    (`load i128` of two doubles a `memcpy` moved). Neither mode follows derivatives through
+    such bits, so where the memory holds derivatives both refuse them, at the load."""
+    users: dict[str, list[Instruction]] = {}
+    for inst in fn.instructions():
+        for o in inst.operands:
+            users.setdefault(o.value, []).append(inst)
+    found = set()
+    for inst in fn.instructions():
+        if inst.opcode != "load" or inst.type.kind != "int" or inst.type.bits <= 64:
+            continue
+        work, seen = [inst.result], set()
+        while work:
+            value = work.pop()
+            for user in users.get(value, ()):
+                if user.opcode == "bitcast" and user.type.kind == "float":
+                    found.add(inst.result)
+                    work = []
+                    break
+                if user.opcode in _BIT_MOVES and user.result and user.result not in seen:
+                    seen.add(user.result)
+                    work.append(user.result)
+    return found
