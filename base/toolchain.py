@@ -202,7 +202,7 @@ def cxx_read_flags() -> tuple[str, ...]:
     """What libclang needs besides the C flags to read C++ as the bundled clang compiles it: the
     C++ library's headers (LLVM's libc++, which zig ships), searched first, and its macros."""
     args = _cc1_arguments(cxx_command(Compiler(bundled_cc(), 0, "")), "c++", "the bundled clang")
-    flags: list[str] = []
+    flags: list[str] = ["-nostdinc++"]  # (not the system's libstdc++ as well, whose <math.h> libc++'s would meet)
     for i, arg in enumerate(args[:-1]):
         value = args[i + 1]
         if arg in ("-isystem", "-internal-isystem") and re.search(r"libcxx(abi)?[/\\]include", value):

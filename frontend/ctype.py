@@ -368,7 +368,18 @@ def _reached(t: Type) -> str:
     it with a shadow whose pointers point to the shadows of that data), or "" (not at all)."""
     if holds_floating(t):
         return "held"
-    return "through pointers" if _points_to_floating(t.get_canonical()) else ""
+    c = t.get_canonical()
+    return "through pointers" if _points_to_floating(c) or _unseen_instance_of_floats(c) else ""
+
+
+def _unseen_instance_of_floats(c: Type) -> bool:
+    """A class template's instance whose fields libclang does not show (an implicit
+    instantiation: Eigen's `Matrix<double, -1, 1>`), with a floating type among its template
+    arguments: taken to reach floating data, its shadow an object of the same type."""
+    if c.kind != TypeKind.RECORD or c.get_declaration().kind not in _STRUCTS or any(True for _ in c.get_fields()):
+        return False
+    n = c.get_num_template_arguments()
+    return any(c.get_template_argument_type(k).get_canonical().kind in _FLOATING for k in range(max(n, 0)))
 
 
 def _points_to_floating(c: Type, depth: int = 0) -> bool:
@@ -389,10 +400,10 @@ def _template_family(decl: Cursor) -> list[Cursor]:
     explicit specializations beside it, in their order: what the instance's own declaration
     (one of them) needs to be read. Empty for a class no template made."""
     primary, seen = decl, set()
-    while primary is not None and primary.hash not in seen:
+    while primary.hash not in seen:
         seen.add(primary.hash)
-        made_from = conf.lib.clang_getSpecializedCursorTemplate(primary)
-        if made_from is None or made_from.kind == CursorKind.NO_DECL_FOUND:
+        made_from = _made_from(primary)
+        if made_from is None:
             break
         primary = made_from
     if primary is decl or primary.kind != CursorKind.CLASS_TEMPLATE or primary.semantic_parent is None:
@@ -403,16 +414,27 @@ def _template_family(decl: Cursor) -> list[Cursor]:
         if c.kind == CursorKind.CLASS_TEMPLATE and c.get_usr() == usr:
             family.append(c)
         elif c.kind in (CursorKind.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, *_STRUCTS):
-            made_from = conf.lib.clang_getSpecializedCursorTemplate(c)
+            made_from = _made_from(c)
             if made_from is not None and made_from.get_usr() == usr:
                 family.append(c)
     return family
 
 
+def _made_from(c: Cursor) -> Cursor | None:
+    """The template a class (or a partial specialization) was made from; None for none (libclang's
+    bindings differ in how they return a null cursor)."""
+    made_from = conf.lib.clang_getSpecializedCursorTemplate(c)
+    if made_from is None or made_from == conf.lib.clang_getNullCursor():
+        return None
+    made_from._tu = c._tu  # (what the bindings' own methods set: its translation unit)
+    return made_from
+
+
 def _decls(t: Type):
     """The declarations of the named types `t` mentions: the outermost name is enough, since its
     declaration must see whatever it is built from."""
-    if t.kind in _SUGAR or t.kind in (TypeKind.RECORD, TypeKind.ENUM):
+    if t.kind in _SUGAR or t.kind in (TypeKind.RECORD, TypeKind.ENUM) or \
+            (t.kind == TypeKind.UNEXPOSED and t.get_canonical().kind == TypeKind.RECORD):  # (an instance, in libclang 22)
         decl = t.get_declaration()
         if decl.kind != CursorKind.NO_DECL_FOUND and decl.location.file is not None:
             for d in _template_family(decl) or (decl,):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -482,3 +483,98 @@ def test_template_arguments_on_a_function_are_an_error(adgen, c_file, tmp_path):
     result = adgen("build", src, "-o", tmp_path / "out")
     assert result.status == 1
     assert f"{src}:1:17: error: 'sq' is not a function template: its entries name no template arguments" in result.err
+
+
+EIGEN = next((d for d in ("/usr/include/eigen3", "/usr/local/include/eigen3") if Path(d, "Eigen").is_dir()), None)
+
+EIGEN_SOURCE = r"""#include <Eigen/Dense>
+// @diff(energy_grad: (dup, dup) -> active; energy_fwd: forward (dual, dual) -> dual)
+double energy(const Eigen::VectorXd &x, const Eigen::MatrixXd &A) {
+    Eigen::VectorXd Ax = A * x;
+    return x.dot(Ax) + x.array().sin().sum() + A.squaredNorm();
+}
+// @diff(rot_grad: (dup, dup) -> activeonly)
+double rot(const Eigen::Vector3d &v, const Eigen::Matrix3d &R) { return (R * v).norm() * v.x(); }
+// @diff(mapped_grad: (dup, const) -> active)
+double mapped(const double *p, int n) { Eigen::Map<const Eigen::VectorXd> v(p, n); return v.squaredNorm() * v.sum(); }
+"""
+
+EIGEN_MAIN = r"""#include <Eigen/Dense>
+#include <cstdio>
+#include <cmath>
+#include "eigen.adgen.h"
+double energy(const Eigen::VectorXd &x, const Eigen::MatrixXd &A);
+double rot(const Eigen::Vector3d &v, const Eigen::Matrix3d &R);
+double mapped(const double *p, int n);
+int main() {
+    int n = 4; double h = 1e-6, bad = 0;
+    Eigen::VectorXd x(n); x << 0.3, -0.7, 1.1, 0.2;
+    Eigen::MatrixXd A(n, n); for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) A(i, j) = std::sin(i + 2.0 * j);
+    Eigen::VectorXd dx = Eigen::VectorXd::Zero(n); Eigen::MatrixXd dA = Eigen::MatrixXd::Zero(n, n);
+    energy_grad(x, dx, A, dA, 1.0);
+    for (int i = 0; i < n; i++) { Eigen::VectorXd p = x, m = x; p(i) += h; m(i) -= h;
+        double fd = (energy(p, A) - energy(m, A)) / (2 * h); bad = std::fmax(bad, std::fabs(fd - dx(i))); }
+    for (int i = 0; i < n * n; i++) { Eigen::MatrixXd p = A, m = A; p.data()[i] += h; m.data()[i] -= h;
+        double fd = (energy(x, p) - energy(x, m)) / (2 * h); bad = std::fmax(bad, std::fabs(fd - dA.data()[i])); }
+    Eigen::VectorXd u(n); u << 0.5, -1, 0.25, 2; Eigen::MatrixXd U = A.transpose() * 0.1;
+    energy_fwd_result r = energy_fwd(x, u, A, U);
+    double jvp = dx.dot(u) + (dA.array() * U.array()).sum();
+    std::printf("fd err %g, fwd %g vs %g\n", bad, r.d_ret, jvp);
+    Eigen::Vector3d v(0.2, -0.4, 0.9), dv = Eigen::Vector3d::Zero(); Eigen::Matrix3d R = Eigen::Matrix3d::Identity() * 1.5, dR = Eigen::Matrix3d::Zero();
+    R(0, 1) = 0.3;
+    rot_grad(v, dv, R, dR, 1.0);
+    double b2 = 0; for (int i = 0; i < 3; i++) { Eigen::Vector3d p = v, m = v; p(i) += h; m(i) -= h; b2 = std::fmax(b2, std::fabs((rot(p, R) - rot(m, R)) / (2 * h) - dv(i))); }
+    for (int i = 0; i < 9; i++) { Eigen::Matrix3d p = R, m = R; p.data()[i] += h; m.data()[i] -= h; b2 = std::fmax(b2, std::fabs((rot(v, p) - rot(v, m)) / (2 * h) - dR.data()[i])); }
+    double q[3] = {0.5, 1.5, -0.5}, dq[3] = {0, 0, 0};
+    mapped_grad(q, dq, 3, 1.0);
+    double b3 = 0; for (int i = 0; i < 3; i++) { double p[3] = {q[0], q[1], q[2]}, m[3] = {q[0], q[1], q[2]}; p[i] += h; m[i] -= h; b3 = std::fmax(b3, std::fabs((mapped(p, 3) - mapped(m, 3)) / (2 * h) - dq[i])); }
+    std::printf("fixed-size err %g, mapped err %g\n", b2, b3);
+    return !(bad < 1e-6 && std::fabs(r.d_ret - jvp) < 1e-9 && b2 < 1e-6 && b3 < 1e-6);
+}
+"""
+
+
+@pytest.mark.skipif(EIGEN is None, reason="no Eigen headers (Debian's libeigen3-dev, which .ci/run installs)")
+@pytest.mark.parametrize("compiler", ["g++", "bundled"])
+def test_eigen_matrices_and_vectors_by_reference(adgen, tmp_path, compiler):
+    """Eigen's dense matrices and vectors by reference (dynamic: their floats through a pointer;
+    fixed-size: held), `dup` and `dual` with shadows of the same type, and `Eigen::Map` over a
+    pointer inside: gradients against central finite differences, forward against reverse, from
+    a program built by g++ (libstdc++) or the bundled clang (libc++)."""
+    if compiler == "g++" and shutil.which("g++") is None:
+        pytest.skip("no g++ on this machine")
+    src, entry = tmp_path / "eigen.cpp", tmp_path / "main.cpp"
+    src.write_text(EIGEN_SOURCE)
+    entry.write_text(EIGEN_MAIN)
+    result = adgen("build", "-q", src, "-o", tmp_path, "--", "-I", EIGEN)
+    assert result.status == 0, result.err
+    files = ["-I", EIGEN, str(entry), str(src), str(tmp_path / "eigen.adgen.o"), "-o", str(tmp_path / "app")]
+    command = ["g++", "-O2", *files] if compiler == "g++" else zig_cc("-O2", *files, cxx=True)
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+LIBRARY_CLASSES = r"""#include <array>
+#include <complex>
+// @diff(cabs2_grad: (dup, dup) -> active)
+double cabs2(const std::complex<double> &z, const std::array<double, 3> &w) { return std::norm(z) * w[0] + w[1] * w[2] * z.real(); }
+"""
+
+
+def test_complex_and_array_by_reference(adgen, tmp_path):
+    """`std::complex<double>` and `std::array<double, 3>` by reference, `dup`: shadows of the same
+    types, the gradient exact (a polynomial)."""
+    _program(adgen, tmp_path, "lib.cpp", LIBRARY_CLASSES, r"""#include <array>
+#include <complex>
+#include <cstdio>
+#include "lib.adgen.h"
+int main() {
+    std::complex<double> z(0.5, -1.5), dz(0, 0); std::array<double, 3> w{2, 3, 4}, dw{0, 0, 0};
+    double r = cabs2_grad(z, dz, w, dw, 1.0);
+    std::printf("%g | %g %g | %g %g %g\n", r, dz.real(), dz.imag(), dw[0], dw[1], dw[2]);
+    // want dz = (2*0.5*2 + 12, 2*-1.5*2) = (14, -6); dw = (2.5, 4*0.5, 3*0.5) = (2.5, 2, 1.5)
+    return !(dz.real() == 14 && dz.imag() == -6 && dw[0] == 2.5 && dw[1] == 2 && dw[2] == 1.5);
+}
+""")
