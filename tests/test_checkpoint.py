@@ -432,6 +432,11 @@ def test_split_mode(build_lib, tmp_path):
     ("// @diff(g: (dup, const) -> active within 1MiB)\n"
      "double f(double *x, int n) {\n  double *p = x;\n  for (int i = 0; i < n; i++) { *p = 1; p += i; }\n"
      "  return x[0];\n}", "cannot differentiate a store whose addresses adgen cannot bound"),
+    ("typedef double v2d __attribute__((vector_size(16)));\n"
+     "// @diff(g: (dup, active, const) -> active within 1MiB)\n"
+     "double f(double *x, double a, int n) {\n  v2d acc = {a, 1.0};\n"
+     "  for (int i = 0; i < n; i++)\n    acc = acc * x[i] + 0.5;\n  return acc[0] * acc[1];\n}",
+     "a vector value ('<2 x double>') going into or out of a loop checkpointed"),
 ])
 def test_errors(adgen, c_file, source, message):
     src = c_file(source)

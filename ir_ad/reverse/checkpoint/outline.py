@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from adgen.ir_ad.analysis.flow import CFG
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
-from adgen.ir_ad.ir import I32, PTR, Argument, Block, Function, Instruction, Module, Type, parse_instruction
+from adgen.ir_ad.ir import I32, PTR, Argument, Block, Function, Instruction, Module, Type, floating, parse_instruction
 from adgen.ir_ad.ir.builder import local
 from adgen.ir_ad.ir.edit import rename_incoming, retarget
 from adgen.ir_ad.reverse.checkpoint.regions import (STATE, Extents, NotCheckpointed, declared_extents, leaves,
@@ -96,6 +96,13 @@ def _outline_one(f: Function, loop: Loop, cfg: CFG, stem: str, k: int, used: set
             for v in sorted(inst.mentions()):
                 if v in defined_in and v not in {n for n, _ in live_out}:
                     live_out.append((v, types[v]))
+    crossing = [a.type for a in inputs] + [p.type for p in carried] + [t for _, t in live_out]
+    vector = next((t for t in crossing if floating(t) and t.kind == "vector"), None)
+    if vector is not None:  # (the step is a call, whose vector arguments carry no derivatives)
+        raise NotCheckpointed(next((i for i in body[0].instructions if i.dbg), None),
+                              f"a vector value ('{vector.text}') going into or out of a loop checkpointed to keep "
+                              "the gradient within its memory budget (vector values are differentiated within "
+                              "a function, and the loop's step is a function of its own)")
     out = Outlined(loop, None, None, inputs, carried, live_out)
     offset = 0
     for name, t in [(p.result, p.type) for p in carried] + live_out:
