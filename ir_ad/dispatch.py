@@ -6,7 +6,9 @@ direct call. A pointer to a function the module does not hold (from a library, s
 the dispatcher's last branch, which says so on stderr and aborts: the derivative code never
 runs a function it has no derivative of. A target with external linkage stays a (weak)
 definition of its symbol in the object, merged with the user's own: a pointer to it taken
-in the user's code is then the same pointer."""
+in the user's code is then the same pointer. A call through a pointer in code inlined from the
+C++ library's stream and locale headers is not dispatched: it becomes a plain call of the
+pointer through a function the modes see as carrying no derivatives (`LIBRARY_IO`)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ Each function is checked against central finite differences and forward against 
 width 1, reverse[2], split mode, forward[2] and forward over reverse (Hessian-vector products),
 at points where the side not chosen has non-finite partials. Across calls not inlined too (the
 arguments a callee may mask, a result its caller may mask: NaN before), and a value computed on
-every path but read on some."""
+every path but read on some, here or in a callee not inlined."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import pytest
 
 import adgen
 
-NAMES = ("root", "nested", "biggest", "smallest", "stored", "product", "quotient", "passed", "returned", "early")
+NAMES = ("root", "nested", "biggest", "smallest", "stored", "product", "quotient", "passed", "returned", "early",
+         "unread")
 
 
 def _annotations(name: str) -> str:
@@ -128,6 +129,22 @@ __attribute__((noinline)) static double root_of(double a) { return sqrt(sqrt(a))
         if (s > 1e6) { s = r; break; }
     }
     return s;
+}
+
+/* the same across a call not inlined: the callee reads its argument on one path only */
+__attribute__((noinline)) static double unless(double v, const double *x, int n)
+{
+    double s = 0;
+    for (int i = 1; i < n; i++) {
+        s += x[i] * x[i];
+        if (s > 1e6) return v;
+    }
+    return s;
+}
+
+""" + _annotations("unread") + r"""double unread(const double *x, int n)
+{
+    return unless(sqrt(x[0]) * 3.0, x, n);
 }
 """
 

@@ -9,7 +9,8 @@ gradient into NaN. The reverse sweep gives the values of this slice a "strong ze
 (exactly zero where the adjoint is zero); every other partial is a plain product.
 
 Across calls not inlined (a checkpointed loop's step is one): the arguments a callee may mask
-(`maskable_params`, a summary of its own slice) are masked in the caller, and a callee whose
+(`maskable_params`, a summary of its own slice) are masked in the caller, an argument a callee
+may not read (`unread_params`) is not a use that reads it on that path; a callee whose
 result the caller may mask masks what it returns (`ret_masked`, part of its derivative's
 pattern)."""
 
@@ -42,7 +43,7 @@ def masked_slice(fn: Function, cfg: CFG, memory: Memory, floaty: dict, module: M
             work += [o.value for k, o in enumerate(inst.operands) if k in maskable]
         elif inst.opcode == "ret" and ret_masked and inst.operands:
             work.append(inst.operands[0].value)
-    work += _maybe_unused(fn, cfg, floaty)
+    work += _maybe_unused(fn, cfg, floaty, module=module)
     found: set[str] = set()
     while work:
         v = work.pop()
@@ -66,7 +67,7 @@ def masked_slice(fn: Function, cfg: CFG, memory: Memory, floaty: dict, module: M
 _NOT_BACK = {"fcmp", "icmp", "fptosi", "fptoui"}
 
 
-def _maybe_unused(fn: Function, cfg: CFG, floaty: dict) -> list[str]:
+def _maybe_unused(fn: Function, cfg: CFG, floaty: dict, params: bool = False, module: Module | None = None) -> list[str]:
     """The floating values some path takes from where they are computed to a return, or to
     their own definition again (the next iteration's value), without a use that passes an
     adjoint back to them: there their adjoint is zero, where partials may be infinite (the
@@ -81,14 +82,16 @@ def _maybe_unused(fn: Function, cfg: CFG, floaty: dict) -> list[str]:
                     if v.value in floaty:
                         edges.setdefault(v.value, set()).add((frm, b.label))
             elif inst.opcode not in _NOT_BACK:
-                for o in inst.operands:
-                    if o.value in floaty:
+                unread = unread_params(module, module.functions[inst.callee]) \
+                    if module is not None and inst.opcode == "call" and kind_of(module, inst) == DEFINED else ()
+                for j, o in enumerate(inst.operands):
+                    if o.value in floaty and j not in unread:  # (an argument the callee may not read: no use)
                         uses.setdefault(o.value, []).append((b.label, k))
     found = []
     start = {p.name: (cfg.entry, -1) for p in fn.params}
     tame: dict[str, bool] = {}
-    for v in floaty:
-        if _tame(v, cfg, floaty, tame):
+    for v in ([p.name for p in fn.params if p.name in floaty] if params else floaty):
+        if not params and _tame(v, cfg, floaty, tame):
             continue  # its partials are finite wherever its inputs are: a zero adjoint gives zeros
         home, at = start[v] if v in start else cfg.index_in_block[id(cfg.defs[v])] if v in cfg.defs else (None, 0)
         if home is None or home in cfg.doomed:
@@ -151,6 +154,8 @@ def _infinite(value: str) -> bool:
 def _escapes(cfg: CFG, home: str, at: int, used: dict[str, list[int]], edges: set) -> bool:
     """Whether a path from just after instruction `at` of block `home` reaches a return, or that
     instruction again, before a use (`used`: indices by block; `edges`: phi uses on edges)."""
+    if not cfg.succs[home]:
+        return True  # its own block returns, with no use after it (the caller saw to that)
     seen, work = set(), [s for s in cfg.succs[home] if (home, s) not in edges]
     while work:
         b = work.pop()
@@ -171,6 +176,23 @@ def _escapes(cfg: CFG, home: str, at: int, used: dict[str, list[int]], edges: se
 
 
 _SUMMARIES: WeakKeyDictionary = WeakKeyDictionary()  # module -> {(function, ret_masked): its maskable params}
+
+
+def unread_params(module: Module, fn: Function) -> frozenset[int]:
+    """The positions of `fn`'s floating parameters that some path through it does not read
+    (`_maybe_unused`, but whether a zero adjoint times the argument's partials is a zero the
+    caller decides: the argument may be computed with an infinite constant, as a complex
+    product's recovery of infinities hoisted before a checkpointed loop is)."""
+    done = _SUMMARIES.setdefault(module, {})
+    key = (fn.name, "unread")
+    if key not in done:
+        done[key] = frozenset()  # (while in progress: a recursion reads its arguments)
+        cfg = CFG(fn)
+        floaty = {p.name: p.type for p in fn.params if floating(p.type)}
+        floaty |= {i.result: i.type for i in fn.instructions() if i.result and floating(i.type)}
+        unread = set(_maybe_unused(fn, cfg, floaty, params=True, module=module))
+        done[key] = frozenset(k for k, p in enumerate(fn.params) if p.name in unread)
+    return done[key]
 
 
 def maskable_params(module: Module, fn: Function, ret_masked: bool) -> frozenset[int]:
