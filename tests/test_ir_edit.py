@@ -3,7 +3,8 @@
 from adgen.ir_ad.ir.edit import (body_mentions, c_string, declare_globals, define_line, define_weak_globals,
                                  defined_functions, drop_dead_loads, edit_declarations, int_as_pointer,
                                  lines_by_function, make_external, mentions, rename_locals, replace_instructions,
-                                 retarget, string_attribute, with_attributes, without_tail_calls)
+                                 retarget, string_attribute, with_attributes, without_poison_lanes,
+                                 without_tail_calls)
 
 FUNCTION = """define internal double @f(double %x) {
 entry:
@@ -136,3 +137,17 @@ def test_without_tail_calls_marks_the_functions_differentiation_made():
     out = without_tail_calls(text)
     assert '@"f\'fwd.d.l1"(double %x, double %"x\'") "disable-tail-calls"="true" {' in out
     assert "define double @f(double %x) #0 !dbg !7 {" in out  # the sources' own: untouched
+
+
+def test_vectors_undefined_lanes_are_made_zeros():
+    """Reverse mode multiplies the zero adjoints of lanes nothing reads by those lanes' values:
+    a poison lane made the whole adjoint poison. Zeros refine it."""
+    text = ("  %s = shufflevector <2 x double> %v, <2 x double> poison, <2 x i32> <i32 1, i32 poison>\n"
+            "  %i = insertelement <2 x double> poison, double %a, i64 0\n"
+            "  %w = shufflevector <4 x float> %a, <4 x float> undef, <4 x i32> poison\n"
+            "  %t = shufflevector <2 x double> %a, <2 x double> %b, <2 x i32> <i32 0, i32 3>\n")
+    assert without_poison_lanes(text).split("\n") == [
+        "  %s = shufflevector <2 x double> %v, <2 x double> zeroinitializer, <2 x i32> <i32 1, i32 2>",
+        "  %i = insertelement <2 x double> zeroinitializer, double %a, i64 0",
+        "  %w = shufflevector <4 x float> %a, <4 x float> zeroinitializer, <4 x i32> <i32 4, i32 4, i32 4, i32 4>",
+        "  %t = shufflevector <2 x double> %a, <2 x double> %b, <2 x i32> <i32 0, i32 3>", ""]

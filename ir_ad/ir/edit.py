@@ -198,3 +198,28 @@ def string_attribute(text: str, key: str) -> str | None:
     """The value of a string attribute (`"target-cpu"="x86-64"`) where the text first gives it."""
     m = re.search('"' + re.escape(key) + '"="([^"]*)"', text)
     return m.group(1) if m else None
+
+
+_POISON_BASE = re.compile(r"insertelement (<\d+ x [^>]+>) (?:poison|undef),")
+_SHUFFLE = re.compile(r"shufflevector (<(\d+) x [^>]+>) ([^,]+), (<\d+ x [^>]+>) (poison|undef), "
+                      r"(<\d+ x i32>) (<[^>]*>|poison|undef)")
+
+
+def without_poison_lanes(text: str) -> str:
+    """The text with the lanes a vector operation leaves undefined made zeros: a vector built
+    from `poison` (`insertelement <2 x double> poison, ...`) and a shuffle's `poison` lanes
+    (`<i32 1, i32 poison>`, of a second operand that is poison) start from zeros, which any value
+    refines. Reverse mode multiplies the adjoints of lanes nothing reads, zeros, by such lanes'
+    values: by poison, that made the whole adjoint poison (a wrong gradient)."""
+    text = _POISON_BASE.sub(r"insertelement \1 zeroinitializer,", text)
+
+    def shuffle(m: re.Match) -> str:
+        n, mask = int(m.group(2)), m.group(7)
+        if mask in ("poison", "undef"):
+            count = int(m.group(6)[1:].split(" x ")[0])
+            lanes = ", ".join([f"i32 {n}"] * count)
+        else:
+            lanes = re.sub(r"i32 (?:poison|undef)", f"i32 {n}", mask[1:-1])
+        return f"shufflevector {m.group(1)} {m.group(3)}, {m.group(4)} zeroinitializer, {m.group(6)} <{lanes}>"
+
+    return _SHUFFLE.sub(shuffle, text)
