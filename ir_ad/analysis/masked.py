@@ -175,21 +175,25 @@ def _escapes(cfg: CFG, home: str, at: int, used: dict[str, list[int]], edges: se
     return False
 
 
-_SUMMARIES: WeakKeyDictionary = WeakKeyDictionary()  # module -> {(function, ret_masked): its maskable params}
+def _floating_values(fn: Function) -> dict:
+    """Every floating parameter and value of `fn`: a summary counts them all (no activity analysis)."""
+    floaty = {p.name: p.type for p in fn.params if floating(p.type)}
+    return floaty | {i.result: i.type for i in fn.instructions() if i.result and floating(i.type)}
+
+
+_SUMMARIES: WeakKeyDictionary = WeakKeyDictionary()  # module -> {(function, ret_masked or "unread"): positions}
 
 
 def unread_params(module: Module, fn: Function) -> frozenset[int]:
     """The positions of `fn`'s floating parameters that some path through it does not read
-    (`_maybe_unused`, but whether a zero adjoint times the argument's partials is a zero the
-    caller decides: the argument may be computed with an infinite constant, as a complex
-    product's recovery of infinities hoisted before a checkpointed loop is)."""
+    (`_maybe_unused` of the parameters, tame or not: whether their partials may be infinite is
+    the caller's to say). A caller passing a value there does not read it on that path (a complex
+    product's recovery of infinities hoisted before a checkpointed loop, its step the callee)."""
     done = _SUMMARIES.setdefault(module, {})
     key = (fn.name, "unread")
     if key not in done:
         done[key] = frozenset()  # (while in progress: a recursion reads its arguments)
-        cfg = CFG(fn)
-        floaty = {p.name: p.type for p in fn.params if floating(p.type)}
-        floaty |= {i.result: i.type for i in fn.instructions() if i.result and floating(i.type)}
+        cfg, floaty = CFG(fn), _floating_values(fn)
         unread = set(_maybe_unused(fn, cfg, floaty, params=True, module=module))
         done[key] = frozenset(k for k, p in enumerate(fn.params) if p.name in unread)
     return done[key]
@@ -204,9 +208,7 @@ def maskable_params(module: Module, fn: Function, ret_masked: bool) -> frozenset
     key = (fn.name, ret_masked)
     if key not in done:
         done[key] = frozenset(k for k, p in enumerate(fn.params) if floating(p.type))  # (while in progress)
-        cfg = CFG(fn)
-        floaty = {p.name: p.type for p in fn.params if floating(p.type)}
-        floaty |= {i.result: i.type for i in fn.instructions() if i.result and floating(i.type)}
+        cfg, floaty = CFG(fn), _floating_values(fn)
         found = masked_slice(fn, cfg, Memory(fn, cfg, module), floaty, module, ret_masked)
         done[key] = frozenset(k for k, p in enumerate(fn.params) if p.name in found)
     return done[key]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import weakref
 
-from adgen.ir_ad.ir import Function, Instruction, Module, Type
+from adgen.ir_ad.ir import Function, Instruction, Module, Type, global_addresses
 
 _DEPTH = 8  # calls followed up from a pointer argument
 _SITES: "weakref.WeakKeyDictionary[Module, dict]" = weakref.WeakKeyDictionary()
@@ -180,13 +180,11 @@ def _call_sites(module: Module) -> dict[str, list[tuple[Function, Instruction]]]
     taken: set[str] = set()
     for fn in module.functions.values():
         for inst in fn.instructions():
-            for o in [*inst.operands, *(v for v, _ in inst.incoming)]:
-                if o.value.startswith("@"):
-                    taken.add(o.value)
+            taken.update(global_addresses(inst.text))  # (`ptr @f` as a value; a direct call's callee is not one)
             if inst.opcode in ("call", "invoke") and inst.callee.startswith("@"):
                 sites.setdefault(inst.callee, []).append((fn, inst))
     for line in module.globals.values():
-        taken.update(w.rstrip(",)}]") for w in line.split() if w.startswith("@"))
+        taken.update(global_addresses(line))
     result = {name: calls for name, calls in sites.items() if name not in taken}
     _SITES[module] = result
     return result
