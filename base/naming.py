@@ -3,4 +3,5 @@ defines under these prefixes, and diagnostics read them back."""
 
 KERNEL_PREFIX = "__adgen_kernel_"  # the stub of NAME calls KERNEL_PREFIX + NAME, which `adgen build` defines
 BY_ADDRESS_PREFIX = "__adgen_by_address_"  # wraps an annotated function passing structs by value
+CXX_ENTRY_PREFIX = "__adgen_c_"  # the C-linkage function a derived function declared in C++ (inline) calls
 MEMBER_PREFIX = "__adgen_member_"  # wraps an annotated C++ member function: its object the first parameter

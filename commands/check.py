@@ -194,6 +194,9 @@ class Checker:
         spec = self.lib._specs[primal]
         ints = {}
         for p in spec["params"]:
+            if not p["ffi"]:
+                raise CheckError(f"'{primal}' takes parameter '{p['name']}' by value, of a type Python cannot make (a "
+                                 "C++ class with a std::vector in it, say): check this derivative from C or C++")
             if not p["ffi"].startswith("ptr") and p["ffi"] not in ("double", "float", "longdouble") and \
                     not _by_value(p):
                 ints[p["name"]] = int(self.sizes.get(p["name"], "4"))

@@ -421,6 +421,9 @@ def _scalar(ffi: str):
 
 
 def _argtype(param: dict):
+    if not param["ffi"]:
+        raise TypeError(f"adgen.load cannot pass parameter '{param['name']}': it is passed by value, of a type ctypes "
+                        "cannot make (a C++ class with a std::vector in it, say); call this function from C or C++")
     return ctypes.c_void_p if param["ffi"].startswith("ptr") else _value_type(param)
 
 

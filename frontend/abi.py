@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from adgen.frontend.ctype import CType, declare, pointer_ctype, pointer_to, shadow_ctype
 from adgen.frontend.model import Activity, Derivation, Mode
 from adgen.frontend.prototypes import Prototype, Param
+from adgen.base.naming import CXX_ENTRY_PREFIX
 
 KERNEL_OUT = "__adgen_out_"  # the kernel's parameters for the returned values: this and the field's name
 _SHADOWED = {Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY}
@@ -31,8 +32,13 @@ class Slot:
         return declare(self.spelling, self.name + (f"[{self.count}]" if self.count > 1 else ""))
 
     def kernel_declaration(self) -> str:
-        """As the kernel takes it: a struct by value by its address."""
-        return declare(pointer_to(self.spelling), self.name) if self.by_value else self.declaration()
+        """As the kernel takes it: a struct by value by its address, a C++ rvalue reference as an
+        lvalue one (the stub passes the parameter by its name, an lvalue)."""
+        if self.by_value:
+            return declare(pointer_to(self.spelling), self.name)
+        if self.spelling.endswith("&&"):
+            return declare(self.spelling[:-2].rstrip() + " &", self.name)
+        return self.declaration()
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,30 @@ class Signature:
 
     @property
     def name(self) -> str:
+        """adgen's name for it: unique in the build (its kernel's, the manifest's for C)."""
         return self.derivation.name + (f"_{self.part}" if self.part else "")
+
+    @property
+    def linker_name(self) -> str:
+        """The name the object defines it by, with C linkage: where the derived function is
+        declared with C++ linkage, the header's inline definition calls this (specs/cxx.md)."""
+        return CXX_ENTRY_PREFIX + self.name if self.cxx_linkage else self.name
+
+    @property
+    def declared_name(self) -> str:
+        """The name it is declared by: C++ overloads share one."""
+        return (self.derivation.declared or self.derivation.name) + (f"_{self.part}" if self.part else "")
+
+    @property
+    def cxx_linkage(self) -> bool:
+        """Declared with C++ linkage in its primal's namespaces (specs/cxx.md), not `extern "C"`."""
+        return self.derivation.primal.cxx_linkage
+
+    @property
+    def qualified(self) -> str:
+        """Its name with the namespaces it is declared in (`nbody::simulate_grad`)."""
+        scope = self.derivation.primal.scope if self.cxx_linkage else ()
+        return "::".join((*scope, self.declared_name))
 
     def summary(self) -> str:
         """What it is, for the header's comment."""
@@ -59,12 +88,23 @@ class Signature:
         result is one scalar or nothing: a derived function returning a struct is not derived again."""
         d = self.derivation
         returns = self.fields[0].ctype if self.fields else CType("void", True, False, False, False, None, ())
-        return Prototype(self.name, tuple(Param(p.name, p.ctype) for p in self.params), returns, False,
-                        d.primal.start, d.entry.name.span)
+        return Prototype(self.qualified, tuple(Param(p.name, p.ctype) for p in self.params), returns, False,
+                         d.primal.start, d.entry.name.span, cxx_linkage=d.primal.cxx_linkage, scope=d.primal.scope)
 
-    def prototype(self) -> str:
+    def prototype(self, name: str = "") -> str:
+        """Its declaration, by the name it is declared by, or `name`."""
         params = ", ".join(p.declaration() for p in self.params) or "void"
-        return declare(self.returns, f"{self.name}({params})")
+        return declare(self.returns, f"{name or self.declared_name}({params})")
+
+    def forwarded(self) -> list[str]:
+        """The arguments by which the header's C++ declaration passes its parameters on to the
+        function of C linkage: a class by value or an rvalue reference moved."""
+        return [f"static_cast<{p.spelling.removesuffix('&&').rstrip()} &&>({p.name})"
+                if p.by_value or p.spelling.endswith("&&") else p.name for p in self.params]
+
+    def parameter_types(self) -> str:
+        """`(const double *, double *, int)`: what tells C++ overloads apart."""
+        return "(" + ", ".join(p.spelling for p in self.params) + ")"
 
     def kernel_params(self) -> list[tuple[str, str]]:
         """The kernel the stub calls, as (declaration, argument) pairs: first the address of each
@@ -127,7 +167,6 @@ def _signature(d: Derivation, params: list[Slot], fields: list[Slot], part: str 
 
 
 TAPE = Slot("tape", "void *", role="NAME_tape_size() bytes, 16-byte aligned, the caller's", ffi="ptr")
-PARTS = ("forward", "reverse", "free", "tape_size")
 _PARTS = {
     "forward": "the forward sweep: runs {primal} and keeps on the tape what the reverse sweep needs",
     "reverse": "the reverse sweep: accumulates the gradients and releases what the tape holds",

@@ -55,11 +55,6 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
             if e.template_args is not None:
                 problems.add(error(f"'{function.name}' is not a function template: its entries name no template "
                                    "arguments", e.template_args.span, [note("it is declared here", function.span)]))
-        if function.member and function.by_value:
-            problems.add(error(f"{a.marker} annotations on member functions passing or returning a class by value are "
-                               "not supported yet (take it by reference, or annotate a free function)", a.span,
-                               [note("it is declared here", function.span)]))
-            continue
         pairs += [(a, e, function) for e in a.entries] or [(a, None, function)]
     return pairs
 
@@ -123,7 +118,8 @@ def check_entry(entry: Entry, f: Prototype, problems: Collector) -> Derivation |
                                f"'{p.name}'", word.span))
         elif not rule.accepts(p.ctype):
             problems.add(error(f"activity '{act.word}' needs {rule.wants}, but parameter '{p.name}' has "
-                               f"type '{p.ctype.spelling}'", word.span, [declared_at]))
+                               f"type '{p.ctype.spelling}'{_POINTING if p.ctype.pointing_by_value else ''}", word.span,
+                               [declared_at]))
     _check_layouts(entry, acts, f, problems)
     if mode is Mode.SPLIT and f.by_value:
         what = "its result" if f.returns.by_value else \
@@ -145,7 +141,8 @@ def check_entry(entry: Entry, f: Prototype, problems: Collector) -> Derivation |
                                f"{allowed}", entry.returns.span))
         elif not rule.accepts(rtype):
             problems.add(error(f"return activity '{ret.word}' needs {rule.wants}, but '{f.name}' returns "
-                               f"'{rtype.spelling}'", entry.returns.span, [declared_at]))
+                               f"'{rtype.spelling}'{_POINTING if rtype.pointing_by_value else ''}", entry.returns.span,
+                               [declared_at]))
     budget = _budget(entry.budget, mode, problems) if entry.budget else None
     if len(problems.diagnostics) > before:
         return None
@@ -288,6 +285,39 @@ def _mode(entry: Entry, mode: Mode | None, acts, ret, problems: Collector) -> Mo
 
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
+
+
+_POINTING = (", a struct by value holding a pointer to floating data: the derivatives of what it points to have "
+             "no place in a gradient or tangent of its type (pass it by pointer or reference, or make it const)")
+
+
+def check_overloads(derived: list[tuple[Derivation, Unit]], problems: Collector) -> list[tuple[Derivation, Unit]]:
+    """C++ overloads (specs/cxx.md): entries of functions with C++ linkage in the same namespaces
+    may share a derived name where their derived functions' parameter types differ. adgen tells
+    the second and later apart as `NAME__2`...; they are declared by the shared name. What
+    shares a name otherwise is left to check_names (used twice); an `of` entry naming a shared
+    name is an error."""
+    groups: dict[tuple, list[int]] = {}
+    for i, (d, unit) in enumerate(derived):
+        if d.primal.cxx_linkage and d.inner is None:
+            groups.setdefault((id(unit), d.primal.scope, d.name), []).append(i)
+    out = list(derived)
+    shared: dict[tuple[int, str], Derivation] = {}
+    for (unit_id, _, name), at in groups.items():
+        kinds = [signature(derived[i][0]).parameter_types() for i in at]
+        if len(at) < 2 or len(set(kinds)) < len(kinds):
+            continue
+        shared[(unit_id, name)] = derived[at[0]][0]
+        for k, i in enumerate(at[1:], start=2):
+            d, unit = derived[i]
+            out[i] = (replace(d, name=f"{name}__{k}", declared=name), unit)
+    for d, unit in derived:
+        first = shared.get((id(unit), d.inner.name)) if d.inner is not None else None
+        if first is not None:
+            problems.add(error(f"'{d.inner.name}' names C++ overloads, derived from different functions: give the "
+                               f"one '{d.name}' derives a name of its own", d.entry.of.span,
+                               [note("one of them is made here", first.entry.name.span)]))
+    return out
 
 
 def check_names(derived: list[tuple[Derivation, Unit]], problems: Collector) -> list[Signature]:

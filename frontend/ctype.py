@@ -12,6 +12,8 @@ from clang.cindex import Cursor, CursorKind, Type, TypeKind, conf
 _FLOATING = (TypeKind.FLOAT, TypeKind.DOUBLE)
 _ARRAYS = (TypeKind.CONSTANTARRAY, TypeKind.INCOMPLETEARRAY, TypeKind.VARIABLEARRAY, TypeKind.DEPENDENTSIZEDARRAY)
 _SUGAR = (TypeKind.ELABORATED, TypeKind.TYPEDEF)
+_REFERENCES = (TypeKind.LVALUEREFERENCE, TypeKind.RVALUEREFERENCE)
+_POINTERS = (TypeKind.POINTER, *_REFERENCES)
 _FUNCTIONS = (TypeKind.FUNCTIONPROTO, TypeKind.FUNCTIONNOPROTO)
 _STRUCTS = (CursorKind.STRUCT_DECL, CursorKind.CLASS_DECL)  # (C++ classes hold floats as structs do)
 
@@ -24,6 +26,7 @@ class DeclRef:
     file: str
     start: tuple[int, int]  # (line, byte column), as clang counts
     end: tuple[int, int]
+    namespaces: tuple[str, ...] = ()  # C++: the namespaces it is declared in, outermost first
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,8 @@ class CType:
     # the target's ABI does with it), and its derivative is a value of the same type.
     by_value: bool = False
     size: int = 0  # bytes, 0 if unknown (void, an incomplete type)
-    holds_floating: bool = False  # a float/double scalar, or an aggregate by value holding them
+    holds_floating: bool = False  # a float/double scalar, or an aggregate by value holding them (and no
+    # pointer to floating data: `pointing_by_value`)
     fields: tuple = ()  # a struct by value: (name, ffi, count, fields) each, for adgen.load
     # Spellings for generated declarations when the type names the source's own typedefs,
     # structs or enums ("" when `spelling` will do), and the struct tags to declare ahead.
@@ -51,6 +55,9 @@ class CType:
     ahead: tuple[str, ...] = ()
     reference: bool = False  # a C++ reference (a pointer to one element, to adgen)
     through_pointers: bool = False  # a pointer to a struct reaching its floating data through pointers (a std::vector)
+    # A struct by value with a field pointing to floating data: the derivatives of what it points to have no place
+    # in a gradient or tangent of its type, so it is not `active` or `dual` (it may be `const`).
+    pointing_by_value: bool = False
 
     @property
     def declared(self) -> str:
@@ -125,7 +132,7 @@ def from_clang_cxx(t: Type, parameter: bool, local) -> CType:
     is declared ahead in its namespaces (`namespace geo { struct vec3; }`): what references and
     pointers need."""
     ctype = _from_clang(t, parameter, qualified=True)
-    if not any(local(d) for d in ctype.decls):
+    if not any(local(d) for d in ctype.decls) or ctype.by_value:  # (by value: only its definition will do)
         return ctype
     declared = _ahead_cxx(t)
     if declared is None:
@@ -147,11 +154,23 @@ def object_cxx(record: Type, const: bool, local) -> CType:
         through_pointers=_reached(record) == "through pointers")
 
 
+def _namespaces(decl: Cursor) -> tuple[str, ...]:
+    """The named namespaces a declaration stands in, outermost first (anonymous ones are not
+    named: a copy outside one is as good)."""
+    names = []
+    parent = decl.semantic_parent
+    while parent is not None and parent.kind == CursorKind.NAMESPACE:
+        if parent.spelling:
+            names.append(parent.spelling)
+        parent = parent.semantic_parent
+    return tuple(reversed(names))
+
+
 def _ahead_cxx(t: Type) -> str | None:
     """`namespace a { namespace b { struct name; } }` for the class `t` names (through pointers
     and references), None where it cannot be declared so."""
     c = t.get_canonical()
-    while c.kind in (TypeKind.POINTER, TypeKind.LVALUEREFERENCE) or c.kind in _ARRAYS:
+    while c.kind in _POINTERS or c.kind in _ARRAYS:
         inner = c.element_type if c.kind in _ARRAYS else c.get_pointee()
         c = inner.get_canonical()
     decl = c.get_declaration()
@@ -173,12 +192,12 @@ def _from_clang(t: Type, parameter: bool, qualified: bool = False) -> CType:
     kind = canonical.kind
     spell = (lambda ty: ty.get_canonical().spelling) if qualified else (lambda ty: ty.spelling)
     is_array_param = parameter and kind in _ARRAYS
-    is_pointer = kind in (TypeKind.POINTER, TypeKind.LVALUEREFERENCE) or is_array_param  # (a C++ reference
-    # is a pointer to adgen: its shadow a reference of the same type, the pointee's const dropped)
+    is_pointer = kind in _POINTERS or is_array_param  # (a C++ reference, lvalue or rvalue, is a pointer to
+    # adgen: its shadow an lvalue reference of the same type, the pointee's const dropped)
     pointee = _pointee(t) if is_pointer else None
     spelling = pointer_to(spell(pointee)) if is_array_param else spell(t)  # C adjusts them so
     shadow = None
-    if pointee is not None and kind == TypeKind.LVALUEREFERENCE:
+    if pointee is not None and kind in _REFERENCES:
         shadow = drop_const(spell(pointee)) + " &"
     elif pointee is not None:
         if _const_data(pointee):
@@ -189,6 +208,7 @@ def _from_clang(t: Type, parameter: bool, qualified: bool = False) -> CType:
         else:
             shadow = spelling
     by_value = not is_pointer and kind in (TypeKind.RECORD, TypeKind.COMPLEX)
+    pointing = by_value and _points_to_floating(canonical)
     return CType(
         spelling=spelling,
         is_void=kind == TypeKind.VOID,
@@ -202,9 +222,10 @@ def _from_clang(t: Type, parameter: bool, qualified: bool = False) -> CType:
         element_size=max(pointee.get_canonical().get_size(), 0) if pointee is not None else 0,
         by_value=by_value,
         size=max(canonical.get_size(), 0) if not is_array_param else 8,
-        holds_floating=(kind in _FLOATING or by_value) and holds_floating(t),
+        holds_floating=(kind in _FLOATING or by_value) and holds_floating(t) and not pointing,
+        pointing_by_value=pointing,
         fields=(_fields(canonical) or ()) if by_value else (),
-        reference=kind == TypeKind.LVALUEREFERENCE,
+        reference=kind in _REFERENCES,
         through_pointers=pointee is not None and _reached(pointee) == "through pointers",
     )
 
@@ -439,12 +460,13 @@ def _decls(t: Type):
         if decl.kind != CursorKind.NO_DECL_FOUND and decl.location.file is not None:
             for d in _template_family(decl) or (decl,):
                 start, end = d.extent.start, d.extent.end
-                yield DeclRef(d.spelling, d.location.file.name, (start.line, start.column), (end.line, end.column))
+                yield DeclRef(d.spelling, d.location.file.name, (start.line, start.column), (end.line, end.column),
+                              _namespaces(d))
             return
         if t.kind == TypeKind.ELABORATED:
             yield from _decls(t.get_named_type())
         return
-    if t.kind in (TypeKind.POINTER, TypeKind.LVALUEREFERENCE):
+    if t.kind in _POINTERS:
         yield from _decls(t.get_pointee())
     elif t.kind in _ARRAYS:
         yield from _decls(t.element_type)

@@ -11,7 +11,8 @@ from pathlib import Path
 from adgen.base import __version__
 from adgen.frontend.abi import Signature
 from adgen.frontend.annotations import find_annotations
-from adgen.frontend.checks import Custom, attach, check_custom, check_entry, check_names, check_nested
+from adgen.frontend.checks import (Custom, attach, check_custom, check_entry, check_names, check_nested,
+                                   check_overloads)
 from adgen.base.diagnostics import AdgenError, Collector, SourceFile, Span, error
 from adgen.frontend.prototypes import Prototype, Unit, read_unit
 from adgen.frontend.manifest import manifest
@@ -76,6 +77,7 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
                     checked.append((check_entry(entry, function, problems), entry, unit))
         derived = [(d, unit) for d, _, unit in checked if d is not None]
         derived += check_nested(nested, checked, problems)
+        derived = check_overloads(derived, problems)
         signatures = check_names(derived, problems)
         if problems.diagnostics and any(u is not None and u.errors and not isinstance(u, RustUnit) for u in units):
             problems = _recheck_c(units, signatures, derived, out_dir, flags, problems)

@@ -12,3 +12,4 @@ class LocalType:
     name: str
     text: str
     line: int  # where the source defines it
+    namespaces: tuple[str, ...] = ()  # C++: the namespaces it stands in, outermost first

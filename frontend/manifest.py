@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from adgen.frontend.abi import PARTS, Signature, Slot, signature
+from adgen.frontend.abi import Signature, Slot, signature
 
 
 def manifest(source: str, version: str, signatures: list[Signature]) -> str:
@@ -23,11 +23,14 @@ def manifest(source: str, version: str, signatures: list[Signature]) -> str:
             **({"address": primal.address} if primal.function_type and not primal.member else {}),  # (C++: what
             # adgen.load takes, so that an inline function or a template's instantiation is compiled)
         })
+    shared = _shared(signatures)
     for sig in signatures:
-        functions[sig.name] = _derived(sig, overloaded)
+        functions[_derived_key(sig, shared)] = _derived(sig, overloaded)
         if sig.part == "forward":  # the split entry as a whole: what adgen.load calls both halves as
-            functions[sig.derivation.name] = {**_derived(signature(sig.derivation), overloaded), "kind": "split",
-                                              "parts": {p: f"{sig.derivation.name}_{p}" for p in PARTS}}
+            whole = signature(sig.derivation)
+            functions[_derived_key(whole, shared)] = {
+                **_derived(whole, overloaded), "kind": "split",
+                "parts": {s.part: _derived_key(s, shared) for s in signatures if s.derivation is sig.derivation}}
     return json.dumps({"adgen": version, "source": source, "functions": functions}, indent=1, sort_keys=True) + "\n"
 
 
@@ -38,6 +41,20 @@ def _overloaded(signatures: list[Signature]) -> set[str]:
         primal = sig.derivation.primal
         types.setdefault(primal.name, set()).add(primal.function_type)
     return {name for name, seen in types.items() if len(seen) > 1}
+
+
+def _shared(signatures: list[Signature]) -> set[str]:
+    """The qualified names C++ overloads of derived functions share."""
+    seen: dict[str, int] = {}
+    for sig in signatures:
+        seen[sig.qualified] = seen.get(sig.qualified, 0) + 1
+    return {name for name, count in seen.items() if count > 1}
+
+
+def _derived_key(sig: Signature, shared: set[str]) -> str:
+    """A derived function's name in the manifest: as it is declared, with its namespaces (C++
+    linkage), and its parameter types where overloads share the name."""
+    return sig.qualified + (sig.parameter_types() if sig.qualified in shared else "")
 
 
 def _key(primal, overloaded: set[str]) -> str:
@@ -57,6 +74,8 @@ def _derived(sig: Signature, overloaded: set[str]) -> dict:
         "returns_activity": d.returns.word if d.returns else None,
         "prefix": d.prefix,
         **({"part": sig.part} if sig.part else {}),
+        **({"symbol": sig.linker_name} if sig.linker_name != sig.name else {}),  # (declared in C++: the function
+        # of C linkage its inline definition calls)
         "params": [_slot(p) for p in sig.params],
         "returns": ({"struct": sig.result_struct, "fields": [_slot(f) for f in sig.fields]}
                     if sig.result_struct else {**_slot(sig.fields[0]), "field": sig.fields[0].name}

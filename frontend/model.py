@@ -95,6 +95,7 @@ class Derivation:
     budget: int | None = None  # `within SIZE`, in bytes: reverse mode checkpoints loops to keep within it
     sizes: tuple[tuple[int, int | str, int], ...] = ()  # with a budget, `@size(p=n)`: (pointer parameter's
     # index, its length: a number or an integer parameter's index as "#k", the bytes of an element)
+    declared: str = ""  # C++: the name it is declared by where overloads share it (`name` is then adgen's own)
 
     @property
     def depth(self) -> int:

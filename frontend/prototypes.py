@@ -42,6 +42,8 @@ class Prototype:
     function_type: str = ""  # C++: its type (`double (const double *, int)`), to tell overloads apart
     symbol: str = ""  # C++: its mangled name, where it has one (not in `extern "C"`)
     member: bool = False  # C++: a member function, not static: its object is the first parameter, `self`
+    cxx_linkage: bool = False  # C++ language linkage (not `extern "C"`): its derived functions have it too,
+    scope: tuple[str, ...] = ()  # declared in these namespaces, outermost first (a member function's class's)
 
     @property
     def key(self) -> str:
@@ -108,6 +110,7 @@ class Template:
     start: int
     span: Span  # its name
     attributes: tuple[str, ...] = ()  # as Prototype's
+    scope: tuple[str, ...] = ()  # as Prototype's
 
     def instantiates(self, symbol: str) -> bool:
         """Whether a mangled name (Itanium C++ ABI) is of an instantiation of this template:
@@ -185,7 +188,7 @@ def _declarations(cursor, main: str, source: SourceFile, unit: Unit, in_template
             names = tuple(c.spelling for c in child.get_children() if c.kind == CursorKind.PARM_DECL)
             unit.templates.setdefault(at, Template(_qualified(child), names, at, Span(
                 source, source.offset(child.location.line, child.location.column), len(child.spelling)),
-                _attributes(child)))
+                _attributes(child), _scope(child)))
             continue
         refused = child.kind in _REFUSED and (child.kind != CursorKind.CXX_METHOD or in_template)
         if refused and ours:
@@ -195,6 +198,19 @@ def _declarations(cursor, main: str, source: SourceFile, unit: Unit, in_template
         if unit.cxx and child.kind in (*_CLASSES, CursorKind.CLASS_TEMPLATE):
             yield from _declarations(child, main, source, unit, in_template or child.kind == CursorKind.CLASS_TEMPLATE)
         yield child
+
+
+def _scope(cursor) -> tuple[str, ...]:
+    """The named namespaces a function (or its class) is declared in, outermost first: where its
+    derived functions are declared (a class cannot be added to; an anonymous namespace's names
+    would be no one else's)."""
+    names = []
+    parent = cursor.semantic_parent
+    while parent is not None and parent.kind in (CursorKind.NAMESPACE, CursorKind.LINKAGE_SPEC, *_CLASSES):
+        if parent.kind == CursorKind.NAMESPACE and parent.spelling:
+            names.append(parent.spelling)
+        parent = parent.semantic_parent
+    return tuple(reversed(names))
 
 
 def _qualified(cursor) -> str:
@@ -239,6 +255,8 @@ def _function(cursor, source: SourceFile, main: str) -> Prototype:
         function_type=cursor.type.get_canonical().spelling if cxx else "",
         symbol=cursor.mangled_name if cxx and cursor.mangled_name != _qualified(cursor) and not member else "",
         member=member,
+        cxx_linkage=cxx and (member or cursor.mangled_name.startswith("_Z")),
+        scope=_scope(cursor) if cxx else (),
     )
 
 
@@ -270,7 +288,8 @@ def instantiate(unit: Unit, template: Template, arguments: str) -> Prototype | s
     return Prototype(name=name, params=params, returns=from_clang_cxx(function.get_result(), False, local),
                      variadic=function.is_function_variadic(), start=template.start, span=template.span,
                      function_type=function.spelling,
-                     symbol=referenced.mangled_name if referenced is not None and referenced.mangled_name else "")
+                     symbol=referenced.mangled_name if referenced is not None and referenced.mangled_name else "",
+                     cxx_linkage=True, scope=template.scope)
 
 
 def instances_referenced(unit: Unit, symbols: set[str]) -> dict[str, Prototype]:

@@ -32,6 +32,28 @@ def output_names(source: Path) -> tuple[str, str]:
     return f"{source.stem}.adgen.{'rs' if is_rust(source) else 'h'}", f"{source.stem}.adgen.c"
 
 
+@dataclass(frozen=True)
+class Block:
+    """A run of derived functions declared together: with C linkage, or with C++ linkage in
+    their namespaces (`scope`)."""
+
+    c_linkage: bool
+    scope: tuple[str, ...]
+    signatures: tuple[Signature, ...]
+
+
+def blocks(signatures: list[Signature]) -> list[Block]:
+    """The signatures in order, in blocks of the same linkage and namespaces."""
+    out: list[Block] = []
+    for sig in signatures:
+        c_linkage, scope = not sig.cxx_linkage, sig.derivation.primal.scope if sig.cxx_linkage else ()
+        if out and (out[-1].c_linkage, out[-1].scope) == (c_linkage, scope):
+            out[-1] = Block(c_linkage, scope, (*out[-1].signatures, sig))
+        else:
+            out.append(Block(c_linkage, scope, (sig,)))
+    return out
+
+
 @cache
 def c_environment() -> jinja2.Environment:
     """adgen's templates, with the filters that spell C declarations."""
@@ -56,6 +78,7 @@ def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str)
         ahead=sorted({tag for s in signatures for t in _types(s.derivation.primal) for tag in t.ahead}),
         uses_restrict=any(re.search(r"\brestrict\b", s.prototype()) for s in signatures),
         signatures=signatures,
+        blocks=blocks(signatures),
         where=lambda f: f"{source.path.name}:{source.line_col(f.span.offset)[0]}",
         kernel_prefix=KERNEL_PREFIX,
         cxx=getattr(unit, "cxx", False),
@@ -104,7 +127,7 @@ def _local_types(unit: Unit, decls: list[DeclRef]) -> list[LocalType]:
     for ref in decls:
         if os.path.realpath(ref.file) == main and ref.start not in found:
             text = src.text[src.offset(*ref.start) : src.offset(*ref.end)]
-            found[ref.start] = LocalType(ref.name, text, ref.start[0])
+            found[ref.start] = LocalType(ref.name, text, ref.start[0], ref.namespaces)
     return [found[k] for k in sorted(found)]
 
 

@@ -244,7 +244,7 @@ def test_a_cpp_target(tmp_path):
         "  for (double v : t) s += v * v; return s; }\n}\n")
     (source / "main.cpp").write_text(
         '#include "kernel.adgen.h"\nint main() { double x[3] = {1, 2, 3}, d[3] = {};\n'
-        "  sum_sq_grad(x, d, 3, 1.0); return !(d[0] == 2 && d[1] == 4 && d[2] == 6); }\n")
+        "  k::sum_sq_grad(x, d, 3, 1.0); return !(d[0] == 2 && d[1] == 4 && d[2] == 6); }\n")
     (source / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.20)\nproject(cxx CXX)\nfind_package(adgen CONFIG REQUIRED)\n"
         "add_executable(app main.cpp)\nadgen_add_derivatives(TARGET app SOURCES kernel.cpp)\n")

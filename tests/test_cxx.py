@@ -74,10 +74,11 @@ double simulate(const double *state, const double *mass, int n, int steps) {
 void cube(double &y, const double &x) { y = x * x * x; }
 
 namespace norms {
-/* overloads, told apart by the declaration each annotation stands before */
-// @diff(norm_grad_d: (dup, const) -> active)
+/* overloads, told apart by the declaration each annotation stands before; their derived
+   functions overloads of one name */
+// @diff(norm_grad: (dup, const) -> active)
 double norm(const double *v, int n) { double s = 0; for (int i = 0; i < n; i++) s += v[i] * v[i]; return std::sqrt(s); }
-// @diff(norm_grad_f: (dup, const) -> active)
+// @diff(norm_grad: (dup, const) -> active)
 float norm(const float *v, int n) { float s = 0; for (int i = 0; i < n; i++) s += std::fabs(v[i]); return s; }
 }
 
@@ -117,7 +118,7 @@ def test_nbody_with_vector_operators_templates_and_lambda(lib):
     state, mass = _state(n), 1 + 0.3 * np.arange(n)
     simulate = getattr(lib, "nbody::simulate")
     grad = np.zeros(6 * n)
-    lib.simulate_grad(state, grad, mass, np.zeros(n), n, steps, 1.0)
+    getattr(lib, "nbody::simulate_grad")(state, grad, mass, np.zeros(n), n, steps, 1.0)
     h = 1e-6
     for i in range(6 * n):
         e = np.zeros(6 * n)
@@ -125,7 +126,7 @@ def test_nbody_with_vector_operators_templates_and_lambda(lib):
         fd = (simulate(state + e, mass, n, steps) - simulate(state - e, mass, n, steps)) / (2 * h)
         assert grad[i] == pytest.approx(fd, rel=1e-6, abs=1e-8), i
     direction = np.cos(np.arange(6 * n))
-    tangent = lib.simulate_fwd(state, direction, mass, np.zeros(n), n, steps)
+    tangent = getattr(lib, "nbody::simulate_fwd")(state, direction, mass, np.zeros(n), n, steps)
     assert tangent == pytest.approx(np.dot(grad, direction), rel=1e-10)
 
 
@@ -148,10 +149,10 @@ def test_c_names_in_a_namespace(lib):
 def test_overloads_are_told_apart(lib):
     v = np.array([3.0, -4.0, 12.0])
     g = np.zeros(3)
-    assert lib.norm_grad_d(v, g, 3, 1.0) == pytest.approx(13.0)
+    assert getattr(lib, "norms::norm_grad(const double *, double *, int, double)")(v, g, 3, 1.0) == pytest.approx(13.0)
     np.testing.assert_allclose(g, v / 13.0)
     f, gf = v.astype(np.float32), np.zeros(3, dtype=np.float32)
-    assert lib.norm_grad_f(f, gf, 3, 1.0) == pytest.approx(19.0)
+    assert getattr(lib, "norms::norm_grad(const float *, float *, int, float)")(f, gf, 3, 1.0) == pytest.approx(19.0)
     np.testing.assert_allclose(gf, np.sign(v))
 
 
@@ -179,7 +180,7 @@ int main() {
     std::vector<double> st(6 * n), d(6 * n), dm(n), m(n);
     for (int i = 0; i < 6 * n; i++) st[i] = std::sin(1.7 * i + 0.3);
     for (int i = 0; i < n; i++) m[i] = 1 + 0.3 * i;
-    simulate_grad(st.data(), d.data(), m.data(), dm.data(), n, steps, 1.0);
+    nbody::simulate_grad(st.data(), d.data(), m.data(), dm.data(), n, steps, 1.0);
     double worst = 0;
     for (int i = 0; i < 6 * n; i++) {
         std::vector<double> a = st, b = st;
@@ -265,7 +266,7 @@ def test_a_class_of_a_namespace_by_reference_declared_ahead(adgen, tmp_path):
         "int main() { geo::vec3 v{1, 2, 3}, d{}; double r = len2_grad(v, d, 1.0);\n"
         "  return !(r == 14 && d.x == 2 && d.y == 4 && d.z == 6 && geo::len2(v) == 14); }\n")
     assert "namespace geo { struct vec3; };" in header
-    assert "double len2_grad(const geo::vec3 &v, geo::vec3 &d_v, double d_ret);" in header
+    assert "inline double len2_grad(const geo::vec3 &v, geo::vec3 &d_v, double d_ret) {" in header
 
 
 TENSOR_TYPES = r"""
@@ -323,8 +324,8 @@ def test_vector_parameters_with_vector_shadows(adgen, tmp_path, compiler):
     if compiler == "g++" and shutil.which("g++") is None:
         pytest.skip("no g++ on this machine")
     header = _program(adgen, tmp_path, "vectors.cpp", VECTORS, VECTORS_MAIN, compiler)
-    assert "void softplus_grad(std::vector<double> &y, std::vector<double> &d_y, const std::vector<double> &x, " \
-           "std::vector<double> &d_x);" in header
+    assert "inline void softplus_grad(std::vector<double> &y, std::vector<double> &d_y, const std::vector<double> &x, " \
+           "std::vector<double> &d_x) {" in header
 
 
 def test_check_says_it_cannot_make_a_vector(adgen, c_file):
@@ -397,7 +398,7 @@ int main() {
     bad |= std::fabs(df - (0.25 / 2 + 0.5)) > 1e-12 || std::fabs(dc.m + 3 * 0.25 / 4) > 1e-12 || dc.x != 1 || dc.y != 1;
     bad |= c.x != 1 + 3 * 0.25 / 2 || c.y != 1 + 1.5;
     double v[3] = {1, 2, 3}, dv[3] = {};
-    bad |= weighted_grad(v, dv, 3, 1.0) != 1 + 8 + 27 || dv[0] != 2 || dv[1] != 8 || dv[2] != 18;
+    bad |= geo::weighted_grad(v, dv, 3, 1.0) != 1 + 8 + 27 || dv[0] != 2 || dv[1] != 8 || dv[2] != 18;
     bad |= geo::Body::weighted(v, 3) != 36;
     return bad;
 }
@@ -406,29 +407,32 @@ int main() {
 
 def test_member_functions_take_their_object_first(adgen, tmp_path):
     """A const member function (its object `const geo::Body *self`, shadow `geo::Body *d_self`), a
-    non-const one defined outside its class, and a static one (no object)."""
+    non-const one defined outside its class, and a static one (no object): their derived
+    functions in the class's namespace (found by argument-dependent lookup from a `geo::Body *`)."""
     header = _program(adgen, tmp_path, "members.cpp", MEMBERS, MEMBERS_MAIN)
-    assert "double potential_grad(const geo::Body *self, geo::Body *d_self, double k, double d_ret);" in header
-    assert "void push_grad(geo::Body *self, geo::Body *d_self, const double &f, double &d_f, double dt);" in header
-    assert "double weighted_grad(const double *v, double *d_v, int n, double d_ret);" in header
+    assert "inline double potential_grad(const geo::Body *self, geo::Body *d_self, double k, double d_ret) {" in header
+    assert "inline void push_grad(geo::Body *self, geo::Body *d_self, const double &f, double &d_f, double dt) {" \
+        in header
+    assert "inline double weighted_grad(const double *v, double *d_v, int n, double d_ret) {" in header
+    assert header.index("namespace geo {") < header.index("potential_grad") < header.index("} /* namespace geo */")
 
 
 def test_check_of_members(adgen, c_file):
     """adgen check checks a static member function defined outside its class, and says it cannot
     call a member function's primal yet."""
     src = c_file(MEMBERS, "members.cpp")
-    result = adgen("check", src, "--size", "v=n", "--only", "weighted_grad")
+    result = adgen("check", src, "--size", "v=n", "--only", "geo::weighted_grad")
     assert result.status == 0, result.out + result.err
     result = adgen("check", src, "--size", "v=n")
     assert result.status == 1 and "Traceback" not in result.err
-    assert "'potential_grad' differentiates the C++ member function 'geo::Body::potential', which adgen check " \
+    assert "'geo::potential_grad' differentiates the C++ member function 'geo::Body::potential', which adgen check " \
            "cannot call yet" in result.err
 
 
 TEMPLATES = r"""
 #include <cmath>
 namespace norms {
-// @diff(norm_grad_d<double>: (dup, const) -> active; norm_grad_f<float>: (dup, const) -> active)
+// @diff(norm_grad<double>: (dup, const) -> active; norm_grad<float>: (dup, const) -> active)
 template <typename T>
 T norm(const T *v, int n) { T s = 0; for (int i = 0; i < n; i++) s += v[i] * v[i]; return std::sqrt(s); }
 
@@ -440,22 +444,25 @@ double horner(double x) { double p = 1; for (int i = 0; i < N; i++) p = p * x + 
 
 
 def test_function_templates_by_instantiation(tmp_path):
-    """Each entry names the instantiation it derives; adgen.load calls the instantiations too."""
+    """Each entry names the instantiation it derives; adgen.load calls the instantiations too. The
+    two instantiations' derived functions are overloads of one name in the header, which
+    adgen.load tells apart by their parameter types."""
     import adgen as package
 
     src = tmp_path / "templates.cpp"
     src.write_text(TEMPLATES)
     lib = package.load(src, build_dir=tmp_path / "build")
     v, g = np.array([3.0, 4.0]), np.zeros(2)
-    assert lib.norm_grad_d(v, g, 2, 1.0) == pytest.approx(5.0)
+    assert getattr(lib, "norms::norm_grad(const double *, double *, int, double)")(v, g, 2, 1.0) == pytest.approx(5.0)
     np.testing.assert_allclose(g, v / 5.0)
     f, gf = v.astype(np.float32), np.zeros(2, dtype=np.float32)
-    assert lib.norm_grad_f(f, gf, 2, 1.0) == pytest.approx(5.0)
+    assert getattr(lib, "norms::norm_grad(const float *, float *, int, float)")(f, gf, 2, 1.0) == pytest.approx(5.0)
     assert getattr(lib, "norms::norm<double>")(v, 2) == pytest.approx(5.0)
-    got = lib.horner3_grad(2.0, 1.0)  # ((x + 0) x + 1) x + 2 = x^3 + x + 2
+    got = getattr(lib, "norms::horner3_grad")(2.0, 1.0)  # ((x + 0) x + 1) x + 2 = x^3 + x + 2
     assert got.ret == pytest.approx(12.0) and got.d_x == pytest.approx(13.0)
     header = (tmp_path / "build" / "templates.adgen.h").read_text()
-    assert "float norm_grad_f(const float *v, float *d_v, int n, float d_ret);" in header
+    assert "inline float norm_grad(const float *v, float *d_v, int n, float d_ret) {" in header
+    assert "inline double norm_grad(const double *v, double *d_v, int n, double d_ret) {" in header
 
 
 def test_check_of_templates(adgen, c_file):
@@ -470,7 +477,7 @@ def test_check_of_templates(adgen, c_file):
     ("norm_grad<nosuch>: (dup, const) -> active", "cannot instantiate 'norms::norm<nosuch>': "),
 ])
 def test_template_entries_name_an_instantiation(adgen, c_file, tmp_path, entry, message):
-    src = c_file(TEMPLATES.replace("norm_grad_d<double>: (dup, const) -> active; norm_grad_f<float>: (dup, const) -> "
+    src = c_file(TEMPLATES.replace("norm_grad<double>: (dup, const) -> active; norm_grad<float>: (dup, const) -> "
                                    "active", entry), "t.cpp")
     result = adgen("build", src, "-o", tmp_path / "out")
     assert result.status == 1 and "Traceback" not in result.err
@@ -578,3 +585,188 @@ int main() {
     return !(dz.real() == 14 && dz.imag() == -6 && dw[0] == 2.5 && dw[1] == 2 && dw[2] == 1.5);
 }
 """)
+
+
+BY_VALUE = r"""
+#include <cmath>
+#include <vector>
+namespace geo {
+struct vec3 { double x, y, z; vec3 operator*(double s) const { return {x * s, y * s, z * s}; } };
+// @diff(len_grad: (active) -> active; len_fwd: forward (dual) -> dual)
+double len(vec3 v) { return std::sqrt(v.x * v.x + v.y * v.y + v.z * v.z); }
+// @diff(scale_grad: (active, active) -> active)
+vec3 scale(vec3 v, double s) { return v * s; }
+// @diff(wsum_grad: (const, dup, const) -> active)
+double wsum(std::vector<double> w, const double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s += w[i] * x[i]; return s; }
+// @diff(sq_grad: (dup) -> active)
+double sq(std::vector<double> &&w) { double s = 0; for (double v : w) s += v * v * v; return s; }
+struct Body {
+    vec3 p; double m;
+    // @diff(shifted_grad: (dup, active, const) -> active)
+    double shifted(vec3 d, double k) const { return m * ((p.x + d.x) * (p.x + d.x) + k * d.y); }
+};
+// @diff(dotv_grad<geo::vec3>: (active, active) -> active)
+template <typename T> T dotv(T a, T b) { return T{a.x * b.x, a.y * b.y, a.z * b.z}; }
+/* overloads whose derived functions are overloads too */
+// @diff(total_grad: (dup, const) -> active)
+double total(const double *v, int n) { double s = 0; for (int i = 0; i < n; i++) s += v[i] * v[i]; return s; }
+// @diff(total_grad: (dup, const) -> active)
+float total(const float *v, int n) { float s = 0; for (int i = 0; i < n; i++) s += 3 * v[i]; return s; }
+}
+"""
+
+BY_VALUE_MAIN = r"""
+#include <cmath>
+#include <cstdio>
+#include <vector>
+namespace geo {
+struct vec3 { double x, y, z; vec3 operator*(double s) const { return {x * s, y * s, z * s}; } };
+struct Body { vec3 p; double m; };
+}
+#include "byvalue.adgen.h"
+static int bad = 0;
+static void expect(double got, double want, const char *what) {
+    if (std::fabs(got - want) > 1e-12 * (1 + std::fabs(want))) { std::printf("%s: %g, not %g\n", what, got, want); bad = 1; }
+}
+int main() {
+    geo::vec3 v{1, 2, 3};
+    geo::len_grad_result r = len_grad(v, 1.0);  /* found by argument-dependent lookup */
+    expect(r.ret, std::sqrt(14.0), "len"); expect(r.d_v.x, 1 / std::sqrt(14.0), "d_v.x"); expect(r.d_v.z, 3 / std::sqrt(14.0), "d_v.z");
+    expect(geo::len_fwd(v, geo::vec3{0.5, 1, -1}).d_ret, (0.5 + 2 - 3) / std::sqrt(14.0), "len tangent");
+    geo::scale_grad_result s = geo::scale_grad(v, 2.0, geo::vec3{1, -1, 0.5});
+    expect(s.ret.y, 4, "scale"); expect(s.d_v.x, 2, "d_v"); expect(s.d_v.y, -2, "d_v"); expect(s.d_s, 1 - 2 + 1.5, "d_s");
+    std::vector<double> w{1, 2, 3}; double x[3] = {4, 5, 6}, dx[3] = {0, 0, 0};
+    expect(geo::wsum_grad(w, x, dx, 3, 1.0), 32, "wsum"); expect(dx[2], 3, "d_x");
+    std::vector<double> dw(3);
+    expect(geo::sq_grad(std::vector<double>{1, 2, 3}, dw, 1.0), 36, "sq"); expect(dw[1], 12, "d_w");
+    geo::Body b{{1, 2, 3}, 2.0}, db{{0, 0, 0}, 0};
+    geo::shifted_grad_result h = shifted_grad(&b, &db, geo::vec3{0.5, 1, 0}, 3.0, 1.0);
+    expect(h.ret, 2 * (2.25 + 3), "shifted"); expect(db.p.x, 6, "d_p.x"); expect(db.m, 5.25, "d_m");
+    expect(h.d_d.x, 6, "d_d.x"); expect(h.d_d.y, 6, "d_d.y");
+    geo::dotv_grad_result t = dotv_grad(geo::vec3{1, 2, 3}, geo::vec3{4, 5, 6}, geo::vec3{1, -1, 2});
+    expect(t.d_a.y, -5, "d_a.y"); expect(t.d_b.z, 6, "d_b.z");
+    double vd[2] = {3, 4}, dvd[2] = {0, 0}; float vf[2] = {3, 4}, dvf[2] = {0, 0};
+    expect(geo::total_grad(vd, dvd, 2, 1.0), 25, "total (double)"); expect(dvd[1], 8, "d_v (double)");
+    expect(geo::total_grad(vf, dvf, 2, 1.0f), 21, "total (float)"); expect(dvf[1], 3, "d_v (float)");
+    return bad;
+}
+"""
+
+
+@pytest.mark.parametrize("compiler", ["g++", "bundled"])
+def test_classes_by_value_rvalue_references_and_overloads(adgen, tmp_path, compiler):
+    """Classes by value as annotated parameters and results (active and dual, with the rules of
+    C's structs by value; a `std::vector` by value const), an rvalue reference duplicated, a
+    member function and a template's instantiation taking a class by value; the header's
+    declarations in the function's namespace, two overloads' derived functions overloads of one
+    name; from a program built by g++ (libstdc++) or the bundled clang (libc++)."""
+    if compiler == "g++" and shutil.which("g++") is None:
+        pytest.skip("no g++ on this machine")
+    header = _program(adgen, tmp_path, "byvalue.cpp", BY_VALUE, BY_VALUE_MAIN, compiler)
+    assert "inline len_grad_result len_grad(geo::vec3 v, double d_ret) {" in header
+    assert "inline double sq_grad(std::vector<double> &&w, std::vector<double> &d_w, double d_ret) {" in header
+    assert "inline float total_grad(const float *v, float *d_v, int n, float d_ret) {" in header
+    assert 'extern "C" float __adgen_c_total_grad__2(const float *v, float *d_v, int n, float d_ret);' in header
+
+
+def test_by_value_and_overloads_from_python(tmp_path):
+    """adgen.load names derived functions declared in C++ with their namespaces, and overloads
+    of one name with their parameter types too; a class by value is a ctypes structure."""
+    import adgen as package
+
+    src = tmp_path / "byvalue.cpp"
+    src.write_text(BY_VALUE)
+    lib = package.load(src, build_dir=tmp_path / "build")
+    assert {"geo::len_grad", "geo::total_grad(const double *, double *, int, double)",
+            "geo::total_grad(const float *, float *, int, float)"} <= set(lib.functions)
+    got = getattr(lib, "geo::len_grad")({"x": 1.0, "y": 2.0, "z": 2.0}, 1.0)
+    assert got.ret == pytest.approx(3.0) and got.d_v == pytest.approx({"x": 1 / 3, "y": 2 / 3, "z": 2 / 3})
+    g = np.zeros(2, dtype=np.float32)
+    assert getattr(lib, "geo::total_grad(const float *, float *, int, float)")(
+        np.array([1.0, 2.0], dtype=np.float32), g, 2, 1.0) == pytest.approx(9.0)
+    np.testing.assert_allclose(g, [3, 3])
+    with pytest.raises(TypeError, match="cannot pass parameter 'w': it is passed by value, of a type ctypes cannot"):
+        getattr(lib, "geo::wsum_grad")
+
+
+def test_check_of_classes_by_value(adgen, c_file):
+    """adgen check makes a class holding floats by value (its fields random), and says it cannot
+    make one holding a std::vector."""
+    src = c_file(BY_VALUE, "byvalue.cpp")
+    for name in ("geo::scale_grad", "geo::len_fwd", "geo::dotv_grad"):
+        result = adgen("check", src, "--only", name)
+        assert result.status == 0 and "1 of 1 checks pass" in result.out, result.out + result.err
+    result = adgen("check", src, "--only", "geo::wsum_grad", "--size", "x=n")
+    assert result.status == 1 and "Traceback" not in result.err
+    assert "'geo::wsum' takes parameter 'w' by value, of a type Python cannot make" in result.err
+
+
+NESTED = r"""
+namespace opt {
+// @diff(rosen_grad: (dup, const) -> active; rosen_hvp: forward of rosen_grad (dual, dual, const, const) -> dual)
+double rosen(const double *x, int n) {
+    double s = 0;
+    for (int i = 0; i + 1 < n; i++) s += 100 * (x[i + 1] - x[i] * x[i]) * (x[i + 1] - x[i] * x[i]) + (1 - x[i]) * (1 - x[i]);
+    return s;
+}
+}
+"""
+
+
+def test_a_derivative_of_a_derived_function_declared_in_cxx(tmp_path):
+    """`of` an entry whose derived function is declared in C++: forward over reverse gives
+    Hessian-vector products, against central differences of the gradient."""
+    import adgen as package
+
+    src = tmp_path / "nested.cpp"
+    src.write_text(NESTED)
+    lib = package.load(src, build_dir=tmp_path / "build")
+    grad, hvp = getattr(lib, "opt::rosen_grad"), getattr(lib, "opt::rosen_hvp")
+    x, u, n = np.array([0.5, -0.3, 1.2, 0.8]), np.array([1.0, 0.5, -0.25, 2.0]), 4
+
+    def gradient(at):
+        g = np.zeros(n)
+        grad(at, g, n, 1.0)
+        return g
+
+    tangent = np.zeros(n)
+    hvp(x, u, np.zeros(n), tangent, n, 1.0)
+    h = 1e-6
+    np.testing.assert_allclose(tangent, (gradient(x + h * u) - gradient(x - h * u)) / (2 * h), rtol=1e-6)
+
+
+@pytest.mark.parametrize("entries, message", [
+    ("total_grad: (dup, const) -> active", "derived name 'total_grad' is used twice"),
+    ("twice_hvp: forward of total_grad (dual, dual, const, const) -> dual",
+     "'total_grad' names C++ overloads, derived from different functions: give the one 'twice_hvp' derives a name of "
+     "its own"),
+])
+def test_overloaded_derived_names_that_cannot_be(adgen, c_file, tmp_path, entries, message):
+    """Two entries of one name whose derived functions take the same parameter types are one name
+    used twice; an `of` entry cannot name overloads."""
+    src = c_file("namespace k {\n// @diff(total_grad: (dup, const) -> active)\ndouble total(const double *v, int n);\n"
+                 f"// @diff({entries})\ndouble other(const double *v, int n);\n"
+                 "// @diff(total_grad: (dup, const) -> active)\nfloat total(const float *v, int n);\n}\n", "o.cpp")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1 and "Traceback" not in result.err
+    assert f"{src}:4:" in result.err and message in result.err, result.err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, code", [
+    ("p.c", "struct S { double a; double *p; };\n// @diff(g_fwd: forward (dual) -> dual)\n"
+            "double g(struct S s) { return s.a * s.p[0]; }\n"),
+    ("p.cpp", "#include <vector>\nstruct S { double a; std::vector<double> v; };\n// @diff(g_grad: (active) -> active)\n"
+              "double g(S s) { return s.a * s.v[0]; }\n"),
+])
+def test_a_struct_by_value_reaching_floats_through_a_pointer_is_not_active(adgen, c_file, tmp_path, name, code):
+    """A struct (or class) by value holding a pointer to floating data besides its floats is not
+    `active` or `dual`: the derivatives of what the pointer reaches have no place in its gradient
+    (they would be lost) or tangent (whose null pointer forward mode read: a segfault before)."""
+    src = c_file(code, name)
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1 and "Traceback" not in result.err
+    line = 2 if name.endswith(".c") else 3
+    assert f"{src}:{line}:" in result.err and "a struct by value holding a pointer to floating data: the derivatives " \
+        "of what it points to have no place in a gradient or tangent of its type" in result.err, result.err
+    assert not (tmp_path / "out").exists()

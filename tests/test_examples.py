@@ -9,7 +9,8 @@ import pytest
 
 from conftest import ROOT
 
-EXAMPLES = sorted(p.name for p in (ROOT / "examples").iterdir() if (p / f"{p.name}.c").exists())
+EXAMPLES = sorted(p.name for p in (ROOT / "examples").iterdir()
+                  if (p / f"{p.name}.c").exists() or (p / f"{p.name}.cpp").exists())
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

@@ -72,7 +72,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     objects, written = {}, []
     before = count_instructions(text)
     for i, (src, g) in enumerate(zip(sources, generated)):
-        stem, exported = src.stem, {s.name for s in g.signatures}
+        stem, exported = src.stem, {s.linker_name for s in g.signatures}
         if emit_llvm:  # the optimized module kept, to write
             with stages.stage("optimize", f"{stem}: after differentiation; {before} instructions before") as note:
                 final = optimize.finish(optimize.parse(without_tail_calls(fork_again(text, outlined))), exported,
@@ -137,7 +137,7 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
             optimize.link_into(linked, lower_libc(compiler, flags, extra, work))
         if tm is not None:
             arrays = (keep_array, inactive_array, custom_array)  # (globals in C, functions in Rust)
-            optimize.drop_unneeded(linked, {s.name for g in generated for s in g.signatures} |
+            optimize.drop_unneeded(linked, {s.linker_name for g in generated for s in g.signatures} |
                                    {array(i) for i in range(len(generated)) for array in arrays}, tm)
     return linked
 
@@ -168,7 +168,7 @@ class Prepared:
         with stages.stage("optimize", "before differentiation") as note:
             text = optimize.prepare(linked, tm, self.calls, timings=note.parts, cc1=cc1)
         with stages.stage("analyze") as note:
-            text, self.shared = devirtualize(text, {s.name for g in generated for s in g.signatures})
+            text, self.shared = devirtualize(text, {s.linker_name for g in generated for s in g.signatures})
             self.module = self._module(text)
             note.text = f"{plural(self.module.instruction_count(), 'instruction')} in the optimized sources"
 
@@ -317,8 +317,10 @@ def _primals(linked, index: int, g: Generated) -> dict[str, str]:
     names = optimize.kept(linked, keep_array(index))
     if is_rust(g.source.path):  # mangled: in the order the lowering keeps them
         return {f.name: name for f, name in zip(primal_functions(g), names)}
-    if is_cxx(g.source.path):  # mangled too (a wrapper's name among them, where it passes structs by value)
-        return {(BY_ADDRESS_PREFIX if f.by_value else "") + f.key: name for f, name in zip(primal_functions(g), names)}
+    if is_cxx(g.source.path):  # mangled too (a wrapper's name among them, where it passes structs by value),
+        # as are the derived functions with C++ linkage that `of` entries derive
+        kept = {(BY_ADDRESS_PREFIX if f.by_value else "") + f.key: name for f, name in zip(primal_functions(g), names)}
+        return kept | {s.qualified: s.linker_name for s in g.signatures if s.cxx_linkage}
     return _by_c_name(names)
 
 

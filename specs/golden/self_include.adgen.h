@@ -3,11 +3,11 @@
 #ifndef ADGEN_SELF_INCLUDE_ADGEN_H
 #define ADGEN_SELF_INCLUDE_ADGEN_H
 
+struct particle;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-struct particle;
 
 /* energy_grad: reverse mode, width 1, of energy (self_include.c:7)
  *   @diff(energy_grad: reverse[1] (dup, const) -> activeonly)
