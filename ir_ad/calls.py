@@ -14,6 +14,7 @@ from __future__ import annotations
 from adgen.base.cxx_names import cxx_library_io
 from adgen.ir_ad.ir.builder import Builder, V
 from adgen.ir_ad.ir import I64, Instruction, Module, Type
+from adgen.ir_ad.ir.unwinding import CATCHES
 from adgen.ir_ad.rules import rule_for
 
 LIFETIME, INERT = "lifetime", "inert"
@@ -162,13 +163,22 @@ def writes_first_argument(module: Module, inst: Instruction) -> bool | None:
 
 
 def refused(module: Module, inst: Instruction) -> str | None:
-    """Why a call of OpenMP's runtime cannot be differentiated, whatever flows through it (a
-    task's body runs where the runtime calls it, out of adgen's sight), or None: the calls
-    INACTIVE_CALLS names are differentiated, the others refused (no_derivative says what)."""
+    """Why a call cannot be differentiated, whatever flows through it, or None: a C++ exception
+    thrown or caught by the sources (ir/unwinding.py), a call of OpenMP's runtime (a task's body
+    runs where the runtime calls it, out of adgen's sight; the calls INACTIVE_CALLS names are
+    differentiated, the others refused: no_derivative says what)."""
     name = callee_name(inst)
+    if inst.opcode == "call" and name in _EXCEPTIONS:
+        return _EXCEPTIONS[name]
     if inst.opcode != "call" or not name.startswith(("__kmpc_", "omp_")) or kind_of(module, inst) != UNDEFINED:
         return None
     return no_derivative(inst) if _openmp_construct(name) is not None else None
+
+
+_THROWN = "a C++ exception thrown (`throw`) where derivatives run: they do not pass exceptions (specs/cxx.md)"
+_EXCEPTIONS = {"__cxa_allocate_exception": _THROWN, "__cxa_throw": _THROWN, "__cxa_rethrow": _THROWN,
+               CATCHES.lstrip("@"): "a call whose C++ exception the source catches (`try`/`catch`): derivatives do "
+                                    "not catch exceptions (specs/cxx.md)"}
 
 
 def no_derivative(inst: Instruction) -> str:

@@ -8,6 +8,7 @@ import os
 from adgen.base.diagnostics import AdgenError, Diagnostic, SourceFile, Span, error, note
 
 from adgen.base.naming import KERNEL_PREFIX
+from adgen.base.cxx_names import demangle
 
 from adgen.ir_ad.ir import Instruction, Location, Module, rust_path
 
@@ -58,7 +59,7 @@ def at_instruction(module: Module, function: str, inst: Instruction | None, mess
 def source_name(function: str) -> str:
     """A function's IR name as its source names it: a Rust symbol (`_ZN7adgen_05model4rosen17h…E`)
     demangled to its path in the file (`rosen`), without the crate adgen compiled it as or
-    the hash; C names as they are."""
+    the hash; a C++ one demangled (`geo::len(geo::vec3)`); C names as they are."""
     name = function.lstrip("@").strip('"')
     for part in ("'checkpointed.", "'step.", "'loop."):  # a function outlined to checkpoint its loops
         name = name.split(part, 1)[0]
@@ -66,7 +67,7 @@ def source_name(function: str) -> str:
         return name[len(KERNEL_PREFIX):]
     path = rust_path(name)
     if path is None:
-        return name
+        return (demangle(name) or name) if name.startswith("_Z") else name  # (C++: `g(double)`)
     if path and _adgen_crate(path[0]):
         path.pop(0)
     return "::".join(path) or name

@@ -10,6 +10,7 @@ bundled clang's, cc1.py), the optimizing and emitting run there instead of in ll
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -20,9 +21,9 @@ from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import pass_times
 from adgen.ir_ad import parts
 from adgen.ir_ad.cc1 import Cc1, Machine
-from adgen.ir_ad.ir import parallel, split
+from adgen.ir_ad.ir import parallel, split, unwinding
 from adgen.ir_ad.ir.edit import without_poison_lanes
-from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_addresses,
+from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_addresses, without_comdats,
                             without_target_attributes)
 
 
@@ -146,6 +147,15 @@ def drop_unneeded(module, roots: set[str], tm) -> None:
             fn.linkage = llvm.Linkage.internal
 
 
+def without_unwinding(module, sources: list):
+    """C++ exceptions taken out of the code to differentiate (ir/unwinding.py), `sources` the
+    paths of the source files: the module, a new one where there were any."""
+    text = str(module)
+    if not unwinding.may_unwind(text):
+        return module
+    return parse(unwinding.without_unwinding(text, {os.path.realpath(p) for p in sources}))
+
+
 def serialize_parallel(module, out_of_line: bool):
     """OpenMP's parallel regions serialized for differentiation (ir/parallel.py), their outlined
     functions kept out of line and external where `out_of_line` (their parameters, then, those
@@ -195,7 +205,7 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
     # without per-function CPU choices (zig's clang picks the build machine's): the target
     # machine (--march) decides for all code alike; vectors' undefined lanes made zeros
-    return without_poison_lanes(without_target_attributes(str(module)))
+    return without_poison_lanes(without_comdats(without_target_attributes(str(module))))
 
 
 def _partial_unrolling(on: bool) -> list[str]:

@@ -247,13 +247,77 @@ def test_annotation_before_what_is_not_supported_yet(adgen, c_file, tmp_path, wh
 
 
 def test_a_throw_is_a_located_error(adgen, c_file, tmp_path):
-    src = c_file("#include <stdexcept>\n// @diff(f_grad: (active) -> active)\n"
-                 "double f(double x) {\n    if (x < 0) throw std::domain_error(\"negative\");\n    return x * x;\n}\n",
+    """A `throw` of the source where a derivative runs, and a `try`/`catch` around a call of a
+    function outside the sources (which may really throw): errors at their lines."""
+    src = c_file("#include <stdexcept>\n#include <string>\n// @diff(f_grad: (active) -> active)\n"
+                 "double f(double x) {\n    if (x < 0) throw std::domain_error(\"negative\");\n    return x * x;\n}\n"
+                 "// @diff(h_grad: (active) -> active)\ndouble h(double x) {\n    double r = x;\n"
+                 "    try { r += std::stod(\"1.5\"); } catch (const std::exception &) { r = 0; }\n    return r * x;\n}\n",
                  "t.cpp")
     result = adgen("build", src, "-o", tmp_path / "out")
     assert result.status == 1, result.err
-    assert f"{src}:4:16: error: cannot use 'throw' with exceptions disabled" in result.err
+    assert f"{src}:5:16: error: cannot differentiate a C++ exception thrown (`throw`) where derivatives run: they do " \
+           "not pass exceptions (specs/cxx.md) in function 'f(double)' (needed by 'f_grad')" in result.err
+    assert f"{src}:11:16: error: cannot differentiate a call whose C++ exception the source catches (`try`/`catch`): " \
+           "derivatives do not catch exceptions (specs/cxx.md) in function 'h(double)' (needed by 'h_grad')" in result.err
     assert "Traceback" not in result.err and not (tmp_path / "out").exists()
+
+
+EXCEPTIONS = r"""
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+/* not differentiated: throws and catches as it likes */
+double parse(const std::string &s) {
+    try { return std::stod(s); } catch (const std::invalid_argument &) { throw std::runtime_error("bad " + s); }
+}
+// @diff(f_grad: (dup, const) -> active)
+double f(const double *x, int n) {
+    std::vector<double> t;
+    for (int i = 0; i < n; i++) t.push_back(std::sin(x[i]) * x[i]);  /* may throw length_error: aborts here */
+    double s = 0;
+    try { for (double v : t) s += v * v; } catch (...) { s = -1; }   /* nothing in it throws */
+    return s + t.at(0);                                              /* may throw out_of_range: aborts here */
+}
+"""
+
+EXCEPTIONS_MAIN = r"""
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+double parse(const std::string &s);
+double f(const double *x, int n);
+#include "exceptions.adgen.h"
+int main() {
+    double x[3] = {0.5, -1.2, 2.0}, g[3] = {0, 0, 0}, worst = 0;
+    double v = f_grad(x, g, 3, 1.0);
+    for (int i = 0; i < 3; i++) {
+        double p[3] = {x[0], x[1], x[2]}, m[3] = {x[0], x[1], x[2]};
+        p[i] += 1e-6; m[i] -= 1e-6;
+        worst = std::fmax(worst, std::fabs((f(p, 3) - f(m, 3)) / 2e-6 - g[i]));
+    }
+    int caught = 0;
+    try { parse("x"); } catch (const std::runtime_error &) { caught = 1; }  /* the program's own exceptions */
+    std::printf("%g %g %d\n", v - f(x, 3), worst, caught);
+    return !(v == f(x, 3) && worst < 1e-6 && caught);
+}
+"""
+
+
+@pytest.mark.parametrize("compiler", ["g++", "bundled"])
+def test_exceptions_elsewhere_and_where_they_only_might_pass(adgen, tmp_path, compiler):
+    """A source that throws and catches in a function no derivative runs builds; a differentiated
+    function whose library code may throw (a vector's growth, `at`) and with a `try` around code
+    that cannot throw is differentiated; the program keeps its own exceptions; the object needs
+    nothing of the C++ library the program is not built with (libc++'s throwing helpers, left out
+    of line, are no comdat of a header's that the linker could drop)."""
+    if compiler == "g++" and shutil.which("g++") is None:
+        pytest.skip("no g++ on this machine")
+    _program(adgen, tmp_path, "exceptions.cpp", EXCEPTIONS, EXCEPTIONS_MAIN, compiler)
+    undefined = subprocess.run(["nm", "-u", str(tmp_path / "exceptions.adgen.o")], capture_output=True, text=True).stdout
+    assert "__cxa" not in undefined and "__gxx_personality" not in undefined and "St3__1" not in undefined, undefined
 
 
 def test_a_class_of_a_namespace_by_reference_declared_ahead(adgen, tmp_path):

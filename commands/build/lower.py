@@ -34,7 +34,8 @@ BASE_FLAGS = ["-x", "c", "-c", "-emit-llvm", "-O2", "-Xclang", "-disable-llvm-pa
               "-fno-builtin-sincos", "-fno-builtin-sincosf",
               "-fno-math-errno", "-Wno-unused-command-line-argument", *USERS_NDEBUG]
 
-CXX_FLAGS = ["-x", "c++", "-fno-exceptions", "-D_LIBCPP_VERBOSE_ABORT(...)=__builtin_abort()"]
+CXX_FLAGS = ["-x", "c++", "-fexceptions", "-D_LIBCPP_VERBOSE_ABORT(...)=__builtin_abort()"]  # (exceptions: as users
+# compile C++, so that a throw anywhere builds; ir/unwinding.py takes them out of the code differentiated)
 
 
 def keep_array(index: int) -> str:

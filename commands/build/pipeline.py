@@ -62,6 +62,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     primals = [_primals(linked, i, g) for i, g in enumerate(generated)]
     # OpenMP's parallel regions: forked again by forward derivatives, inlined where reverse mode needs them
     forward_only = all(s.derivation.mode is Mode.FORWARD for g in generated for s in g.signatures)
+    linked = optimize.without_unwinding(linked, sources)  # C++: exceptions made plain calls, aborts or refused
     linked, outlined = optimize.serialize_parallel(linked, out_of_line=forward_only)
     prepared = Prepared(linked, generated, tm, stages, cc1=cc1)
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")) \

@@ -89,6 +89,7 @@ def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler:
     linked = optimize.parse(hinted(str(lower([source], [generated], compiler, flags, [], work, stages)), False))
     # OpenMP's parallel regions (specs/openmp.md): forked again by forward derivatives, inlined for reverse mode
     forward_only = all(r.mode is Mode.FORWARD for r in unit.requests)
+    linked = optimize.without_unwinding(linked, [source])  # C++: exceptions made plain calls, aborts or refused
     linked, outlined = optimize.serialize_parallel(linked, out_of_line=forward_only)
     kept = _primals(linked, 0, generated)
     steering = {n.lstrip("@") for n in steering_calls(Module(str(linked)))}

@@ -13,7 +13,8 @@ from adgen.ir_ad.ir.module import Module
 from adgen.ir_ad.ir.names import intrinsic_family, rust_path
 from adgen.ir_ad.ir.read_only import read_only
 from adgen.ir_ad.ir.text import (count_instructions, global_addresses, may_call_through_pointer,
-                                 stored_global_addresses, without_target_attributes)
+                                 stored_global_addresses, without_comdats,
+                                 without_target_attributes)
 from adgen.ir_ad.ir.tokens import Cursor, IRError
 from adgen.ir_ad.ir.types import (I1, I8, I32, I64, PTR, VOID, Type, array, element_align, float_type, floating,
                                   int_type, parse_type, struct, vector)
@@ -22,4 +23,4 @@ __all__ = ["Argument", "Block", "Cursor", "Function", "Header", "I1", "I8", "I32
            "Location", "Module", "Operand", "PTR", "Type", "VOID", "array", "count_instructions", "element_align",
            "float_type", "floating", "global_addresses", "int_type", "intrinsic_family", "may_call_through_pointer",
            "parse_header", "parse_instruction", "parse_type", "read_only", "rust_path", "shuffle_mask", "stored_global_addresses",
-           "strip_metadata", "struct", "vector", "without_target_attributes"]
+           "strip_metadata", "struct", "vector", "without_comdats", "without_target_attributes"]

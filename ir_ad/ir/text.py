@@ -1,6 +1,7 @@
 """Questions asked of IR text that is not read into a `Module`: a whole module's (a quick test
 before reading it, a count for the verbose output) or llvmlite's text of one global or
-function; and the function attributes that pin code to a CPU, dropped from a module's text."""
+function; and what is dropped from a module's text: the function attributes that pin code to a
+CPU, and comdats."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ _INDIRECT_CALL = re.compile(r"\bcall\b[^\n]*?\s%[-\w.$\"]+\(")
 _ADDRESS = re.compile(r"\bptr (@[-\w.$]+|@\"[^\"]*\")")
 _STORED_ADDRESS = re.compile(r"store ptr (@[-\w$.]+|@\"[^\"]*\")")
 _TARGET_ATTRIBUTES = re.compile(r' "(?:target-cpu|target-features|tune-cpu)"="[^"]*"')
+_COMDAT = re.compile(r"^\$[^\n]* = comdat \w+\n", re.M)
+_IN_COMDAT = re.compile(r"^((?:define|@)[^\n]*?),? comdat(?:\(\$[-\w.$]+\)|\(\$\"[^\"]*\"\))?(?=[ ,\n])", re.M)
 
 
 def may_call_through_pointer(text: str) -> bool:
@@ -32,6 +35,14 @@ def stored_global_addresses(text: str) -> list[str]:
 def without_target_attributes(text: str) -> str:
     """The text without per-function CPU choices (`"target-cpu"="..."` and the like)."""
     return _TARGET_ATTRIBUTES.sub("", text)
+
+
+def without_comdats(text: str) -> str:
+    """The text without comdats: what adgen's object defines besides the derived functions is
+    internal, and an internal function in a comdat group of an inline function of a header
+    (libc++'s cold `__throw_length_error`, kept out of line) is dropped with the group where the
+    linker keeps the user's own object's copy, which adgen's calls would then miss."""
+    return _IN_COMDAT.sub(r"\1", _COMDAT.sub("", text))
 
 
 def count_instructions(text: str) -> int:
