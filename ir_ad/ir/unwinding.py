@@ -35,6 +35,7 @@ _METADATA = re.compile(r"^(![0-9]+) = (.*)$", re.M)
 
 
 def may_unwind(text: str) -> bool:
+    """Whether the module's text has anything to take out (a quick test before reading it)."""
     return " invoke " in text or "@__cxa_allocate_exception" in text
 
 
@@ -56,7 +57,7 @@ def without_unwinding(text: str, sources: set[str]) -> str:
             continue
         out.append(line)
     declared = "\n".join(out)
-    if f"call void @abort() noreturn" in declared and not re.search(r"^(declare|define) [^@]*@abort\(", declared, re.M):
+    if "call void @abort() noreturn" in declared and not re.search(r"^(declare|define) [^@]*@abort\(", declared, re.M):
         out.append("declare void @abort()")
     if CATCHES in declared:
         out.append(f"define internal void {CATCHES}() noinline {{\n  call void asm sideeffect \"\", \"\"()\n"
