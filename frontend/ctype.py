@@ -154,13 +154,14 @@ def object_cxx(record: Type, const: bool, local) -> CType:
         through_pointers=_reached(record) == "through pointers")
 
 
-def _namespaces(decl: Cursor) -> tuple[str, ...]:
-    """The named namespaces a declaration stands in, outermost first (anonymous ones are not
-    named: a copy outside one is as good)."""
+def enclosing_namespaces(decl: Cursor) -> tuple[str, ...]:
+    """The named namespaces a declaration stands in, outermost first, through `extern "C"`
+    blocks and enclosing classes (an anonymous namespace is left out: its names are no one
+    else's, and a copy or a declaration outside it is as good)."""
     names = []
     parent = decl.semantic_parent
-    while parent is not None and parent.kind == CursorKind.NAMESPACE:
-        if parent.spelling:
+    while parent is not None and parent.kind in (CursorKind.NAMESPACE, CursorKind.LINKAGE_SPEC, *_STRUCTS):
+        if parent.kind == CursorKind.NAMESPACE and parent.spelling:
             names.append(parent.spelling)
         parent = parent.semantic_parent
     return tuple(reversed(names))
@@ -461,7 +462,7 @@ def _decls(t: Type):
             for d in _template_family(decl) or (decl,):
                 start, end = d.extent.start, d.extent.end
                 yield DeclRef(d.spelling, d.location.file.name, (start.line, start.column), (end.line, end.column),
-                              _namespaces(d))
+                              enclosing_namespaces(d))
             return
         if t.kind == TypeKind.ELABORATED:
             yield from _decls(t.get_named_type())

@@ -5,6 +5,7 @@ so loading never parses C again."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from adgen.frontend.abi import Signature, Slot, signature
 
@@ -45,10 +46,7 @@ def _overloaded(signatures: list[Signature]) -> set[str]:
 
 def _shared(signatures: list[Signature]) -> set[str]:
     """The qualified names C++ overloads of derived functions share."""
-    seen: dict[str, int] = {}
-    for sig in signatures:
-        seen[sig.qualified] = seen.get(sig.qualified, 0) + 1
-    return {name for name, count in seen.items() if count > 1}
+    return {name for name, count in Counter(sig.qualified for sig in signatures).items() if count > 1}
 
 
 def _derived_key(sig: Signature, shared: set[str]) -> str:

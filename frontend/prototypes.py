@@ -15,7 +15,7 @@ from pathlib import Path
 
 from clang.cindex import CursorKind, Index, TemplateArgumentKind, TypeKind
 
-from adgen.frontend.ctype import CType, from_clang, from_clang_cxx, object_cxx
+from adgen.frontend.ctype import CType, enclosing_namespaces, from_clang, from_clang_cxx, object_cxx
 from adgen.frontend.languages import is_cxx
 from adgen.base.cxx_names import demangle
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error, note
@@ -188,7 +188,7 @@ def _declarations(cursor, main: str, source: SourceFile, unit: Unit, in_template
             names = tuple(c.spelling for c in child.get_children() if c.kind == CursorKind.PARM_DECL)
             unit.templates.setdefault(at, Template(_qualified(child), names, at, Span(
                 source, source.offset(child.location.line, child.location.column), len(child.spelling)),
-                _attributes(child), _scope(child)))
+                _attributes(child), enclosing_namespaces(child)))
             continue
         refused = child.kind in _REFUSED and (child.kind != CursorKind.CXX_METHOD or in_template)
         if refused and ours:
@@ -198,19 +198,6 @@ def _declarations(cursor, main: str, source: SourceFile, unit: Unit, in_template
         if unit.cxx and child.kind in (*_CLASSES, CursorKind.CLASS_TEMPLATE):
             yield from _declarations(child, main, source, unit, in_template or child.kind == CursorKind.CLASS_TEMPLATE)
         yield child
-
-
-def _scope(cursor) -> tuple[str, ...]:
-    """The named namespaces a function (or its class) is declared in, outermost first: where its
-    derived functions are declared (a class cannot be added to; an anonymous namespace's names
-    would be no one else's)."""
-    names = []
-    parent = cursor.semantic_parent
-    while parent is not None and parent.kind in (CursorKind.NAMESPACE, CursorKind.LINKAGE_SPEC, *_CLASSES):
-        if parent.kind == CursorKind.NAMESPACE and parent.spelling:
-            names.append(parent.spelling)
-        parent = parent.semantic_parent
-    return tuple(reversed(names))
 
 
 def _qualified(cursor) -> str:
@@ -256,7 +243,7 @@ def _function(cursor, source: SourceFile, main: str) -> Prototype:
         symbol=cursor.mangled_name if cxx and cursor.mangled_name != _qualified(cursor) and not member else "",
         member=member,
         cxx_linkage=cxx and (member or cursor.mangled_name.startswith("_Z")),
-        scope=_scope(cursor) if cxx else (),
+        scope=enclosing_namespaces(cursor) if cxx else (),
     )
 
 
