@@ -59,7 +59,9 @@ INACTIVE_CALLS |= _BYTES
 _OPENMP_BOOKKEEPING = {"__kmpc_global_thread_num", "__kmpc_serialized_parallel", "__kmpc_end_serialized_parallel",
                        "__kmpc_barrier", "__kmpc_critical", "__kmpc_end_critical", "__kmpc_for_static_fini",
                        "__kmpc_push_num_threads", "__kmpc_dispatch_deinit", "omp_get_thread_num", "omp_get_num_threads",
-                       "omp_get_max_threads", "omp_in_parallel", "omp_get_wtime"}
+                       "omp_get_max_threads", "omp_in_parallel", "omp_get_wtime", "__adgen_omp_end_critical"}
+# ... of which these are reversed where a team runs the reverse sweep (reverse/sweeps/adjoints.py).
+SYNCHRONIZATION = {"__kmpc_barrier", "__kmpc_critical", "__adgen_omp_end_critical"}
 # OpenMP's worksharing loops' bounds (static and dynamic schedules): no derivatives either, but
 # written through their pointer arguments, which the memory analysis assumes of any function it
 # cannot see. Forward mode copies both kinds.
@@ -160,6 +162,13 @@ def writes_first_argument(module: Module, inst: Instruction) -> bool | None:
     if is_intrinsic(name) or name in ALLOCATORS or name in _WRITE_NOTHING or (_runtime(name) and kind is not None):
         return False
     return None
+
+
+def writes_pointer_arguments_only(inst: Instruction) -> bool:
+    """For the memory analysis: a call that writes through its pointer arguments but the first
+    (the source location it reads) and nothing else: OpenMP's worksharing loops' bounds, into
+    the caller's own variables."""
+    return callee_name(inst) in _OPENMP_SCHEDULES
 
 
 def refused(module: Module, inst: Instruction) -> str | None:

@@ -21,7 +21,7 @@ from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import pass_times
 from adgen.ir_ad import parts
 from adgen.ir_ad.cc1 import Cc1, Machine
-from adgen.ir_ad.ir import parallel, split, unwinding
+from adgen.ir_ad.ir import captures, parallel, split, unwinding
 from adgen.ir_ad.ir.edit import without_poison_lanes
 from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_addresses, without_comdats,
                             without_target_attributes)
@@ -156,14 +156,13 @@ def without_unwinding(module, sources: list):
     return parse(unwinding.without_unwinding(text, {os.path.realpath(p) for p in sources}))
 
 
-def serialize_parallel(module, out_of_line: bool):
+def serialize_parallel(module):
     """OpenMP's parallel regions serialized for differentiation (ir/parallel.py), their outlined
-    functions kept out of line and external where `out_of_line` (their parameters, then, those
-    the runtime passes), else inlined: the module (a new one where it forks) and the outlined
-    functions' IR names."""
+    functions kept out of line and external (their parameters, then, those the runtime passes):
+    the module (a new one where it forks) and the outlined functions' IR names."""
     if "__kmpc_fork_call" not in declared(module):
         return module, set()
-    text, outlined = parallel.serialize(str(module), out_of_line)
+    text, outlined = parallel.serialize(str(module))
     return parse(text), outlined
 
 
@@ -206,6 +205,22 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     # without per-function CPU choices (zig's clang picks the build machine's): the target
     # machine (--march) decides for all code alike; vectors' undefined lanes made zeros
     return without_poison_lanes(without_comdats(without_target_attributes(str(module))))
+
+
+def with_captures_by_value(text: str, tm) -> str:
+    """The prepared text with OpenMP regions' captured variables passed by value
+    (ir/captures.py); the slots left only stored into and loaded from made values again (LLVM's
+    SROA), so that nothing stores an array's address in memory (which derivatives with
+    interleaved lanes refuse)."""
+    promoted = captures.promote_captures(text)
+    if promoted == text:
+        return text
+    module = parse(promoted)
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_sroa_pass()
+    pm.add_instruction_namer_pass()
+    pm.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
+    return str(module)
 
 
 def _partial_unrolling(on: bool) -> list[str]:

@@ -265,8 +265,10 @@ class Generator:
     def parallel(self) -> str:
         """An OpenMP loop free of data races (specs/openmp.md): each iteration writes its own
         element of y, or a reduction (`+`, `*`, `max`, `min`) into a scalar, or a parallel region
-        summing into a private variable that a critical section adds to a scalar; what the
-        iterations read is x, y's own element and scalars no iteration writes."""
+        summing into a private variable that a critical section adds to a scalar, or a region of
+        two loops, the second reading (after the barrier between them) elements of y the first
+        wrote in other iterations; what the iterations read is otherwise x, y's own element and
+        scalars no iteration writes."""
         r = self.rng
         target = r.choice(["t0", "t1", "t2", "t3"])
         inner = Generator(r, self.index, scalars=tuple(v for v in self.scalars if v != target), arrays=("x",),
@@ -283,9 +285,13 @@ class Generator:
                       "max": f"{target} = fmax({target}, {e()});", "min": f"{target} = fmin({target}, {e()});"}[op]
             text = (f"#pragma omp parallel for reduction({op}: {target}){schedule}\n"
                     f"    for (int i = 0; i < n; i++) {{ {update} }}")
-        else:
+        elif k < 0.9:
             text = (f"#pragma omp parallel\n    {{ double loc = 0;\n    #pragma omp for{schedule}\n"
                     f"    for (int i = 0; i < n; i++) loc += {e()};\n    #pragma omp critical\n    {target} += loc; }}")
+        else:  # two phases: what the first writes, the second reads at other iterations (after the barrier)
+            text = (f"#pragma omp parallel\n    {{\n    #pragma omp for{schedule}\n"
+                    f"    for (int i = 0; i < n; i++) {{ y[i] = {e()}; }}\n    #pragma omp for reduction(+: {target})\n"
+                    f"    for (int i = 0; i < n; i++) {{ {target} += y[(i + 1) % n] * {e()}; }} }}")
         self.uses_float |= inner.uses_float
         self.uses_vectors |= inner.uses_vectors
         return text
@@ -417,6 +423,7 @@ def build_source(text: str, work: Path, cxx: bool = False) -> tuple[C.CDLL | Non
                    check=True, capture_output=True)
     if openmp:
         C.CDLL(libomp()).omp_set_num_threads(THREADS)  # (no thread starts before a region runs)
+        os.environ["ADGEN_PARALLEL_REVERSE"] = "always"  # (reverse sweeps on the team, atomic adds or not)
     return C.CDLL(str(lib)), ""
 
 
@@ -778,8 +785,8 @@ def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = T
                 f, acts = generate(rng, done + k, openmp, cxx), activities(rng)
                 if budget and "rev" in acts:
                     acts["ckpt"] = acts["rev"] + " within 512"
-                if openmp or f.uses_vectors:  # (interleaved lanes: not with the pointers a region's captures
-                    del acts["fwd4v"], acts["rev4v"]  # hold, nor with vector values)
+                if f.uses_vectors:  # (interleaved lanes: not with vector values)
+                    del acts["fwd4v"], acts["rev4v"]
                 if openmp and (done // batch_size) % 2:  # forward mode alone: its regions fork (specs/openmp.md)
                     del acts["rev"]
                 batch.append((f, acts))

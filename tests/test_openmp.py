@@ -1,6 +1,6 @@
 """OpenMP-parallel sources (built with -fopenmp): derivatives in forward mode (forked as the
-primal's regions are) and reverse mode (serialized), against central differences and each
-other, at 1, 2 and 4 threads; the constructs adgen does not differentiate yet are errors at the
+primal's regions are) and reverse mode (both sweeps forked, or on the calling thread), against
+central differences and each other, at 1, 2 and 4 threads; the constructs adgen does not differentiate yet are errors at the
 pragma's line. Needs an OpenMP runtime (libomp: Debian's libomp-dev) to run the code."""
 
 from __future__ import annotations
@@ -99,6 +99,55 @@ void energy(const double *restrict u, int n, int m, double *restrict total) {
     }
 }
 
+/* a gather through an index array: its adds to x's adjoints cannot be bounded, so are atomic */
+// @diff(gather_grad: (dup, dup, const, const, const))
+void gather(double *restrict y, const double *restrict x, const int *idx, int *who, int n) {
+    #pragma omp parallel for
+    for (int i = 0; i < n; i++) {
+        y[i] = x[idx[i]] * x[idx[i]];
+        who[i] = omp_get_thread_num();
+    }
+}
+
+/* interleaved lanes: the region's arrays are its arguments (passed by value), not loaded */
+// @diff(wave_fwd4: forward[4] (dualv, dualv, const))
+// @diff(wave4_grad: reverse[4] (dupv, dupv, const))
+void wave(double *restrict y, const double *restrict x, int n) {
+    #pragma omp parallel for
+    for (int i = 0; i < n; i++) y[i] = sin(x[i]) * x[(i + 1) % n];
+}
+
+/* two phases: what the first loop writes, the second reads at other iterations after the barrier
+   between them (reversed by a barrier); a sum reduced in the second */
+// @diff(phases_fwd: forward (dual, dual, const) -> dual)
+// @diff(phases_grad: (dup, dup, const) -> active)
+double phases(const double *restrict x, double *restrict y, int n) {
+    double s = 0;
+    #pragma omp parallel
+    {
+        #pragma omp for
+        for (int i = 0; i < n; i++) y[i] = sin(x[i]) * x[(i + 3) % n];
+        #pragma omp for reduction(+: s)
+        for (int i = 0; i < n; i++) s += y[(i + 1) % n] * y[i] * x[i];
+    }
+    return s;
+}
+
+/* a critical section inside another (its reverse sweep runs on one thread: a team cannot order
+   them), updating a product */
+// @diff(nested_grad: (dup, const, dup))
+void nested(const double *x, int n, double *acc) {
+    #pragma omp parallel for
+    for (int i = 0; i < n; i++) {
+        #pragma omp critical(outer)
+        {
+            acc[0] *= 1 + 0.1 * x[i];
+            #pragma omp critical(inner)
+            acc[1] += acc[0] * x[i];
+        }
+    }
+}
+
 /* a collapsed loop whose store is addressed through the collapsed counter's / and %, after inner
    loops (one as long as that / and % say) read what it may overwrite: checked at run time, not
    logged every time */
@@ -120,7 +169,7 @@ void rows(double *out, const double *in, int n, int m) {
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
     """Two builds of SOURCE: with its forward-mode entries alone (the regions fork again: specs/
-    openmp.md) and with all (regions inlined for reverse mode, forward derivatives serial)."""
+    openmp.md) and with all (forward derivatives fork there too; reverse mode forks its regions' pairs)."""
     from adgen.commands.cli import main
 
     builds = []
@@ -158,11 +207,14 @@ class Pair(ctypes.Structure):
 
 
 @pytest.fixture(params=THREADS, ids=lambda t: f"{t}-threads")
-def team(request, lib):
-    """The library, its functions' types set, OpenMP's team size set to the parameter."""
+def team(request, lib, monkeypatch):
+    """The library, its functions' types set, OpenMP's team size set to the parameter, the
+    regions' reverse sweeps forked wherever there are two threads (not only where enough threads
+    would make up for their atomic adds: specs/openmp.md)."""
     library, omp = lib
     _setup(library)
     omp.omp_set_num_threads(request.param)
+    monkeypatch.setenv("ADGEN_PARALLEL_REVERSE", "always")
     return library, request.param
 
 
@@ -183,6 +235,12 @@ TYPES = {  # name: (argument types, result type)
     "norm2": ([P, ctypes.c_int], D), "norm2_fwd": ([P, P, ctypes.c_int], Pair), "norm2_grad": ([P, P, ctypes.c_int, D], D),
     "energy": ([P, ctypes.c_int, ctypes.c_int, P], None), "energy_fwd": ([P, P, ctypes.c_int, ctypes.c_int, P, P], None),
     "energy_grad": ([P, P, ctypes.c_int, ctypes.c_int, P, P], None),
+    "gather": ([P, P, IP, IP, ctypes.c_int], None), "gather_grad": ([P, P, P, P, IP, IP, ctypes.c_int], None),
+    "wave": ([P, P, ctypes.c_int], None), "wave_fwd4": ([P, P, P, P, ctypes.c_int], None),
+    "wave4_grad": ([P, P, P, P, ctypes.c_int], None),
+    "phases": ([P, P, ctypes.c_int], D), "phases_fwd": ([P, P, P, P, ctypes.c_int], Pair),
+    "phases_grad": ([P, P, P, P, ctypes.c_int, D], D),
+    "nested": ([P, ctypes.c_int, P], None), "nested_grad": ([P, P, ctypes.c_int, P, P], None),
     "rows": ([P, P, ctypes.c_int, ctypes.c_int], None), "rows_fwd": ([P, P, P, P, ctypes.c_int, ctypes.c_int], None),
     "rows_grad": ([P, P, P, P, ctypes.c_int, ctypes.c_int], None),
 }
@@ -201,17 +259,20 @@ def test_parallel_for_forward_runs_on_every_thread_and_matches_reverse_and_diffe
     y, dy, who = np.zeros(n), np.zeros(n), np.full(n, -1, dtype=np.int32)
     library.scale_fwd(y, dy, x, dx, who, n)
     assert sorted(set(who)) == list(range(threads))  # the tangents were computed by the whole team
-    serial = np.zeros(n)
-    library.both.scale_fwd(np.zeros(n), serial, x, dx, who, n)  # (regions inlined for reverse mode)
-    assert set(who) == {0}
-    np.testing.assert_allclose(serial, dy, rtol=1e-15)
+    beside = np.zeros(n)
+    who[:] = -1
+    library.both.scale_fwd(np.zeros(n), beside, x, dx, who, n)  # (a build with reverse mode too: the same)
+    assert sorted(set(who)) == list(range(threads))
+    np.testing.assert_allclose(beside, dy, rtol=1e-15)
     h, plus, minus = 1e-6, np.zeros(n), np.zeros(n)
     library.scale(plus, x + h * dx, who, n)
     library.scale(minus, x - h * dx, who, n)
     np.testing.assert_allclose(dy, (plus - minus) / (2 * h), rtol=1e-7, atol=1e-8)
     np.testing.assert_allclose(y, np.sin(x) * x + 1)
     gx, gy = np.zeros(n), w.copy()
+    who[:] = -1
     library.scale_grad(y, gy, x, gx, who, n)
+    assert sorted(set(who)) == list(range(threads))  # the gradient's forward sweep ran on the team too
     assert np.dot(dy, w) == pytest.approx(np.dot(dx, gx), rel=1e-12)
     dy0, dy1, dx1 = np.zeros(n), np.zeros(n), rng.normal(size=n)
     library.scale_fwd2(y, dy0, dy1, x, dx, dx1, who, n)
@@ -301,6 +362,81 @@ def test_parallel_region_with_collapsed_loop_and_critical_section(team):
     assert dtotal[0] * 0.5 == pytest.approx(np.dot(du, gu), rel=1e-10)
 
 
+def test_interleaved_lanes(team):
+    library, _ = team
+    n, rng = 37, np.random.default_rng(11)
+    x, tx, w = rng.normal(size=n), rng.normal(size=(n, 4)), rng.normal(size=(n, 4))
+    after = np.roll(np.arange(n), -1)  # (i + 1) % n
+    ty = np.zeros((n, 4))
+    library.wave_fwd4(np.zeros(n), ty, x, np.ascontiguousarray(tx), n)
+    np.testing.assert_allclose(ty, (np.cos(x) * x[after])[:, None] * tx + np.sin(x)[:, None] * tx[after], rtol=1e-13)
+    gx = np.zeros((n, 4))
+    library.wave4_grad(np.zeros(n), w.copy(), x, gx, n)
+    np.testing.assert_allclose(np.sum(gx * tx, axis=0), np.sum(w * ty, axis=0), rtol=1e-12)  # (lane by lane)
+
+
+def test_two_phases_with_a_barrier_between(team):
+    library, _ = team
+    n, rng = 97, np.random.default_rng(9)
+    x, dx = rng.normal(size=n), rng.normal(size=n)
+    got = library.phases_fwd(x, dx, np.zeros(n), np.zeros(n), n)
+
+    def f(t):
+        return library.phases(x + t * dx, np.zeros(n), n)
+
+    h = 1e-6
+    assert got.second == pytest.approx((f(h) - f(-h)) / (2 * h), rel=1e-6)
+    gx = np.zeros(n)
+    assert library.phases_grad(x, gx, np.zeros(n), np.zeros(n), n, 1.0) == pytest.approx(got.first, rel=1e-12)
+    assert np.dot(dx, gx) == pytest.approx(got.second, rel=1e-10)
+
+
+def test_nested_critical_sections(team, lib):
+    """The region runs on the calling thread in the gradient (its reverse sweep on a team could not
+    order the sections): the same gradient at any team size, that of the primal run on one thread."""
+    library, threads = team
+    n, rng = 40, np.random.default_rng(10)
+    x, dx = rng.uniform(-1, 1, n), rng.normal(size=n)
+    w, gx = np.array([0.3, -0.7]), np.zeros(n)
+    library.nested_grad(x, gx, n, np.array([1.0, 0.0]), w.copy())
+    lib[1].omp_set_num_threads(1)  # (the primal's result depends on the order the threads entered in)
+
+    def f(t):
+        acc = np.array([1.0, 0.0])
+        library.nested(x + t * dx, n, acc)
+        return acc
+
+    h = 1e-6
+    assert np.dot(gx, dx) == pytest.approx(np.dot(w, (f(h) - f(-h)) / (2 * h)), rel=1e-6)
+
+
+def test_reverse_sweeps_fork_unless_their_adds_are_atomic(lib, monkeypatch):
+    """By default a region's reverse sweep forks where its threads can tell which adds to the
+    arrays they read are theirs (scale's, whose accesses are bounded), not where those adds are
+    atomic (gather's, through an index array); ADGEN_PARALLEL_REVERSE=always forks both, =never
+    neither. Which pair ran shows in `who`, which the forward sweep writes."""
+    library, omp = lib
+    _setup(library)
+    n, rng = 200, np.random.default_rng(12)
+    x, y, idx = np.linspace(0.1, 2, n), np.zeros(n), rng.integers(0, n, n).astype(np.int32)
+    cases = [(None, 2, "scale", True), (None, 4, "gather", False), ("always", 2, "gather", True),
+             ("never", 4, "scale", False), ("always", 2, "scale", True)]
+    for setting, threads, name, forked in cases:
+        if setting is None:
+            monkeypatch.delenv("ADGEN_PARALLEL_REVERSE", raising=False)
+        else:
+            monkeypatch.setenv("ADGEN_PARALLEL_REVERSE", setting)
+        omp.omp_set_num_threads(threads)
+        who, gx = np.full(n, -1, dtype=np.int32), np.zeros(n)
+        if name == "scale":
+            library.scale_grad(y, np.ones(n), x, gx, who, n)
+            np.testing.assert_allclose(gx, np.cos(x) * x + np.sin(x), rtol=1e-13)
+        else:
+            library.gather_grad(y, np.ones(n), x, gx, idx, who, n)
+            np.testing.assert_allclose(gx, np.bincount(idx, weights=2 * x[idx], minlength=n), rtol=1e-12)
+        assert sorted(set(who)) == (list(range(threads)) if forked else [0]), (setting, threads, name)
+
+
 def test_collapsed_loop_indexed_by_quotient_and_remainder(team, adgen, c_file, tmp_path):
     library, _ = team
     n, m, rng = 7, 9, np.random.default_rng(8)
@@ -352,7 +488,7 @@ def test_atomic_update_of_derivative_data_is_a_located_error_in_both_modes(adgen
                  "}\n")
     result = adgen("build", src, "-o", tmp_path / "out", "--", "-fopenmp")
     assert result.status == 1
-    for name in ("tot_fwd", "tot_grad"):  # (the region inlined into tot for reverse mode)
+    for name in ("tot_fwd", "tot_grad"):
         assert re.search(re.escape(f"{src}:7:9: error: cannot differentiate the 'atomicrmw' instruction in function ")
                          + rf"'tot(\.omp_outlined)?' \(needed by '{name}'\)", result.err), result.err
     assert "Traceback" not in result.err and not (tmp_path / "out").exists()
@@ -370,6 +506,15 @@ void __enzyme_fwddiff(void *, ...);
 void squares(double *a, int n) {
     #pragma omp parallel for
     for (int i = 0; i < n; i++) a[i] *= a[i];
+}
+
+double __enzyme_autodiff_d(void *, ...);
+
+/* each thread's first iteration reads `in` (Enzyme's omp_firstprivate.c): its gradient is the
+   number of threads, which a reverse sweep on one thread would make 1 */
+void first(double *a, double in, int n) {
+    #pragma omp parallel for firstprivate(in)
+    for (int i = 0; i < n; i++) { a[i] = in; in = 0; }
 }
 
 void sum(const double *x, double *out, int n) {
@@ -396,6 +541,10 @@ int main(void) {
     double want = 0;
     for (int i = 0; i < N; i++) want += cos(0.1 * i);
     if (fabs(t - want) > 1e-10) { printf("sum forward: %g, want %g\n", t, want); return 1; }
+    double b[N], db[N];
+    for (int i = 0; i < N; i++) db[i] = 1;
+    double g = __enzyme_autodiff_d((void *)first, b, db, 1.0, N);
+    if (fabs(g - omp_get_max_threads()) > 1e-12) { printf("first: %g\n", g); return 1; }
     printf("threads %d\n", omp_get_max_threads());
     return 0;
 }

@@ -29,6 +29,7 @@ TOLERANCE = 1e-4
 
 
 THREADS = (1, 2)  # the team sizes of --openmp
+FORKED = "adgen-forked"  # --openmp: adgen's gradient with every region's reverse sweep forked, atomic adds or not
 
 
 def measure(program: Program, sizes: tuple[int, ...], reps: int, work: Path, enzyme: Path | None,
@@ -38,6 +39,7 @@ def measure(program: Program, sizes: tuple[int, ...], reps: int, work: Path, enz
     built = build(program, work, enzyme, enzyme_cc, openmp, rounds)
     modes = ("primal", "hand", "adgen") + (("enzyme",) if enzyme is not None else ())
     if openmp:
+        modes = modes[:3] + (FORKED,) + modes[3:]
         runs = {(mode, t): run(built.executable, mode, reps, sizes, work, t) for mode in modes for t in THREADS}
         errors = {f"{mode} on {t}": relative_error(runs[mode, t].gradient, runs["hand", 1].gradient)
                   for mode in modes[1:] for t in THREADS}
@@ -50,7 +52,7 @@ def measure(program: Program, sizes: tuple[int, ...], reps: int, work: Path, enz
 def parallel_table(results, reps: int) -> str:
     """--openmp: each way's time on one thread and on two, and what two gain."""
     label = {"primal": "primal (the loss)", "hand": "hand-written forward+backward", "adgen": "adgen's gradient",
-             "enzyme": "Enzyme's gradient"}
+             FORKED: "adgen's, reverse sweeps forked (ADGEN_PARALLEL_REVERSE=always)", "enzyme": "Enzyme's gradient"}
     lines = [f"Built with -fopenmp; time (median of {reps} after a warm-up) on OpenMP teams of 1 and 2 threads, "
              "peak resident memory on 2:", "",
              _row(["program", "", "1 thread ms", "2 threads ms", "1 / 2 threads", "× hand-written (2 threads)",

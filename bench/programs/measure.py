@@ -25,9 +25,12 @@ class Run:
 
 
 def run(executable: Path, mode: str, reps: int, sizes: tuple[int, ...], work: Path, threads: int | None = None) -> Run:
-    """`threads`: OpenMP's team size (OMP_NUM_THREADS), for an executable built with -fopenmp."""
+    """`threads`: OpenMP's team size (OMP_NUM_THREADS), for an executable built with -fopenmp.
+    Mode `adgen-forked`: `adgen` with ADGEN_PARALLEL_REVERSE=always."""
     gradient_file = work / f"{executable.name}.{mode}.grad"
     env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None
+    if mode == "adgen-forked":  # (adgen's gradient, its parallel regions' reverse sweeps forked: specs/openmp.md)
+        mode, env = "adgen", dict(env or os.environ, ADGEN_PARALLEL_REVERSE="always")
     done = subprocess.run([str(executable), mode, str(reps), str(gradient_file), *map(str, sizes)],
                           capture_output=True, text=True, env=env)
     if done.returncode != 0:

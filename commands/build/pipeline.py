@@ -60,10 +60,9 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     with tempfile.TemporaryDirectory(prefix="adgen-") as tmp:
         linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages, tm)
     primals = [_primals(linked, i, g) for i, g in enumerate(generated)]
-    # OpenMP's parallel regions: forked again by forward derivatives, inlined where reverse mode needs them
-    forward_only = all(s.derivation.mode is Mode.FORWARD for g in generated for s in g.signatures)
+    # OpenMP's parallel regions: serialized for the analyses, forked again by the derivatives (specs/openmp.md)
     linked = optimize.without_unwinding(linked, sources)  # C++: exceptions made plain calls, aborts or refused
-    linked, outlined = optimize.serialize_parallel(linked, out_of_line=forward_only)
+    linked, outlined = optimize.serialize_parallel(linked)
     prepared = Prepared(linked, generated, tm, stages, cc1=cc1)
     with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")) \
             as note, written_by_hand(prepared.by_hand):
@@ -167,7 +166,8 @@ class Prepared:
         self.timings: list | None = None  # (what, seconds) of `again`'s work, for -v
         self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
         with stages.stage("optimize", "before differentiation") as note:
-            text = optimize.prepare(linked, tm, self.calls, timings=note.parts, cc1=cc1)
+            text = optimize.with_captures_by_value(optimize.prepare(linked, tm, self.calls, timings=note.parts,
+                                                                    cc1=cc1), tm)
         with stages.stage("analyze") as note:
             text, self.shared = devirtualize(text, {s.linker_name for g in generated for s in g.signatures})
             self.module = self._module(text)

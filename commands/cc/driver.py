@@ -70,7 +70,7 @@ _PREPROCESS = ("-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", 
                "-iwithprefix", "--sysroot", "-std=", "-ansi", "-target", "--target=", "-march=", "-mcpu=", "-mtune=",
                "-m32", "-m64", "-pthread", "-funsigned-char", "-fsigned-char", "-fgnu89-inline", "-fms-extensions",
                "-fcommon", "-fno-common", "-fwrapv", "-fno-strict-aliasing", "-fstrict-aliasing", "-fno-builtin",
-               "-fbuiltin", "-ffreestanding", "-w")
+               "-fbuiltin", "-ffreestanding", "-w", "-fopenmp")
 _HEADERS = {".h", ".hh", ".hpp", ".hxx", ".h++", ".H", ".tcc", ".ipp", ".inl"}  # (a precompiled header's input)
 _STOPS = {"-E", "-M", "-MM", "-fsyntax-only", "-###", "--version", "-dumpversion", "-dumpmachine", "-print-search-dirs"}
 

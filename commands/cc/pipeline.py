@@ -87,10 +87,9 @@ def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler:
         generated, names = _generated(unit, prototypes, work)
         registered = _registered(unit, prototypes)
     linked = optimize.parse(hinted(str(lower([source], [generated], compiler, flags, [], work, stages)), False))
-    # OpenMP's parallel regions (specs/openmp.md): forked again by forward derivatives, inlined for reverse mode
-    forward_only = all(r.mode is Mode.FORWARD for r in unit.requests)
+    # OpenMP's parallel regions: serialized for the analyses, forked again by the derivatives (specs/openmp.md)
     linked = optimize.without_unwinding(linked, [source])  # C++: exceptions made plain calls, aborts or refused
-    linked, outlined = optimize.serialize_parallel(linked, out_of_line=forward_only)
+    linked, outlined = optimize.serialize_parallel(linked)
     kept = _primals(linked, 0, generated)
     steering = {n.lstrip("@") for n in steering_calls(Module(str(linked)))}
     prepared = Prepared(linked, [generated], tm, stages, {n.lstrip("@") for n in registered.inactive} | steering,

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from adgen.ir_ad.calls import ALLOCATE, allocates, callee_name, kind_by_name, writes_first_argument
+from adgen.ir_ad.calls import (ALLOCATE, allocates, callee_name, kind_by_name, writes_first_argument,
+                               writes_pointer_arguments_only)
 from adgen.ir_ad.ir import Function, Instruction
 
 PURE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl",
@@ -284,7 +285,10 @@ class Memory:
         if target is not None and _reads_only(self.module, target):
             return []
         if target is None or target.declaration:
-            return [self.base(a.value) for a in inst.operands if a.type.kind == "ptr"] + [Base("unknown", inst.callee)]
+            pointers = [self.base(a.value) for a in inst.operands if a.type.kind == "ptr"]
+            if writes_pointer_arguments_only(inst):  # (not the source location, the first)
+                return [self.base(a.value) for a in inst.operands[1:] if a.type.kind == "ptr"]
+            return pointers + [Base("unknown", inst.callee)]
         pointers = [self.base(a.value) for a, p in zip(inst.operands, target.params)  # (LLVM's readonly: not through it)
                     if a.type.kind == "ptr" and "readonly" not in p.attrs and "readnone" not in p.attrs]
         if _writes_arguments_only(self.module, target):
@@ -331,10 +335,20 @@ class Memory:
 
 
 def _writes_arguments_only(module, fn: Function) -> bool:
-    """From the function attributes LLVM inferred: memory(argmem: ...), writing no global."""
+    """From the function attributes LLVM inferred: memory(argmem: ...), writing no global; else
+    from its writes, which are all through its arguments or into memory of its own (an OpenMP
+    region's outlined function, whose calls of the runtime LLVM cannot see through)."""
     effects = module.memory_effects(fn)
-    return effects is not None and all(part.strip().startswith("argmem:") for part in effects.split(",")
-                                       if "write" in part)
+    if effects is not None and all(part.strip().startswith("argmem:") for part in effects.split(",")
+                                   if "write" in part):
+        return True
+    known = module.__dict__.setdefault("_writes_arguments_only", {})  # (memoized per module)
+    if fn.name not in known:
+        known[fn.name] = False  # (while it is asked: a recursive call writes anything)
+        memory = Memory(fn, CFG(fn), module)
+        known[fn.name] = all(base.kind in ("arg", "fresh") for _, base in memory.writes)
+    return known[fn.name]
+
 
 
 def _reads_only(module, fn: Function) -> bool:

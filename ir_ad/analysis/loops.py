@@ -203,9 +203,9 @@ class LoopForest:
             return None
         pred = cond.predicate
         x, bound = cond.operands
-        if not self._progression(x.value, loop):
+        if not self._progression(self._narrowed(x.value), loop):
             x, bound, pred = bound, x, _SWAPPED[pred]
-        found = self._progression(x.value, loop)
+        found = self._progression(self._narrowed(x.value), loop)
         if found is None or not self.invariant(bound, loop):
             return None
         iv, after = found
@@ -216,9 +216,14 @@ class LoopForest:
             pred = _NEGATED[pred]
         step = int(ind.step.value)
         sign, stride = (1, step) if step > 0 else (-1, -step)
+        start = ind.start
+        if self._narrowed(x.value) != x.value:  # (a wide counter compared narrowed: from its narrow start)
+            start = self._narrow_start(ind.start, x.type)
+            if start is None or pred != "ne" or stride != 1:
+                return None
         # compared value at iteration k: start + step * (k + after); the loop goes on while `x pred bound`
         if pred == "ne" and stride == 1:
-            return Trip(ind.start, bound, sign, 1 - after, signed=False, exact=True)
+            return Trip(start, bound, sign, 1 - after, signed=False, exact=True)
         if pred in ("eq", "ne"):
             return None
         signed = pred.startswith("s")
@@ -247,6 +252,20 @@ class LoopForest:
             return self._trip(loop)
         finally:
             loop.exits = exits
+
+    def _narrowed(self, value: str) -> str:
+        """The value a truncation narrows (LLVM compares a counter it widened to 64 bits, in the
+        width of its bound: `icmp eq i32 %n, trunc(%iv.next)`), else the value itself."""
+        inst = self.cfg.defs.get(value)
+        return inst.operands[0].value if inst is not None and inst.opcode == "trunc" else value
+
+    def _narrow_start(self, start: Operand, narrow) -> Operand | None:
+        """A widened counter's start in the narrow width it is compared in: what the extension
+        widened (the narrow count then runs from it), or None."""
+        inst = self.cfg.defs.get(start.value)
+        if inst is None or inst.opcode not in ("sext", "zext") or inst.operands[0].type != narrow:
+            return None
+        return inst.operands[0]
 
     def _progression(self, value: str, loop: Loop) -> tuple[str, int] | None:
         """(the induction variable, 0) for an induction variable of `loop`, (it, 1) for its next value."""

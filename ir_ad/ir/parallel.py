@@ -9,18 +9,21 @@ itself writes for `parallel if(0)`),
     outlined(&gtid, &zero, captures...)
     __kmpc_end_serialized_parallel(loc, gtid)
 
-so that every analysis and both modes see an ordinary call, and a worksharing loop inside runs
-all its iterations on the one thread; a reduction becomes a critical section. For forward mode
-alone the outlined functions stay out of line, and `fork_again` turns the calls of their
-derivatives back into forks after differentiation: each thread computes the tangents of the
-iterations it runs in the primal. Where reverse mode is made too, they are inlined, and a static
-schedule's bounds are written out as the runtime computes them for a team of one
-(specs/openmp.md)."""
+so that every analysis and both modes see an ordinary call of a function kept out of line
+(with the parameters the runtime passes), and a worksharing loop inside runs all its
+iterations on the one thread; a reduction becomes a critical section, each of which numbers
+the sections a derivative's team leaves (`__adgen_omp_end_critical`, defined by `fork_again`).
+After differentiation `fork_again` turns the calls of the outlined functions' forward
+derivatives back into forks: each thread computes the tangents of the iterations it runs in the
+primal. Reverse mode forks the regions' pairs itself (reverse/mode.py, templates/openmp.ll.j2);
+captured variables are passed by value first (captures.py). See specs/openmp.md."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
+from adgen.base.templates import render_text
 from adgen.ir_ad.ir.instructions import parse_instruction, strip_metadata
 
 FORK = "@__kmpc_fork_call"
@@ -34,17 +37,15 @@ _REDUCTION = r"call (?:i32|void) @__kmpc_(?:end_)?reduce(?:_nowait)?\("
 _TID = "adgen.omp.tid."  # the names serialization gives its values, numbered
 _GTID = "adgen.omp.gtid."
 _ZERO = "adgen.omp.zero."
+_TICKET = "adgen.omp.ticket."
+_END_CRITICAL = "@__adgen_omp_end_critical"
 
 
-def serialize(text: str, out_of_line: bool = True) -> tuple[str, set[str]]:
+def serialize(text: str) -> tuple[str, set[str]]:
     """The module's text with each parallel region serialized, and the IR names of the outlined
-    functions (`@f.omp_outlined`): kept out of line where `out_of_line`, so that forward
-    derivatives fork again; else inlined into their callers like any small function, for
-    reverse mode, whose analyses then see a region's loops as the caller's own (the range
-    analysis, the undo log: out of line, the loads of a region's captured arrays, read through
-    stack slots and written by the caller afterwards, were stored for the reverse sweep, and
-    bench/programs/gpt2.c's gradient with its matrix products and attention parallel took 1 GB
-    and 10x the time without the pragmas; inlined, 45 MB, as without them)."""
+    functions (`@f.omp_outlined`), kept out of line and external: their derivatives fork as
+    the primal does (forward mode's by `fork_again`, reverse mode's pairs by their callers)."""
+    tickets = itertools.count(1)
     out: list[str] = []
     outlined: set[str] = set()
     entry_at = None  # where the allocas of the current function go
@@ -59,11 +60,10 @@ def serialize(text: str, out_of_line: bool = True) -> tuple[str, set[str]]:
             entry_at = len(out)
             continue
         if "@__kmpc_" in line and line.startswith("  ") and re.search(_REDUCTION, line):
-            out += _reduction_in_critical_section(line)
+            out += _reduction_in_critical_section(line, tickets)
             continue
-        if not out_of_line and "@__kmpc_for_static_init_" in line and line.startswith("  "):
-            count += 1
-            out += _static_schedule_of_one(line, count)
+        if line.startswith("  ") and "call void @__kmpc_end_critical(" in line:
+            out.append(_ticketed(line, next(tickets)))
             continue
         if f"{FORK}(" not in line or not line.startswith("  "):
             out.append(line)
@@ -82,13 +82,26 @@ def serialize(text: str, out_of_line: bool = True) -> tuple[str, set[str]]:
                 f"  call void {function.value}({args}){attached}",
                 f"  call void {_END_SERIAL}(ptr {loc.value}, i32 {gtid})"]
         outlined.add(function.value)
-    text = _out_of_line("\n".join(out), outlined) if out_of_line else _inlined("\n".join(out), outlined)
+    text = _out_of_line("\n".join(out), outlined)
+    text = re.sub(r"^declare ([^\n]*@__kmpc_(?:for_static_init|dispatch_next)_\w+)\(([^)]*)\)", _not_capturing, text,
+                  flags=re.M)
+    if _TICKET in text and not re.search(r"^(declare|define)[^\n]*@__adgen_omp_end_critical\(", text, re.M):
+        text += f"\ndeclare i64 {_END_CRITICAL}(ptr, i32, ptr)\n"  # (defined by fork_again: opaque till then)
     missing = [d for name, d in _DECLARATIONS.items() if not re.search(r"^declare [^\n]*" + re.escape(name) + r"\(",
                                                                         text, re.M)]
     return text + "\n" + "\n".join(missing) + "\n", outlined
 
 
-def _reduction_in_critical_section(line: str) -> list[str]:
+def _not_capturing(m: re.Match) -> str:
+    """A worksharing loop's bounds call declared not to keep its pointers (its variables' own
+    addresses; true of the runtime): after it, LLVM knows that no store of the loop's body writes
+    those variables, and reads the bound once, before the loop, rather than every iteration (the
+    range analysis then bounds the loop's accesses)."""
+    params = [p.strip() + (" captures(none)" if p.strip() == "ptr" else "") for p in m.group(2).split(",")]
+    return f"declare {m.group(1)}({', '.join(params)})"
+
+
+def _reduction_in_critical_section(line: str, tickets) -> list[str]:
     """A reduction's runtime call made a critical section: `__kmpc_reduce[_nowait]` (which picks
     how each thread adds its private copy to the shared variable: 1, in a critical section or by
     a tree of threads whose combining function only the runtime calls; 2, atomically) becomes
@@ -102,43 +115,28 @@ def _reduction_in_critical_section(line: str) -> list[str]:
     if name.startswith("__kmpc_reduce"):  # (loc, gtid, n, size, data, combine, lock)
         return [f"  call void @__kmpc_critical(ptr {args[0].value}, i32 {args[1].value}, ptr {args[6].value})",
                 f"  {inst.result} = add i32 0, 1"]
-    closing = [f"  call void @__kmpc_end_critical(ptr {args[0].value}, i32 {args[1].value}, ptr {args[2].value})"]
+    closing = [_ticketed(f"  call void @__kmpc_end_critical(ptr {args[0].value}, i32 {args[1].value}, "
+                         f"ptr {args[2].value})", next(tickets))]
     if name == "__kmpc_end_reduce":  # (loc, gtid, lock)
         closing.append(f"  call void @__kmpc_barrier(ptr {args[0].value}, i32 {args[1].value})")
     return closing
 
 
-def _static_schedule_of_one(line: str, k: int) -> list[str]:
-    """`__kmpc_for_static_init_{4,4u,8,8u}(loc, gtid, schedule, plast, plower, pupper, pstride,
-    incr, chunk)` as the runtime computes it for a team of one (a serialized region, any static
-    schedule): the bounds stay, the thread runs the last iteration (unless there is none), the
-    stride is the trip count (or `incr` for an empty loop). Written out, so that the optimizer
-    sees the loop run from its start to its end, and the range analysis bounds its accesses by
-    them (through the runtime's call, every load of the loop was stored for the reverse sweep)."""
-    inst = parse_instruction(line)
-    _, _, _, plast, plower, pupper, pstride, incr, _ = inst.operands
-    t = incr.type.text
-    less = "ult" if inst.callee.endswith("u") else "slt"
-    v = lambda what: f'%"adgen.omp.static.{k}.{what}"'
-    return [f"  {v('lower')} = load {t}, ptr {plower.value}, align 4",
-            f"  {v('upper')} = load {t}, ptr {pupper.value}, align 4",
-            f"  {v('up')} = icmp sgt {t} {incr.value}, 0",
-            f"  {v('below')} = icmp {less} {t} {v('upper')}, {v('lower')}",
-            f"  {v('above')} = icmp {less} {t} {v('lower')}, {v('upper')}",
-            f"  {v('empty')} = select i1 {v('up')}, i1 {v('below')}, i1 {v('above')}",
-            f"  {v('last')} = select i1 {v('empty')}, i32 0, i32 1",
-            f"  store i32 {v('last')}, ptr {plast.value}, align 4",
-            f"  {v('span')} = sub {t} {v('upper')}, {v('lower')}",
-            f"  {v('count')} = add {t} {v('span')}, 1",
-            f"  {v('back')} = sub {t} {v('span')}, 1",
-            f"  {v('trip')} = select i1 {v('up')}, {t} {v('count')}, {t} {v('back')}",
-            f"  {v('stride')} = select i1 {v('empty')}, {t} {incr.value}, {t} {v('trip')}",
-            f"  store {t} {v('stride')}, ptr {pstride.value}, align 4"]
+def _ticketed(line: str, k: int) -> str:
+    """`__kmpc_end_critical(loc, gtid, lock)` made `__adgen_omp_end_critical`, which also
+    numbers the critical sections a derivative's team leaves (templates/openmp.ll.j2), so that
+    its reverse sweep reverses them in the opposite order: a product's or a maximum's adjoint
+    depends on the order the threads combined in."""
+    head = strip_metadata(line)[0]
+    args = parse_instruction(head).operands
+    return (f'  %"{_TICKET}{k}" = call i64 @__adgen_omp_end_critical(ptr {args[0].value}, i32 {args[1].value}, '
+            f"ptr {args[2].value})" + line[len(head):])
 
 
-def _inlined(text: str, functions: set[str]) -> str:
-    """The text with `functions` always inlined (clang marks outlined regions so at -O0 only)."""
-    return _with_group(text, functions, lambda kept: [*(a for a in kept if a != "noinline"), "alwaysinline"], False)
+def region_call(inst) -> bool:
+    """Whether a call is of an outlined function, in a region serialization made (not one clang
+    serialized itself, `if(0)`): reverse mode forks its derivatives again (reverse/mode.py)."""
+    return inst.opcode == "call" and bool(inst.operands) and inst.operands[0].value.strip('%"').startswith(_TID)
 
 
 def _out_of_line(text: str, functions: set[str]) -> str:
@@ -176,6 +174,7 @@ def fork_again(text: str, outlined: set[str]) -> str:
     """The text with each call of a forward derivative of an outlined function (`@"f.omp_outlined'fwd..."`),
     in its serialized region, made a fork of that derivative: the region's brackets dropped,
     the call's first two arguments (the thread ids, which the runtime passes) left out."""
+    text = _with_tickets(text)
     prefixes = tuple(f'@"{name.lstrip("@").strip(chr(34))}\'fwd' for name in outlined)
     if not prefixes:
         return text
@@ -203,6 +202,19 @@ def fork_again(text: str, outlined: set[str]) -> str:
     if not re.search(r"^declare [^\n]*" + re.escape(FORK) + r"\(", text, re.M):
         text += f"\ndeclare void {FORK}(ptr, i32, ptr, ...)\n"
     return text
+
+
+def _with_tickets(text: str) -> str:
+    """The text with the critical sections' tickets defined (templates/openmp.ll.j2) where it
+    calls them: only now, in the code to compile, so that no optimization before it knows that
+    no derivative's team had started when the sources were optimized (and the tickets all 0)."""
+    if f"{_END_CRITICAL}(" not in text or re.search(r"^define[^\n]*" + _END_CRITICAL + r"\(", text, re.M):
+        return text
+    text = re.sub(r"^declare[^\n]*" + _END_CRITICAL + r"\([^\n]*\n?", "", text, flags=re.M)
+    team = re.search(r'^@"?__adgen_omp_team"? = ', text, re.M) is not None
+    if not re.search(r"^declare[^\n]*@__kmpc_end_critical\(", text, re.M):
+        text += "\n" + _DECLARATIONS["@__kmpc_end_critical"]
+    return text + "\n" + render_text("openmp.ll.j2", PART="primal", TEAM_DEFINED=team)
 
 
 def _bracket(lines: list[str], at: int) -> tuple[int | None, int | None]:

@@ -27,12 +27,15 @@ from adgen.ir_ad.custom import HandDerivatives, reverse_refusal, reverse_wrapper
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, struct
 from adgen.ir_ad.ir.edit import body_mentions, defined_functions
+from adgen.ir_ad.ir.parallel import region_call
 from adgen.ir_ad.reverse.plan.keys import BLOB, GUARD, LOG, LOG_OWNER, OLD, SHADOW, Key, Keys, instruction_key
 from adgen.ir_ad.reverse.plan.undo import LOGGED, plan_undo
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
 from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
 from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep
+from adgen.ir_ad.reverse.sweeps.sharing import Sharing
+from adgen.ir_ad.reverse.teams import on_teams, openmp_runtime, region_pair
 from adgen.ir_ad.reverse.types import CallSite, ReverseFacts, RevDerived, RevPattern, size_global
 from adgen.ir_ad.reverse.checkpoint.outline import outline
 from adgen.ir_ad.reverse.checkpoint.regions import NotCheckpointed
@@ -50,7 +53,6 @@ RUNTIME_DECLARATIONS = [
     ("@llvm.smax.i64", I64, [I64, I64]), ("@llvm.memmove.p0.p0.i64", VOID, [PTR, PTR, I64, I1]),
 ]
 
-
 class ReverseMode:
     """The reverse-mode pairs of one module, each pattern derived once, with their definitions."""
 
@@ -67,21 +69,24 @@ class ReverseMode:
         self.checkpoints: list[tuple[RevDerived, Checkpointed]] = []  # the checkpointed loops' pairs
         self.budgeted_copies: dict[tuple, Function] = {}  # (function, budget, sizes) -> its checkpointed copy
         self.budgeted: set[str] = set()  # the names of those copies
+        self.regions: dict[str, RevDerived] = {}  # the pairs of parallel regions' calls, by their team pair's `aug`
 
         self.runtime = render_text("runtime.ll.j2") + render_text("undo_log.ll.j2", LOGGED=LOGGED)
         self.checkpoint_runtime = render_text("checkpoint_runtime.ll.j2")
-        decls.known |= defined_functions(self.runtime) | defined_functions(self.checkpoint_runtime)
+        decls.known |= defined_functions(self.runtime) | defined_functions(self.checkpoint_runtime) | \
+            defined_functions(render_text("openmp.ll.j2", PART="reverse"))
 
     def runtime_text(self) -> str:
         """The storage and adjoint helpers, with the declarations they need."""
         for name, ret, params in RUNTIME_DECLARATIONS:
             self.decls.need(name, ret, params)
+        runtime = self.runtime + (openmp_runtime(self.module, self.decls) if any(p.team for p in self.memo) else "")
         if not self.checkpoints:
-            return self.runtime
+            return runtime
         self.decls.need("@getenv", PTR, [PTR])
         variadic = "" if "@dprintf" in self.decls.known else "declare i32 @dprintf(i32, ptr, ...)\n"
         self.decls.known.add("@dprintf")
-        return self.runtime + variadic + self.checkpoint_runtime
+        return runtime + variadic + self.checkpoint_runtime
 
     def derive(self, pattern: RevPattern) -> RevDerived:
         """The pair for a pattern, written once: analyses, the reverse sweep's needs, the cache
@@ -103,9 +108,20 @@ class ReverseMode:
         self.memo[pattern] = derived
         d = self._analyze(fn, derived, layout)
         derived.undoes_writes = pattern.undo_writes and _undoes_all(d)
+        on_teams(d)
         sweep = ReverseSweep(d)
-        d.plan = _plan(d, sweep.collect())
-        rev = sweep.write(d.plan)
+        sharing = Sharing(d) if pattern.forked else None
+        if sharing is not None and sharing.arrays:  # a region's threads: their adds their own where they can
+            fallback = "@" + local(bare("%" + derived.rev[1:]) + ".atomic")[1:]
+            sweep, atomic = ReverseSweep(d, sharing=sharing, fallback=fallback), ReverseSweep(d, name=fallback)
+            d.plan = _plan(d, _merged(sweep.collect(), atomic.collect()))
+            rev = sweep.write(d.plan) + "\n" + atomic.write(d.plan)
+            derived.shared_arrays = len(sharing.arrays)
+        else:
+            d.plan = _plan(d, sweep.collect())
+            rev = sweep.write(d.plan)
+        derived.atomic_in_loops = sweep.adjoints.atomic_in_loops or any(
+            c.derived.atomic_in_loops for c in d.calls.values())
         if self.releases:
             releaser = ReverseSweep(d, release_only=True)
             releaser.collect()
@@ -163,6 +179,7 @@ class ReverseMode:
         self.memo[pattern] = self.memo[plain] = derived
         self.definitions += [text, f"{size_global(derived)} = internal constant i64 {RECORD}"]
         self.checkpoints.append((derived, ck))
+        derived.serial_only = True
         return derived
 
     def _by_hand(self, fn: Function, custom: HandDerivatives, pattern: RevPattern) -> RevDerived:
@@ -172,7 +189,7 @@ class ReverseMode:
         texts, pair = reverse_wrappers(self.module, custom, fn, names, pattern)
         every = tuple(True for _ in fn.params)
         derived = RevDerived(pair.aug, pair.rev, pattern, pair.aug_ret, pair.rev_ret, pair.scalars, pair.record,
-                             pair.free, every, every)
+                             pair.free, every, every, serial_only=True)
         self.memo[pattern] = derived
         self.definitions += texts + [f"{size_global(derived)} = internal constant i64 {pair.record.record_size}"]
         return derived
@@ -214,7 +231,9 @@ class ReverseMode:
                 raise Unsupported(fn.name, cfg.defs.get(vector), f"a vector value ('{activity.floaty[vector].text}') "
                                   f"carrying derivatives: {VECTOR_VALUES}")
         outliving = {p.name for p, o in zip(fn.params, pattern.outliving) if o}
-        undo = plan_undo(fn, self.module, cfg, loops, memory, outliving if self.log else set(), pattern.undo_writes)
+        # (a team's threads undo stores through their logs only: templates/openmp.ll.j2)
+        undo = plan_undo(fn, self.module, cfg, loops, memory, outliving if self.log else set(), pattern.undo_writes,
+                         from_record=not pattern.team)
         while True:  # again without the calls whose callee turned out not to undo its writes
             d = ReverseFacts(self.module, self.decls, fn, derived, layout, cfg, loops, memory, activity)
             d.undoable, d.logged, d.guards = undo.writes, undo.logged, undo.guards
@@ -280,17 +299,25 @@ class ReverseMode:
         memtypes = tuple((activity.memtype(a.value).text if a.type.kind == "ptr" and activity.on(a)
                           and activity.memtype(a.value) else activity.floaty[a.value].text
                           if a.type.kind == "int" and a.value in activity.floaty else "") for a in args)
-        overwritten = tuple(a.type.kind == "ptr" and d.memory.arg_overwritten(a.value, after) for a in args)
+        overwritten = tuple(a.type.kind == "ptr" and (d.memory.arg_overwritten(a.value, after) or _on_stack(d, a.value))
+                            for a in args)
         ret_active = inst.result is not None and activity.active(inst.result)
         budget = d.pattern.budget if d.fn.name in self.budgeted else 0  # (outside the loops: they are outlined)
         pattern = RevPattern(target.name, tuple(activity.on(a) for a in args), ret_active, d.pattern.width,
                              d.pattern.kind, memtypes, overwritten, later, used, inst.result in activity.pointers,
                              undo_writes, tuple(a.type.kind == "ptr" and _outliving(d, a.value) for a in args),
-                             budget, ret_active and inst.result in activity.masked)
+                             budget, ret_active and inst.result in activity.masked, d.pattern.team)
         refused = reverse_refusal(self.module, pattern)  # a derivative of arrays written by hand
         if refused is not None:
             raise d.fail(refused)
         derived = self.derive(pattern)  # no plan yet: a recursive call, whose record goes on the heap
+        if region_call(inst) and not d.pattern.team and derived.plan is not None:  # (a region in one: one thread)
+            team = self.derive(replace(pattern, team=True, forked=True))
+            if team.plan is not None and not team.serial_only:
+                if team.aug not in self.regions:
+                    self.regions[team.aug], text = region_pair(self.module, self.decls, team, derived, self.releases)
+                    self.definitions.append(text)
+                derived = self.regions[team.aug]
         return CallSite(derived, Key(BLOB, instruction_key(d.fn, inst)), derived.plan is None)
 
 
@@ -310,6 +337,15 @@ def _plan(d: ReverseFacts, needs: dict[Key, set]) -> CachePlan:
                           "store nor recompute") from None
 
 
+def _merged(*needs: dict[Key, set]) -> dict[Key, set]:
+    """What several reverse sweeps of one plan need, together."""
+    out: dict[Key, set] = {}
+    for each in needs:
+        for key, sites in each.items():
+            out.setdefault(key, set()).update(sites)
+    return out
+
+
 def _loop_line(module: Module, step: Function):
     """Where an outlined loop stands: its first line in the function's own code (a rotated
     loop's header holds code of its body; code inlined into it stands where it was called)."""
@@ -325,6 +361,14 @@ def _loop_line(module: Module, step: Function):
         if where is not None and where.line > 0:
             lines.append(where)
     return min(lines, key=lambda w: w.line, default=None)
+
+
+def _on_stack(d: ReverseFacts, pointer: str) -> bool:
+    """Whether a pointer points into a local variable without derivatives, which stays in the
+    forward sweep's frame (_classify_allocas): gone when a callee's reverse sweep runs, which must
+    not read it again (an OpenMP region's shared `double c`, read through the caller's slot)."""
+    base = d.memory.base(pointer)
+    return base.kind == "fresh" and d.cfg.defs[base.name].opcode == "alloca" and base.name not in d.activity.pointers
 
 
 def _outliving(d: ReverseFacts, pointer: str) -> bool:

@@ -36,6 +36,9 @@ class RevPattern:
     # call (the caller's own, or a global): stores into it may be undone through the log
     budget: int = 0  # bytes: its outermost loops checkpointed within them (reverse/checkpoint/), 0 for none
     ret_masked: bool = False  # the caller may mask the result: its adjoint may be a masked zero (masked.py)
+    team: bool = False  # runs on every thread of an OpenMP team (a parallel region's outlined function, or a
+    # function it calls): adjoints added to memory other threads may add to are added atomically
+    forked: bool = False  # ... the region's outlined function itself, which every thread of the team runs
 
 
 @dataclass
@@ -51,6 +54,13 @@ class RevDerived:
     rev_uses: tuple[bool, ...] = ()  # which primal arguments `rev` reads
     aug_uses: tuple[bool, ...] = ()  # which arguments' shadows `aug` reads
     undoes_writes: bool = False  # its reverse sweep undoes every write to memory it did not allocate
+    serial_only: bool = False  # its sweeps, or a callee's, cannot run on a team's threads at once (they put
+    # back what stores overwrote from the record, or through logs between barriers, or add to adjoints in code
+    # written by hand)
+    logs: bool = False  # it, or a callee, undoes stores through the undo log
+    synchronizes: bool = False  # it, or a callee, waits at barriers or enters critical sections (OpenMP's)
+    atomic_in_loops: bool = False  # its reverse sweep, or a callee's, adds to shadow memory atomically in a loop
+    shared_arrays: int = 0  # a region's team pair: the arrays whose accesses its threads compare (sharing.py)
 
     @property
     def record_size(self) -> int:

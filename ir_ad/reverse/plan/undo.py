@@ -61,11 +61,12 @@ class Undo:
 
 
 def plan_undo(fn: Function, module: Module, cfg: CFG, loops: LoopForest, memory: Memory, outliving: set[str],
-              every_write: bool) -> Undo:
+              every_write: bool, from_record: bool = True) -> Undo:
     """What the reverse sweep of `fn` undoes. `outliving`: the pointer arguments whose memory
     outlives the outermost derivative call, into which stores may be logged (with globals; the
     log writes them again when that call ends, and none is freed by then); none where the log
-    is off. `every_write`: the caller asked for every write to be undone."""
+    is off. `every_write`: the caller asked for every write to be undone. `from_record`: stores
+    outside loops are undone from the record (not by the functions an OpenMP team runs)."""
     log = bool(outliving) or every_write
     undo = Undo()
     outside = []
@@ -75,7 +76,8 @@ def plan_undo(fn: Function, module: Module, cfg: CFG, loops: LoopForest, memory:
             base = memory.base(inst.operands[1].value)
             in_loop = loops.loop_of[cfg.block_of_inst(inst)] is not None
             if not in_loop and base.kind in ("arg", "global"):
-                outside.append(inst)
+                if from_record or every_write:
+                    outside.append(inst)
             elif log and not doomed and _loggable(inst) and _logs_into(base, outliving) and \
                     (every_write or _worth_logging(inst, fn, module, cfg, loops, memory)):
                 undo.stores.append(inst)

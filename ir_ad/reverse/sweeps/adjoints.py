@@ -11,18 +11,21 @@ from adgen.ir_ad.reverse.plan.keys import CHOICE, GUARD, OLD, Key, instruction_k
 from adgen.ir_ad import vectors
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.vectors import LANE_OPS
-from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, allocates, kind_of,
-                               no_derivative)
+from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, SYNCHRONIZATION,
+                               allocates, callee_name, kind_of, no_derivative)
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow
 from adgen.ir_ad.reverse.sweeps.sites import Site, SiteNeeds
+from adgen.ir_ad.reverse.sweeps.synchronization import reverse_synchronization
 
 
 class Adjoints:
-    def __init__(self, needs: SiteNeeds, release_only: bool):
-        """`release_only`: split mode's `free`, which reverses nothing and only releases."""
-        self.needs, self.d, self.release_only = needs, needs.d, release_only
+    def __init__(self, needs: SiteNeeds, release_only: bool, sharing=None):
+        """`release_only`: split mode's `free`, which reverses nothing and only releases.
+        `sharing`: in a function a team runs, how its threads add to the arrays they read."""
+        self.needs, self.d, self.release_only, self.sharing = needs, needs.d, release_only, sharing
         self.fn, self.layout, self.activity = needs.d.fn, needs.d.layout, needs.d.activity
         self.undo: list[tuple[int, Instruction]] = []  # the stores undone, numbered
+        self.atomic_in_loops = False  # an adjoint added to shadow memory atomically in a loop (a team's)
 
     def slots(self, name: str) -> Shadow:
         n = self.layout.parts
@@ -134,6 +137,12 @@ class Adjoints:
             return
         dr = self.take(b, inst.result)
         p = self.needs.guard(inst.operands[0], self.needs.shadow(inst.operands[0], site), site, b)
+        if _shared(self.d, inst.operands[0]):
+            array = self.sharing.handles(inst.operands[0]) if self.sharing is not None else None
+            if array is not None:  # (the thread's own: where not, the fallback adds atomically, sharing.py)
+                return self.sharing.add(b, array, dr[0], p[0], inst.align)
+            self.atomic_in_loops |= site.loop is not None
+            return self.layout.atomic_add(b, dr, p)
         t = self.activity.floaty[inst.result]
         old = self.layout.load(b, t, p, inst.align)
         self.layout.store(b, self.layout.add(b, old, dr), p, inst.align)
@@ -190,6 +199,8 @@ class Adjoints:
             raise self.d.fail(MIXED_POINTER)
         if kind in IGNORED:
             return
+        if self.d.pattern.team and callee_name(inst) in SYNCHRONIZATION:
+            return reverse_synchronization(inst, lambda op: self.needs.value(op, site), self.sharing, b)
         if kind in COPIES:
             return self.reverse_copy(inst, site, b, move=kind == MOVE)
         if kind == SET:
@@ -258,7 +269,9 @@ class Adjoints:
                               "(give the pointers a float or double type in C)")
         count = b.binary("udiv", length, V(I64, str(t.bits // 8)))
         s = self.needs.shadow(src, site)
-        helper = f'@"adgen.adjoint.{"move" if move else "copy"}.{t.text}"'
+        atomic = ".atomic" if _shared(self.d, src) else ""
+        self.atomic_in_loops |= bool(atomic)  # (a loop of atomic adds)
+        helper = f'@"adgen.adjoint.{"move" if move else "copy"}{atomic}.{t.text}"'
         if self.layout.kind == INTERLEAVED:
             b.call(helper, VOID, [d[0], s[0], b.binary("mul", count, V(I64, str(self.layout.width)))])
         else:
@@ -301,6 +314,13 @@ class Adjoints:
         else:
             b.call("@free", VOID, [primal])
             b.call('@"adgen.shadow.free"', VOID, [shadow[0]])
+
+
+def _shared(d, pointer: Operand) -> bool:
+    """Whether other threads may add to the adjoints of memory a load reads at the same time:
+    in a function a team runs, anything but memory this call allocated. (Those of memory a
+    store writes need no care: the primal is free of races, so no other thread reads it.)"""
+    return d.pattern.team and d.memory.base(pointer.value).kind != "fresh"
 
 
 class _Lazy(V):

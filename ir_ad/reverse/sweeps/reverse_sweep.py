@@ -21,16 +21,20 @@ from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction
 from adgen.ir_ad.reverse.plan.keys import CAME, EXIT, LOG, LOG_OWNER, RETURNS, Key, came_type
 from adgen.ir_ad.analysis.loops import common
 from adgen.ir_ad.reverse.sweeps.materialize import Materializer, counter
+from adgen.ir_ad.reverse.sweeps.sharing import Sharing
 from adgen.ir_ad.reverse.sweeps.sites import Site, SiteNeeds
 from adgen.ir_ad.reverse.types import ReverseFacts
 from adgen.ir_ad.shadows import Shadow
 
 
 class ReverseSweep:
-    def __init__(self, d: ReverseFacts, release_only: bool = False):
+    def __init__(self, d: ReverseFacts, release_only: bool = False, sharing: Sharing | None = None,
+                 name: str | None = None, fallback: str | None = None):
         """`release_only`: split mode's `free` function, which walks the reverse sweep's control
         flow to release what the forward sweep allocated (the same plan, read the same way), and
-        computes nothing."""
+        computes nothing. `sharing`: a team's reverse sweep whose adds to the arrays it reads go
+        where the threads decide at its entry (sharing.py), calling `fallback` (the same sweep,
+        adding atomically) where they cannot all be the thread's own; `name`, its function's."""
         self.d = d
         self.release_only = release_only
         self.fn, self.layout, self.activity = d.fn, d.layout, d.activity
@@ -40,7 +44,8 @@ class ReverseSweep:
         self.edges: dict[tuple[str, str], Site] = {}
         self.entry = Site("entry", None)
         self.needs = SiteNeeds(d)
-        self.adjoints = Adjoints(self.needs, release_only)
+        self.sharing, self.name, self.fallback = sharing, name or d.derived.rev, fallback
+        self.adjoints = Adjoints(self.needs, release_only, sharing)
         self.local_shadow: dict[str, Shadow] = {}
 
     # ================================================================== collecting
@@ -161,6 +166,10 @@ class ReverseSweep:
         if d.logged:  # the log this call opened, if it did: attached to undo, or dropped in split mode's free
             self.log_owner = self.needs.need(Key(LOG, LOG_OWNER), site, (PTR,))[0]
             site.lines.append(f"  call void @\"adgen.log.{'discard' if self.release_only else 'attach'}\"(ptr {self.log_owner.ref})")
+        if self.sharing is not None:  # (each thread's adds to the arrays it reads: sharing.py)
+            own = self.sharing.prologue(lambda op: self.needs.value(op, site),
+                                        Builder(d.decls, site.lines, prefix="share."))
+            self._fallback(own, site)
         targets = [local(f"seed'{bare(r.label)}") for r in returns]
         if len(returns) > 1:
             came = self.needs.need(Key(CAME, RETURNS), site, (came_type(len(returns)),))[0]
@@ -178,6 +187,20 @@ class ReverseSweep:
             seeds += lines
         self.seed_lines = seeds
 
+    def _fallback(self, own, site: Site) -> None:
+        """Where some adds of this thread could not be its own: the sweep adding atomically."""
+        d = self.d
+        params = ", ".join(d.rev_params())
+        go, back = local("share'own"), local("share'atomic")
+        site.lines += [f"  br i1 {own.ref}, label {go}, label {back}", f"{back[1:]}:"]
+        self.sharing.flush(Builder(d.decls, site.lines, prefix="unshare."), release=True)  # (its buffers, unused)
+        if d.derived.rev_ret.kind == "void":
+            site.lines += [f"  call void {self.fallback}({params})", "  ret void"]
+        else:
+            site.lines += [f"  %\"share'r\" = call {d.derived.rev_ret.text} {self.fallback}({params})",
+                           f"  ret {d.derived.rev_ret.text} %\"share'r\""]
+        site.lines.append(f"{go[1:]}:")
+
     # ================================================================== writing
     def write(self, plan: CachePlan) -> str:
         d = self.d
@@ -192,25 +215,9 @@ class ReverseSweep:
         if self.release_only:
             out = [f"define internal void {derived.free}({', '.join(d.aug_params())}) {{"]
         else:
-            out = [f"define internal {derived.rev_ret.text} {derived.rev}({', '.join(d.rev_params())}) {{"]
+            out = [f"define internal {derived.rev_ret.text} {self.name}({', '.join(d.rev_params())}) {{"]
         out.append("entry:")
-        eb = Builder(d.decls, out, prefix="a")
-        if self.activity.maybe:
-            out.append("  %\"adgen'sink\" = alloca [64 x i64], align 64")
-        for name in sorted(self.activity.floaty):
-            if self.activity.active(name):
-                t = self.adjoints.part(name)
-                for slot in self.adjoints.slots(name):
-                    eb.emit(f"{slot.ref} = alloca {t.text}")
-                    eb.store(self.adjoints.empty(t), slot)
-        for loop in d.loops.loops:
-            eb.emit(f"{counter(loop).ref} = alloca i64")
-        for k, inst in self.adjoints.undo:
-            eb.emit(f"%\"undo'{k}.value\" = alloca {inst.operands[0].type.text}")
-            eb.emit(f"%\"undo'{k}.at\" = alloca ptr")
-            eb.emit(f"%\"undo'{k}.on\" = alloca i1")
-            eb.store(V(I1, "false"), V(PTR, f"%\"undo'{k}.on\""))
-        self._local_shadows(eb)
+        self._slots(Builder(d.decls, out, prefix="a"))
         for number, site in enumerate(self.sites):
             prologue: list[str] = []
             pb = Builder(d.decls, prologue, prefix=f"p{number}.")
@@ -239,6 +246,8 @@ class ReverseSweep:
             out.append(f"\"redo'{k}.done\":")
         if d.logged and not self.release_only:  # the owner writes the logged stores again
             xb.call('@"adgen.log.close"', VOID, [self.log_owner])
+        if self.sharing is not None:
+            self.sharing.flush(xb, release=True)
         grads = []
         params = self.fn.params
         for i in derived.scalars:
@@ -258,6 +267,26 @@ class ReverseSweep:
             xb.emit("ret void")
         out.append("}")
         return "\n".join(out)
+
+    def _slots(self, eb: Builder) -> None:
+        """The entry's stack slots: the adjoints', the loops' counters, the undone stores', the
+        local arrays' shadows."""
+        if self.activity.maybe:
+            eb.lines.append("  %\"adgen'sink\" = alloca [64 x i64], align 64")
+        for name in sorted(self.activity.floaty):
+            if self.activity.active(name):
+                t = self.adjoints.part(name)
+                for slot in self.adjoints.slots(name):
+                    eb.emit(f"{slot.ref} = alloca {t.text}")
+                    eb.store(self.adjoints.empty(t), slot)
+        for loop in self.d.loops.loops:
+            eb.emit(f"{counter(loop).ref} = alloca i64")
+        for k, inst in self.adjoints.undo:
+            eb.emit(f"%\"undo'{k}.value\" = alloca {inst.operands[0].type.text}")
+            eb.emit(f"%\"undo'{k}.at\" = alloca ptr")
+            eb.emit(f"%\"undo'{k}.on\" = alloca i1")
+            eb.store(V(I1, "false"), V(PTR, f"%\"undo'{k}.on\""))
+        self._local_shadows(eb)
 
     def _local_shadows(self, b: Builder) -> None:
         """The shadows of the forward sweep's fixed-size local arrays: the reverse sweep's own."""
