@@ -213,16 +213,17 @@ class Layout:
         for k, (x, p) in enumerate(zip(s, ptrs)):
             b.store(x, p, align, self.memory(k))
 
-    def atomic_add(self, b: Builder, s: Shadow, ptrs: Shadow) -> None:
-        """Adds `s` to shadow memory atomically, element by element: where the threads of an
-        OpenMP team may add to the same adjoint at once (specs/openmp.md)."""
+    def atomic_add(self, b: Builder, s: Shadow, ptrs: Shadow, operation: str = "fadd") -> None:
+        """Adds `s` to shadow memory atomically (or subtracts it: `fsub`), element by element:
+        where the threads of an OpenMP team may add to the same derivative at once
+        (specs/openmp.md)."""
         for x, p in zip(s, ptrs):
             elem = x.type.elems[0] if x.type.kind == "vector" else x.type
             size = elem.bits // 8
             for k in range(x.type.count if x.type.kind == "vector" else 1):
                 at = b.gep(elem, p, V(I64, str(k))) if k else p
                 part = b.extract(x, k) if x.type.kind == "vector" else x
-                b.value(elem, f"atomicrmw fadd ptr {at.ref}, {part} monotonic, align {size}")
+                b.value(elem, f"atomicrmw {operation} ptr {at.ref}, {part} monotonic, align {size}")
 
     def gep(self, b: Builder, inst: Instruction, base: Shadow, value) -> Shadow:
         """The shadow of `getelementptr`: the same indices on each lane's pointer, or for the

@@ -265,8 +265,8 @@ class Generator:
     def parallel(self) -> str:
         """An OpenMP loop free of data races (specs/openmp.md): each iteration writes its own
         element of y, or a reduction (`+`, `*`, `max`, `min`) into a scalar, or a parallel region
-        summing into a private variable that a critical section adds to a scalar, or a region of
-        two loops, the second reading (after the barrier between them) elements of y the first
+        summing into a private variable that a critical section adds to a scalar, or atomic
+        updates of a scalar, or a region of two loops, the second reading (after the barrier between them) elements of y the first
         wrote in other iterations; what the iterations read is otherwise x, y's own element and
         scalars no iteration writes."""
         r = self.rng
@@ -276,18 +276,22 @@ class Generator:
         e = lambda: inner.expr(2, ("i",))
         schedule = r.choice(["", " schedule(static, 2)", " schedule(dynamic)", " schedule(guided)"])
         k = r.random()
-        if k < 0.4:
+        if k < 0.35:
             op = r.choice(["=", "+="])
             text = f"#pragma omp parallel for{schedule}\n    for (int i = 0; i < n; i++) {{ y[i] {op} {e()}; }}"
-        elif k < 0.8:
+        elif k < 0.7:
             op = r.choice(["+", "*", "max", "min"])
             update = {"+": f"{target} += {e()};", "*": f"{target} *= 1.0 + 0.25 * tanh({e()});",
                       "max": f"{target} = fmax({target}, {e()});", "min": f"{target} = fmin({target}, {e()});"}[op]
             text = (f"#pragma omp parallel for reduction({op}: {target}){schedule}\n"
                     f"    for (int i = 0; i < n; i++) {{ {update} }}")
-        elif k < 0.9:
+        elif k < 0.8:
             text = (f"#pragma omp parallel\n    {{ double loc = 0;\n    #pragma omp for{schedule}\n"
                     f"    for (int i = 0; i < n; i++) loc += {e()};\n    #pragma omp critical\n    {target} += loc; }}")
+        elif k < 0.9:  # atomic updates of a scalar every iteration adds to
+            op = r.choice(["+=", "-="])
+            text = (f"#pragma omp parallel for{schedule}\n    for (int i = 0; i < n; i++) {{\n"
+                    f"    #pragma omp atomic\n    {target} {op} {e()}; }}")
         else:  # two phases: what the first writes, the second reads at other iterations (after the barrier)
             text = (f"#pragma omp parallel\n    {{\n    #pragma omp for{schedule}\n"
                     f"    for (int i = 0; i < n; i++) {{ y[i] = {e()}; }}\n    #pragma omp for reduction(+: {target})\n"

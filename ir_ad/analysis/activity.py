@@ -12,7 +12,7 @@ from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, float_t
 from adgen.ir_ad.analysis.masked import masked_slice
 from adgen.ir_ad.analysis.slots import slots
 from adgen.ir_ad.analysis import typed_bytes
-from adgen.ir_ad.analysis.uses import floats_as_wide_integers, unread_shadows
+from adgen.ir_ad.analysis.uses import atomic_update_refusal, floats_as_wide_integers, unread_shadows
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import DEFINED, allocates, callee_name, kind_of, refused
 from adgen.ir_ad.shadows import WIDE_INTEGER, carries, mask_name
@@ -117,7 +117,10 @@ class ActivityAnalysis:
         """None, "ptr" (a pointer with a shadow) or the float type of a value with an adjoint."""
         op, ops, t = inst.opcode, inst.operands, inst.type
         if op in ("atomicrmw", "cmpxchg") and any(self.on(o) for o in ops):  # (OpenMP's `atomic`, say)
-            raise self.fail(f"the '{op}' instruction")
+            why = atomic_update_refusal(self.fn, inst)
+            if why is not None:
+                raise self.fail(why)
+            return None  # (an update: its old value unused)
         if t.kind == "ptr":
             if inst.result in self.unread:  # (a function pointer only called through, say)
                 return None
@@ -238,6 +241,8 @@ class ActivityAnalysis:
                 continue
             if inst.opcode == "store" and inst.operands[1].value in self.pointers:
                 work.append(inst.operands[0].value)
+            elif inst.opcode == "atomicrmw" and inst.operands[0].value in self.pointers:
+                work.append(inst.operands[1].value)
             elif self.derived_callee(inst) is not None:
                 work += [o.value for o in inst.operands if o.value in self.floaty]
         while work:

@@ -1,5 +1,6 @@
 """What the optimizer's code says of values before the activity analyses decide: pointers whose
-shadows nothing reads, and integers holding floats' bits that neither mode follows.
+shadows nothing reads, integers holding floats' bits that neither mode follows, and atomic
+updates whose old value nothing reads (the ones both modes differentiate).
 
 Pointers whose shadows nothing reads: a function pointer loaded from an object's virtual
 table and only called through (adgen calls through the primal pointer: a dispatcher takes it
@@ -11,7 +12,7 @@ carries no derivatives) reads nothing from that shadow."""
 from __future__ import annotations
 
 from adgen.ir_ad.calls import LIBRARY_IO
-from adgen.ir_ad.ir import Function, Instruction
+from adgen.ir_ad.ir import Function, Instruction, atomic_operation
 
 _THROUGH = ("getelementptr", "bitcast", "addrspacecast", "phi", "select")
 
@@ -83,3 +84,25 @@ def floats_as_wide_integers(fn: Function) -> set[str]:
                     seen.add(user.result)
                     work.append(user.result)
     return found
+
+
+ATOMIC_UPDATES = ("fadd", "fsub")  # the atomic updates of data with derivatives both modes differentiate
+
+
+def atomic_update_refusal(fn: Function, inst: Instruction) -> str | None:
+    """Why an atomic instruction on data carrying derivatives cannot be differentiated, or None:
+    an addition or subtraction (OpenMP's `atomic` update) whose old value nothing uses is (its
+    tangent added atomically too; in reverse, the updated memory's adjoint passed to the value
+    added), any other (`capture`, an exchange, a minimum, `cmpxchg`) not."""
+    if inst.opcode != "atomicrmw":
+        return f"the '{inst.opcode}' instruction on data carrying derivatives"
+    operation = atomic_operation(inst)
+    if operation not in ATOMIC_UPDATES:
+        return f"an atomic '{operation}' of data carrying derivatives (adgen differentiates atomic additions and " \
+               "subtractions)"
+    used = {o.value for i in fn.instructions() for o in i.operands} | \
+        {v.value for i in fn.instructions() for v, _ in i.incoming}
+    if inst.result in used:
+        return "an atomic update whose old value is used (OpenMP's `atomic capture`): adgen differentiates " \
+               "atomic updates whose old value nothing reads"
+    return None

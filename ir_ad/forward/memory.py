@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import V
 from adgen.ir_ad.calls import allocation_size
-from adgen.ir_ad.ir import I64, PTR, VOID, floating
+from adgen.ir_ad.analysis.uses import atomic_update_refusal
+from adgen.ir_ad.ir import I64, PTR, VOID, atomic_operation, floating
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, carries
 
 
@@ -51,6 +52,22 @@ class MemoryRules:
         if value.value in self.maybe:
             raise self.fail(MIXED_POINTER)
         self.layout.store(self.b, s, self.guarded(ptr, self.shadow(ptr), True), inst.align)
+
+    def op_atomicrmw(self, inst):
+        """An atomic addition (or subtraction) into memory with tangents (OpenMP's `atomic`):
+        the tangent added atomically too, as threads update the same memory at once."""
+        self.copy(inst)
+        ptr, value = inst.operands
+        if not (self._on(ptr) or self._on(value)):
+            return
+        why = atomic_update_refusal(self.fn, inst)
+        if why is not None:
+            raise self.fail(why)
+        if not self._on(ptr):
+            raise self.fail("an atomic update carrying derivatives of memory adgen keeps no derivatives of")
+        if self._on(value):
+            self.layout.atomic_add(self.b, self.shadow(value), self.guarded(ptr, self.shadow(ptr), True),
+                                   atomic_operation(inst))
 
     def op_getelementptr(self, inst):
         self.copy(inst)

@@ -7,7 +7,7 @@ answers quick questions of a text without reading it whole; `builder` writes IR;
 
 from adgen.ir_ad.ir.debuginfo import Location
 from adgen.ir_ad.ir.functions import Header, parse_header
-from adgen.ir_ad.ir.instructions import parse_instruction, shuffle_mask, strip_metadata
+from adgen.ir_ad.ir.instructions import atomic_operation, parse_instruction, shuffle_mask, strip_metadata
 from adgen.ir_ad.ir.model import Argument, Block, Function, Instruction, Operand
 from adgen.ir_ad.ir.module import Module
 from adgen.ir_ad.ir.names import intrinsic_family, rust_path
@@ -19,7 +19,7 @@ from adgen.ir_ad.ir.tokens import Cursor, IRError
 from adgen.ir_ad.ir.types import (I1, I8, I32, I64, PTR, VOID, Type, array, element_align, float_type, floating,
                                   int_type, parse_type, struct, vector)
 
-__all__ = ["Argument", "Block", "Cursor", "Function", "Header", "I1", "I8", "I32", "I64", "IRError", "Instruction",
+__all__ = ["Argument", "Block", "atomic_operation", "Cursor", "Function", "Header", "I1", "I8", "I32", "I64", "IRError", "Instruction",
            "Location", "Module", "Operand", "PTR", "Type", "VOID", "array", "count_instructions", "element_align",
            "float_type", "floating", "global_addresses", "int_type", "intrinsic_family", "may_call_through_pointer",
            "parse_header", "parse_instruction", "parse_type", "read_only", "rust_path", "shuffle_mask", "stored_global_addresses",

@@ -295,6 +295,12 @@ def _atomicrmw(c: Cursor, inst: Instruction) -> None:
     inst.type = inst.operands[1].type
 
 
+def atomic_operation(inst: Instruction) -> str:
+    """The operation of an `atomicrmw` (`fadd`, `xchg`...)."""
+    words = inst.text.split("atomicrmw", 1)[1].split()
+    return words[1] if words[0] == "volatile" else words[0]
+
+
 def _cmpxchg(c: Cursor, inst: Instruction) -> None:
     """`cmpxchg [weak] [volatile] ptr P, T CMP, T NEW ...`: a `{ T, i1 }`."""
     while c.peek() in ("weak", "volatile"):

@@ -15,7 +15,7 @@ from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, 
                                allocates, callee_name, kind_of, no_derivative)
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow
 from adgen.ir_ad.reverse.sweeps.sites import Site, SiteNeeds
-from adgen.ir_ad.reverse.sweeps.synchronization import reverse_synchronization
+from adgen.ir_ad.reverse.sweeps.synchronization import reverse_atomic_update, reverse_synchronization
 
 
 class Adjoints:
@@ -73,6 +73,8 @@ class Adjoints:
             return self.reverse_store(inst, site, b)
         if op == "load":
             return self.reverse_load(inst, site, b)
+        if op == "atomicrmw":
+            return reverse_atomic_update(self, inst, site, b)
         if inst.result is None or not self.activity.active(inst.result):
             return
         dr = self.take(b, inst.result)
