@@ -11,7 +11,7 @@ thread's (templates/openmp.ll.j2, `adgen.omp.share.mode`):
 - else, where its own stores are apart from its loads of the array, into a private buffer over
   those bytes, added to the shared adjoints at the end and at each barrier (a matrix product's
   weights, which every iteration reads);
-- else atomically.
+- else atomically: the thread runs a copy of the reverse sweep adding so (reverse/mode.py).
 
 Shadows mirror the primal memory: adjoints of apart bytes are apart. Arrays reached otherwise
 (through a loaded pointer, a global), calls of functions with derivatives, and copies of memory
@@ -34,15 +34,15 @@ _PRIVATE_TYPES = ("double", "float")
 class Sharing:
     """The arrays of one team pair whose adds the threads decide at run time, and what the
     reverse sweep's entry decided (`prologue`): per array, the offset from its shared shadow to
-    where its adds go, and whether they are atomic."""
+    where its adds go (its private buffer, or nothing)."""
 
     def __init__(self, d: ReverseFacts):
         self.d = d
         self.arrays: dict[str, tuple[list[Access], list[Access]]] = _arrays(d) if _eligible(d) else {}
-        # array -> (offset to its adds, whether atomic, private buffer, shared shadow at its start, bytes): named
-        # before the entry defines them (the blocks are reversed first); the adds are atomic in the fallback only
+        # array -> (offset to its adds, private buffer, shared shadow at its start, bytes): named before the entry
+        # defines them (the blocks are reversed first)
         self.decided = {name: tuple(V(t, f'%"adgen.share.{k}.{part}"') for t, part in
-                                    ((I64, "delta"), (I1, "atomic"), (PTR, "buffer"), (PTR, "shared"), (I64, "bytes")))
+                                    ((I64, "delta"), (PTR, "buffer"), (PTR, "shared"), (I64, "bytes")))
                         for k, name in enumerate(self.arrays) if name in d.activity.pointers}  # (those with shadows)
 
     def handles(self, pointer: Operand) -> str | None:
@@ -74,7 +74,6 @@ class Sharing:
             typed = memtype is not None and memtype.text in _PRIVATE_TYPES
             privatizable = valid if typed else V(I1, "false")
             mode = b.call('@"adgen.omp.share.mode"', I32, [V(I64, str(k)), count, privatizable])
-            atomic = b.value(I1, f"icmp eq {mode}, 2")
             own = b.binary("and", own, b.value(I1, f"icmp ne {mode}, 2")) if own.ref != "true" else \
                 b.value(I1, f"icmp ne {mode}, 2")
             private = b.value(I1, f"icmp eq {mode}, 1")
@@ -84,7 +83,7 @@ class Sharing:
             # (where the shadow of primal address a goes: buffer + (a - ll), the shared shadow + (a - primal))
             moved = b.binary("sub", b.binary("add", b.cast("ptrtoint", buffer, I64), primal),
                              b.binary("add", ll, b.cast("ptrtoint", shadow, I64)))
-            made = (b.select(private, moved, V(I64, "0")), atomic, buffer, b.gep(I8, shadow, b.binary("sub", ll, primal)),
+            made = (b.select(private, moved, V(I64, "0")), buffer, b.gep(I8, shadow, b.binary("sub", ll, primal)),
                     b.binary("sub", hl, ll))
             for named, v in zip(self.decided[name], made):
                 b.emit(f"{named.ref} = select i1 true, {v}, {v}")
@@ -100,7 +99,7 @@ class Sharing:
     def flush(self, b: Builder, release: bool) -> None:
         """The private buffers added to the shared adjoints: at a barrier (zeroed for the next
         phase) and at the end (freed)."""
-        for name, (_, _, buffer, shared_lo, size) in self.decided.items():
+        for name, (_, buffer, shared_lo, size) in self.decided.items():
             memtype = self.d.activity.memtype(name)
             if memtype is not None and memtype.text in _PRIVATE_TYPES:
                 b.call(f'@"adgen.omp.private.flush.{memtype.text}"', VOID,
