@@ -486,6 +486,8 @@ def test_collapsed_loop_indexed_by_quotient_and_remainder(team, adgen, c_file, t
     explained = adgen("build", src, "-o", tmp_path / "out", "--explain", "--", "-fopenmp").out
     rows = explained[explained.index("reverse mode of rows"):]
     assert "out[i * m + j] = acc * acc" in rows and "every time" not in rows.split("per call")[0]
+    assert "rows.omp_outlined, as a callee of the derivatives above" in explained  # (both pairs, the team's marked)
+    assert re.search(r"rows\.omp_outlined, as a callee .*, each thread's, on an OpenMP team", explained)
 
 
 def test_task_is_a_located_error(adgen, c_file, tmp_path):

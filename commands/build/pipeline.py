@@ -274,7 +274,8 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
     steps = {ck.outlined.step.name: ck for ck in module.checkpointed.values()}
     plans += [(f"{source_name(d.pattern.function)}, one iteration of its loop at {steps[d.pattern.function].where}"
                if d.pattern.function in steps else
-               f"{source_name(d.pattern.function)}, as a callee of the derivatives above ({_activities(d.pattern)})",
+               f"{source_name(d.pattern.function)}, as a callee of the derivatives above ({_activities(d.pattern)})"
+               + (", each thread's, on an OpenMP team" if d.pattern.team else ""),
                plan) for d, plan in reverse.explained if d.aug not in top]
     loops = {id(ck): ck for _, ck in reverse.checkpoints}  # (one loop may get two pairs: see ReverseMode._calls)
     plans += [(source_name(ck.function), ck) for ck in loops.values()]
