@@ -53,6 +53,7 @@ RUNTIME_DECLARATIONS = [
     ("@llvm.smax.i64", I64, [I64, I64]), ("@llvm.memmove.p0.p0.i64", VOID, [PTR, PTR, I64, I1]),
 ]
 
+
 class ReverseMode:
     """The reverse-mode pairs of one module, each pattern derived once, with their definitions."""
 
