@@ -17,20 +17,18 @@ from __future__ import annotations
 
 import re
 
-from adgen.ir_ad.ir.edit import lines_by_function
+from adgen.ir_ad.ir.edit import lines_by_function, mentions
 from adgen.ir_ad.ir.functions import parse_header
 from adgen.ir_ad.ir.instructions import parse_instruction, strip_metadata
 from adgen.ir_ad.ir.model import Instruction
+from adgen.ir_ad.ir.parallel import FORK, region_call
 
-FORK = "@__kmpc_fork_call"
 _PROMOTED = "adgen.omp.capture."  # the caller's loads of a slot before the fork, numbered
-_TID = "adgen.omp.tid."  # the first argument of an outlined function's call in a serialized region (parallel.py)
 
 
 def _uses(lines: list[str], name: str) -> list[int]:
     """The lines (by index) naming local `name` whole, debug records left out."""
-    whole = re.compile(re.escape(name) + r"(?![-\w$.\"'])")
-    return [i for i, line in enumerate(lines) if whole.search(line) and not line.lstrip().startswith("#dbg_")]
+    return [i for i, line in enumerate(lines) if mentions(line, name) and not line.lstrip().startswith("#dbg_")]
 
 
 def _slot_type(caller: list[str], slot: str, fork_lines: set[int]) -> tuple[str | None, list[tuple[int, str]]]:
@@ -118,14 +116,14 @@ class _Promotion:
         sites: dict[str, list[tuple[str, int, Instruction]]] = {}
         for fn, body in self.functions.items():
             for i, line in enumerate(body):
-                if not line.startswith("  ") or (f"{FORK}(" not in line and _TID not in line):
+                if not line.startswith("  ") or " call " not in line:
                     continue
                 inst = parse_instruction(strip_metadata(line)[0])
                 if inst.opcode != "call":
                     continue
                 if inst.callee == FORK and len(inst.operands) > 2 and inst.operands[2].value.startswith("@"):
                     sites.setdefault(inst.operands[2].value, []).append((fn, i, inst))
-                elif inst.operands and inst.operands[0].value.strip('%"').startswith(_TID):
+                elif region_call(inst):
                     sites.setdefault(inst.callee, []).append((fn, i, inst))
         return sites
 
@@ -217,7 +215,7 @@ class _Promotion:
         for j, line in enumerate(body):
             if j == 0:
                 continue
-            if line.lstrip().startswith("#dbg_") and any(_names(line, n) for n in names):
+            if line.lstrip().startswith("#dbg_") and any(mentions(line, n) for n in names):
                 changes[j] = []  # (the variable's location is the slot no more)
                 continue
             if not line.startswith("  ") or " = load " not in line:
@@ -242,7 +240,7 @@ class _Promotion:
             lines = self.functions[caller]
             for slot in slots - self.kept.get(caller, set()):
                 for j in _uses(lines, slot) + [j for j, line in enumerate(lines)
-                                               if line.lstrip().startswith("#dbg_") and _names(line, slot)]:
+                                               if line.lstrip().startswith("#dbg_") and mentions(line, slot)]:
                     self.edits.setdefault(caller, {}).setdefault(j, [])
         if not self.edits:
             return self.source
@@ -257,10 +255,6 @@ class _Promotion:
             replaced = self.edits.get(fn, {}).get(i)
             out.extend([line] if replaced is None else replaced)
         return "\n".join(out)
-
-
-def _names(line: str, name: str) -> bool:
-    return re.search(re.escape(name) + r"(?![-\w$.\"'])", line) is not None
 
 
 def _only_read(body: list[str], roots: list[str]) -> bool:

@@ -141,13 +141,8 @@ def region_call(inst) -> bool:
 
 def _out_of_line(text: str, functions: set[str]) -> str:
     """The text with `functions` external and never inlined (their parameters then those the
-    runtime passes)."""
-    return _with_group(text, functions, lambda kept: [*(a for a in kept if a != "alwaysinline"), "noinline"], True)
-
-
-def _with_group(text: str, functions: set[str], attributes, external: bool) -> str:
-    """The text with each of `functions`'s `define` line given an attribute group of its own:
-    `attributes(its old group's attributes)`; made external where `external`."""
+    runtime passes): each `define` line given an attribute group of its own, its old group's
+    attributes but `alwaysinline`, and `noinline`."""
     groups = {m.group(1): m.group(2) for m in re.finditer(r"^attributes #(\d+) = \{ (.*) \}$", text, re.M)}
     fresh = max((int(n) for n in groups), default=0)
     added = []
@@ -158,12 +153,11 @@ def _with_group(text: str, functions: set[str], attributes, external: bool) -> s
         name = re.search(r"(@(?:\"[^\"]*\"|[-\w.$]+))\(", line).group(1)
         if name not in functions:
             return line
-        if external:
-            line = re.sub(r"^define (?:internal |private )", "define ", line)
+        line = re.sub(r"^define (?:internal |private )", "define ", line)
         group = re.search(r"\) #(\d+)", line)
-        kept = [a for a in (groups.get(group.group(1), "").split(" ") if group else []) if a]
+        kept = [a for a in (groups.get(group.group(1), "").split(" ") if group else []) if a and a != "alwaysinline"]
         fresh += 1
-        added.append(f"attributes #{fresh} = {{ {' '.join(attributes(kept))} }}")
+        added.append(f"attributes #{fresh} = {{ {' '.join([*kept, 'noinline'])} }}")
         return line[:group.start()] + f") #{fresh}" + line[group.end():] if group else line.replace(") {", f") #{fresh} {{", 1)
 
     text = re.sub(r"^define [^\n]*$", edited, text, flags=re.M)

@@ -26,8 +26,11 @@ class Intervals:
     """Emits the bounds of `Node`s at one place: i64 lower and upper bounds (memoized), and the
     conditions under which they hold (`valid`)."""
 
-    def __init__(self, b: Builder):
+    def __init__(self, b: Builder, value=None):
+        """`value(operand)`: a leaf's value where it is computed (the primal operand itself by
+        default: in the forward sweep)."""
         self.b = b
+        self.value = value or (lambda op: V(op.type, op.value))
         self.memo: dict[Node, tuple[V, V]] = {}
         self.checked: dict[tuple[str, str, str], V] = {}  # (operation, a, b): a op b
         self.conditions: list[V] = []
@@ -63,13 +66,15 @@ class Intervals:
     def _leaf(self, node: Node) -> tuple[V, V]:
         op, b = node.operand, self.b
         if op.type.kind == "ptr":
-            v = V(I64, "0") if op.value == "null" else b.cast("ptrtoint", V(PTR, op.value), I64)
+            v = V(I64, "0") if op.value == "null" else b.cast("ptrtoint", self.value(op), I64)
         elif op.value in ("true", "false"):
             v = V(I64, "1" if op.value == "true" else "0")
-        elif op.type.bits == 64 or op.is_constant:
+        elif op.is_constant:
             v = V(I64, op.value)
+        elif op.type.bits == 64:
+            v = V(I64, self.value(op).ref)
         else:
-            v = b.cast("sext", V(op.type, op.value), I64)
+            v = b.cast("sext", self.value(op), I64)
         return v, v
 
     def _checked(self, op: str, a: V, b: V) -> V:

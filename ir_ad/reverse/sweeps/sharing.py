@@ -55,7 +55,7 @@ class Sharing:
         thread's slot; the barrier all threads meet at; each array's decision; whether all its adds
         are the thread's own (else it adds atomically: its caller's fallback). `value(operand)`:
         a primal value as the entry can use it."""
-        bounds = _Bounds(b, value)
+        bounds = Intervals(b, value)
         spans = {name: (_hull(b, bounds, loads), _hull(b, bounds, stores))
                  for name, (loads, stores) in self.arrays.items()}
         valid = bounds.valid()
@@ -104,25 +104,6 @@ class Sharing:
             if memtype is not None and memtype.text in _PRIVATE_TYPES:
                 b.call(f'@"adgen.omp.private.flush.{memtype.text}"', VOID,
                        [buffer, shared_lo, size, V(I1, "true" if release else "false")])
-
-
-class _Bounds(Intervals):
-    """Intervals whose leaves are primal values as the reverse sweep's entry has them."""
-
-    def __init__(self, b: Builder, value):
-        super().__init__(b)
-        self.value_of = value
-
-    def _leaf(self, node):
-        op = node.operand
-        if op.is_constant or op.value in ("null", "true", "false", "poison", "undef"):
-            return super()._leaf(node)
-        v = self.value_of(op)
-        if op.type.kind == "ptr":
-            v = self.b.cast("ptrtoint", v, I64)
-        elif op.type.bits != 64:
-            v = self.b.cast("sext", v, I64)
-        return v, v
 
 
 def _hull(b: Builder, bounds: Intervals, accesses: list[Access]) -> tuple[V, V]:
