@@ -181,7 +181,10 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     reverse sweep a stored value per iteration where the copies cost nothing (it runs after
     differentiation). Nor are loops of stores turned into memset or memcpy calls: a store the
     reverse sweep undoes through its log is one value, a block written by a call is not
-    (specs/abi.md, "Stores undone")."""
+    (specs/abi.md, "Stores undone"). Last, every loop gets a block of its own that enters it
+    (LLVM's LoopSimplify): CFG simplification leaves a loop that follows another entered from
+    the first's last block, and what is checked once before a loop (the undo log's checks,
+    reverse/plan/undo.py) needs a block that runs once before it."""
     for fn in module.functions:
         if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
             fn.add_function_attribute("noinline")
@@ -200,6 +203,7 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
             llvm.set_option("adgen", "-enable-pre=true")
             llvm.set_option("adgen", "-disable-loop-idiom-all=false")
     namer = llvm.create_new_module_pass_manager()
+    namer.add_loop_simplify_pass()
     namer.add_instruction_namer_pass()
     namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
     # without per-function CPU choices (zig's clang picks the build machine's): the target

@@ -3,9 +3,12 @@ where what its loop writes may overlap what the reverse sweep reads again. Each 
 called with its arrays apart and overlapping, so that both answers of a check are taken, and
 checked against central finite differences, with memory after the gradient as the primal left it;
 reads the log cannot bound (a derivative written by hand, an index loaded from memory) make every
-later store logged."""
+later store logged; a loop that follows another is checked before itself (it has a block of its own
+that enters it: ir_ad/optimize.py)."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -190,3 +193,54 @@ def test_explain_says_where_stores_are_checked(adgen, c_file):
     assert "whether a store was logged" in result.out
     result = adgen("build", "--explain", c_file(GATHER, "g.c"), "-o", c_file("", "out/y").parent)
     assert result.status == 0, result.err
+
+
+# A softmax by rows, asked to undo its writes (it may overwrite what its caller read before the
+# call): the exponentials are stored by one loop, divided in place by the next, each after another
+# loop in the row loop. Each store is checked before its own loop, over one row; checked over the
+# row loop's whole run, each would find what the loop after it reads (the row in place, and the
+# next rows'), and be logged every time.
+SOFT_ROWS = r"""
+#include <math.h>
+__attribute__((noinline)) static void soft_rows(double *probs, const double *logits, int BT, int V)
+{
+    for (int bt = 0; bt < BT; bt++) {
+        const double *z = logits + bt * V;
+        double *p = probs + bt * V;
+        double maxval = -1e30;
+        for (int i = 0; i < V; i++)
+            if (z[i] > maxval)
+                maxval = z[i];
+        double sum = 0.0;
+        for (int i = 0; i < V; i++) {
+            p[i] = exp(z[i] - maxval);
+            sum += p[i];
+        }
+        for (int i = 0; i < V; i++)
+            p[i] /= sum;
+    }
+}
+// @diff(soft_grad: (dup, const, const, const, const) -> activeonly)
+double soft(double *a, int rows, int n, int first, int second)
+{
+    double t = 0;
+    for (int i = 0; i < 3 * rows * n; i++) t += sin(a[i]);
+    soft_rows(a + second, a + first, rows, n);
+    for (int i = 0; i < 3 * rows * n; i++) t += a[i] * a[i] * (1 + 0.1 * i);
+    return t;
+}
+"""
+
+
+@pytest.mark.parametrize("first, second", [(0, 6), (6, 0), (0, 3), (2, 2)])
+def test_loops_after_loops_are_checked_before_themselves(build_lib, first, second):
+    lib = build_lib(SOFT_ROWS)
+    _check(lib, "soft", "soft_grad", [_values(18, 3)], [2, 3, first, second])
+
+
+def test_explain_checks_each_loop_of_a_row_before_itself(adgen, c_file):
+    result = adgen("build", "--explain", c_file(SOFT_ROWS, "soft.c"), "-o", c_file("", "out/s").parent)
+    assert result.status == 0, result.err
+    for line in (14, 18):  # (each store's own loop, named by its body's line; not the row loop's, 6)
+        assert re.search(rf"soft\.c:{line}  a store \(double\), where it may overwrite what is read again "
+                         rf"\(checked before the loop at \S*soft\.c:{line}\)", result.out), result.out
