@@ -1,7 +1,8 @@
 """The undo log's ranges (templates/undo_log.ll.j2): what the reverse sweep reads again, kept as a
 sorted list of disjoint ranges, merged where they overlap or touch, and asked whether a range
 overlaps any of them. Random sequences of additions and questions against a model in Python; the
-poison and an invalid range answer yes; with no log open nothing is kept."""
+poison and an invalid range answer yes; with no log open nothing is kept; a log below the open one
+(a team thread's: its caller's) answers too."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ define i1 @overlaps(i64 %lo, i64 %hi, i1 %valid) {
 class Log(C.Structure):
     _fields_ = [("entries", C.c_void_p), ("top", C.c_int64), ("room", C.c_int64), ("cursor", C.c_int64),
                 ("reads", C.POINTER(C.c_int64)), ("count", C.c_int64), ("capacity", C.c_int64),
-                ("poisoned", C.c_int64)]
+                ("poisoned", C.c_int64), ("below", C.c_void_p)]
 
 
 def _kept(log: Log) -> list[tuple[int, int]]:
@@ -96,3 +97,25 @@ def test_nothing_is_kept_without_a_log(runtime):
     runtime.set_log(None)
     getattr(runtime, "adgen.log.reads")(1, 10, True)  # (no log: nothing to add to, no crash)
     assert runtime.overlaps(1, 10, True)  # (and a check without one is answered conservatively)
+
+
+def test_the_log_below_answers_too(runtime):
+    """A thread's log on a team consults its caller's reads (and poison) without copying them."""
+    caller, thread = Log(), Log()
+    thread.below = C.addressof(caller)
+    reads = getattr(runtime, "adgen.log.reads")
+    try:
+        runtime.set_log(C.byref(caller))
+        reads(100, 200, True)
+        runtime.set_log(C.byref(thread))
+        reads(300, 400, True)
+        assert _kept(thread) == [(300, 400)] and _kept(caller) == [(100, 200)]
+        assert runtime.overlaps(150, 160, True) and runtime.overlaps(390, 500, True)
+        assert not runtime.overlaps(200, 300, True) and not runtime.overlaps(0, 100, True)
+        runtime.set_log(C.byref(caller))
+        assert not runtime.overlaps(300, 400, True)  # (the caller does not see the thread's)
+        caller.poisoned = 1
+        runtime.set_log(C.byref(thread))
+        assert runtime.overlaps(0, 1, True)
+    finally:
+        runtime.set_log(None)

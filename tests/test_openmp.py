@@ -146,6 +146,23 @@ double phases(const double *restrict x, double *restrict y, int n) {
     return s;
 }
 
+/* threads adding differently to what they all read (sharing.py): thread 0 also writes k, so adds
+   its adjoints atomically; the others add k's into private buffers, which all threads (thread 0
+   too) add up at the barriers and at the end */
+// @diff(mixed_fwd: forward (dual, dual, dual, dual, const))
+// @diff(mixed_grad: (dup, dup, dup, dup, const))
+void mixed(const double *restrict x, double *restrict k, double *restrict y, double *restrict z, int n) {
+    #pragma omp parallel
+    {
+        #pragma omp for
+        for (int i = 0; i < n; i++) y[i] = sin(x[i]) + k[0] + 0.5 * k[(i + 1) % n];
+        #pragma omp for
+        for (int i = 0; i < 1; i++) k[i] = y[i] * y[i + 1];  /* (thread 0's only) */
+        #pragma omp for
+        for (int i = 0; i < n; i++) z[i] = k[i] * x[i] + k[0] * y[i];
+    }
+}
+
 /* a critical section inside another (its reverse sweep runs on one thread: a team cannot order
    them), updating a product */
 // @diff(nested_grad: (dup, const, dup))
@@ -255,6 +272,8 @@ TYPES = {  # name: (argument types, result type)
     "wave4_grad": ([P, P, P, P, ctypes.c_int], None),
     "phases": ([P, P, ctypes.c_int], D), "phases_fwd": ([P, P, P, P, ctypes.c_int], Pair),
     "phases_grad": ([P, P, P, P, ctypes.c_int, D], D),
+    "mixed": ([P, P, P, P, ctypes.c_int], None), "mixed_fwd": ([P, P, P, P, P, P, P, P, ctypes.c_int], None),
+    "mixed_grad": ([P, P, P, P, P, P, P, P, ctypes.c_int], None),
     "nested": ([P, ctypes.c_int, P], None), "nested_grad": ([P, P, ctypes.c_int, P, P], None),
     "rows": ([P, P, ctypes.c_int, ctypes.c_int], None), "rows_fwd": ([P, P, P, P, ctypes.c_int, ctypes.c_int], None),
     "rows_grad": ([P, P, P, P, ctypes.c_int, ctypes.c_int], None),
@@ -417,6 +436,26 @@ def test_two_phases_with_a_barrier_between(team):
     gx = np.zeros(n)
     assert library.phases_grad(x, gx, np.zeros(n), np.zeros(n), n, 1.0) == pytest.approx(got.first, rel=1e-12)
     assert np.dot(dx, gx) == pytest.approx(got.second, rel=1e-10)
+
+
+def test_threads_adding_atomically_and_into_private_buffers(team):
+    library, _ = team
+    n, rng = 101, np.random.default_rng(14)
+    x, dx, k, dk = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
+    kk, dkk, z, dz = k.copy(), dk.copy(), np.zeros(n), np.zeros(n)
+    library.mixed_fwd(x, dx, kk, dkk, np.zeros(n), np.zeros(n), z, dz, n)
+
+    def f(t):
+        out = np.zeros(n)
+        library.mixed(x + t * dx, k + t * dk, np.zeros(n), out, n)
+        return out
+
+    h = 1e-6
+    np.testing.assert_allclose(z, f(0), rtol=1e-14)
+    np.testing.assert_allclose(dz, (f(h) - f(-h)) / (2 * h), rtol=1e-6, atol=1e-8)
+    w, gx, gk = rng.normal(size=n), np.zeros(n), np.zeros(n)
+    library.mixed_grad(x, gx, k.copy(), gk, np.zeros(n), np.zeros(n), np.zeros(n), w.copy(), n)
+    assert np.dot(dx, gx) + np.dot(dk, gk) == pytest.approx(np.dot(w, dz), rel=1e-10)
 
 
 def test_nested_critical_sections(team, lib):

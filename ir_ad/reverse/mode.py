@@ -35,7 +35,7 @@ from adgen.ir_ad.reverse.plan.mincut import NoCut
 from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
 from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep
 from adgen.ir_ad.reverse.sweeps.sharing import Sharing
-from adgen.ir_ad.reverse.teams import on_teams, openmp_runtime, region_pair
+from adgen.ir_ad.reverse.teams import on_teams, openmp_reverse_text, openmp_runtime, region_pair
 from adgen.ir_ad.reverse.types import CallSite, ReverseFacts, RevDerived, RevPattern, size_global
 from adgen.ir_ad.reverse.checkpoint.outline import outline
 from adgen.ir_ad.reverse.checkpoint.regions import NotCheckpointed
@@ -75,7 +75,7 @@ class ReverseMode:
         self.runtime = render_text("runtime.ll.j2") + render_text("undo_log.ll.j2", LOGGED=LOGGED)
         self.checkpoint_runtime = render_text("checkpoint_runtime.ll.j2")
         decls.known |= defined_functions(self.runtime) | defined_functions(self.checkpoint_runtime) | \
-            defined_functions(render_text("openmp.ll.j2", PART="reverse"))
+            defined_functions(openmp_reverse_text())
 
     def runtime_text(self) -> str:
         """The storage and adjoint helpers, with the declarations they need."""
@@ -114,7 +114,8 @@ class ReverseMode:
         sharing = Sharing(d) if pattern.forked else None
         if sharing is not None and sharing.arrays:  # a region's threads: their adds their own where they can
             fallback = "@" + local(bare("%" + derived.rev[1:]) + ".atomic")[1:]
-            sweep, atomic = ReverseSweep(d, sharing=sharing, fallback=fallback), ReverseSweep(d, name=fallback)
+            sweep = ReverseSweep(d, sharing=sharing, fallback=fallback)
+            atomic = ReverseSweep(d, sharing=Sharing(d, adds=False), name=fallback)
             d.plan = _plan(d, _merged(sweep.collect(), atomic.collect()))
             rev = sweep.write(d.plan) + "\n" + atomic.write(d.plan)
             derived.shared_arrays = len(sharing.arrays)

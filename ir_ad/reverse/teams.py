@@ -9,6 +9,7 @@ from adgen.ir_ad.calls import SYNCHRONIZATION, callee_name
 from adgen.ir_ad.custom import FixedRecord
 from adgen.ir_ad.ir import I32, PTR, VOID, Module
 from adgen.ir_ad.ir.builder import Declarations, bare, local
+from adgen.ir_ad.reverse.sweeps.sharing import SPAN
 from adgen.ir_ad.reverse.types import ReverseFacts, RevDerived, aug_params
 from adgen.ir_ad.shadows import Layout
 
@@ -41,11 +42,16 @@ def on_teams(d: ReverseFacts) -> None:
         _nested_critical(d) or any(c.derived.plan is None or c.derived.serial_only for c in calls)
 
 
+def openmp_reverse_text() -> str:
+    """What reverse mode's parallel regions share (templates/openmp.ll.j2), alone."""
+    return render_text("openmp.ll.j2", PART="reverse", SPAN=SPAN)
+
+
 def openmp_runtime(module: Module, decls: Declarations) -> str:
     """What the team pairs share (templates/openmp.ll.j2), with its declarations."""
     for name, ret, params in DECLARATIONS:
         decls.need(name, ret, params)
-    text = render_text("openmp.ll.j2", PART="reverse")
+    text = openmp_reverse_text()
     if "@__kmpc_fork_call" not in decls.known:  # (variadic: not what `need` declares)
         decls.known.add("@__kmpc_fork_call")
         text += "\ndeclare void @__kmpc_fork_call(ptr, i32, ptr, ...)\n"
@@ -77,8 +83,8 @@ def region_pair(module: Module, decls: Declarations, team: RevDerived, serial: R
         "openmp.ll.j2", PART="team", AUG=team.aug, REV=team.rev, FREE=team.free, SERIAL_AUG=serial.aug,
         SERIAL_REV=serial.rev, SERIAL_FREE=serial.free, REGION_AUG=names["aug"], REGION_REV=names["rev"],
         REGION_FREE=names["free"], REV_RET=serial.rev_ret.text, GRADS=grads, RELEASES=releases, PARAMS=args,
-        ARGS=args, COUNT=len(types) + 1, SLOT=16 + 32 * team.shared_arrays + (team.record_size + 15) // 16 * 16,
-        EXTENTS=32 * team.shared_arrays, HEADER=(56 + 8 * len(grads) + 15) // 16 * 16, THREADS=NEVER if team.atomic_in_loops else FEW_THREADS,
+        ARGS=args, COUNT=len(types) + 1, SLOT=16 + SPAN * team.shared_arrays + (team.record_size + 15) // 16 * 16,
+        EXTENTS=SPAN * team.shared_arrays, HEADER=(56 + 8 * len(grads) + 15) // 16 * 16, THREADS=NEVER if team.atomic_in_loops else FEW_THREADS,
         **wrappers)
     return region, text
 

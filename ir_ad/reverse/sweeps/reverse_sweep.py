@@ -34,7 +34,8 @@ class ReverseSweep:
         flow to release what the forward sweep allocated (the same plan, read the same way), and
         computes nothing. `sharing`: a team's reverse sweep whose adds to the arrays it reads go
         where the threads decide at its entry (sharing.py), calling `fallback` (the same sweep,
-        adding atomically) where they cannot all be the thread's own; `name`, its function's."""
+        adding atomically, its `sharing` not adding) where they cannot all be the thread's own;
+        `name`, its function's."""
         self.d = d
         self.release_only = release_only
         self.fn, self.layout, self.activity = d.fn, d.layout, d.activity
@@ -166,7 +167,7 @@ class ReverseSweep:
         if d.logged:  # the log this call opened, if it did: attached to undo, or dropped in split mode's free
             self.log_owner = self.needs.need(Key(LOG, LOG_OWNER), site, (PTR,))[0]
             site.lines.append(f"  call void @\"adgen.log.{'discard' if self.release_only else 'attach'}\"(ptr {self.log_owner.ref})")
-        if self.sharing is not None:  # (each thread's adds to the arrays it reads: sharing.py)
+        if self.fallback is not None:  # (each thread's adds to the arrays it reads: sharing.py)
             own = self.sharing.prologue(lambda op: self.needs.value(op, site),
                                         Builder(d.decls, site.lines, prefix="share."))
             self._fallback(own, site)
@@ -193,7 +194,6 @@ class ReverseSweep:
         params = ", ".join(d.rev_params())
         go, back = local("share'own"), local("share'atomic")
         site.lines += [f"  br i1 {own.ref}, label {go}, label {back}", f"{back[1:]}:"]
-        self.sharing.flush(Builder(d.decls, site.lines, prefix="unshare."), release=True)  # (its buffers, unused)
         if d.derived.rev_ret.kind == "void":
             site.lines += [f"  call void {self.fallback}({params})", "  ret void"]
         else:

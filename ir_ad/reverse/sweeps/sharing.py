@@ -9,8 +9,9 @@ thread's (templates/openmp.ll.j2, `adgen.omp.share.mode`):
 - apart from every other thread's accesses (through any array): it adds as its own (a row of a
   matrix product's input, which one iteration reads);
 - else, where its own stores are apart from its loads of the array, into a private buffer over
-  those bytes, added to the shared adjoints at the end and at each barrier (a matrix product's
-  weights, which every iteration reads);
+  those bytes (a matrix product's weights, which every iteration reads); at each barrier and at
+  the end, the threads meet and add all buffers to the shared adjoints, each thread a share of
+  the bytes, without atomics;
 - else atomically: the thread runs a copy of the reverse sweep adding so (reverse/mode.py).
 
 Shadows mirror the primal memory: adjoints of apart bytes are apart. Arrays reached otherwise
@@ -28,7 +29,8 @@ from adgen.ir_ad.reverse.types import ReverseFacts
 from adgen.ir_ad.shadows import LANES
 
 _LOWEST, _HIGHEST = V(I64, str(-(1 << 63))), V(I64, str((1 << 63) - 1))
-_PRIVATE_TYPES = ("double", "float")
+_PRIVATE_TYPES = {"double": 8, "float": 4}
+SPAN = 40  # bytes per array in a thread's slot: its loads' and its stores' [lo, hi), its private buffer
 
 
 class Sharing:
@@ -36,19 +38,20 @@ class Sharing:
     reverse sweep's entry decided (`prologue`): per array, the offset from its shared shadow to
     where its adds go (its private buffer, or nothing)."""
 
-    def __init__(self, d: ReverseFacts):
-        self.d = d
+    def __init__(self, d: ReverseFacts, adds: bool = True):
+        """`adds`: False for the copy of the reverse sweep adding atomically, whose threads only
+        take part in adding the others' private buffers (`flush`)."""
+        self.d, self.adds = d, adds
         self.arrays: dict[str, tuple[list[Access], list[Access]]] = _arrays(d) if _eligible(d) else {}
-        # array -> (offset to its adds, private buffer, shared shadow at its start, bytes): named before the entry
-        # defines them (the blocks are reversed first)
-        self.decided = {name: tuple(V(t, f'%"adgen.share.{k}.{part}"') for t, part in
-                                    ((I64, "delta"), (PTR, "buffer"), (PTR, "shared"), (I64, "bytes")))
+        # array -> the offset from its shared shadow to where its adds go: named before the entry defines it (the
+        # blocks are reversed first)
+        self.decided = {name: V(I64, f'%"adgen.share.{k}.delta"')
                         for k, name in enumerate(self.arrays) if name in d.activity.pointers}  # (those with shadows)
 
     def handles(self, pointer: Operand) -> str | None:
         """The array whose adds a load through `pointer` makes, where the threads decide them."""
         base = self.d.memory.base(pointer.value)
-        return base.name if base.kind == "arg" and base.name in self.arrays else None
+        return base.name if self.adds and base.kind == "arg" and base.name in self.arrays else None
 
     def prologue(self, value, b: Builder) -> V:
         """At the reverse sweep's entry: the bytes each array's accesses span, written to this
@@ -62,55 +65,77 @@ class Sharing:
         extents = b.call('@"adgen.omp.share.extents"', PTR, [])
         for k, (name, ((ll, hl), (ls, hs))) in enumerate(spans.items()):
             for j, (v, unknown) in enumerate(((ll, _LOWEST), (hl, _HIGHEST), (ls, _LOWEST), (hs, _HIGHEST))):
-                at = b.gep(I8, extents, V(I64, str(32 * k + 8 * j)))
-                b.store(b.select(valid, v, unknown), at, 8)
-        b.call('@"adgen.omp.share.ready"', VOID, [])
+                b.store(b.select(valid, v, unknown), b.gep(I8, extents, V(I64, str(SPAN * k + 8 * j))), 8)
+            b.store(V(PTR, "null"), b.gep(I8, extents, V(I64, str(SPAN * k + 32))), 8)
+        b.call('@"adgen.omp.share.barrier"', VOID, [])
         count = V(I64, str(len(spans)))
+        modes = {name: b.call('@"adgen.omp.share.mode"', I32, [V(I64, str(k)), count, self._privatizable(
+            b, name, valid, *spans[name][0])]) for k, name in enumerate(spans) if name in self.decided}
         own = V(I1, "true")
-        for k, (name, ((ll, hl), _)) in enumerate(spans.items()):
-            if name not in self.decided:
+        for mode in modes.values():
+            own = b.binary("and", own, b.value(I1, f"icmp ne {mode}, 2"))
+        for k, name in enumerate(spans):
+            if name not in modes:
                 continue
-            memtype = self.d.activity.memtype(name)
-            typed = memtype is not None and memtype.text in _PRIVATE_TYPES
-            privatizable = valid if typed else V(I1, "false")
-            mode = b.call('@"adgen.omp.share.mode"', I32, [V(I64, str(k)), count, privatizable])
-            own = b.binary("and", own, b.value(I1, f"icmp ne {mode}, 2")) if own.ref != "true" else \
-                b.value(I1, f"icmp ne {mode}, 2")
-            private = b.value(I1, f"icmp eq {mode}, 1")
+            (ll, hl), _ = spans[name]
+            private = b.binary("and", own, b.value(I1, f"icmp eq {modes[name]}, 1"))
             buffer = b.call('@"adgen.omp.private"', PTR, [private, ll, hl])
+            b.store(buffer, b.gep(I8, extents, V(I64, str(SPAN * k + 32))), 8)
             shadow = self.d.layout.named(name, PTR)[0]
             primal = b.cast("ptrtoint", V(PTR, name), I64)
             # (where the shadow of primal address a goes: buffer + (a - ll), the shared shadow + (a - primal))
             moved = b.binary("sub", b.binary("add", b.cast("ptrtoint", buffer, I64), primal),
                              b.binary("add", ll, b.cast("ptrtoint", shadow, I64)))
-            made = (b.select(private, moved, V(I64, "0")), buffer, b.gep(I8, shadow, b.binary("sub", ll, primal)),
-                    b.binary("sub", hl, ll))
-            for named, v in zip(self.decided[name], made):
-                b.emit(f"{named.ref} = select i1 true, {v}, {v}")
+            b.emit(f"{self.decided[name].ref} = select {private}, {moved}, i64 0")
         return own
+
+    def _privatizable(self, b: Builder, name: str, valid: V, lo: V, hi: V) -> V:
+        """Whether the array's adjoints may go to a private buffer over [lo, hi): its bounds
+        known, it holds floats of one type, and lo and hi are whole elements of it apart from
+        every other thread's (aligned to the type: the threads add the buffers element by element)."""
+        memtype = self.d.activity.memtype(name)
+        if memtype is None or memtype.text not in _PRIVATE_TYPES:
+            return V(I1, "false")
+        misaligned = b.binary("and", b.binary("or", lo, hi), V(I64, str(_PRIVATE_TYPES[memtype.text] - 1)))
+        return b.binary("and", valid, b.value(I1, f"icmp eq {misaligned}, 0"))
 
     def add(self, b: Builder, name: str, value: V, pointer: V, align: int | None) -> None:
         """A load's adjoint added where the thread decided for its array: as its own (its private
         buffer's, or the shared adjoint no other thread adds to)."""
-        at = b.gep(I8, pointer, self.decided[name][0])
+        at = b.gep(I8, pointer, self.decided[name])
         layout = self.d.layout
         layout.store(b, layout.add(b, layout.load(b, value.type, (at,), align), (value,)), (at,), align)
 
     def flush(self, b: Builder, release: bool) -> None:
-        """The private buffers added to the shared adjoints: at a barrier (zeroed for the next
-        phase) and at the end (freed)."""
-        for name, (_, buffer, shared_lo, size) in self.decided.items():
-            memtype = self.d.activity.memtype(name)
-            if memtype is not None and memtype.text in _PRIVATE_TYPES:
-                b.call(f'@"adgen.omp.private.flush.{memtype.text}"', VOID,
-                       [buffer, shared_lo, size, V(I1, "true" if release else "false")])
+        """The threads' private buffers added to the shared adjoints, at a barrier (zeroed: the next
+        phase's adds go there) and at the end (freed once all are added). Every thread of the team
+        calls it at the same points, in the copy adding atomically too (its Sharing not `adds`): it
+        meets the others at the barriers and adds its share of their buffers."""
+        memtypes = {name: self.d.activity.memtype(name) for name in self.decided}
+        typed = [(k, name, memtypes[name].text) for k, name in enumerate(self.arrays)
+                 if memtypes.get(name) is not None and memtypes[name].text in _PRIVATE_TYPES]
+        if not typed:
+            return
+        b.call('@"adgen.omp.share.barrier"', VOID, [])  # (every thread's adds made)
+        for k, name, t in typed:
+            shadow = self.d.layout.named(name, PTR)[0]
+            b.call(f'@"adgen.omp.private.add.{t}"', VOID,
+                   [V(I64, str(k)), shadow, V(PTR, name), V(I1, "false" if release else "true")])
+        if release:
+            b.call('@"adgen.omp.share.barrier"', VOID, [])  # (every thread's share added)
+            for k, _, _ in typed:
+                b.call('@"adgen.omp.private.release"', VOID, [V(I64, str(k))])
 
 
 def _hull(b: Builder, bounds: Intervals, accesses: list[Access]) -> tuple[V, V]:
-    """[lo, hi) of the bytes the accesses span (lo >= hi: none)."""
+    """[lo, hi) of the bytes the accesses span (lo >= hi: none), leaving out those that span none
+    (in a loop this thread runs no iteration of)."""
     if not accesses:
         return _HIGHEST, _LOWEST
-    spans = [bounds.bytes(a) for a in accesses]
+    spans = []
+    for lo, hi in map(bounds.bytes, accesses):
+        some = b.value(I1, f"icmp slt {lo}, {hi.ref}")
+        spans.append((b.select(some, lo, _HIGHEST), b.select(some, hi, _LOWEST)))
     return bounds.fold("@llvm.smin.i64", [lo for lo, _ in spans]), bounds.fold("@llvm.smax.i64", [hi for _, hi in spans])
 
 
