@@ -14,9 +14,10 @@ thread's (templates/openmp.ll.j2, `adgen.omp.share.mode`):
   the bytes, without atomics;
 - else atomically: the thread runs a copy of the reverse sweep adding so (reverse/mode.py).
 
-Shadows mirror the primal memory: adjoints of apart bytes are apart. Arrays reached otherwise
-(through a loaded pointer, a global), calls of functions with derivatives, and copies of memory
-leave every add atomic."""
+Shadows mirror the primal memory: adjoints of apart bytes are apart. An array read outside loops
+only (a reduction's shared variable, which every thread's combine reads) is not decided for: its
+few adds stay atomic. Arrays reached otherwise (through a loaded pointer, a global), calls of
+functions with derivatives, and copies of memory leave every add atomic."""
 
 from __future__ import annotations
 
@@ -44,14 +45,16 @@ class Sharing:
         self.d, self.adds = d, adds
         self.arrays: dict[str, tuple[list[Access], list[Access]]] = _arrays(d) if _eligible(d) else {}
         # array -> the offset from its shared shadow to where its adds go: named before the entry defines it (the
-        # blocks are reversed first)
-        self.decided = {name: V(I64, f'%"adgen.share.{k}.delta"')
-                        for k, name in enumerate(self.arrays) if name in d.activity.pointers}  # (those with shadows)
+        # blocks are reversed first); for the arrays with shadows read inside loops (the others' few adds, a
+        # reduction's combine say, stay atomic: deciding for them would make every thread add atomically)
+        looped = _read_in_loops(d, self.arrays)
+        self.decided = {name: V(I64, f'%"adgen.share.{k}.delta"') for k, name in enumerate(self.arrays)
+                        if name in d.activity.pointers and name in looped}
 
     def handles(self, pointer: Operand) -> str | None:
         """The array whose adds a load through `pointer` makes, where the threads decide them."""
         base = self.d.memory.base(pointer.value)
-        return base.name if self.adds and base.kind == "arg" and base.name in self.arrays else None
+        return base.name if self.adds and base.kind == "arg" and base.name in self.decided else None
 
     def prologue(self, value, b: Builder) -> V:
         """At the reverse sweep's entry: the bytes each array's accesses span, written to this
@@ -145,6 +148,12 @@ def _eligible(d: ReverseFacts) -> bool:
     if not d.pattern.forked or d.layout.kind != LANES or d.layout.width != 1 or d.calls:
         return False
     return not any(i.opcode == "call" and kind_of(d.module, i) in (*COPIES, SET) for i in d.fn.instructions())
+
+
+def _read_in_loops(d: ReverseFacts, arrays) -> set[str]:
+    """The arrays a load inside a loop reads."""
+    return {d.memory.base(i.operands[0].value).name for i in d.fn.instructions()
+            if i.opcode == "load" and d.loops.loop_of[d.cfg.block_of_inst(i)] is not None} & set(arrays)
 
 
 def _arrays(d: ReverseFacts) -> dict[str, tuple[list[Access], list[Access]]]:
