@@ -115,7 +115,7 @@ class ReverseMode:
         if sharing is not None and sharing.arrays:  # a region's threads: their adds their own where they can
             fallback = "@" + local(bare("%" + derived.rev[1:]) + ".atomic")[1:]
             sweep = ReverseSweep(d, sharing=sharing, fallback=fallback)
-            atomic = ReverseSweep(d, sharing=Sharing(d, adds=False), name=fallback)
+            atomic = ReverseSweep(d, sharing=sharing.bystander(), name=fallback)
             d.plan = _plan(d, _merged(sweep.collect(), atomic.collect()))
             rev = sweep.write(d.plan) + "\n" + atomic.write(d.plan)
             derived.shared_arrays = len(sharing.arrays)

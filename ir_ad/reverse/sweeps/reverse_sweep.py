@@ -34,7 +34,7 @@ class ReverseSweep:
         flow to release what the forward sweep allocated (the same plan, read the same way), and
         computes nothing. `sharing`: a team's reverse sweep whose adds to the arrays it reads go
         where the threads decide at its entry (sharing.py), calling `fallback` (the same sweep,
-        adding atomically, its `sharing` not adding) where they cannot all be the thread's own;
+        adding atomically, its `sharing` a bystander) where they cannot all be the thread's own;
         `name`, its function's."""
         self.d = d
         self.release_only = release_only

@@ -21,6 +21,8 @@ functions with derivatives, and copies of memory leave every add atomic."""
 
 from __future__ import annotations
 
+import copy
+
 from adgen.ir_ad.analysis.ranges import Access, Ranges
 from adgen.ir_ad.calls import COPIES, SET, kind_of
 from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Operand
@@ -39,10 +41,8 @@ class Sharing:
     reverse sweep's entry decided (`prologue`): per array, the offset from its shared shadow to
     where its adds go (its private buffer, or nothing)."""
 
-    def __init__(self, d: ReverseFacts, adds: bool = True):
-        """`adds`: False for the copy of the reverse sweep adding atomically, whose threads only
-        take part in adding the others' private buffers (`flush`)."""
-        self.d, self.adds = d, adds
+    def __init__(self, d: ReverseFacts):
+        self.d, self.adds = d, True
         self.arrays: dict[str, tuple[list[Access], list[Access]]] = _arrays(d) if _eligible(d) else {}
         # array -> the offset from its shared shadow to where its adds go: named before the entry defines it (the
         # blocks are reversed first); for the arrays with shadows read inside loops (the others' few adds, a
@@ -50,6 +50,13 @@ class Sharing:
         looped = _read_in_loops(d, self.arrays)
         self.decided = {name: V(I64, f'%"adgen.share.{k}.delta"') for k, name in enumerate(self.arrays)
                         if name in d.activity.pointers and name in looped}
+
+    def bystander(self) -> Sharing:
+        """The same arrays for the copy of the reverse sweep adding atomically: it decides and
+        adds nothing, and takes part in adding the others' private buffers (`flush`)."""
+        other = copy.copy(self)
+        other.adds = False
+        return other
 
     def handles(self, pointer: Operand) -> str | None:
         """The array whose adds a load through `pointer` makes, where the threads decide them."""
@@ -112,7 +119,7 @@ class Sharing:
     def flush(self, b: Builder, release: bool) -> None:
         """The threads' private buffers added to the shared adjoints, at a barrier (zeroed: the next
         phase's adds go there) and at the end (freed once all are added). Every thread of the team
-        calls it at the same points, in the copy adding atomically too (its Sharing not `adds`): it
+        calls it at the same points, in the copy adding atomically too (its `bystander`): it
         meets the others at the barriers and adds its share of their buffers."""
         memtypes = {name: self.d.activity.memtype(name) for name in self.decided}
         typed = [(k, name, memtypes[name].text) for k, name in enumerate(self.arrays)
