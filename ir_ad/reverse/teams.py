@@ -63,7 +63,8 @@ def openmp_runtime(module: Module, decls: Declarations) -> str:
 def region_pair(module: Module, decls: Declarations, team: RevDerived, serial: RevDerived,
                 releases: bool) -> tuple[RevDerived, str]:
     """The pair a parallel region's call gets, and its code: the forward sweep forks `team`
-    (each thread its own record and log, adjoints other threads may add to added atomically)
+    (each thread its own record and log, adjoints other threads may add to added as sharing.py
+    decides)
     where enough threads are there to gain from it, else calls `serial`; the reverse sweep and
     split mode's release follow its choice, which its record keeps, before the chosen pair's."""
     fn = module.functions[serial.pattern.function]
