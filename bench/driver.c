@@ -13,7 +13,11 @@
  * (-Wl,--wrap=...). For forward8, scalar is eight width-1 calls, diff compares forward[8]'s
  * lanes with them and enzyme_diff Enzyme's lanes with adgen's. Enzyme's columns are there when
  * built with -DWITH_ENZYME and bench/enzyme.c. Usage: bench [quick|full] [reps|0] [KERNEL], where
- * 0 repetitions means the default (3 quick, 10 full) and KERNEL runs that kernel alone. */
+ * 0 repetitions means the default (3 quick, 10 full) and KERNEL runs that kernel alone.
+ *
+ * `bench count KERNEL` runs adgen's gradient of one kernel once, at small sizes, with callgrind
+ * collecting only then (run it under `valgrind --tool=callgrind --collect-atstart=no`): the
+ * instructions one gradient executes, which bench/instructions.py keeps in a baseline. */
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +25,11 @@
 #include <string.h>
 #include <time.h>
 #include "kernels.adgen.h"
+#if defined(__has_include) && __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_TOGGLE_COLLECT
+#endif
 
 double rosenbrock(const double *x, int n);
 void norm(double *restrict out, const double *restrict in, int n);
@@ -97,12 +106,14 @@ void reproj_error_enzyme_fwd8(const double *cam, double **dc, const double *X, d
 
 static int reps = 10;
 static const char *only; /* run this kernel alone (NULL: all) */
+static int counting;     /* `bench count KERNEL`: one gradient, collected by callgrind, then exit */
 
 static int wanted(const char *kernel)
 {
     return only == NULL || strcmp(only, kernel) == 0;
 }
-static void run_all(int quick);
+enum { FULL, QUICK, COUNT }; /* the sizes run_all uses */
+static void run_all(int size);
 static volatile double sink;
 
 /* ------------------------------------------------------------------ heap accounting */
@@ -149,12 +160,25 @@ void *__wrap_realloc(void *p, size_t n)
 }
 
 /* the peak of heap memory above what was in use before, during one run of `statement` */
-#define PEAK(bytes, statement)                                                                     \
+#define PEAK(bytes, ...)                                                                           \
     do {                                                                                           \
         size_t before = heap_now;                                                                  \
         heap_peak = heap_now;                                                                      \
-        statement;                                                                                 \
+        __VA_ARGS__;                                                                               \
         bytes = heap_peak - before;                                                                \
+    } while (0)
+
+/* adgen's gradient where PEAK measures it; when counting, that call alone is collected, then the
+ * driver exits */
+#define ADGEN_PEAK(bytes, ...)                                                                     \
+    do {                                                                                           \
+        if (counting) {                                                                            \
+            CALLGRIND_TOGGLE_COLLECT;                                                              \
+            __VA_ARGS__;                                                                           \
+            CALLGRIND_TOGGLE_COLLECT;                                                              \
+            exit(0);                                                                               \
+        }                                                                                          \
+        PEAK(bytes, __VA_ARGS__);                                                                  \
     } while (0)
 
 /* ------------------------------------------------------------------ timing and checks */
@@ -336,7 +360,7 @@ static void print(struct record r)
         directions(d, n, seed + 1);                                                                \
         BEST(r.primal, sink += kernel(x, n));                                                      \
         BEST(r.adgen, memset(g1, 0, n * sizeof *g1); kernel##_grad(x, g1, n, 1.0));                \
-        PEAK(r.adgen_bytes, kernel##_grad(x, g1, n, 1.0));                                         \
+        ADGEN_PEAK(r.adgen_bytes, kernel##_grad(x, g1, n, 1.0));                                         \
         BEST(r.hand, memset(g2, 0, n * sizeof *g2); kernel##_hand(x, g2, n, 1.0));                 \
         ENZYME(BEST(r.enzyme, memset(g3, 0, n * sizeof *g3); kernel##_enzyme_grad(x, g3, n));      \
                PEAK(r.enzyme_bytes, kernel##_enzyme_grad(x, g3, n)); memset(g3, 0, n * sizeof *g3); \
@@ -368,7 +392,7 @@ static void bench_norm(int n)
         o[k] = zeros(n);
     BEST(r.primal, norm(out, in, n));
     BEST(r.adgen, memcpy(s1, seed, n * sizeof *s1); memset(d1, 0, n * sizeof *d1); norm_grad(out, s1, in, d1, n));
-    PEAK(r.adgen_bytes, norm_grad(out, s1, in, d1, n));
+    ADGEN_PEAK(r.adgen_bytes, norm_grad(out, s1, in, d1, n));
     BEST(r.hand, memcpy(s2, seed, n * sizeof *s2); memset(d2, 0, n * sizeof *d2); norm_hand(out, s2, in, d2, n));
     ENZYME(BEST(r.enzyme, memcpy(s2, seed, n * sizeof *s2); memset(d3, 0, n * sizeof *d3);
                 norm_enzyme_grad(out, s2, in, d3, n));
@@ -413,7 +437,7 @@ static void bench_gmm(int n, int k, int d)
     fmax(difference(ga[p], ga[q], k), fmax(difference(gm[p], gm[q], k * d), difference(gq[p], gq[q], k * d)))
     BEST(r.primal, sink += gmm(al, mu, lq, x, n, k, d));
     BEST(r.adgen, GMM_CLEAR(0); gmm_grad(al, ga[0], mu, gm[0], lq, gq[0], x, n, k, d, 1.0));
-    PEAK(r.adgen_bytes, gmm_grad(al, ga[0], mu, gm[0], lq, gq[0], x, n, k, d, 1.0));
+    ADGEN_PEAK(r.adgen_bytes, gmm_grad(al, ga[0], mu, gm[0], lq, gq[0], x, n, k, d, 1.0));
     BEST(r.hand, GMM_CLEAR(1); gmm_hand(al, ga[1], mu, gm[1], lq, gq[1], x, n, k, d, 1.0));
     ENZYME(BEST(r.enzyme, GMM_CLEAR(2); gmm_enzyme_grad(al, ga[2], mu, gm[2], lq, gq[2], x, n, k, d));
            PEAK(r.enzyme_bytes, gmm_enzyme_grad(al, ga[2], mu, gm[2], lq, gq[2], x, n, k, d)); GMM_CLEAR(2);
@@ -450,7 +474,7 @@ static void bench_ba(int n_cams, int n_pts, int n_obs)
 #define BA_CLEAR(q) memset(gc[q], 0, nc * 8), memset(gp[q], 0, np * 8)
     BEST(r.primal, sink += ba(cams, pts, obs, feat, n_obs));
     BEST(r.adgen, BA_CLEAR(0); ba_grad(cams, gc[0], pts, gp[0], obs, feat, n_obs, 1.0));
-    PEAK(r.adgen_bytes, ba_grad(cams, gc[0], pts, gp[0], obs, feat, n_obs, 1.0));
+    ADGEN_PEAK(r.adgen_bytes, ba_grad(cams, gc[0], pts, gp[0], obs, feat, n_obs, 1.0));
     BEST(r.hand, BA_CLEAR(1); ba_hand(cams, gc[1], pts, gp[1], obs, feat, n_obs, 1.0));
     ENZYME(BEST(r.enzyme, BA_CLEAR(2); ba_enzyme_grad(cams, gc[2], pts, gp[2], obs, feat, n_obs));
            PEAK(r.enzyme_bytes, ba_enzyme_grad(cams, gc[2], pts, gp[2], obs, feat, n_obs)); BA_CLEAR(2);
@@ -478,7 +502,7 @@ static void bench_lstm(int T, int H, int layers)
 #define LSTM_CLEAR(q) memset(gW[q], 0, nw * 8), memset(gb[q], 0, nb * 8)
     BEST(r.primal, sink += lstm(W, b, xs, T, H, layers));
     BEST(r.adgen, LSTM_CLEAR(0); lstm_grad(W, gW[0], b, gb[0], xs, T, H, layers, 1.0));
-    PEAK(r.adgen_bytes, lstm_grad(W, gW[0], b, gb[0], xs, T, H, layers, 1.0));
+    ADGEN_PEAK(r.adgen_bytes, lstm_grad(W, gW[0], b, gb[0], xs, T, H, layers, 1.0));
     BEST(r.hand, LSTM_CLEAR(1); lstm_hand(W, gW[1], b, gb[1], xs, T, H, layers, 1.0));
     ENZYME(BEST(r.enzyme, LSTM_CLEAR(2); lstm_enzyme_grad(W, gW[2], b, gb[2], xs, T, H, layers));
            PEAK(r.enzyme_bytes, lstm_enzyme_grad(W, gW[2], b, gb[2], xs, T, H, layers)); LSTM_CLEAR(2);
@@ -528,7 +552,7 @@ static void bench_nbody(int n)
     BEST(r.primal, memcpy(pos, pos0, bytes); memcpy(vel, vel0, bytes); sink += nbody(pos, vel, mass, n, 0.01));
     BEST(r.adgen, NBODY_RESET(0); nbody_grad(pos, g[0][0], vel, g[0][1], mass, n, 0.01, 1.0));
     NBODY_RESET(0);
-    PEAK(r.adgen_bytes, nbody_grad(pos, g[0][0], vel, g[0][1], mass, n, 0.01, 1.0));
+    ADGEN_PEAK(r.adgen_bytes, nbody_grad(pos, g[0][0], vel, g[0][1], mass, n, 0.01, 1.0));
     BEST(r.hand, NBODY_RESET(1); nbody_hand(pos, g[1][0], vel, g[1][1], mass, n, 0.01, 1.0));
     ENZYME(BEST(r.enzyme, NBODY_RESET(2); nbody_enzyme_grad(pos, g[2][0], vel, g[2][1], mass, n, 0.01));
            NBODY_RESET(2); PEAK(r.enzyme_bytes, nbody_enzyme_grad(pos, g[2][0], vel, g[2][1], mass, n, 0.01));
@@ -563,7 +587,7 @@ static void bench_heat(int n, int steps)
     BEST(r.adgen, memcpy(u, u0, bytes); memset(g[0], 0, bytes); memset(gs, 0, bytes);
          ga = heat_grad(u, g[0], s, gs, n, 0.2, steps, 1.0));
     memcpy(u, u0, bytes);
-    PEAK(r.adgen_bytes, heat_grad(u, g[0], s, gs, n, 0.2, steps, 1.0));
+    ADGEN_PEAK(r.adgen_bytes, heat_grad(u, g[0], s, gs, n, 0.2, steps, 1.0));
     BEST(r.hand, memcpy(u, u0, bytes); memset(g[1], 0, bytes); gh = heat_hand(u, g[1], s, gs, n, 0.2, steps, 1.0));
     ENZYME(double ge = 0; BEST(r.enzyme, memcpy(u, u0, bytes); memset(g[2], 0, bytes); memset(gs, 0, bytes);
                                ge = heat_enzyme_grad(u, g[2], s, gs, n, 0.2, steps));
@@ -616,7 +640,7 @@ static void bench_gmm_objective(int d, int k, int n)
 #define GO_ENZYME gmm_objective_enzyme_grad(d, k, n, al, ga[1], mu, gm[1], icf, gi[1], x, 1.0, 0, &err, &gerr)
     BEST(r.primal, gmm_objective(d, k, n, al, mu, icf, x, 1.0, 0, &err); sink += err);
     BEST(r.adgen, GO_RUN(0, GO_ADGEN));
-    PEAK(r.adgen_bytes, GO_RUN(0, GO_ADGEN));
+    ADGEN_PEAK(r.adgen_bytes, GO_RUN(0, GO_ADGEN));
     ENZYME(BEST(r.enzyme, GO_RUN(1, GO_ENZYME)); PEAK(r.enzyme_bytes, GO_RUN(1, GO_ENZYME));
            r.enzyme_diff = fmax(difference(ga[1], ga[0], k), fmax(difference(gm[1], gm[0], k * d),
                                                                   difference(gi[1], gi[0], nicf))));
@@ -714,7 +738,7 @@ static void bench_reproj_error(int n_cams, int n_pts, int n_obs)
         sink += err[0];
     });
     BEST(r.adgen, RE_JACOBIAN(0, reproj_error_grad));
-    PEAK(r.adgen_bytes, RE_JACOBIAN(0, reproj_error_grad));
+    ADGEN_PEAK(r.adgen_bytes, RE_JACOBIAN(0, reproj_error_grad));
     ENZYME(BEST(r.enzyme, RE_JACOBIAN(1, reproj_error_enzyme_grad)); PEAK(r.enzyme_bytes, RE_JACOBIAN(1, reproj_error_enzyme_grad));
            r.enzyme_diff = difference(jac[1], jac[0], 30 * (size_t)n_obs));
     /* central differences of observation 0's residual in its camera's entries */
@@ -756,42 +780,51 @@ static void bench_reproj_error(int n_cams, int n_pts, int n_obs)
 
 int main(int argc, char **argv)
 {
-    int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
-    reps = argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : quick ? 3 : 10;
+    if (argc > 2 && strcmp(argv[1], "count") == 0) {
+        counting = 1, reps = 1, only = argv[2];
+        run_all(COUNT);
+        fprintf(stderr, "bench count: no kernel %s\n", only);
+        return 2;
+    }
+    int size = argc > 1 && strcmp(argv[1], "quick") == 0 ? QUICK : FULL;
+    reps = argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : size == QUICK ? 3 : 10;
     only = argc > 3 ? argv[3] : NULL;
     for (int round = 0; round < 2; round++)
-        run_all(quick);
+        run_all(size);
     for (int i = 0; i < n_results; i++)
         print(results[i]);
     return 0;
 }
 
-static void run_all(int quick)
+/* the sizes: full, quick or counting's */
+#define SIZED(full, quick, count) (size == FULL ? (full) : size == QUICK ? (quick) : (count))
+
+static void run_all(int size)
 {
     if (wanted("rosenbrock"))
-        bench_rosenbrock(quick ? 100000 : 1000000);
-    if (wanted("norm"))
+        bench_rosenbrock(SIZED(1000000, 100000, 10000));
+    if (wanted("norm") && size != COUNT)
         bench_norm(20000);
     if (wanted("norm"))
-        bench_norm(80000);
+        bench_norm(SIZED(80000, 80000, 2000));
     if (wanted("logsumexp"))
-        bench_logsumexp(quick ? 100000 : 1000000);
+        bench_logsumexp(SIZED(1000000, 100000, 10000));
     if (wanted("gmm"))
-        bench_gmm(quick ? 200 : 1000, 25, 10);
+        bench_gmm(SIZED(1000, 200, 50), 25, 10);
     if (wanted("gmm_objective"))
-        bench_gmm_objective(10, 25, quick ? 200 : 1000);
-    if (wanted("gmm_objective"))
-        bench_gmm_objective(64, 50, quick ? 20 : 1000);
+        bench_gmm_objective(10, 25, SIZED(1000, 200, 20));
+    if (wanted("gmm_objective") && size != COUNT)
+        bench_gmm_objective(64, 50, size == QUICK ? 20 : 1000);
     if (wanted("ba"))
-        bench_ba(quick ? 20 : 100, quick ? 400 : 2000, quick ? 2000 : 10000);
+        bench_ba(SIZED(100, 20, 5), SIZED(2000, 400, 50), SIZED(10000, 2000, 200));
     if (wanted("reproj_error"))
-        bench_reproj_error(quick ? 20 : 100, quick ? 400 : 2000, quick ? 2000 : 20000);
+        bench_reproj_error(SIZED(100, 20, 5), SIZED(2000, 400, 50), SIZED(20000, 2000, 200));
     if (wanted("lstm"))
-        bench_lstm(quick ? 30 : 100, 32, 2);
+        bench_lstm(SIZED(100, 30, 10), 32, 2);
     if (wanted("nbody"))
-        bench_nbody(quick ? 60 : 200);
+        bench_nbody(SIZED(200, 60, 20));
     if (wanted("heat"))
-        bench_heat(quick ? 64 : 128, quick ? 10 : 20);
+        bench_heat(SIZED(128, 64, 16), SIZED(20, 10, 4));
     if (wanted("sinexp"))
-        bench_sinexp(100000);
+        bench_sinexp(SIZED(100000, 100000, 10000));
 }

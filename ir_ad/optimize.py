@@ -170,7 +170,7 @@ JUMP_THREADING = 6  # LLVM's default duplication threshold of jump threading
 
 
 def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False, timings: list | None = None,
-            cc1: Cc1 | None = None) -> str:
+            cc1: Cc1 | None = None, level: int = 2) -> str:
     """Optimize before differentiation (by clang with `cc1`) and name every value; the text the
     AD core reads. Functions in `calls` (marked @inactive, or with derivatives written by hand)
     are not inlined. Loops with a small constant trip count are unrolled, which puts small local
@@ -189,15 +189,15 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
         if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
             fn.add_function_attribute("noinline")
     inline_aggregates(module)
-    options = [*_partial_unrolling(False), "-enable-pre=false",
+    options = [*_partial_unrolling(False),
                f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}", "-disable-loop-idiom-all=true"]
     if cc1 is not None:
-        module = llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), options, timings, level=2, vectorize=False))
+        module = llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), options, timings, level=level, vectorize=False))
     else:
         for option in options:
             llvm.set_option("adgen", option)
         try:
-            _run(module, tm, 2, vectorize=False, timings=timings)
+            _run(module, tm, level, vectorize=False, timings=timings)
         finally:
             llvm.set_option("adgen", f"-jump-threading-threshold={JUMP_THREADING}")
             llvm.set_option("adgen", "-enable-pre=true")
@@ -211,20 +211,19 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     return without_poison_lanes(without_comdats(without_target_attributes(str(module))))
 
 
-def with_captures_by_value(text: str, tm) -> str:
+def with_captures_by_value(text: str, tm, calls: set[str] = frozenset(), timings: list | None = None,
+                           cc1: Cc1 | None = None) -> str:
     """The prepared text with OpenMP regions' captured variables passed by value
-    (ir/captures.py); the slots left only stored into and loaded from made values again (LLVM's
-    SROA), so that nothing stores an array's address in memory (which derivatives with
-    interleaved lanes refuse)."""
+    (ir/captures.py), then optimized again as `prepare` does: the slots left only stored into and
+    loaded from made values again (SROA), so that nothing stores an array's address in memory
+    (which derivatives with interleaved lanes refuse), and what the regions computed in their
+    loops from a slot's value there (a loop's bound, converted from the value loaded in its latch)
+    hoisted before the loops, where loop analysis finds the trip counts (`calls`, `timings`,
+    `cc1`: prepare's; at -O1, which does that, the rest done already)."""
     promoted = captures.promote_captures(text)
     if promoted == text:
         return text
-    module = parse(promoted)
-    pm = llvm.create_new_module_pass_manager()
-    pm.add_sroa_pass()
-    pm.add_instruction_namer_pass()
-    pm.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
-    return str(module)
+    return prepare(parse(promoted), tm, calls, timings=timings, cc1=cc1, level=1)
 
 
 def _partial_unrolling(on: bool) -> list[str]:

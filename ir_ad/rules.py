@@ -34,6 +34,10 @@ class Rule:
     # (`refuse` gets which arguments carry derivatives and says what is wrong, or None).
     recompute: bool = True
     refuse: Callable[[list[bool]], str | None] | None = None
+    # About what computing the primitive costs, in instructions (libm's exp, tanh...: tens), for the
+    # cache plan's trade of time against memory: a result whose computation costs COST_PER_BYTE or
+    # more per byte of it is stored rather than computed again by the reverse sweep (plan/keys.py).
+    cost: int = 1
     # Whether a partial is a zero chosen by comparison (the argument min/max did not pick): that
     # argument's own partials may be infinite or NaN there, and must not reach the derivative
     # (masked.py, and forward mode's product with this partial).
@@ -130,6 +134,8 @@ def _scaled(b, x, r):  # ldexp(x, n) = x * 2^n: 2^n, and nothing for the integer
     return [b.math("ldexp", _c(b, r, 1.0), x[1]), None]
 
 
+COST_PER_BYTE = 2  # (see Rule.cost)
+
 R = Rule
 RULES: dict[str, Rule] = {
     # IR opcodes
@@ -141,46 +147,48 @@ RULES: dict[str, Rule] = {
     "fneg": R(1, lambda b, x, r: [_c(b, r, -1.0)]),
     # powers and roots
     "sqrt": R(1, lambda b, x, r: [b.fdiv(_c(b, r, 0.5), r)]),
-    "cbrt": R(1, lambda b, x, r: [b.fdiv(r, b.fmul(_c(b, r, 3.0), x[0]))]),
+    "cbrt": R(1, lambda b, x, r: [b.fdiv(r, b.fmul(_c(b, r, 3.0), x[0]))], cost=30),
     "pow": R(2, lambda b, x, r: [b.fmul(x[1], b.math("pow", x[0], b.fsub(x[1], _c(b, r, 1.0)))),
-                                 b.fmul(r, b.math("log", x[0]))]),
+                                 b.fmul(r, b.math("log", x[0]))], cost=60),
     "powi": R(2, lambda b, x, r: [b.fmul(b.cast("sitofp", x[1], r.type),
                                          b.powi(x[0], b.binary("sub", x[1], V(x[1].type, "1")))), None]),
-    "hypot": R(2, lambda b, x, r: [b.fdiv(x[0], r), b.fdiv(x[1], r)]),
+    "hypot": R(2, lambda b, x, r: [b.fdiv(x[0], r), b.fdiv(x[1], r)], cost=20),
     "fma": R(3, lambda b, x, r: [x[1], x[0], _c(b, r, 1.0)]),
     "ldexp": R(2, _scaled),
     "scalbn": R(2, _scaled),
     "frexp": R(2, _mantissa),
     "fmuladd": R(3, lambda b, x, r: [x[1], x[0], _c(b, r, 1.0)]),
     # exponentials and logarithms
-    "exp": R(1, lambda b, x, r: [r]),
-    "exp2": R(1, lambda b, x, r: [b.fmul(r, _c(b, r, math.log(2.0)))]),
-    "exp10": R(1, lambda b, x, r: [b.fmul(r, _c(b, r, math.log(10.0)))]),
-    "expm1": R(1, lambda b, x, r: [b.fadd(r, _c(b, r, 1.0))]),
-    "log": R(1, lambda b, x, r: [_recip(b, x[0])]),
-    "log2": R(1, lambda b, x, r: [_recip(b, b.fmul(x[0], _c(b, r, math.log(2.0))))]),
-    "log10": R(1, lambda b, x, r: [_recip(b, b.fmul(x[0], _c(b, r, math.log(10.0))))]),
-    "log1p": R(1, lambda b, x, r: [_recip(b, b.fadd(x[0], _c(b, r, 1.0)))]),
+    "exp": R(1, lambda b, x, r: [r], cost=25),
+    "exp2": R(1, lambda b, x, r: [b.fmul(r, _c(b, r, math.log(2.0)))], cost=25),
+    "exp10": R(1, lambda b, x, r: [b.fmul(r, _c(b, r, math.log(10.0)))], cost=30),
+    "expm1": R(1, lambda b, x, r: [b.fadd(r, _c(b, r, 1.0))], cost=30),
+    "log": R(1, lambda b, x, r: [_recip(b, x[0])], cost=25),
+    "log2": R(1, lambda b, x, r: [_recip(b, b.fmul(x[0], _c(b, r, math.log(2.0))))], cost=25),
+    "log10": R(1, lambda b, x, r: [_recip(b, b.fmul(x[0], _c(b, r, math.log(10.0))))], cost=25),
+    "log1p": R(1, lambda b, x, r: [_recip(b, b.fadd(x[0], _c(b, r, 1.0)))], cost=30),
     # trigonometric and hyperbolic
+    # (each one's partial is the other of the same argument, which LLVM computes with it in one
+    # sincos call: computing either again where the partial is needed costs all but nothing)
     "sin": R(1, lambda b, x, r: [b.math("cos", x[0])]),
     "cos": R(1, lambda b, x, r: [b.fneg(b.math("sin", x[0]))]),
-    "tan": R(1, lambda b, x, r: [b.fadd(_c(b, r, 1.0), b.fmul(r, r))]),
-    "asin": R(1, lambda b, x, r: [_recip(b, b.math("sqrt", _one_minus_sq(b, x[0])))]),
-    "acos": R(1, lambda b, x, r: [b.fneg(_recip(b, b.math("sqrt", _one_minus_sq(b, x[0]))))]),
-    "atan": R(1, lambda b, x, r: [_recip(b, b.fadd(_c(b, r, 1.0), b.fmul(x[0], x[0])))]),
+    "tan": R(1, lambda b, x, r: [b.fadd(_c(b, r, 1.0), b.fmul(r, r))], cost=50),
+    "asin": R(1, lambda b, x, r: [_recip(b, b.math("sqrt", _one_minus_sq(b, x[0])))], cost=40),
+    "acos": R(1, lambda b, x, r: [b.fneg(_recip(b, b.math("sqrt", _one_minus_sq(b, x[0]))))], cost=40),
+    "atan": R(1, lambda b, x, r: [_recip(b, b.fadd(_c(b, r, 1.0), b.fmul(x[0], x[0])))], cost=40),
     "atan2": R(2, lambda b, x, r: (lambda d: [b.fdiv(x[1], d), b.fneg(b.fdiv(x[0], d))])(
-        b.fadd(b.fmul(x[0], x[0]), b.fmul(x[1], x[1])))),
-    "sinh": R(1, lambda b, x, r: [b.math("cosh", x[0])]),
-    "cosh": R(1, lambda b, x, r: [b.math("sinh", x[0])]),
-    "tanh": R(1, lambda b, x, r: [b.fsub(_c(b, r, 1.0), b.fmul(r, r))]),
-    "asinh": R(1, lambda b, x, r: [_recip(b, b.math("sqrt", b.fadd(b.fmul(x[0], x[0]), _c(b, r, 1.0))))]),
-    "acosh": R(1, lambda b, x, r: [_recip(b, b.math("sqrt", b.fsub(b.fmul(x[0], x[0]), _c(b, r, 1.0))))]),
-    "atanh": R(1, lambda b, x, r: [_recip(b, _one_minus_sq(b, x[0]))]),
+        b.fadd(b.fmul(x[0], x[0]), b.fmul(x[1], x[1]))), cost=50),
+    "sinh": R(1, lambda b, x, r: [b.math("cosh", x[0])], cost=40),
+    "cosh": R(1, lambda b, x, r: [b.math("sinh", x[0])], cost=40),
+    "tanh": R(1, lambda b, x, r: [b.fsub(_c(b, r, 1.0), b.fmul(r, r))], cost=40),
+    "asinh": R(1, lambda b, x, r: [_recip(b, b.math("sqrt", b.fadd(b.fmul(x[0], x[0]), _c(b, r, 1.0))))], cost=50),
+    "acosh": R(1, lambda b, x, r: [_recip(b, b.math("sqrt", b.fsub(b.fmul(x[0], x[0]), _c(b, r, 1.0))))], cost=50),
+    "atanh": R(1, lambda b, x, r: [_recip(b, _one_minus_sq(b, x[0]))], cost=40),
     # special functions
-    "erf": R(1, lambda b, x, r: [_erf_slope(b, x[0])]),
-    "erfc": R(1, lambda b, x, r: [b.fneg(_erf_slope(b, x[0]))]),
-    "lgamma": R(1, lambda b, x, r: [_digamma(b, x[0])]),
-    "tgamma": R(1, lambda b, x, r: [b.fmul(r, _digamma(b, x[0]))]),
+    "erf": R(1, lambda b, x, r: [_erf_slope(b, x[0])], cost=40),
+    "erfc": R(1, lambda b, x, r: [b.fneg(_erf_slope(b, x[0]))], cost=40),
+    "lgamma": R(1, lambda b, x, r: [_digamma(b, x[0])], cost=80),
+    "tgamma": R(1, lambda b, x, r: [b.fmul(r, _digamma(b, x[0]))], cost=80),
     # piecewise
     "fabs": R(1, lambda b, x, r: [_sign(b, x[0])]),
     "copysign": R(2, lambda b, x, r: [b.fmul(_sign(b, x[0]), b.math("copysign", _c(b, r, 1.0), x[1])), None]),

@@ -1,7 +1,8 @@
 """A differential fuzzer for adgen: random C functions (arithmetic, libm, branches, loops over
 arrays, in-place updates, calls between functions, directly and through function pointers,
 structs passed and returned by value, complex arithmetic, memory returned by calls, realloc'd and
-freed elsewhere, float and double) with random activities, checked in forward mode, reverse mode and at width 4
+freed elsewhere, memory the function allocates itself (at once, on first use into a struct,
+carved from a block) and writes in loops after deeper loops read it, float and double) with random activities, checked in forward mode, reverse mode and at width 4
 (separate and interleaved lanes: dual, dualv, and dupv) against central finite differences and
 against each other, every array the derivative code is given placed at each alignment a
 `double *` allows.
@@ -99,6 +100,7 @@ class Function:
     uses_float: bool = False
     cxx: bool = False  # written in C++
     uses_vectors: bool = False  # vector values: not with interleaved lanes (dualv, dupv), which refuse them
+    loads_pointers: bool = False  # pointers to data with derivatives loaded from memory: nor those
 
     def source(self, acts: dict[str, tuple[str, ...]]) -> str:
         entries = ";\n//       ".join(f"{self.name}_{k}: {v}" for k, v in acts.items())
@@ -123,6 +125,7 @@ class Generator:
         self.helpers: list[str] = []
         self.uses_float = False
         self.uses_vectors = False
+        self.loads_pointers = False
         self.vectors_made = itertools.count()  # (names of vector values, apart in the function)
 
     def leaf(self, loops: tuple = ()) -> str:
@@ -219,6 +222,26 @@ class Generator:
         free = r.choice(["free(w);", "fz_free(w);"])
         return f"{{ {make} {target} = {target} * 0.5 + w[{r.randrange(L)}] * w[{r.randrange(L)}]; {free} }}"
 
+    def allocated(self, target: str) -> str:
+        """Memory the function allocates itself (malloc, calloc, on first use into a struct on
+        the stack, or carved from a block it allocates), written in loops after deeper loops read
+        it (undone through the undo log), read back, then freed."""
+        r = self.rng
+        how = r.randrange(4)
+        make = ["double *w = (double *)malloc(2 * n * sizeof *w);", "double *w = (double *)calloc(2 * n, sizeof *w);",
+                "fz_box bx = {0, 0}; double *w = fz_lazy(&bx, n);",
+                "double *blk = (double *)malloc(4 * n * sizeof *blk); double *w = blk + n;"][how]
+        free = ["free(w);", "fz_free(w);", "free(bx.p);", "free(blk);"][how]
+        self.loads_pointers |= how == 2
+        e = lambda loops: self.expr(1, loops)
+        fill = f"for (int i = 0; i < n; i++) w[i] = {e(('i',))};"
+        forward = (f"for (int i = 0; i < n; i++) {{ double s = 0; for (int j = 0; j < n; j++) s += w[j] * "
+                   f"{e(('i', 'j'))}; w[n + i] = tanh(s); }}")
+        back = (f"for (int i = 0; i < n; i++) {{ double s = 0; for (int j = 0; j < n; j++) s += w[n + j] * "
+                f"{e(('i', 'j'))}; w[i] = sin(s) + 0.5 * w[i]; }}")
+        read = f"{target} = {target} * 0.5 + w[{r.randrange(L)}] * w[n + {r.randrange(L)}];"
+        return "{ " + " ".join([make, fill, forward, back, read, free]) + " }"
+
     def statement(self, depth: int, loops: tuple = ()) -> str:
         r = self.rng
         k = r.random()
@@ -252,6 +275,8 @@ class Generator:
             return (f"{{ double w[{L}]; for (int i = 0; i < n; i++) w[i] = {self.expr(2, ('i',))}; "
                     f"{target} = {target} * 0.5 + w[{r.randrange(L)}] * w[{r.randrange(L)}]; }}")
         if k < 0.89 and not loops:
+            if r.random() < 0.35:
+                return self.allocated(target)
             if self.cxx and r.random() < 0.4:  # a std::vector, filled and read back
                 return (f"{{ std::vector<double> w(x, x + n); for (int i = 0; i < n; i++) w[i] = w[i] * "
                         f"{self.expr(2, ('i',))}; {target} = {target} * 0.5 + w[{r.randrange(L)}] * w[{r.randrange(L)}]; }}")
@@ -306,9 +331,11 @@ def generate(rng: random.Random, index: int, openmp: bool = False, cxx: bool = F
     `cxx`, one in C++."""
     g = Generator(rng, index, cxx=cxx)
     body = [g.statement(2) for _ in range(rng.randint(2, 6))]
+    if rng.random() < 0.3:  # (memory the function allocates: in about a third of the functions)
+        body.insert(rng.randint(0, len(body)), g.allocated(rng.choice(["t0", "t1", "t2", "t3"])))
     if openmp:
         body.insert(rng.randint(0, len(body)), g.parallel())
-    return Function(f"f{index}", body, g.helpers, g.uses_float, cxx, g.uses_vectors)
+    return Function(f"f{index}", body, g.helpers, g.uses_float, cxx, g.uses_vectors, g.loads_pointers)
 
 
 def activities(rng: random.Random) -> dict[str, tuple]:
@@ -362,6 +389,16 @@ typedef double fz_v2 __attribute__((vector_size(16)));
 
 static fz_pair fz_make(double lo, double hi) { fz_pair p = { lo, hi }; return p; }
 __attribute__((noinline)) static void fz_free(double *w) { free(w); }
+typedef struct { double *p; int n; } fz_box;
+/* memory allocated on first use, kept in a struct (llm.c's activations) */
+__attribute__((noinline)) static double *fz_lazy(fz_box *b, int n)
+{
+    if (b->p == NULL) {
+        b->p = (double *)malloc(2 * n * sizeof(double));
+        b->n = n;
+    }
+    return b->p;
+}
 """
 
 
@@ -376,6 +413,16 @@ typedef double fz_v2 __attribute__((vector_size(16)));
 
 static fz_pair fz_make(double lo, double hi) { fz_pair p = { lo, hi }; return p; }
 __attribute__((noinline)) static void fz_free(double *w) { free(w); }
+typedef struct { double *p; int n; } fz_box;
+/* memory allocated on first use, kept in a struct (llm.c's activations) */
+__attribute__((noinline)) static double *fz_lazy(fz_box *b, int n)
+{
+    if (b->p == NULL) {
+        b->p = (double *)malloc(2 * n * sizeof(double));
+        b->n = n;
+    }
+    return b->p;
+}
 struct fz_vec2 {
     double u, v;
     fz_vec2 operator+(const fz_vec2 &o) const { return {u + o.u, v + o.v}; }
@@ -538,7 +585,9 @@ def check(lib, f: Function, acts: dict, rng: random.Random) -> str | None:
         return f"forward {jvp} != finite differences {fd}"
     if not hasattr(lib, f"{f.name}_rev"):  # forward mode alone (--openmp: its parallel regions fork)
         lanes = forward4(lib, f, on, z, u)
-        return None if all(_close(lane, jvp, exact) for lane in lanes) else f"forward[4] lanes {lanes} != forward {jvp}"
+        if all(_close(lane, jvp, exact) for lane in lanes) or _rounds_away(primal, z, tol / 4):
+            return None  # (or the lanes' sums, reassociated, cancel huge terms as the primal does)
+        return f"forward[4] lanes {lanes} != forward {jvp}"
     v = [rng.uniform(-1, 1) for _ in range(L + 1)]
     grad = reverse(lib, f, on, z, v)
     if hasattr(lib, f"{f.name}_ckpt"):  # within a budget: the same operations again, the same gradient
@@ -552,8 +601,9 @@ def check(lib, f: Function, acts: dict, rng: random.Random) -> str | None:
             return "skip"  # an intermediate overwritten after it overflowed: its zero adjoint times inf
         return f"<J u, v> = {lhs} but <u, J^T v> = {rhs}"
     lanes = forward4(lib, f, on, z, u)  # the same direction in every lane: equal but for rounding
-    if not all(_close(lane, jvp, exact) for lane in lanes):  # (derivative sums may be reassociated)
-        return f"forward[4] lanes {lanes} != forward {jvp}"
+    if not all(_close(lane, jvp, exact) for lane in lanes) and not _rounds_away(primal, z, tol / 4):
+        return f"forward[4] lanes {lanes} != forward {jvp}"  # (derivative sums may be reassociated: where
+        # they cancel huge terms, as the primal does then, rounding differs lane by lane)
     if not hasattr(lib, f"{f.name}_fwd4v"):  # a program kept before interleaved lanes were checked
         return None
     lanes = forward4v(lib, f, on, z, u)  # lane k along LANES[k] times u
@@ -743,12 +793,13 @@ def minimize_and_keep(f: Function, acts: dict, work: Path, seed: int | None) -> 
     while changed:
         changed = False
         for k in range(len(body)):
-            trial = Function(f.name, body[:k] + body[k + 1:], f.helpers, f.uses_float, f.cxx, f.uses_vectors)
+            trial = Function(f.name, body[:k] + body[k + 1:], f.helpers, f.uses_float, f.cxx, f.uses_vectors,
+                             f.loads_pointers)
             if fails(trial):
                 body = trial.body
                 changed = True
                 break
-    kept = Function(f.name, body, f.helpers, f.uses_float, f.cxx, f.uses_vectors)
+    kept = Function(f.name, body, f.helpers, f.uses_float, f.cxx, f.uses_vectors, f.loads_pointers)
     REGRESSIONS.mkdir(exist_ok=True)
     path = REGRESSIONS / f"{f.name}_{abs(hash(tuple(body))) % 10**6}.{'cpp' if f.cxx else 'c'}"
     header = (f"/* fuzz regression: activities {acts['on']} (x, y, a, b); {'float' if f.uses_float else 'double'}"
@@ -789,7 +840,8 @@ def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = T
                 f, acts = generate(rng, done + k, openmp, cxx), activities(rng)
                 if budget and "rev" in acts:
                     acts["ckpt"] = acts["rev"] + " within 512"
-                if f.uses_vectors:  # (interleaved lanes: not with vector values)
+                if f.uses_vectors or f.loads_pointers:  # (interleaved lanes: not with vector values, nor
+                    # with pointers loaded from memory holding derivatives)
                     del acts["fwd4v"], acts["rev4v"]
                 if openmp and (done // batch_size) % 2:  # forward mode alone: its regions fork (specs/openmp.md)
                     del acts["rev"]

@@ -6,7 +6,9 @@
  *
  *   harness MODE REPS GRADIENT_FILE SIZES...
  *
- * MODE is primal, hand, adgen or enzyme. One warm-up call, then REPS timed calls; each gradient
+ * MODE is primal, hand, adgen or enzyme, or count: adgen's gradient once, callgrind collecting
+ * only then (under `valgrind --tool=callgrind --collect-atstart=no`: bench/instructions.py). Else
+ * one warm-up call, then REPS timed calls; each gradient
  * call zeroes grads and grad_acts first, inside the timed region, as a training step would. It
  * prints `loss=L median_s=S min_s=S peak_kb=K` and, for a gradient, writes it (n_params floats)
  * to GRADIENT_FILE for the caller to compare. */
@@ -15,6 +17,11 @@
 #include <string.h>
 #include <time.h>
 #include "harness.h"
+#if defined(__has_include) && __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_TOGGLE_COLLECT
+#endif
 
 static unsigned long long state = 0x9e3779b97f4a7c15ull;
 
@@ -67,7 +74,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s primal|hand|adgen|enzyme REPS GRADIENT_FILE SIZES...\n", argv[0]);
         return 2;
     }
-    const char *mode = argv[1];
+    int counting = strcmp(argv[1], "count") == 0;
+    const char *mode = counting ? "adgen" : argv[1];
     int reps = atoi(argv[2]);
     Program program = program_setup(argc - 4, argv + 4);
     void (*gradient)(float *, float *, float *, float *) = strcmp(mode, "hand") == 0     ? program.hand
@@ -85,6 +93,12 @@ int main(int argc, char **argv)
     if (gradient != NULL) {
         grads = allocate(program.n_params);
         grad_acts = allocate(program.n_acts);
+    }
+    if (counting && gradient != NULL) {
+        CALLGRIND_TOGGLE_COLLECT;
+        gradient(params, grads, acts, grad_acts);
+        CALLGRIND_TOGGLE_COLLECT;
+        return 0;
     }
     double *times = malloc((reps + 1) * sizeof(double));
     float loss = 0.0f;

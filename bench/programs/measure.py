@@ -35,7 +35,8 @@ def run(executable: Path, mode: str, reps: int, sizes: tuple[int, ...], work: Pa
                           capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{executable.name} {mode} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
-    fields = dict(item.split("=", 1) for item in done.stdout.split())
+    line = next(line for line in reversed(done.stdout.splitlines()) if "median_s=" in line)  # (the program may print)
+    fields = dict(item.split("=", 1) for item in line.split())
     gradient = np.fromfile(gradient_file, dtype=np.float32) if mode != "primal" else None
     return Run(mode, float(fields["loss"]), float(fields["median_s"]), float(fields["min_s"]),
                int(fields["peak_kb"]) * 1024, gradient)

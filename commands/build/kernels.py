@@ -200,8 +200,11 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
         record = b.value(PTR, f"alloca [{derived.record_size} x i8], align 16")
     aug_args = ", ".join(str(a) for a in primal_args + shadow_args + [record])
     values: dict[str, V | list[V]] = {}
-    b.emit('call void @"adgen.arena.enter"()')  # the sweeps' storage on a stack (templates/runtime.ll.j2)
-    outer_log = b.call('@"adgen.log.enter"', PTR, []) if mode.log else None  # a gradient of its own
+    if derived.stacks:  # the sweeps' storage on a stack (templates/runtime.ll.j2)
+        b.emit('call void @"adgen.arena.enter"()')
+    saved_log = b.value(PTR, "alloca [2 x ptr], align 8") if mode.log else None  # a gradient of its own
+    if saved_log is not None:
+        b.call('@"adgen.log.enter"', VOID, [saved_log])
     if derived.aug_ret.kind == "void":
         b.emit(f"call void {derived.aug}({aug_args})")
     else:
@@ -212,9 +215,10 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
         b.emit(f"call void {derived.rev}({rev_args})")
     else:
         grads = b.value(derived.rev_ret, f"call {derived.rev_ret.text} {derived.rev}({rev_args})")
-    if outer_log is not None:
-        b.call('@"adgen.log.leave"', VOID, [outer_log])
-    b.emit('call void @"adgen.arena.leave"()')
+    if saved_log is not None:
+        b.call('@"adgen.log.leave"', VOID, [saved_log])
+    if derived.stacks:
+        b.emit('call void @"adgen.arena.leave"()')
     _store_gradients(k, d, derived, grads, kind, values)
     k.store(values, _scalar_types(sig, fn))
     return k.text(), derived

@@ -167,7 +167,7 @@ class Prepared:
         self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
         with stages.stage("optimize", "before differentiation") as note:
             text = optimize.with_captures_by_value(optimize.prepare(linked, tm, self.calls, timings=note.parts,
-                                                                    cc1=cc1), tm)
+                                                                    cc1=cc1), tm, self.calls, note.parts, cc1)
         with stages.stage("analyze") as note:
             text, self.shared = devirtualize(text, {s.linker_name for g in generated for s in g.signatures})
             self.module = self._module(text)

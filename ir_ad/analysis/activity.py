@@ -154,8 +154,9 @@ class ActivityAnalysis:
                 raise self.fail(WIDE_INTEGER.format(bits=t.bits))
             if float_t:
                 return float_t
-            if t.kind == "int" and t.bits in (32, 64):  # float data moved as integer bits
-                mt = self.memtype(ops[0].value)
+            if t.kind == "int" and t.bits in (32, 64) and \
+                    self.module.tbaa_types(inst.tbaa)[:1] not in [(n,) for n in _NOT_FLOATING]:  # float data
+                mt = self.memtype(ops[0].value)  # moved as integer bits (not an `int` of C's: its TBAA says so)
                 if mt is not None and mt.bits == t.bits:
                     return mt
             return None

@@ -221,6 +221,11 @@ class Memory:
         self.overwritten, self.later_writes = overwritten, later_writes
         self.params = {p.name: p for p in fn.params}
         self._bases: dict[str, Base] = {}
+        self._escaping: dict[str, bool] = {}
+        self._users: dict[str, list[Instruction]] = {}  # value -> the instructions using it
+        for inst in fn.instructions():
+            for name in {o.value for o in inst.operands} | {v.value for v, _ in inst.incoming}:
+                self._users.setdefault(name, []).append(inst)
         self.writes: list[tuple[Instruction, Base]] = []
         for inst in fn.instructions():
             for target in self._written(inst):
@@ -251,7 +256,13 @@ class Memory:
         return result
 
     def may_alias(self, a: Base, b: Base) -> bool:
-        if a == b or "unknown" in (a.kind, b.kind):
+        if a == b:
+            return True
+        if "unknown" in (a.kind, b.kind):
+            fresh = b if a.kind == "unknown" else a
+            if fresh.kind == "fresh" and not self.escapes(fresh.name):  # (a local no pointer in memory reaches)
+                unknown = a if a.kind == "unknown" else b
+                return fresh.name in self._roots(unknown.name)
             return True
         if "fresh" in (a.kind, b.kind):
             return False
@@ -259,6 +270,65 @@ class Memory:
             return "*" in (a.name, b.name)  # "*": whatever globals a callee writes
         return not any(self.params[x.name].attrs.get("noalias") is not None
                        for x in (a, b) if x.kind == "arg")
+
+    def escapes(self, fresh: str) -> bool:
+        """Whether the address of memory this function allocated (an alloca, a malloc) may reach
+        a pointer it does not compute from that address itself: stored into memory, returned,
+        made an integer, or passed to a call that may keep it (not `captures(none)`). A loaded
+        pointer, or one a call returns, then cannot point into memory that does not escape."""
+        if fresh not in self._escaping:
+            self._escaping[fresh] = self._escapes(fresh)
+        return self._escaping[fresh]
+
+    def _escapes(self, fresh: str) -> bool:
+        seen, work = {fresh}, [fresh]
+        while work:
+            value = work.pop()
+            for user in self._users.get(value, ()):
+                op = user.opcode
+                if op in ("getelementptr", "bitcast", "addrspacecast", "freeze", "phi", "select") and \
+                        user.type.kind == "ptr":
+                    if user.result not in seen:
+                        seen.add(user.result)
+                        work.append(user.result)
+                elif op in ("load", "icmp") or (op == "store" and user.operands[0].value != value):
+                    continue
+                elif op == "call" and not self._call_keeps(user, value):
+                    continue
+                else:
+                    return True
+        return False
+
+    def _call_keeps(self, call: Instruction, value: str) -> bool:
+        """Whether a call may keep a pointer it is passed as `value` (beyond the call)."""
+        if call.callee.lstrip("@").startswith("llvm."):
+            return False
+        target = self.functions.get(call.callee)
+        for k, (arg, attrs) in enumerate(call.call_args):
+            if arg.value != value:
+                continue
+            declared = target.params[k].attrs if target is not None and k < len(target.params) else {}
+            if not any(a.get("captures") == "none" or "nocapture" in a for a in (attrs, declared)):
+                return True
+        return False
+
+    def _roots(self, value: str) -> set[str]:
+        """The values a pointer is computed from through getelementptr, casts, phis and selects."""
+        seen, work, roots = {value}, [value], set()
+        while work:
+            v = work.pop()
+            inst = self.cfg.defs.get(v)
+            if inst is None or inst.opcode not in ("getelementptr", "bitcast", "addrspacecast", "freeze", "phi",
+                                                   "select"):
+                roots.add(v)
+                continue
+            nexts = [x.value for x, _ in inst.incoming] if inst.opcode == "phi" else \
+                [inst.operands[1].value, inst.operands[2].value] if inst.opcode == "select" else [inst.operands[0].value]
+            for n in nexts:
+                if n not in seen:
+                    seen.add(n)
+                    work.append(n)
+        return roots
 
     def types_may_alias(self, a: Instruction, b: Instruction) -> bool:
         """C's type rules (clang's TBAA tags): a double and an int never overlap."""

@@ -28,8 +28,8 @@ from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, struct
 from adgen.ir_ad.ir.edit import body_mentions, defined_functions
 from adgen.ir_ad.ir.parallel import region_call
-from adgen.ir_ad.reverse.plan.keys import BLOB, GUARD, LOG, LOG_OWNER, OLD, SHADOW, Key, Keys, instruction_key
-from adgen.ir_ad.reverse.plan.undo import LOGGED, plan_undo
+from adgen.ir_ad.reverse.plan.keys import BLOB, GUARD, LOG, LOG_OWNER, OLD, SHADOW, VALUE, Key, Keys, instruction_key
+from adgen.ir_ad.reverse.plan.undo import LOGGED, lives_on, plan_undo
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
 from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
@@ -51,7 +51,11 @@ RUNTIME_DECLARATIONS = [
     ("@llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1]), ("@calloc", PTR, [I64, I64]),
     ("@write", I64, [I32, PTR, I64]), ("@llvm.umin.i64", I64, [I64, I64]), ("@llvm.smin.i64", I64, [I64, I64]),
     ("@llvm.smax.i64", I64, [I64, I64]), ("@llvm.memmove.p0.p0.i64", VOID, [PTR, PTR, I64, I1]),
+    ("@malloc_usable_size", I64, [PTR]), ("@llvm.stacksave.p0", PTR, []),
 ]
+
+
+_STACK = ('@"adgen.stack.alloc"', '@"adgen.grow"')  # what takes storage from the gradient's stack (runtime.ll.j2)
 
 
 class ReverseMode:
@@ -129,6 +133,8 @@ class ReverseMode:
             releaser.collect()
             self.definitions.append(releaser.write(d.plan))
         aug = write_augmented(d)
+        derived.stacks = any(call in text for call in _STACK for text in (aug, rev)) or pattern.team or any(
+            c.indirect or c.derived.plan is None or c.derived.stacks for c in d.calls.values())
         derived.plan = d.plan
         derived.rev_uses = tuple(body_mentions(rev, p.name) for p in fn.params)
         derived.aug_uses = tuple(any(body_mentions(aug, n) for n in layout.names(p.name)) for p in fn.params)
@@ -233,11 +239,14 @@ class ReverseMode:
                 raise Unsupported(fn.name, cfg.defs.get(vector), f"a vector value ('{activity.floaty[vector].text}') "
                                   f"carrying derivatives: {VECTOR_VALUES}")
         outliving = {p.name for p, o in zip(fn.params, pattern.outliving) if o}
+        on_heap = {name for name in _pointer_traffic(fn, cfg, activity, memory)
+                   if name in cfg.defs and cfg.defs[name].opcode == "alloca" and name in activity.pointers}
         # (a team's threads undo stores through their logs only: templates/openmp.ll.j2)
         undo = plan_undo(fn, self.module, cfg, loops, memory, outliving if self.log else set(), pattern.undo_writes,
-                         from_record=not pattern.team)
+                         from_record=not pattern.team, on_heap=on_heap)
         while True:  # again without the calls whose callee turned out not to undo its writes
             d = ReverseFacts(self.module, self.decls, fn, derived, layout, cfg, loops, memory, activity)
+            d.heap = set(on_heap)
             d.undoable, d.logged, d.guards = undo.writes, undo.logged, undo.guards
             d.registers = self.log
             refused = self._calls(d, undo)
@@ -312,14 +321,18 @@ class ReverseMode:
         refused = reverse_refusal(self.module, pattern)  # a derivative of arrays written by hand
         if refused is not None:
             raise d.fail(refused)
-        derived = self.derive(pattern)  # no plan yet: a recursive call, whose record goes on the heap
-        if region_call(inst) and not d.pattern.team and derived.plan is not None:  # (a region in one: one thread)
+        if region_call(inst) and not d.pattern.team:  # (a region in one: one thread)
             team = self.derive(replace(pattern, team=True, forked=True))
-            if team.plan is not None and not team.serial_only:
+            alone = team.plan is not None and not team.serial_only and not team.atomic_in_loops
+            serial = None if alone else self.derive(pattern)  # (alone: the team's pair, on one thread too)
+            if team.plan is not None and not team.serial_only and (serial is None or serial.plan is not None):
                 if team.aug not in self.regions:
-                    self.regions[team.aug], text = region_pair(self.module, self.decls, team, derived, self.releases)
+                    self.regions[team.aug], text = region_pair(self.module, self.decls, team, serial, self.releases)
                     self.definitions.append(text)
-                derived = self.regions[team.aug]
+                return CallSite(self.regions[team.aug], Key(BLOB, instruction_key(d.fn, inst)), False)
+            derived = serial or self.derive(pattern)
+        else:
+            derived = self.derive(pattern)  # no plan yet: a recursive call, whose record goes on the heap
         return CallSite(derived, Key(BLOB, instruction_key(d.fn, inst)), derived.plan is None)
 
 
@@ -331,6 +344,13 @@ def _plan(d: ReverseFacts, needs: dict[Key, set]) -> CachePlan:
     forced += [Key(GUARD, instruction_key(d.fn, s)) for s in d.undoable if id(s) in d.guards]
     sizes = {c.blob: 8 if c.indirect else c.derived.record_size for c in d.calls.values()}
     try:
+        plan = make_plan(d.fn.name, d.keys, d.loops, needs, forced, sizes, d.undoable if d.logged else ())
+        # time against memory: the expensive calls the forward sweep computes anyway, stored
+        live = {name for name in d.keys.forward_live({k.name for k, _ in plan.cut if k.kind == VALUE},
+                                                     d.pattern.ret_needed) if d.keys.expensive(name)}
+        if not live & {k.name for k in plan.recomputed if k.kind == VALUE}:
+            return plan
+        d.keys.live, d.keys.defs = live, {}
         return make_plan(d.fn.name, d.keys, d.loops, needs, forced, sizes, d.undoable if d.logged else ())
     except NoCut as exc:
         key, _ = exc.node
@@ -374,14 +394,10 @@ def _on_stack(d: ReverseFacts, pointer: str) -> bool:
 
 
 def _outliving(d: ReverseFacts, pointer: str) -> bool:
-    """Whether memory a pointer points into outlives the outermost derivative call: a global, or
-    an argument's whose memory does."""
-    base = d.memory.base(pointer)
-    if base.kind == "global":
-        return True
-    params = [p.name for p in d.fn.params]
-    return base.kind == "arg" and base.name in params and \
-        params.index(base.name) < len(d.pattern.outliving) and d.pattern.outliving[params.index(base.name)]
+    """Whether memory a pointer points into is still there when the undo log is closed
+    (plan/undo.py's lives_on): stores into it may be logged."""
+    outliving = {p.name for p, o in zip(d.fn.params, d.pattern.outliving) if o}
+    return lives_on(d.memory, pointer, outliving, d.heap)
 
 
 def _ignored(d: ReverseFacts) -> set[int]:
@@ -423,9 +439,22 @@ def _forward_shadow_uses(d: ReverseFacts) -> set[str]:
     """The local arrays whose shadow the forward sweep itself uses (pointers stored into or
     loaded from shadowed memory, shadows passed to calls, merged by a phi or select, whose
     shadow may have to be stored): those keep their shadow on the heap."""
-    activity, used = d.activity, set()
+    used = _pointer_traffic(d.fn, d.cfg, d.activity, d.memory)
     for inst in d.fn.instructions():
-        if d.cfg.block_of_inst(inst) in d.cfg.doomed:
+        if id(inst) in d.calls and d.cfg.block_of_inst(inst) not in d.cfg.doomed:
+            uses = d.calls[id(inst)].derived.aug_uses
+            used |= {d.memory.base(a.value).name for j, a in enumerate(inst.operands)
+                     if a.type.kind == "ptr" and (not uses or uses[j]) and a.value in d.activity.pointers}
+    return used
+
+
+def _pointer_traffic(fn: Function, cfg: CFG, activity: ActivityAnalysis, memory: Memory) -> set[str]:
+    """The bases of shadowed pointers stored into or loaded from memory, or merged by a phi or a
+    select: local arrays among them move to the heap whatever the calls (known before they are
+    derived, so that a callee may log stores into them: _outliving)."""
+    used = set()
+    for inst in fn.instructions():
+        if cfg.block_of_inst(inst) in cfg.doomed:
             continue
         ops = []
         if inst.opcode == "phi" and inst.type.kind == "ptr":
@@ -436,12 +465,7 @@ def _forward_shadow_uses(d: ReverseFacts) -> set[str]:
             ops = inst.operands
         elif inst.opcode == "load" and inst.type.kind == "ptr":
             ops = inst.operands[:1]
-        elif id(inst) in d.calls:
-            uses = d.calls[id(inst)].derived.aug_uses
-            ops = [a for j, a in enumerate(inst.operands) if a.type.kind == "ptr" and (not uses or uses[j])]
-        for op in ops:
-            if op.value in activity.pointers:
-                used.add(d.memory.base(op.value).name)
+        used |= {memory.base(op.value).name for op in ops if op.value in activity.pointers}
     return used
 
 

@@ -4,6 +4,8 @@ or calls its single-thread pair (templates/openmp.ll.j2 holds all of their code)
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from adgen.base.templates import render_text
 from adgen.ir_ad.calls import SYNCHRONIZATION, callee_name
 from adgen.ir_ad.custom import FixedRecord
@@ -42,9 +44,12 @@ def on_teams(d: ReverseFacts) -> None:
         _nested_critical(d) or any(c.derived.plan is None or c.derived.serial_only for c in calls)
 
 
+SPARES = 4  # private buffers of adjoints a thread keeps for its next (templates/openmp.ll.j2)
+
+
 def openmp_reverse_text() -> str:
     """What reverse mode's parallel regions share (templates/openmp.ll.j2), alone."""
-    return render_text("openmp.ll.j2", PART="reverse", SPAN=SPAN)
+    return render_text("openmp.ll.j2", PART="reverse", SPAN=SPAN, SPARES=SPARES)
 
 
 def openmp_runtime(module: Module, decls: Declarations) -> str:
@@ -60,30 +65,36 @@ def openmp_runtime(module: Module, decls: Declarations) -> str:
     return text
 
 
-def region_pair(module: Module, decls: Declarations, team: RevDerived, serial: RevDerived,
+def region_pair(module: Module, decls: Declarations, team: RevDerived, serial: RevDerived | None,
                 releases: bool) -> tuple[RevDerived, str]:
     """The pair a parallel region's call gets, and its code: the forward sweep forks `team`
     (each thread its own record and log, adjoints other threads may add to added as sharing.py
     decides)
     where enough threads are there to gain from it, else calls `serial`; the reverse sweep and
-    split mode's release follow its choice, which its record keeps, before the chosen pair's."""
-    fn = module.functions[serial.pattern.function]
-    layout = Layout(module, serial.pattern.width, serial.pattern.kind)
-    types = [p.rsplit(" ", 1)[0] for p in aug_params(fn, serial.pattern.active, layout)[2:-1]]
-    grads = [t.text for t in serial.rev_ret.elems] if serial.rev_ret.kind != "void" else []
+    split mode's release follow its choice, which its record keeps, before the chosen pair's.
+    Without `serial` (a team whose adds are not atomic in loops, which runs as fast on one
+    thread), the team's pair runs on a team of the calling thread alone instead: one pair's code
+    where there were two."""
+    one = serial or team
+    pattern = replace(team.pattern, team=False, forked=False)
+    fn = module.functions[pattern.function]
+    layout = Layout(module, pattern.width, pattern.kind)
+    types = [p.rsplit(" ", 1)[0] for p in aug_params(fn, pattern.active, layout)[2:-1]]
+    grads = [t.text for t in one.rev_ret.elems] if one.rev_ret.kind != "void" else []
     names = {part: _name(team.aug, f"region.{part}") for part in ("aug", "rev", "free")}
     wrappers = {"AUG_TEAM": _name(team.aug, "team"), "REV_TEAM": _name(team.rev, "team"),
                 "FREE_TEAM": _name(team.free, "team"), "RESULT": _name(team.rev, "team.result")}
     decls.known |= set(wrappers.values()) | set(names.values())
     every = tuple(True for _ in fn.params)
-    region = RevDerived(names["aug"], names["rev"], serial.pattern, serial.aug_ret, serial.rev_ret, serial.scalars,
-                        FixedRecord(16 + (serial.record_size + 7) // 8 * 8), names["free"],
-                        (False, False) + every[2:], every, serial.undoes_writes and team.undoes_writes)
+    region = RevDerived(names["aug"], names["rev"], pattern, one.aug_ret, one.rev_ret, one.scalars,
+                        FixedRecord(16 + (one.record_size + 7) // 8 * 8 if serial else 24), names["free"],
+                        (False, False) + every[2:], every, one.undoes_writes and team.undoes_writes)
     args = "".join(f', {t} %"arg.{k}"' for k, t in enumerate(types))
     text = render_text(
-        "openmp.ll.j2", PART="team", AUG=team.aug, REV=team.rev, FREE=team.free, SERIAL_AUG=serial.aug,
-        SERIAL_REV=serial.rev, SERIAL_FREE=serial.free, REGION_AUG=names["aug"], REGION_REV=names["rev"],
-        REGION_FREE=names["free"], REV_RET=serial.rev_ret.text, GRADS=grads, RELEASES=releases, PARAMS=args,
+        "openmp.ll.j2", PART="team", AUG=team.aug, REV=team.rev, FREE=team.free,
+        SERIAL_AUG=serial.aug if serial else "", SERIAL_REV=serial.rev if serial else "",
+        SERIAL_FREE=serial.free if serial else "", REGION_AUG=names["aug"], REGION_REV=names["rev"],
+        REGION_FREE=names["free"], REV_RET=one.rev_ret.text, GRADS=grads, RELEASES=releases, PARAMS=args,
         ARGS=args, COUNT=len(types) + 1, SLOT=16 + SPAN * team.shared_arrays + (team.record_size + 15) // 16 * 16,
         EXTENTS=SPAN * team.shared_arrays, HEADER=(56 + 8 * len(grads) + 15) // 16 * 16, THREADS=NEVER if team.atomic_in_loops else FEW_THREADS,
         **wrappers)

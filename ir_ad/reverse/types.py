@@ -32,8 +32,8 @@ class RevPattern:
     ret_needed: bool = True  # the caller uses the primal result
     ret_shadow: bool = False  # a pointer result whose shadow `aug` returns beside it
     undo_writes: bool = False  # the caller needs every write undone by the reverse sweep (plan/undo.py)
-    outliving: tuple[bool, ...] = ()  # per pointer argument: its memory outlives the outermost derivative
-    # call (the caller's own, or a global): stores into it may be undone through the log
+    outliving: tuple[bool, ...] = ()  # per pointer argument: its memory is there until the undo log closes
+    # (the caller's own, a global, the heap: plan/undo.py's lives_on): stores into it may be undone through the log
     budget: int = 0  # bytes: its outermost loops checkpointed within them (reverse/checkpoint/), 0 for none
     ret_masked: bool = False  # the caller may mask the result: its adjoint may be a masked zero (masked.py)
     team: bool = False  # runs on every thread of an OpenMP team (a parallel region's outlined function, or a
@@ -61,6 +61,8 @@ class RevDerived:
     synchronizes: bool = False  # it, or a callee, waits at barriers or enters critical sections (OpenMP's)
     atomic_in_loops: bool = False  # its reverse sweep, or a callee's, adds to shadow memory atomically in a loop
     shared_arrays: int = 0  # a region's team pair: the arrays whose accesses its threads compare (sharing.py)
+    stacks: bool = True  # its sweeps, or a callee's, may take storage from the gradient's stack (adgen.stack.alloc):
+    # a gradient of one that does not need not bracket its sweeps with the stack's (kernels.py)
 
     @property
     def record_size(self) -> int:

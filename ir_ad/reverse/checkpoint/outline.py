@@ -22,7 +22,7 @@ from adgen.ir_ad.analysis.flow import CFG
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
 from adgen.ir_ad.ir import I32, PTR, Argument, Block, Function, Instruction, Module, Type, floating, parse_instruction
 from adgen.ir_ad.ir.builder import local
-from adgen.ir_ad.ir.edit import rename_incoming, retarget
+from adgen.ir_ad.ir.edit import rename_incoming, rename_locals, retarget
 from adgen.ir_ad.reverse.checkpoint.regions import (STATE, Extents, NotCheckpointed, declared_extents, leaves,
                                                     loop_extents)
 
@@ -74,6 +74,7 @@ def outline(module: Module, fn: Function, name: str, sizes: tuple = ()) -> tuple
 def _outline_one(f: Function, loop: Loop, cfg: CFG, stem: str, k: int, used: set[str]) -> Outlined:
     """One loop outlined; `used`: values its snapshot's bounds are computed from (step parameters
     too, though the loop may not name them: a parameter whose length `@size` gives)."""
+    _vectors_made_inside(f, loop)
     body = [b for b in f.blocks if b.label in loop.body]
     outside = [b for b in f.blocks if b.label not in loop.body]
     header = next(b for b in body if b.label == loop.header)
@@ -124,6 +125,57 @@ def _outline_one(f: Function, loop: Loop, cfg: CFG, stem: str, k: int, used: set
     out.loop_fn = _loop_function(out, stem.replace("'checkpointed", "'loop"))
     _replace(f, out, exits, k, next((i.dbg for b in body for i in b.instructions if i.dbg), None))
     return out
+
+
+# Operations on values that compute nothing the step could not compute again from their operands.
+_REMADE = {"insertelement", "shufflevector", "extractelement", "fadd", "fsub", "fmul", "fdiv", "fneg", "select",
+           "bitcast", "freeze", "sitofp", "uitofp", "fpext", "fptrunc"}
+
+
+def _vectors_made_inside(f: Function, loop: Loop) -> None:
+    """The loop's uses of floating-point vectors made before it, by operations on scalars (a
+    splat of a value LLVM hoisted out of the loop), made again at the top of its header from
+    those scalars, so that what goes into the step is scalars: a vector argument of the step
+    would carry no derivatives (a vector value is differentiated within a function)."""
+    defs = {i.result: i for b in f.blocks for i in b.instructions if i.result}
+    inside = [i for b in f.blocks if b.label in loop.body for i in b.instructions]
+    defined_in = {i.result for i in inside if i.result}
+    made: dict[str, str] = {}  # a vector made before the loop -> its copy's name
+    order: list[Instruction] = []
+
+    def remake(value: str) -> bool:
+        if value in made:
+            return True
+        inst = defs.get(value)
+        if inst is None or inst.opcode not in _REMADE or value in defined_in:
+            return False
+        for op in inst.operands:
+            if op.value in defs and op.value not in defined_in and op.type.kind == "vector" and not remake(op.value):
+                return False
+        made[value] = local(f"{value.lstrip('%').strip(chr(34))}'in.{bare_label(loop.header)}")
+        order.append(inst)
+        return True
+
+    wanted = sorted({v for i in inside for v in i.mentions() if v in defs and v not in defined_in
+                     and defs[v].type.kind == "vector" and floating(defs[v].type)})
+    if not [v for v in wanted if remake(v)]:
+        return
+    rename = lambda name: made.get("%" + name, made.get(f'%"{name}"'))
+    rename_in = lambda text: rename_locals(text, lambda n: rename(n)[1:].strip('"') if rename(n) else None)
+    copies = [parse_instruction(f"{made[i.result]} = " + rename_in(i.text.split("=", 1)[1].strip())) for i in order]
+    header = next(b for b in f.blocks if b.label == loop.header)
+    for b in f.blocks:
+        if b.label not in loop.body:
+            continue
+        for j, inst in enumerate(b.instructions):
+            if inst.opcode == "phi" and b is header:
+                continue  # (what it takes from before the loop stays; from inside, a value made inside)
+            if any(v in made for v in inst.mentions()):
+                renamed = parse_instruction(rename_in(inst.text))
+                renamed.dbg = inst.dbg
+                b.instructions[j] = renamed
+    phis = sum(1 for i in header.instructions if i.opcode == "phi")
+    header.instructions[phis:phis] = copies
 
 
 def _step(out: Outlined, body: list[Block], header: Block, exits: list[tuple[str, str]], cfg: CFG,

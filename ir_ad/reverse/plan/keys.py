@@ -18,7 +18,7 @@ from adgen.ir_ad.analysis.flow import PURE, CFG, Memory
 from adgen.ir_ad.ir import I1, I64, PTR, Instruction, Module, Operand, Type, element_align, int_type, intrinsic_family
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
 from adgen.ir_ad.calls import is_intrinsic
-from adgen.ir_ad.rules import rule_for
+from adgen.ir_ad.rules import COST_PER_BYTE, rule_for
 from adgen.ir_ad.shadows import INTERLEAVED, Layout
 
 VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD, CHOICE, LOG, GUARD = (
@@ -59,6 +59,7 @@ class Def:
     storable: bool = True  # False: the forward sweep does not have it (a shadow of the reverse sweep's own)
     clobbers: frozenset = frozenset()  # writes the reverse sweep undoes that may overwrite this load's memory
     # after it: it can be repeated only where none of them is in effect (see Keys.clobbered)
+    copy: Instruction | None = None  # a phi recomputed as this instruction, which each incoming value copies
 
     @property
     def bytes(self) -> int:
@@ -114,6 +115,7 @@ class Keys:
         self.by_id = {id(inst): inst for inst in self.numbered.values()}
         self.defs: dict[Key, Def] = {}
         self._previous: dict[str, set[str]] = {}
+        self.live: set[str] = set()  # expensive calls the forward sweep computes anyway: stored (see forward_live)
 
     def __getitem__(self, key: Key) -> Def:
         if key not in self.defs:
@@ -200,6 +202,8 @@ class Keys:
                 latch = next(v for v, frm in inst.incoming if frm == loop.latches[0])
                 d.loop_bound, d.recomputable = loop, True
                 d.operands, d.shifted = self._operands([entry]), self.value(latch)
+            elif (copy := self._copies(inst)) is not None:
+                d.recomputable, d.operands, d.copy = True, self._operands(copy.operands), copy
             else:
                 d.why = "a phi (a value carried from an earlier iteration, or merged from branches)"
         elif op in PURE and op != "inttoptr":
@@ -208,7 +212,12 @@ class Keys:
                                (rule_for(inst.callee) is not None and not is_intrinsic(inst.callee)
                                 and rule_for(inst.callee).recompute
                                 and not any(o.type.kind == "ptr" for o in inst.operands))):  # frexp writes
-            d.recomputable, d.operands = True, self._operands(inst.operands)
+            if key.name in self.live and self.expensive(key.name):  # (time against memory)
+                d.why = (f"a call to {inst.callee.lstrip('@')}: computing it again (about "
+                         f"{rule_for(inst.callee).cost} instructions) costs more than storing its "
+                         f"{size_of(inst.type)} bytes")
+            else:
+                d.recomputable, d.operands = True, self._operands(inst.operands)
         elif op == "load":
             base = self.memory.base(inst.operands[0].value)
             if " atomic " in inst.text or " volatile " in f" {inst.text} ":
@@ -228,6 +237,51 @@ class Keys:
         else:
             d.why = f"the result of '{op}'"
         return d
+
+    def forward_live(self, stored: set[str], ret_needed: bool) -> set[str]:
+        """The values the forward sweep computes whatever the plan's choice of an expensive call:
+        what its side effects need (stores, calls of functions that are not pure, branches; the
+        result, where the caller uses it) and what the values `stored` (by a plan that computes
+        every expensive call again) are computed from. Only there is an expensive call's result
+        stored rather than computed again: elsewhere storing it would make the forward sweep
+        compute what it need not (a gradient of a sum of sines, whose sum nobody reads, needs no
+        forward sweep of the loop at all)."""
+        work = list(stored)
+        for inst in self.fn.instructions():
+            op = inst.opcode
+            if op in ("store", "br", "switch", "atomicrmw", "cmpxchg") or (op == "ret" and ret_needed) or \
+                    (op == "call" and intrinsic_family(inst.callee) not in PURE_INTRINSICS and
+                     rule_for(inst.callee) is None):
+                work += [o.value for o in inst.operands]
+        live: set[str] = set()
+        while work:
+            name = work.pop()
+            if name in live or name not in self.cfg.defs:
+                continue
+            live.add(name)
+            inst = self.cfg.defs[name]
+            work += [o.value for o in inst.operands] + [v.value for v, _ in inst.incoming]
+        return live
+
+    def expensive(self, name: str) -> bool:
+        """A call whose computation costs more than storing its result (rules.Rule.cost)."""
+        inst = self.cfg.defs.get(name)
+        rule = rule_for(inst.callee) if inst is not None and inst.opcode == "call" else None
+        return rule is not None and rule.cost >= COST_PER_BYTE * size_of(inst.type)
+
+    def _copies(self, phi: Instruction) -> Instruction | None:
+        """The instruction every incoming value of a phi is a copy of (the same pure operation
+        on the same operands, as GVN's partial redundancy elimination leaves them: `phi [%a, B1],
+        [%b, B2]` where both compute `or i64 %i, 1`), or None. The operands dominate every
+        predecessor, so the phi's block: it is that operation there, recomputed as such."""
+        copies = [self.cfg.defs.get(v.value) for v, _ in phi.incoming]
+        if not copies or any(c is None or c.opcode not in PURE or c.opcode in ("inttoptr", "phi") for c in copies):
+            return None
+        first = copies[0]
+        shape = first.text.split("=", 1)[1].split(", !")[0].strip()
+        if any(c.text.split("=", 1)[1].split(", !")[0].strip() != shape for c in copies[1:]):
+            return None
+        return first
 
     # ------------------------------------------------------------------ shadows and masks
     def _shadow(self, key: Key) -> Def:

@@ -61,12 +61,13 @@ class Undo:
 
 
 def plan_undo(fn: Function, module: Module, cfg: CFG, loops: LoopForest, memory: Memory, outliving: set[str],
-              every_write: bool, from_record: bool = True) -> Undo:
+              every_write: bool, from_record: bool = True, on_heap: set[str] = frozenset()) -> Undo:
     """What the reverse sweep of `fn` undoes. `outliving`: the pointer arguments whose memory
     outlives the outermost derivative call, into which stores may be logged (with globals; the
     log writes them again when that call ends, and none is freed by then); none where the log
     is off. `every_write`: the caller asked for every write to be undone. `from_record`: stores
-    outside loops are undone from the record (not by the functions an OpenMP team runs)."""
+    outside loops are undone from the record (not by the functions an OpenMP team runs).
+    `on_heap`: the local arrays the forward sweep moves to the heap."""
     log = bool(outliving) or every_write
     undo = Undo()
     outside = []
@@ -78,7 +79,7 @@ def plan_undo(fn: Function, module: Module, cfg: CFG, loops: LoopForest, memory:
             if not in_loop and base.kind in ("arg", "global"):
                 if from_record or every_write:
                     outside.append(inst)
-            elif log and not doomed and _loggable(inst) and _logs_into(base, outliving) and \
+            elif log and not doomed and _loggable(inst) and lives_on(memory, inst.operands[1].value, outliving, on_heap) and \
                     (every_write or _worth_logging(inst, fn, module, cfg, loops, memory)):
                 undo.stores.append(inst)
         elif log and not doomed and inst.opcode == "call" and \
@@ -86,7 +87,7 @@ def plan_undo(fn: Function, module: Module, cfg: CFG, loops: LoopForest, memory:
             undo.calls.append(inst)
     undo.logs_stores = bool(undo.stores) or every_write
     if undo.logged:  # then those outside loops too, where the log may write them again at its end
-        outside = [s for s in outside if _loggable(s) and _logs_into(memory.base(s.operands[1].value), outliving)
+        outside = [s for s in outside if _loggable(s) and lives_on(memory, s.operands[1].value, outliving, on_heap)
                    and cfg.block_of_inst(s) not in cfg.doomed]
     undo.stores = [s for s in fn.instructions() if s in outside or s in undo.stores]
     if undo.logged:
@@ -173,8 +174,40 @@ def undoes_all_writes(module: Module, fn: Function, seen: frozenset[str] = froze
     return True
 
 
-def _logs_into(base, outliving: set[str]) -> bool:
-    return base.kind == "global" or (base.kind == "arg" and base.name in outliving)
+def lives_on(memory: Memory, pointer: str, outliving: set[str], on_heap: set[str] = frozenset()) -> bool:
+    """Whether the memory `pointer` points into is still there when the undo log is closed (at the
+    end of the reverse sweep of the outermost call that logs), so that stores into it may be
+    logged: a global; an argument's, where the caller says so (`outliving`); memory of the heap,
+    however reached: allocated by this function or a callee, or through a pointer loaded from
+    memory (while a log is alive, memory the code frees waits for it: adgen.free.later in
+    templates/undo_log.ll.j2), and local arrays the forward sweep moves there (`on_heap`). Not a
+    local variable of this function's frame, which ends first; one reached through a pointer in
+    memory is refused by the log at run time."""
+    seen: set[str] = set()
+    work = [pointer]
+    while work:
+        value = work.pop()
+        if value in seen or value.startswith("@") or value in ("null", "poison", "undef"):
+            continue
+        seen.add(value)
+        if value in memory.params:
+            if value not in outliving:
+                return False
+            continue
+        inst = memory.cfg.defs.get(value)
+        if inst is None or (inst.opcode == "alloca" and value not in on_heap):
+            return False
+        if inst.opcode == "alloca":
+            continue
+        if inst.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
+            work.append(inst.operands[0].value)
+        elif inst.opcode == "select":
+            work += [inst.operands[1].value, inst.operands[2].value]
+        elif inst.opcode == "phi":
+            work += [v.value for v, _ in inst.incoming]
+        elif inst.opcode not in ("load", "call", "inttoptr"):
+            return False
+    return True
 
 
 def _plain(store: Instruction) -> bool:

@@ -313,8 +313,8 @@ class Adjoints:
         shadow = self.needs.shadow(Operand(PTR, name), site)
         if freed_by_primal:
             b.call('@"adgen.shadow.release"', VOID, [primal, shadow[0]])
-        else:
-            b.call("@free", VOID, [primal])
+        else:  # (the memory kept while an undo log may write it again)
+            b.call('@"adgen.free.later"', VOID, [primal])
             b.call('@"adgen.shadow.free"', VOID, [shadow[0]])
 
 

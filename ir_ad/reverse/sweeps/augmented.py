@@ -239,6 +239,11 @@ class AugmentedWriter:
             return self._copy_pointer_shadows(inst, b)
         if kind == FREE and args[0].value in self.activity.pointers:  # the reverse sweep frees it
             return b.call('@"adgen.shadow.drop"', VOID, [V(PTR, args[0].value), self.shadow(args[0])[0]])
+        if kind == FREE:  # (kept while an undo log may write it again)
+            return b.call('@"adgen.free.later"', VOID, [V(PTR, args[0].value)])
+        if kind == REALLOCATE:
+            primal, size = (V(a.type, a.value) for a in args)
+            return b.emit(f"{inst.result} = call ptr @\"adgen.realloc.later\"({primal}, {size}, i64 -1)")
         if id(inst) not in self.d.calls:
             self.out.append("  " + inst.text)
             return

@@ -262,12 +262,13 @@ class Guards:
         return loop.ancestors() if loop is not None else []
 
     def _read_again(self) -> list[Instruction]:
-        """The loads the reverse sweep repeats, from memory the caller may own."""
+        """The loads the reverse sweep repeats: of any memory but a local array of the forward
+        sweep's frame (memory this call allocated too, into which stores may be logged)."""
         d = self.d
         out = []
         for key in d.plan.recomputed:
             inst = d.cfg.defs.get(key.name) if key.kind == VALUE else None
-            if inst is not None and inst.opcode == "load" and d.memory.base(inst.operands[0].value).kind != "fresh" \
+            if inst is not None and inst.opcode == "load" and d.memory.base(inst.operands[0].value).name not in d.stack \
                     and d.cfg.block_of_inst(inst) not in d.cfg.doomed:
                 out.append(inst)
         order = {id(i): k for k, i in enumerate(d.fn.instructions())}

@@ -137,6 +137,7 @@ class Materializer:
                                       f"[ {before.ref}, {local(end)} ]")
             self.label = join
             return (made,)
+        inst = info.copy or inst  # (a phi of copies: the operation they copy)
         refs = {o.value: self._operand(o, site, b, shift).ref for o in inst.operands if d.keys.value(o) is not None}
         return (b.reemit(inst, refs),)
 
