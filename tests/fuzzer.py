@@ -380,14 +380,7 @@ class Placement:
 
 
 PLACE = Placement()
-STRUCT_HELPERS = """#include <complex.h>
-#include <math.h>
-#include <stdlib.h>
-
-typedef struct { double lo, hi; } fz_pair;
-typedef double fz_v2 __attribute__((vector_size(16)));
-
-static fz_pair fz_make(double lo, double hi) { fz_pair p = { lo, hi }; return p; }
+SHARED_HELPERS = """static fz_pair fz_make(double lo, double hi) { fz_pair p = { lo, hi }; return p; }
 __attribute__((noinline)) static void fz_free(double *w) { free(w); }
 typedef struct { double *p; int n; } fz_box;
 /* memory allocated on first use, kept in a struct (llm.c's activations) */
@@ -399,7 +392,15 @@ __attribute__((noinline)) static double *fz_lazy(fz_box *b, int n)
     }
     return b->p;
 }
-"""
+"""  # (both languages' helpers: after fz_pair and fz_v2)
+STRUCT_HELPERS = """#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct { double lo, hi; } fz_pair;
+typedef double fz_v2 __attribute__((vector_size(16)));
+
+""" + SHARED_HELPERS
 
 
 CXX_HELPERS = """#include <cmath>
@@ -411,19 +412,7 @@ typedef struct { double lo, hi; } fz_pair;
 typedef std::complex<double> fz_c;
 typedef double fz_v2 __attribute__((vector_size(16)));
 
-static fz_pair fz_make(double lo, double hi) { fz_pair p = { lo, hi }; return p; }
-__attribute__((noinline)) static void fz_free(double *w) { free(w); }
-typedef struct { double *p; int n; } fz_box;
-/* memory allocated on first use, kept in a struct (llm.c's activations) */
-__attribute__((noinline)) static double *fz_lazy(fz_box *b, int n)
-{
-    if (b->p == NULL) {
-        b->p = (double *)malloc(2 * n * sizeof(double));
-        b->n = n;
-    }
-    return b->p;
-}
-struct fz_vec2 {
+""" + SHARED_HELPERS + """struct fz_vec2 {
     double u, v;
     fz_vec2 operator+(const fz_vec2 &o) const { return {u + o.u, v + o.v}; }
     fz_vec2 operator-(const fz_vec2 &o) const { return {u - o.u, v - o.v}; }

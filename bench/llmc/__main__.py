@@ -31,7 +31,7 @@ from bench import check_enzyme
 from bench.llmc import CONFIGS, HERE, Config
 from bench.programs import HERE as PROGRAMS
 from bench.programs.build import _timed
-from bench.programs.measure import Run, relative_error, run
+from bench.programs.measure import Run, mb, ms, relative_error, row, run
 
 TOLERANCE = 1e-4
 CC = [*bundled_cc(), "-O2", "-fno-math-errno"]
@@ -83,37 +83,25 @@ def measure(built: Built, config: Config, modes: tuple[str, ...], reps: int, wor
     return {mode: run(built.executable, mode, reps, config.sizes, work, threads) for mode in modes}
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.1f}"
-
-
-def _mb(count: int) -> str:
-    return f"{count / 1e6:.1f}"
-
-
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
 def serial_table(config: Config, runs: dict[str, Run], errors: dict[str, float]) -> list[str]:
     hand = runs["hand"]
-    lines = [_row(["way", "time ms", "× hand-written", "peak MB", "× hand-written memory", "relative error"]),
+    lines = [row(["way", "time ms", "× hand-written", "peak MB", "× hand-written memory", "relative error"]),
              "|---|---|---|---|---|---|"]
     for mode, r in runs.items():
-        lines.append(_row([LABEL[mode], _ms(r.median_s), "" if mode == "primal" else f"{r.median_s / hand.median_s:.2f}",
-                           _mb(r.peak_bytes), "" if mode == "primal" else f"{r.peak_bytes / hand.peak_bytes:.2f}",
+        lines.append(row([LABEL[mode], ms(r.median_s), "" if mode == "primal" else f"{r.median_s / hand.median_s:.2f}",
+                           mb(r.peak_bytes), "" if mode == "primal" else f"{r.peak_bytes / hand.peak_bytes:.2f}",
                            f"{errors[mode]:.1e}" if mode in errors else ""]))
     return lines
 
 
 def parallel_table(runs: dict[tuple[str, int], Run], errors: dict[str, float], modes: tuple[str, ...]) -> list[str]:
-    lines = [_row(["way", "1 thread ms", "2 threads ms", "1 / 2 threads", "× hand-written (2 threads)",
+    lines = [row(["way", "1 thread ms", "2 threads ms", "1 / 2 threads", "× hand-written (2 threads)",
                    "peak MB (2 threads)", "relative error (2 threads)"]), "|---|---|---|---|---|---|---|"]
     hand = runs["hand", 2].median_s
     for mode in modes:
         one, two = runs[mode, 1].median_s, runs[mode, 2].median_s
-        lines.append(_row([LABEL[mode], _ms(one), _ms(two), f"{one / two:.2f}",
-                           "" if mode == "primal" else f"{two / hand:.2f}", _mb(runs[mode, 2].peak_bytes),
+        lines.append(row([LABEL[mode], ms(one), ms(two), f"{one / two:.2f}",
+                           "" if mode == "primal" else f"{two / hand:.2f}", mb(runs[mode, 2].peak_bytes),
                            f"{errors[f'{mode} on 2']:.1e}" if f"{mode} on 2" in errors else ""]))
     return lines
 
@@ -188,14 +176,14 @@ def main() -> int:
              "in each; clang: the one adgen bundles, -O2):", ""]
     columns = ["build", "clang -O2", "adgen build"] + (
         ["clang-19 -O2", "clang-19 -O2 + Enzyme", "adgen / (clang-19 + Enzyme)"] if enzyme else [])
-    text += [_row(columns), "|" + "---|" * len(columns)]
+    text += [row(columns), "|" + "---|" * len(columns)]
     for openmp, built in builds:
         s = built.seconds
         cells = ["-fopenmp" if openmp else "serial", f"{s['clang']:.2f}", f"{s['adgen']:.2f}"]
         if enzyme:
             cells += [f"{s['clang-19']:.2f}", f"{s['clang-19 + Enzyme']:.2f}",
                       f"{s['adgen'] / s['clang-19 + Enzyme']:.2f}"]
-        text.append(_row(cells))
+        text.append(row(cells))
     report = "\n".join(text) + "\n"
     print(report)
     args.out.mkdir(parents=True, exist_ok=True)

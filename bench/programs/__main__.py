@@ -23,7 +23,7 @@ from pathlib import Path
 from bench import check_enzyme
 from bench.programs import PROGRAMS, Program
 from bench.programs.build import Built, build
-from bench.programs.measure import Run, relative_error, run
+from bench.programs.measure import Run, mb, ms, relative_error, row, run
 
 TOLERANCE = 1e-4
 
@@ -55,29 +55,17 @@ def parallel_table(results, reps: int) -> str:
              FORKED: "adgen's, reverse sweeps forked (ADGEN_PARALLEL_REVERSE=always)", "enzyme": "Enzyme's gradient"}
     lines = [f"Built with -fopenmp; time (median of {reps} after a warm-up) on OpenMP teams of 1 and 2 threads, "
              "peak resident memory on 2:", "",
-             _row(["program", "", "1 thread ms", "2 threads ms", "1 / 2 threads", "× hand-written (2 threads)",
+             row(["program", "", "1 thread ms", "2 threads ms", "1 / 2 threads", "× hand-written (2 threads)",
                    "peak MB"]), "|---|---|---|---|---|---|---|"]
     for program, sizes, _, runs, _ in results:
         modes = [m for m in label if (m, 1) in runs]
         for mode in modes:
             one, two = runs[mode, 1].median_s, runs[mode, 2].median_s
-            lines.append(_row([f"{program.name} ({program.describe(sizes)})" if mode == "primal" else "",
-                               label[mode], _ms(one), _ms(two), f"{one / two:.2f}",
+            lines.append(row([f"{program.name} ({program.describe(sizes)})" if mode == "primal" else "",
+                               label[mode], ms(one), ms(two), f"{one / two:.2f}",
                                "" if mode == "primal" else f"{two / runs['hand', 2].median_s:.2f}",
-                               _mb(runs[mode, 2].peak_bytes)]))
+                               mb(runs[mode, 2].peak_bytes)]))
     return "\n".join(lines) + "\n"
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.1f}"
-
-
-def _mb(count: int) -> str:
-    return f"{count / 1e6:.1f}"
-
-
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
 
 
 def tables(results: list[tuple[Program, tuple[int, ...], Built, dict[str, Run], dict[str, float]]],
@@ -88,15 +76,15 @@ def tables(results: list[tuple[Program, tuple[int, ...], Built, dict[str, Run], 
              "enzyme": "Enzyme's gradient"}
     lines = [f"Time (median of {reps} after a warm-up) and peak resident memory (VmHWM of a process "
              "running that alone); gradients' relative error against the hand-written one:", ""]
-    lines += [_row(["program", "", "time ms", "× primal", "× hand-written", "peak MB", "relative error"]),
+    lines += [row(["program", "", "time ms", "× primal", "× hand-written", "peak MB", "relative error"]),
               "|---|---|---|---|---|---|---|"]
     for program, sizes, _, runs, errors in results:
         primal, hand = runs["primal"].median_s, runs["hand"].median_s
         for mode in ["primal"] + tools:
             r = runs[mode]
-            lines.append(_row([f"{program.name} ({program.describe(sizes)})" if mode == "primal" else "",
-                               label[mode], _ms(r.median_s), f"{r.median_s / primal:.2f}",
-                               "" if mode == "primal" else f"{r.median_s / hand:.2f}", _mb(r.peak_bytes),
+            lines.append(row([f"{program.name} ({program.describe(sizes)})" if mode == "primal" else "",
+                               label[mode], ms(r.median_s), f"{r.median_s / primal:.2f}",
+                               "" if mode == "primal" else f"{r.median_s / hand:.2f}", mb(r.peak_bytes),
                                f"{errors[mode]:.1e}" if mode in errors else ""]))
     rounds = results[0][2].rounds if results else 1
     lines += ["", f"Build time of each tool on the file, seconds (median of {rounds} rounds, the tools in turn in "
@@ -104,7 +92,7 @@ def tables(results: list[tuple[Program, tuple[int, ...], Built, dict[str, Run], 
                   "compiling the derivative module, in parts at once where it is large):", ""]
     columns = ["program", "clang -O2", "adgen build", "differentiate", "compile"]
     columns += ["clang-19 -O2", "clang-19 -O2 + Enzyme", "adgen / (clang-19 + Enzyme)"] if enzyme else []
-    lines += [_row(columns), "|" + "---|" * len(columns)]
+    lines += [row(columns), "|" + "---|" * len(columns)]
     for program, _, built, _, _ in results:
         stages = dict(built.adgen_stages)
         cells = [program.name, f"{built.seconds['clang']:.2f}", f"{built.seconds['adgen']:.2f}",
@@ -112,7 +100,7 @@ def tables(results: list[tuple[Program, tuple[int, ...], Built, dict[str, Run], 
         if enzyme:
             cells += [f"{built.seconds['clang-19']:.2f}", f"{built.seconds['clang-19 + Enzyme']:.2f}",
                       f"{built.seconds['adgen'] / built.seconds['clang-19 + Enzyme']:.2f}"]
-        lines.append(_row(cells))
+        lines.append(row(cells))
     return "\n".join(lines) + "\n"
 
 

@@ -46,3 +46,16 @@ def relative_error(gradient: np.ndarray, reference: np.ndarray) -> float:
     """|gradient - reference| / |reference|, in double, over all parameters."""
     difference = gradient.astype(np.float64) - reference.astype(np.float64)
     return float(np.linalg.norm(difference) / np.linalg.norm(reference.astype(np.float64)))
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f}"
+
+
+def mb(count: int) -> str:
+    return f"{count / 1e6:.1f}"
+
+
+def row(cells: list[str]) -> str:
+    """One row of a Markdown table."""
+    return "| " + " | ".join(cells) + " |"

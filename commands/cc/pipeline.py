@@ -22,7 +22,7 @@ from adgen.frontend.abi import Signature, signatures
 from adgen.frontend.annotations import Entry, Word
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error
 from adgen.frontend.generate import Generated
-from adgen.frontend.model import Derivation, Mode
+from adgen.frontend.model import Derivation
 from adgen.frontend.prototypes import Prototype, instances_referenced, read_unit
 from adgen.frontend.render import output_names, render
 from adgen.base.timing import Stages, plural

@@ -17,10 +17,10 @@ from adgen.ir_ad.ir.text import (count_instructions, global_addresses, may_call_
                                  without_target_attributes)
 from adgen.ir_ad.ir.tokens import Cursor, IRError
 from adgen.ir_ad.ir.types import (I1, I8, I32, I64, PTR, VOID, Type, array, element_align, float_type, floating,
-                                  int_type, parse_type, struct, vector)
+                                  int_type, parse_type, slot_size, struct, vector)
 
 __all__ = ["Argument", "Block", "atomic_operation", "Cursor", "Function", "Header", "I1", "I8", "I32", "I64", "IRError", "Instruction",
            "Location", "Module", "Operand", "PTR", "Type", "VOID", "array", "count_instructions", "element_align",
            "float_type", "floating", "global_addresses", "int_type", "intrinsic_family", "may_call_through_pointer",
-           "parse_header", "parse_instruction", "parse_type", "read_only", "rust_path", "shuffle_mask", "stored_global_addresses",
+           "parse_header", "parse_instruction", "parse_type", "read_only", "rust_path", "shuffle_mask", "slot_size", "stored_global_addresses",
            "strip_metadata", "struct", "vector", "without_comdats", "without_target_attributes"]

@@ -67,6 +67,23 @@ def element_align(t: Type) -> int:
     return 1
 
 
+def slot_size(t: Type) -> int:
+    """The bytes a `t` takes in a cache record: LLVM's layout, each struct field at its
+    `element_align` (the plan weighs keys by it; the sweeps lay records out by it)."""
+    if t.kind in ("int", "float"):
+        return max(1, (t.bits + 7) // 8)
+    if t.kind in ("vector", "array"):
+        return t.count * slot_size(t.elems[0])
+    if t.kind == "struct":
+        offset = 0
+        for e in t.elems:
+            a = element_align(e)
+            offset = (offset + a - 1) // a * a + slot_size(e)
+        a = element_align(t)
+        return (offset + a - 1) // a * a or 1
+    return 8
+
+
 def parse_type(c: Cursor) -> Type:
     """The type starting at the cursor (a named struct stays its name: `Module.struct_type`)."""
     tok = c.next()

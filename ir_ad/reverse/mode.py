@@ -28,7 +28,9 @@ from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, struct
 from adgen.ir_ad.ir.edit import body_mentions, defined_functions
 from adgen.ir_ad.ir.parallel import region_call
-from adgen.ir_ad.reverse.plan.keys import BLOB, GUARD, LOG, LOG_OWNER, OLD, SHADOW, VALUE, Key, Keys, instruction_key
+from adgen.ir_ad.reverse.plan.costs import expensive, forward_live
+from adgen.ir_ad.reverse.plan.keys import (BLOB, GUARD, LOG, LOG_OWNER, OLD, PURE_INTRINSICS, SHADOW, VALUE, Key, Keys,
+                                           instruction_key)
 from adgen.ir_ad.reverse.plan.undo import LOGGED, lives_on, plan_undo
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
@@ -346,8 +348,8 @@ def _plan(d: ReverseFacts, needs: dict[Key, set]) -> CachePlan:
     try:
         plan = make_plan(d.fn.name, d.keys, d.loops, needs, forced, sizes, d.undoable if d.logged else ())
         # time against memory: the expensive calls the forward sweep computes anyway, stored
-        live = {name for name in d.keys.forward_live({k.name for k, _ in plan.cut if k.kind == VALUE},
-                                                     d.pattern.ret_needed) if d.keys.expensive(name)}
+        live = {name for name in forward_live(d.fn, d.cfg, {k.name for k, _ in plan.cut if k.kind == VALUE},
+                                              d.pattern.ret_needed, PURE_INTRINSICS) if expensive(d.cfg, name)}
         if not live & {k.name for k in plan.recomputed if k.kind == VALUE}:
             return plan
         d.keys.live, d.keys.defs = live, {}

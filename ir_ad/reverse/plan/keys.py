@@ -15,10 +15,12 @@ from typing import NamedTuple
 
 from adgen.ir_ad.analysis.activity import ActivityAnalysis
 from adgen.ir_ad.analysis.flow import PURE, CFG, Memory
-from adgen.ir_ad.ir import I1, I64, PTR, Instruction, Module, Operand, Type, element_align, int_type, intrinsic_family
+from adgen.ir_ad.ir import (I1, I64, PTR, Instruction, Module, Operand, Type, element_align, int_type, intrinsic_family,
+                           slot_size)
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
 from adgen.ir_ad.calls import is_intrinsic
-from adgen.ir_ad.rules import COST_PER_BYTE, rule_for
+from adgen.ir_ad.rules import rule_for
+from adgen.ir_ad.reverse.plan.costs import copied, expensive
 from adgen.ir_ad.shadows import INTERLEAVED, Layout
 
 VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD, CHOICE, LOG, GUARD = (
@@ -63,33 +65,12 @@ class Def:
 
     @property
     def bytes(self) -> int:
-        return sum(size_of(t) for t in self.types)
-
-
-def size_of(t: Type) -> int:
-    if t.kind in ("int", "float"):
-        return max(1, (t.bits + 7) // 8)
-    if t.kind == "ptr":
-        return 8
-    if t.kind == "vector":
-        return t.count * size_of(t.elems[0])
-    if t.kind == "array":
-        return t.count * size_of(t.elems[0])
-    if t.kind == "struct":  # laid out as LLVM does: each field at its alignment
-        offset = 0
-        for e in t.elems:
-            offset = _round(offset, align_of(e)) + size_of(e)
-        return _round(offset, align_of(t)) or 1
-    return 8
+        return sum(slot_size(t) for t in self.types)
 
 
 def align_of(t: Type) -> int:
     """The alignment a stored value gets: its elements' (at most 8, what a record's slots guarantee)."""
     return element_align(t)
-
-
-def _round(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
 
 
 def came_type(choices: int) -> Type:
@@ -115,7 +96,7 @@ class Keys:
         self.by_id = {id(inst): inst for inst in self.numbered.values()}
         self.defs: dict[Key, Def] = {}
         self._previous: dict[str, set[str]] = {}
-        self.live: set[str] = set()  # expensive calls the forward sweep computes anyway: stored (see forward_live)
+        self.live: set[str] = set()  # expensive calls the forward sweep computes anyway: stored (costs.py)
 
     def __getitem__(self, key: Key) -> Def:
         if key not in self.defs:
@@ -202,7 +183,7 @@ class Keys:
                 latch = next(v for v, frm in inst.incoming if frm == loop.latches[0])
                 d.loop_bound, d.recomputable = loop, True
                 d.operands, d.shifted = self._operands([entry]), self.value(latch)
-            elif (copy := self._copies(inst)) is not None:
+            elif (copy := copied(self.cfg, inst)) is not None:
                 d.recomputable, d.operands, d.copy = True, self._operands(copy.operands), copy
             else:
                 d.why = "a phi (a value carried from an earlier iteration, or merged from branches)"
@@ -212,10 +193,10 @@ class Keys:
                                (rule_for(inst.callee) is not None and not is_intrinsic(inst.callee)
                                 and rule_for(inst.callee).recompute
                                 and not any(o.type.kind == "ptr" for o in inst.operands))):  # frexp writes
-            if key.name in self.live and self.expensive(key.name):  # (time against memory)
+            if key.name in self.live and expensive(self.cfg, key.name):  # (time against memory)
                 d.why = (f"a call to {inst.callee.lstrip('@')}: computing it again (about "
                          f"{rule_for(inst.callee).cost} instructions) costs more than storing its "
-                         f"{size_of(inst.type)} bytes")
+                         f"{slot_size(inst.type)} bytes")
             else:
                 d.recomputable, d.operands = True, self._operands(inst.operands)
         elif op == "load":
@@ -237,51 +218,6 @@ class Keys:
         else:
             d.why = f"the result of '{op}'"
         return d
-
-    def forward_live(self, stored: set[str], ret_needed: bool) -> set[str]:
-        """The values the forward sweep computes whatever the plan's choice of an expensive call:
-        what its side effects need (stores, calls of functions that are not pure, branches; the
-        result, where the caller uses it) and what the values `stored` (by a plan that computes
-        every expensive call again) are computed from. Only there is an expensive call's result
-        stored rather than computed again: elsewhere storing it would make the forward sweep
-        compute what it need not (a gradient of a sum of sines, whose sum nobody reads, needs no
-        forward sweep of the loop at all)."""
-        work = list(stored)
-        for inst in self.fn.instructions():
-            op = inst.opcode
-            if op in ("store", "br", "switch", "atomicrmw", "cmpxchg") or (op == "ret" and ret_needed) or \
-                    (op == "call" and intrinsic_family(inst.callee) not in PURE_INTRINSICS and
-                     rule_for(inst.callee) is None):
-                work += [o.value for o in inst.operands]
-        live: set[str] = set()
-        while work:
-            name = work.pop()
-            if name in live or name not in self.cfg.defs:
-                continue
-            live.add(name)
-            inst = self.cfg.defs[name]
-            work += [o.value for o in inst.operands] + [v.value for v, _ in inst.incoming]
-        return live
-
-    def expensive(self, name: str) -> bool:
-        """A call whose computation costs more than storing its result (rules.Rule.cost)."""
-        inst = self.cfg.defs.get(name)
-        rule = rule_for(inst.callee) if inst is not None and inst.opcode == "call" else None
-        return rule is not None and rule.cost >= COST_PER_BYTE * size_of(inst.type)
-
-    def _copies(self, phi: Instruction) -> Instruction | None:
-        """The instruction every incoming value of a phi is a copy of (the same pure operation
-        on the same operands, as GVN's partial redundancy elimination leaves them: `phi [%a, B1],
-        [%b, B2]` where both compute `or i64 %i, 1`), or None. The operands dominate every
-        predecessor, so the phi's block: it is that operation there, recomputed as such."""
-        copies = [self.cfg.defs.get(v.value) for v, _ in phi.incoming]
-        if not copies or any(c is None or c.opcode not in PURE or c.opcode in ("inttoptr", "phi") for c in copies):
-            return None
-        first = copies[0]
-        shape = first.text.split("=", 1)[1].split(", !")[0].strip()
-        if any(c.text.split("=", 1)[1].split(", !")[0].strip() != shape for c in copies[1:]):
-            return None
-        return first
 
     # ------------------------------------------------------------------ shadows and masks
     def _shadow(self, key: Key) -> Def:

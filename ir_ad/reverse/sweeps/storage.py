@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import Builder, V, integer
 from adgen.ir_ad.reverse.plan.cache_plan import ARRAY_ALIGN, INDEXED, CacheSlot, Group, element_size
-from adgen.ir_ad.reverse.plan.keys import align_of, size_of
-from adgen.ir_ad.ir import I8, I64, Type
+from adgen.ir_ad.reverse.plan.keys import align_of
+from adgen.ir_ad.ir import I8, I64, Type, slot_size
 from adgen.ir_ad.analysis.loops import Loop, Trip
 
 
@@ -98,7 +98,7 @@ def parts_at(b: Builder, types, at: V) -> list[V]:
     for t in types:
         offset = (offset + align_of(t) - 1) // align_of(t) * align_of(t)
         out.append(b.gep(I8, at, V(I64, str(offset))) if offset else at)
-        offset += size_of(t)
+        offset += slot_size(t)
     return out
 
 
