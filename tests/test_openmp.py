@@ -146,6 +146,25 @@ double phases(const double *restrict x, double *restrict y, int n) {
     return s;
 }
 
+/* rounds of a serial loop and a parallel one over one array, each overwriting what was read
+   before it: the serial loop's stores are logged, and the region's, in the threads' own logs,
+   joined to the caller's between its own runs (templates/openmp.ll.j2) */
+// @diff(rounds_grad: (dup, dup, const) -> active)
+double rounds(double *a, double *w, int n) {
+    double s = 0;
+    for (int r = 0; r < 3; r++) {
+        for (int i = 0; i < n; i++) {
+            double t = 0.1 * r;
+            for (int j = 0; j < n; j++) t += w[j] * a[j];
+            a[i] = tanh(t);
+        }
+        #pragma omp parallel for
+        for (int i = 0; i < n; i++) a[i] = sin(a[i]) + w[i] * a[i];
+        for (int i = 0; i < n; i++) s += a[i] * a[i] * (i + 1);
+    }
+    return s;
+}
+
 /* threads adding differently to what they all read (sharing.py): thread 0 also writes k, so adds
    its adjoints atomically; the others add k's into private buffers, which all threads (thread 0
    too) add up at the barriers and at the end */
@@ -272,6 +291,7 @@ TYPES = {  # name: (argument types, result type)
     "wave4_grad": ([P, P, P, P, ctypes.c_int], None),
     "phases": ([P, P, ctypes.c_int], D), "phases_fwd": ([P, P, P, P, ctypes.c_int], Pair),
     "phases_grad": ([P, P, P, P, ctypes.c_int, D], D),
+    "rounds": ([P, P, ctypes.c_int], D), "rounds_grad": ([P, P, P, P, ctypes.c_int, D], D),
     "mixed": ([P, P, P, P, ctypes.c_int], None), "mixed_fwd": ([P, P, P, P, P, P, P, P, ctypes.c_int], None),
     "mixed_grad": ([P, P, P, P, P, P, P, P, ctypes.c_int], None),
     "nested": ([P, ctypes.c_int, P], None), "nested_grad": ([P, P, ctypes.c_int, P, P], None),
@@ -420,6 +440,26 @@ def test_interleaved_lanes(team):
     gx = np.zeros((n, 4))
     library.wave4_grad(np.zeros(n), w.copy(), x, gx, n)
     np.testing.assert_allclose(np.sum(gx * tx, axis=0), np.sum(w * ty, axis=0), rtol=1e-12)  # (lane by lane)
+
+
+def test_stores_logged_by_the_threads_between_the_callers_own(team):
+    library, _ = team
+    n, rng = 9, np.random.default_rng(21)
+    a, w = rng.uniform(-1, 1, n), rng.uniform(-0.5, 0.5, n)
+    after = a.copy()
+    loss = library.rounds(after, w.copy(), n)
+    got, ga, gw = a.copy(), np.zeros(n), np.zeros(n)
+    assert library.rounds_grad(got, ga, w.copy(), gw, n, 1.0) == pytest.approx(loss, rel=1e-14)
+    np.testing.assert_allclose(got, after, rtol=1e-15)  # memory as the primal leaves it
+    h = 1e-6
+    for x, g in ((a, ga), (w, gw)):
+        for k in range(n):
+            up, down = a.copy(), a.copy()
+            wu, wd = w.copy(), w.copy()
+            (up if x is a else wu)[k] += h
+            (down if x is a else wd)[k] -= h
+            fd = (library.rounds(up, wu, n) - library.rounds(down, wd, n)) / (2 * h)
+            assert g[k] == pytest.approx(fd, rel=1e-6, abs=1e-8), k
 
 
 def test_two_phases_with_a_barrier_between(team):

@@ -202,6 +202,116 @@ def test_the_load_after_a_store_in_its_iteration_is_read_again(adgen, c_file):
     assert "load %" not in result.out, result.out
 
 
+# An Elman recurrent network: each step's hidden state, tanh of a row of W times the last one, is
+# written over the state of two steps before, which the rows' inner loops read. The store is
+# undone through the log, and the tanh its derivative needs is read back from the memory it was
+# stored to, where the reverse sweep reverses the store: neither it nor the sum it came from is
+# stored (the values that vary, one per unit and step, are then all the log holds).
+ELMAN = r"""
+#include <math.h>
+// @diff(elman_grad: (dup, dup, dup, dup, const, const, const) -> activeonly)
+double elman(double *w, double *x, double *h, double *hn, int hid, int in, int steps)
+{
+    double *W = w, *U = w + hid * hid, *v = U + hid * in, *now = h, *next = hn, loss = 0;
+    for (int t = 0; t < steps; t++) {
+        for (int i = 0; i < hid; i++) {
+            double s = 0.1 * i;
+            for (int j = 0; j < hid; j++) s += W[i * hid + j] * now[j];
+            for (int j = 0; j < in; j++) s += U[i * in + j] * x[t * in + j];
+            next[i] = tanh(s);
+        }
+        double y = 0;
+        for (int i = 0; i < hid; i++) y += v[i] * next[i];
+        loss += y * y;
+        double *swap = now;
+        now = next;
+        next = swap;
+    }
+    return loss;
+}
+"""
+
+# The value stored is also used after the store (stored, or computed again, for that use) and
+# before it (read back); the arrays may be one (_aliased).
+BEFORE_AND_AFTER = r"""
+#include <math.h>
+// @diff(both_grad: (dup, dup, const, const) -> activeonly)
+double both(double *a, double *b, int n, int m)
+{
+    double s = 0;
+    for (int k = 0; k < m; k++)
+        for (int i = 0; i < n; i++) {
+            double t = 0.2 * k;
+            for (int j = 0; j < n; j++) t += a[j] * b[(i + j) % n];
+            double e = exp(-t * t);
+            s += e * (i + 1);
+            b[i] = e;
+            s += sin(e) * a[i];
+        }
+    return s;
+}
+"""
+
+
+# An output written again in every round, read by nothing: its store is checked at run time and
+# not logged in the first round; what it wrote is read back, so the later rounds are logged (the
+# bytes it writes are added to the log's reads after its check), not left in place.
+REWRITTEN = r"""
+#include <math.h>
+// @diff(rewritten_grad: (dup, dup, dup, const, const) -> activeonly)
+double rewritten(double *x, double *w, double *out, int n, int rounds)
+{
+    double s = 0;
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < n; i++) {
+            double t = 0.3 * r;
+            for (int j = 0; j < n; j++) t += x[j] * w[(i + j) % n];
+            double e = exp(-t * t);
+            s += e * (i + 1 + r);
+            out[i] = e;
+        }
+    return s;
+}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_a_value_read_back_where_the_first_round_was_not_logged(build_lib, n):
+    _check(build_lib(REWRITTEN), "rewritten", "rewritten_grad", [_values(n, 20), _values(n, 21), _values(n, 22)],
+           [n, 3])
+
+
+def test_read_back_of_a_checked_store_stores_nothing_per_iteration(adgen, c_file):
+    result = adgen("build", "--explain", c_file(REWRITTEN), "-o", c_file("", "out/x").parent)
+    assert result.status == 0, result.err
+    assert "src.c:10)" in result.out and "checked before the loop" in result.out and "llvm.exp" not in result.out, \
+        result.out
+
+
+@pytest.mark.parametrize("hid", [1, 3])
+def test_an_elman_network_reads_back_what_it_stored(build_lib, hid):
+    steps, inputs = 4, 2
+    _check(build_lib(ELMAN), "elman", "elman_grad",
+           [_values(hid * hid + hid * inputs + hid, 13), _values(steps * inputs, 14), _values(hid, 15),
+            _values(hid, 16)], [hid, inputs, steps])
+
+
+def test_an_elman_network_stores_nothing_per_unit_but_the_log(adgen, c_file):
+    result = adgen("build", "--explain", c_file(ELMAN), "-o", c_file("", "out/x").parent)
+    assert result.status == 0, result.err
+    assert "undone through the undo log" in result.out
+    assert "call %" not in result.out, result.out
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_value_read_back_that_is_used_after_its_store_too(build_lib, n):
+    _check(build_lib(BEFORE_AND_AFTER), "both", "both_grad", [_values(n, 17), _values(n, 18)], [n, 3])
+
+
+def test_a_value_read_back_from_memory_its_input_aliases(build_lib):
+    _aliased(build_lib(BEFORE_AND_AFTER), "both", "both_grad", _values(3, 19), [], [3, 2])
+
+
 # A global written in a loop after a deeper loop read it: logged by the gradient; split mode (whose
 # caller may change any memory between the sweeps) stores instead, its tapes reversed out of order,
 # one released, a logging gradient run between them.

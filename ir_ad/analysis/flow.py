@@ -366,10 +366,10 @@ class Memory:
         return pointers + [Base("global", "*")]  # a defined callee may write globals too
 
     def unchanged_after(self, load: Instruction, ignored: set[int] = frozenset()) -> bool:
-        """Whether the memory `load` reads holds the same value when the reverse sweep runs: no
-        write in this call after it (but those in `ignored`, which the reverse sweep undoes or
-        performs itself), nor in the caller after this call."""
-        base = self.base(load.operands[0].value)
+        """Whether the memory `load` reads (or a store writes) holds the same value when the
+        reverse sweep runs: no write in this call after it (but those in `ignored`, which the
+        reverse sweep undoes or performs itself), nor in the caller after this call."""
+        base = self.base(_address(load))
         if (base.kind == "arg" and base.name in self.overwritten) or \
                 (base.kind in ("global", "unknown") and self.later_writes):
             return False
@@ -382,8 +382,9 @@ class Memory:
         return True
 
     def clobbering(self, load: Instruction, among: set[int]) -> list[Instruction]:
-        """The writes in `among` (by id) that may overwrite what `load` read, after it."""
-        base = self.base(load.operands[0].value)
+        """The writes in `among` (by id) that may overwrite what `load` read (or a store
+        wrote), after it."""
+        base = self.base(_address(load))
         return [inst for inst, target in self.writes
                 if id(inst) in among and self.cfg.may_follow(load, inst) and self.may_alias(base, target)
                 and (inst.opcode != "store" or self.types_may_alias(load, inst))]
@@ -402,6 +403,11 @@ class Memory:
         if base.kind in ("global", "unknown") and self.later_writes:
             return True
         return any(self.may_alias(base, t) for t in after)
+
+
+def _address(access: Instruction) -> str:
+    """The pointer a load reads or a store writes through."""
+    return access.operands[1 if access.opcode == "store" else 0].value
 
 
 def _writes_arguments_only(module, fn: Function) -> bool:

@@ -12,7 +12,7 @@ from adgen.ir_ad.reverse.plan.cache_plan import INDEXED, CachePlan, CacheSlot
 from adgen.ir_ad.diagnose import source_name, user_location
 from adgen.ir_ad.ir import Module
 from adgen.ir_ad.reverse.plan.keys import BLOB, CAME, CHOICE, DESC, EXIT, GUARD, LOG, MASK, OLD, RETURNS, SHADOW, VALUE
-from adgen.ir_ad.reverse.plan.undo import LOG_ENTRY_LONG, LOG_ENTRY_SHORT
+from adgen.ir_ad.reverse.plan.undo import LOG_RUN_HEADER
 from adgen.ir_ad.analysis.loops import Loop
 
 
@@ -64,8 +64,9 @@ def _logged(module: Module, plan: CachePlan) -> list[str]:
     overwrite."""
     if not plan.logged:
         return []
-    lines = [f"  undone through the undo log ({LOG_ENTRY_SHORT} bytes in the log each time a store of up to 4 bytes "
-             f"runs, {LOG_ENTRY_LONG} of 8), so that what they overwrite is read again, not stored:"]
+    lines = [f"  undone through the undo log (the bytes a store overwrites each time it runs, and {LOG_RUN_HEADER} "
+             "more where it does not write right after the store logged before it), so that what they "
+             "overwrite is read again, not stored:"]
     for inst in plan.logged:
         what = f"a call to {source_name(inst.callee)}, which undoes its writes" if inst.opcode == "call" else \
             f"a store ({inst.operands[0].type.text})" + _checked(module, plan, inst)

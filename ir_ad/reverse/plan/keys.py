@@ -23,8 +23,8 @@ from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.reverse.plan.costs import copied, expensive
 from adgen.ir_ad.shadows import INTERLEAVED, Layout
 
-VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD, CHOICE, LOG, GUARD = (
-    "value", "shadow", "mask", "came", "exit", "blob", "desc", "old", "choice", "log", "guard")
+VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD, CHOICE, LOG, GUARD, AGAIN = (
+    "value", "shadow", "mask", "came", "exit", "blob", "desc", "old", "choice", "log", "guard", "again")
 LOG_OWNER = "%<log>"  # the key of the undo log a call opened (null where one was open)
 RETURNS = "%<return>"  # the pseudo-block after every return: its CAME says which return was taken
 # Intrinsics that are pure (no memory, no side effects) and so can be recomputed, by family.
@@ -343,6 +343,19 @@ class Keys:
         block = self.loops.entry_block(loop) if loop is not None else self.cfg.block_of_inst(inst)
         return Def(key, (I1,), block, inst=inst, why="whether the store was logged this time")
 
+    def _again(self, key: Key) -> Def:
+        """The value an undone store wrote, read back from its address where the reverse sweep
+        reverses the store, before undoing it (see sweeps/reverse_sweep.py): only there, and
+        only where nothing that is not undone may write that memory after it. Never stored."""
+        inst = self.instruction(key.name)
+        d = Def(key, (inst.operands[0].type,), self.cfg.block_of_inst(inst), inst=inst, storable=False)
+        if self.memory.unchanged_after(inst, self.ignored):
+            d.recomputable, d.operands = True, self._operands(inst.operands[1:])
+            d.clobbers = frozenset(id(w) for w in self.memory.clobbering(inst, self.undoable))
+        else:
+            d.why = "a value an undone store wrote, where memory written after it is not undone"
+        return d
+
     def _log(self, key: Key) -> Def:
         return Def(key, (PTR,), self.fn.blocks[0].label, why="the undo log this call opened")
 
@@ -355,8 +368,11 @@ class Keys:
         store of what a later part of a loop's body reads, only wrote what the load then read); in
         earlier iterations of a loop, only where the load ran before that loop started (a load
         inside it ran after those). A load from an earlier iteration (`shifted`) is taken as
-        overwritten by any of them."""
+        overwritten by any of them. The value an undone store wrote (AGAIN) is there only where
+        that store is in effect, in the same iteration."""
         d = self[key]
+        if key.kind == AGAIN and (shifted or (id(d.inst), None) not in before):
+            return True
         if not d.clobbers:
             return False
         home = self.loops.loop_of[self.cfg.block_of_inst(d.inst)] if d.inst is not None else None
@@ -370,7 +386,8 @@ class Keys:
         return False
 
     def instruction(self, name: str) -> Instruction:
-        """The instruction a BLOB or OLD key names ("#<index>" in the function's instruction order)."""
+        """The instruction a BLOB, OLD, GUARD or AGAIN key names ("#<index>" in the function's
+        instruction order)."""
         return self.numbered[name]
 
 

@@ -34,9 +34,9 @@ from adgen.ir_ad.ir import Function, Instruction, Module
 # The types a logged store may write, and their sizes (a pointer's: the target's).
 LOGGED = (("float", 4), ("double", 8), ("i8", 1), ("i16", 2), ("i32", 4), ("i64", 8), ("ptr", None))
 _LOGGED_TYPES = {t for t, _ in LOGGED}
-# Bytes of a log entry (the address, the size, the value: templates/undo_log.ll.j2), for a value of
-# up to 4 bytes and for one of 8.
-LOG_ENTRY_SHORT, LOG_ENTRY_LONG = 16, 24
+# Bytes of a run's header in the log (templates/undo_log.ll.j2): stores to consecutive addresses
+# share one, each adding the bytes it overwrites.
+LOG_RUN_HEADER = 16
 
 
 @dataclass

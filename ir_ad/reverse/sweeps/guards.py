@@ -6,7 +6,9 @@ where, analysis/ranges.py bounds the accesses, templates/undo_log.ll.j2 keeps th
   whose values it reads again): the store's flag, kept for the reverse sweep, says whether it is
   logged this time;
 - before the outermost loop whose run bounds a load the reverse sweep reads again, the bytes it
-  may read, added to the log's ranges (before the load itself outside loops); where no loop
+  may read, added to the log's ranges (before the load itself outside loops), and after a
+  checked store's check, the bytes it writes where the reverse sweep reads them back
+  (plan/read_back.py); where no loop
   bounds it, the poison, after which every store is logged. So is a call whose reverse sweep
   reads memory the log does not know of (a derivative written by hand, a call through a pointer,
   a checkpointed loop, whose iterations run again)."""
@@ -17,7 +19,7 @@ from adgen.ir_ad.analysis.loops import Loop
 from adgen.ir_ad.analysis.ranges import Access, Node, Ranges, known_values
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, struct
 from adgen.ir_ad.ir.builder import Builder, V, integer
-from adgen.ir_ad.reverse.plan.keys import VALUE
+from adgen.ir_ad.reverse.plan.keys import AGAIN, VALUE
 from adgen.ir_ad.reverse.types import ReverseFacts
 from adgen.ir_ad.reverse.sweeps.storage import trip_count
 
@@ -233,6 +235,12 @@ class Guards:
                     self.here[id(store)] = "check"
                 else:
                     self.checks.setdefault(d.loops.entry_block(loop), []).append((store, loop))
+        for store in self._written_again() if d.registers else []:  # (after its check: plan/read_back.py)
+            loop = d.guards[id(store)]
+            if loop is None:
+                self.here[id(store)] = "check, read"
+            else:
+                self.reads.setdefault(d.loops.entry_block(loop), []).append((store, loop))
         if d.registers:
             for load in self.again:
                 loop = self._registered_before(load)
@@ -274,6 +282,12 @@ class Guards:
         order = {id(i): k for k, i in enumerate(d.fn.instructions())}
         return sorted(out, key=lambda i: order[id(i)])
 
+    def _written_again(self) -> list[Instruction]:
+        """The stores checked at run time whose value the reverse sweep reads back (plan/read_back.py)."""
+        d = self.d
+        return [d.keys.instruction(key.name) for key in d.plan.recomputed
+                if key.kind == AGAIN and id(d.keys.instruction(key.name)) in d.guards]
+
     def flag(self, store: Instruction) -> V:
         """Whether a logged store is logged this time (true where it always is)."""
         return self.flags.get(id(store), V(I1, "true"))
@@ -312,6 +326,8 @@ class Guards:
                 b.call('@"adgen.log.reads"', VOID, [lo, hi, iv.valid()])
             else:
                 self.flags[id(inst)] = b.call('@"adgen.log.overlaps"', I1, [lo, hi, iv.valid()])
+                if what == "check, read":  # (its bytes read back, after its check)
+                    b.call('@"adgen.log.reads"', VOID, [lo, hi, iv.valid()])
                 return self.flags[id(inst)]
         return None
 

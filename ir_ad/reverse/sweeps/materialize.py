@@ -11,7 +11,7 @@ values that do not dominate each other."""
 from __future__ import annotations
 
 from adgen.ir_ad.reverse.sweeps import storage
-from adgen.ir_ad.ir.builder import CACHE, Builder, V, bare, local
+from adgen.ir_ad.ir.builder import CACHE, PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, CacheSlot, PlanSite, descriptor_types
 from adgen.ir_ad.ir import I1, I64, PTR, Operand
 from adgen.ir_ad.reverse.plan.keys import BLOB, DESC, MASK, SHADOW, Key, align_of
@@ -140,6 +140,12 @@ class Materializer:
         inst = info.copy or inst  # (a phi of copies: the operation they copy)
         refs = {o.value: self._operand(o, site, b, shift).ref for o in inst.operands if d.keys.value(o) is not None}
         return (b.reemit(inst, refs),)
+
+    def _remake_again(self, key: Key, site: Site, b: Builder, shift: tuple) -> Shadow:
+        """The value an undone store wrote, read from its address before the undo (keys.Keys._again)."""
+        store = self.d.keys.instruction(key.name)
+        value, ptr = store.operands
+        return (b.load(value.type, self._operand(ptr, site, b, shift), store.align, memory=PRIMAL),)
 
     def _remake_shadow(self, key: Key, site: Site, b: Builder, shift: tuple) -> Shadow:
         d = self.d

@@ -19,6 +19,7 @@ from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, PlanSite
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction
 from adgen.ir_ad.reverse.plan.keys import CAME, EXIT, LOG, LOG_OWNER, RETURNS, Key, came_type
+from adgen.ir_ad.reverse.plan.read_back import read_back
 from adgen.ir_ad.analysis.loops import common
 from adgen.ir_ad.reverse.sweeps.materialize import Materializer, counter
 from adgen.ir_ad.reverse.sweeps.sharing import Sharing
@@ -102,9 +103,13 @@ class ReverseSweep:
             d.inst = inst
             self.adjoints.reverse(inst, site, b)
             if inst in d.undoable:  # what follows sees memory as it was before the store
+                again = read_back(d.keys, inst, site.before, site.loop) if inst.opcode == "store" else None
+                if again is not None:  # the value it wrote, read back here for the rest of the block
+                    self.needs.read_back[inst.operands[0].value] = (again, site)
                 site = Site(None, site.loop, self._undone_before(inst))
                 self.segments[block.label].append(site)
                 b.lines = site.lines
+        self.needs.read_back.clear()
         d.inst = block.instructions[-1]
         taken = {i.result: self.adjoints.take(b, i.result) for i in phis if self.activity.active(i.result)}
         preds = d.cfg.preds[block.label]

@@ -38,6 +38,8 @@ class SiteNeeds:
         self.d = d
         self.fn, self.layout, self.activity = d.fn, d.layout, d.activity
         self.placeholders = 0
+        self.read_back: dict[str, tuple[Key, Site]] = {}  # values of undone stores the block being
+        # reversed reads back (keys.Keys.read_back): value -> its AGAIN key, the site reversing the store
 
     def need(self, key: Key, site: Site, types: tuple[Type, ...]) -> Shadow:
         """Placeholders for a key at a site; the prologue defines them."""
@@ -54,6 +56,8 @@ class SiteNeeds:
         key = self.d.keys.value(op)
         if key is None:
             return V(op.type, op.value)
+        if op.value in self.read_back:  # (read where the store is reversed, before its undo)
+            key, site = self.read_back[op.value]
         return self.need(key, site, (op.type,))[0]
 
     def shadow(self, op: Operand, site: Site) -> Shadow:
