@@ -4,6 +4,7 @@ source line and a caret under the offending token, as clang prints them."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,10 +26,7 @@ class SourceFile:
         self.path = Path(path)
         self.name = display_path(path) if self.path.is_absolute() else str(path)
         self.text = text if text is not None else self.path.read_text(encoding="utf-8", errors="replace")
-        self._line_starts = [0]
-        for i, ch in enumerate(self.text):
-            if ch == "\n":
-                self._line_starts.append(i + 1)
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
 
     def line_col(self, offset: int) -> tuple[int, int]:
         """1-based line and column (in bytes, as clang counts) of a character offset."""

@@ -8,6 +8,7 @@ error an annotation before it gets (specs/cxx.md)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -120,12 +121,23 @@ class Template:
         return symbol.startswith((f"_Z{encoded}I", f"_ZN{encoded}I") if len(parts) == 1 else f"_ZN{encoded}I")
 
 
+@functools.lru_cache(maxsize=None)
+def _real(path) -> str:
+    """os.path.realpath, once per path while a unit is read (thousands of declarations name a
+    few files; emptied by each read, which may follow a change of links)."""
+    return os.path.realpath(path)
+
+
 def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = frozenset(),
-              generated_headers: dict[str, str] | None = None) -> Unit:
+              generated_headers: dict[str, str] | None = None, included: bool = False) -> Unit:
     """Parse `source`. `made`: the names of the `*.adgen.h` headers this run makes, whose includes
     are stood in for; `generated_headers` maps the spellings of those includes to the text they
     should have (empty on the first pass: the header being made cannot be read yet). A header an
-    earlier run made for another source is read as it is."""
+    earlier run made for another source is read as it is. `included`: the prototypes of the
+    functions the files it includes declare too (not system headers; `adgen cc` looks for
+    Enzyme's requests among them), which take most of the reading where they are many (llm.c's
+    train_gpt2.c, included by a wrapper)."""
+    _real.cache_clear()
     flags = _absolute_includes(flags)  # clang looks for "DIR/name": the stand-ins must match
     cxx = is_cxx(source.path)
     if cxx:
@@ -138,15 +150,15 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
                                   unsaved_files=unsaved + _as_text(source.path))
     except Exception as exc:  # libclang raises a bare TranslationUnitLoadError
         raise AdgenError(error(f"libclang could not read {source.name}: {exc}"))
-    main = os.path.realpath(source.path)
-    virtual = {os.path.realpath(p) for p, _ in unsaved}
+    main = _real(source.path)
+    virtual = {_real(p) for p, _ in unsaved}
     files: dict[str, SourceFile] = {main: source}
     unit = Unit(source, [], {}, {}, [], cxx=cxx, read_with=(flags, unsaved))
     for d in tu.diagnostics:
         if d.severity >= 3 and not (cxx and _in_system_header(d)):
             unit.errors.append(_clang_error(d, files))
     for cursor in _declarations(tu.cursor, main, source, unit):
-        if cursor.location.file is None or os.path.realpath(cursor.location.file.name) in virtual:
+        if cursor.location.file is None or _real(cursor.location.file.name) in virtual:
             continue
         where = cursor.location
         if cursor.spelling and (cursor.spelling not in unit.declared or cursor.kind == CursorKind.TYPEDEF_DECL):
@@ -154,11 +166,12 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
             unit.declared[cursor.spelling] = Declared(kind, where.file.name, where.line, where.column)
         if cursor.kind not in (CursorKind.FUNCTION_DECL, CursorKind.CXX_METHOD):
             continue
-        path = os.path.realpath(where.file.name)
+        path = _real(where.file.name)
         if path == main:
             unit.functions.append(_function(cursor, source, main))
-        elif not where.is_in_system_header:
-            files.setdefault(path, SourceFile(where.file.name))
+        elif included and not where.is_in_system_header:
+            if path not in files:
+                files[path] = SourceFile(where.file.name)
             unit.included.append(_function(cursor, files[path], main))
     unit.includes = _includes(tu, main, source, virtual)
     return unit
@@ -180,7 +193,7 @@ def _declarations(cursor, main: str, source: SourceFile, unit: Unit, in_template
         if unit.cxx and child.kind in _SCOPES:
             yield from _declarations(child, main, source, unit)
             continue
-        ours = child.location.file is not None and os.path.realpath(child.location.file.name) == main
+        ours = child.location.file is not None and _real(child.location.file.name) == main
         in_class = cursor.kind in (*_CLASSES, CursorKind.CLASS_TEMPLATE)
         if child.kind == CursorKind.FUNCTION_TEMPLATE and ours and not in_class:
             start = child.extent.start
@@ -217,7 +230,7 @@ def _function(cursor, source: SourceFile, main: str) -> Prototype:
     named = cursor.get_definition() or cursor  # parameter names: the definition's, if any
 
     def local(decl) -> bool:  # declared where the header cannot see it: the source itself, or a
-        path = os.path.realpath(decl.file)  # C file it includes (including that again defines its functions twice)
+        path = _real(decl.file)  # C file it includes (including that again defines its functions twice)
         return path == main or path.endswith(".c")
 
     cxx = is_cxx(source.path) or is_cxx(Path(main))
@@ -256,9 +269,9 @@ def instantiate(unit: Unit, template: Template, arguments: str) -> Prototype | s
     text = source.text + f"\nauto *__adgen_instance = &{name};\n"
     tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c++", *flags],
                               unsaved_files=[*unsaved, (str(source.path.absolute()), text)])
-    main = os.path.realpath(source.path)
+    main = _real(source.path)
     problems = [d.spelling for d in tu.diagnostics if d.severity >= 3 and not _in_system_header(d)
-                and d.location.file is not None and os.path.realpath(d.location.file.name) == main
+                and d.location.file is not None and _real(d.location.file.name) == main
                 and d.location.line > source.text.count("\n") + 1]
     var = next((c for c in tu.cursor.get_children() if c.spelling == "__adgen_instance"), None)
     if problems or var is None:
@@ -267,7 +280,7 @@ def instantiate(unit: Unit, template: Template, arguments: str) -> Prototype | s
     referenced = next((c.referenced for c in var.walk_preorder() if c.kind == CursorKind.DECL_REF_EXPR), None)
 
     def local(decl) -> bool:
-        return os.path.realpath(decl.file) == main
+        return _real(decl.file) == main
 
     types = list(function.argument_types())
     params = tuple(Param(template.params[i] if i < len(template.params) and template.params[i] else f"arg{i}",
@@ -288,11 +301,11 @@ def instances_referenced(unit: Unit, symbols: set[str]) -> dict[str, Prototype]:
     source = unit.source
     tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c++", *flags],
                               unsaved_files=unsaved + _as_text(source.path))
-    main = os.path.realpath(source.path)
+    main = _real(source.path)
     found: dict[str, Prototype] = {}
     for c in tu.cursor.walk_preorder():
         if c.kind != CursorKind.DECL_REF_EXPR or c.location.file is None or \
-                os.path.realpath(c.location.file.name) != main:
+                _real(c.location.file.name) != main:
             continue
         r = c.referenced
         if r is None or r.kind != CursorKind.FUNCTION_DECL or r.mangled_name not in symbols or \
@@ -304,7 +317,7 @@ def instances_referenced(unit: Unit, symbols: set[str]) -> dict[str, Prototype]:
             written = source.text[source.offset(start.line, start.column):source.offset(end.line, end.column)]
             arguments = written[written.index("<"):] if "<" in written else ""
         declared = r.location.file.name if r.location.file is not None else source.path
-        home = source if os.path.realpath(declared) == main else SourceFile(declared)
+        home = source if _real(declared) == main else SourceFile(declared)
         proto = _function(r, home, main)
         found[r.mangled_name] = replace(proto, name=proto.name + arguments, symbol=r.mangled_name)
     for symbol in symbols - set(found):  # named only inside another template: by its demangled name
@@ -438,8 +451,8 @@ def _virtual_headers(source: SourceFile, flags: list[str], made: frozenset[str],
 def _includes(tu, main: str, source: SourceFile, virtual: set[str]) -> dict[str, Include]:
     parent: dict[str, tuple[str, int]] = {}
     for inc in tu.get_includes():
-        child = os.path.realpath(inc.include.name)
-        parent.setdefault(child, (os.path.realpath(inc.source.name), inc.location.line))
+        child = _real(inc.include.name)
+        parent.setdefault(child, (_real(inc.source.name), inc.location.line))
     result: dict[str, Include] = {}
     for header in parent:
         top, seen = header, set()
@@ -464,7 +477,7 @@ def _clang_error(d, files: dict[str, SourceFile]):
     loc = d.location
     if loc.file is None:
         return error(f"clang: {d.spelling}")
-    path = os.path.realpath(loc.file.name)
+    path = _real(loc.file.name)
     if path not in files:
         try:
             files[path] = SourceFile(loc.file.name)
@@ -476,7 +489,7 @@ def _clang_error(d, files: dict[str, SourceFile]):
 
 def describe_declared(name: str, declared: Declared, unit: Unit):
     try:
-        same = os.path.realpath(declared.file) == os.path.realpath(unit.source.path)
+        same = _real(declared.file) == _real(unit.source.path)
         sf = unit.source if same else SourceFile(declared.file)
         return note(f"'{name}' is declared here", Span(sf, sf.offset(declared.line, declared.column), len(name)))
     except OSError:

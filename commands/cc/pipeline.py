@@ -83,7 +83,7 @@ def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler:
     """The derivatives the file's calls ask for, optimized, with the kernels each call's adapter
     calls, the split entries' tape sizes, and the cache plans (when `explain`)."""
     with stages.stage("check", plural(len(unit.requests), "derivative")):
-        prototypes = read_unit(SourceFile(source), read_flags)
+        prototypes = read_unit(SourceFile(source), read_flags, included=True)
         generated, names = _generated(unit, prototypes, work)
         registered = _registered(unit, prototypes)
     linked = optimize.parse(hinted(str(lower([source], [generated], compiler, flags, [], work, stages)), False))

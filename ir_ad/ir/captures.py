@@ -229,8 +229,10 @@ class _Promotion:
                 changes[j] = [f"  {inst.result} = getelementptr i8, ptr {p}, i64 0{tail}" if t == "ptr" else
                               f"  {inst.result} = or i64 {p}, 0{tail}" if t == "i64" else
                               f"  {inst.result} = trunc i64 {p} to {t}{tail}"]
+        parsed = [parse_instruction(strip_metadata(line)[0]) for line in body[1:]
+                  if line.startswith("  ") and not line.lstrip().startswith("#dbg_")]
         read_only = {k for k, t in promoted.items() if t == "ptr" and
-                     _only_read(body, loaded.get(captures[k].name, []) + [captures[k].name])}
+                     _only_read(parsed, loaded.get(captures[k].name, []) + [captures[k].name])}
         changes[0] = [_promoted_header(body[0], [c.name for c in captures], promoted, restrict, read_only)]
         self.edits.setdefault(outlined, {}).update(changes)
 
@@ -257,26 +259,24 @@ class _Promotion:
         return "\n".join(out)
 
 
-def _only_read(body: list[str], roots: list[str]) -> bool:
+def _only_read(body: list[Instruction], roots: list[str]) -> bool:
     """Whether memory is only read through pointers `roots` and those computed from them
     (getelementptr, phi, select): loaded from, compared; not stored through nor into, nor passed
-    to calls."""
-    derived, changed = set(roots), True
-    while changed:
-        changed = False
-        for line in body[1:]:
-            if not line.startswith("  ") or line.lstrip().startswith("#dbg_"):
-                continue
-            inst = parse_instruction(strip_metadata(line)[0])
-            names = {o.value for o in inst.operands} | {v.value for v, _ in inst.incoming}
-            if not names & derived:
-                continue
-            if inst.opcode in ("getelementptr", "phi", "select", "bitcast") and inst.result not in derived:
-                derived.add(inst.result)
-                changed = True
+    to calls. `body`: the function's instructions."""
+    users: dict[str, list[Instruction]] = {}
+    for inst in body:
+        for name in {o.value for o in inst.operands} | {v.value for v, _ in inst.incoming}:
+            users.setdefault(name, []).append(inst)
+    derived, work = set(roots), list(roots)
+    while work:
+        for inst in users.get(work.pop(), ()):
+            if inst.opcode in ("getelementptr", "phi", "select", "bitcast"):
+                if inst.result not in derived:
+                    derived.add(inst.result)
+                    work.append(inst.result)
             elif inst.opcode == "load" and inst.operands[0].value in derived:
                 continue
-            elif inst.opcode in ("icmp", "ptrtoint", "getelementptr", "phi", "select", "bitcast"):
+            elif inst.opcode in ("icmp", "ptrtoint"):
                 continue
             elif inst.opcode == "call" and inst.callee.startswith(("@llvm.lifetime.", "@llvm.prefetch")):
                 continue

@@ -54,7 +54,7 @@ def rename_incoming(phi: str, old: str, new: str) -> str:
 
 def mentions(text: str, name: str) -> bool:
     """Whether the text names `name` (`%x`, `@f`) whole, not as the start of a longer name."""
-    return re.search(re.escape(name) + _WHOLE, text) is not None
+    return name in text and re.search(re.escape(name) + _WHOLE, text) is not None
 
 
 def body_mentions(definition: str, name: str) -> bool:

@@ -25,8 +25,9 @@ _ATTRIBUTE_GROUP = re.compile(r"#\d+")
 _LINKAGES = {"private", "internal", "available_externally", "linkonce", "weak", "common", "appending", "extern_weak",
              "linkonce_odr", "weak_odr", "external"}
 # what a module's text may hold that a part cannot copy or split: such a module is compiled whole
-_WHOLE_ONLY = re.compile(r'^(module asm |\$[-\w.$"]+ = comdat |@[^=]+= [^"]*\b(alias|ifunc)\b|@llvm\.)|'
-                         r'\b(blockaddress|dso_local_equivalent|no_cfi) ', re.M)
+_WHOLE_ONLY = re.compile(r'^(module asm |\$[-\w.$"]+ = comdat |@[^=]+= [^"]*\b(alias|ifunc)\b|@llvm\.)', re.M)
+_WHOLE_ONLY_WORDS = ("blockaddress", "dso_local_equivalent", "no_cfi")
+_WHOLE_ONLY_ANYWHERE = re.compile(r'\b(blockaddress|dso_local_equivalent|no_cfi) ')
 
 
 @dataclass
@@ -60,6 +61,8 @@ def splittable(text: str) -> bool:
     """Whether the text holds nothing a part cannot have a copy of or a declaration for
     (module assembly, comdats, aliases, `@llvm.*` arrays such as constructors, the address of a
     block or the identity of a function in another module)."""
+    if any(word in text for word in _WHOLE_ONLY_WORDS) and _WHOLE_ONLY_ANYWHERE.search(text):
+        return False  # (a search for the words first: one regex over megabytes of text took 0.1 s)
     return _WHOLE_ONLY.search(text) is None
 
 
