@@ -111,54 +111,10 @@ class Keys:
         return Key(VALUE, name)
 
     def previous(self, loop: Loop) -> set[str]:
-        """The header phis of a loop whose value at iteration k is what its latch computed at
-        iteration k-1, recomputable as such because that does not depend on the phi itself (a
-        load carried over from the previous iteration, say; not a running sum). The loop must
-        leave through its latch only, so that every iteration computed its latch value. Nor may
-        the latch value come from a loop inside (an inner loop's last value, carried into the next
-        iteration): the iteration shift names the earlier iteration of this loop only, and the
-        inner loop's values would be recomputed at the inner iteration the reverse sweep is at,
-        not at the last one."""
-        if loop.header in self._previous:
-            return self._previous[loop.header]
-        found: set[str] = set()
-        self._previous[loop.header] = found
-        if len(loop.entries) != 1 or len(loop.latches) != 1 or any(b != loop.latches[0] for b, _ in loop.exits):
-            return found
-        header = self.loops.block(loop.header)
-        phis = {i.result: i for i in header.instructions if i.opcode == "phi" and i.result not in loop.inductions
-                and len(i.incoming) == 2}
-        reaches: dict[str, set[str]] = {}
-        from_inner: set[str] = set()
-        for name, phi in phis.items():
-            latch = next(v for v, frm in phi.incoming if frm == loop.latches[0])
-            seen, work, hit = set(), [latch.value], set()
-            while work:
-                v = work.pop()
-                if v in seen or v not in self.cfg.defs or self.cfg.block_of[v] not in loop.body:
-                    continue
-                seen.add(v)
-                if self.loops.loop_of[self.cfg.block_of[v]] is not loop:
-                    from_inner.add(name)
-                if v in phis:
-                    hit.add(v)
-                    continue
-                inst = self.cfg.defs[v]
-                work += [o.value for o in inst.operands] + [x.value for x, _ in inst.incoming]
-            reaches[name] = hit
-        for name in phis.keys() - from_inner:  # not on a cycle of phis feeding each other
-            seen, work, cyclic = set(), list(reaches[name]), False
-            while work:
-                v = work.pop()
-                if v == name:
-                    cyclic = True
-                    break
-                if v not in seen:
-                    seen.add(v)
-                    work += reaches[v]
-            if not cyclic:
-                found.add(name)
-        return found
+        """The header phis of a loop recomputable from its latch one iteration earlier (carried_over)."""
+        if loop.header not in self._previous:
+            self._previous[loop.header] = carried_over(self.cfg, self.loops, loop)
+        return self._previous[loop.header]
 
     def shadow(self, op: Operand) -> tuple[Key, ...]:
         """The key of a pointer operand's shadow; none for arguments (always at hand)."""
@@ -389,6 +345,53 @@ class Keys:
         """The instruction a BLOB, OLD, GUARD or AGAIN key names ("#<index>" in the function's
         instruction order)."""
         return self.numbered[name]
+
+
+def carried_over(cfg: CFG, loops: LoopForest, loop: Loop) -> set[str]:
+    """The header phis of a loop whose value at iteration k is what its latch computed at
+    iteration k-1, recomputable as such because that does not depend on the phi itself (a load
+    carried over from the previous iteration, say; not a running sum). The loop must leave
+    through its latch only, so that every iteration computed its latch value. Nor may the latch
+    value come from a loop inside (an inner loop's last value, carried into the next iteration):
+    the iteration shift names the earlier iteration of this loop only, and the inner loop's values
+    would be recomputed at the inner iteration the reverse sweep is at, not at the last one."""
+    found: set[str] = set()
+    if len(loop.entries) != 1 or len(loop.latches) != 1 or any(b != loop.latches[0] for b, _ in loop.exits):
+        return found
+    header = loops.block(loop.header)
+    phis = {i.result: i for i in header.instructions if i.opcode == "phi" and i.result not in loop.inductions
+            and len(i.incoming) == 2}
+    reaches: dict[str, set[str]] = {}
+    from_inner: set[str] = set()
+    for name, phi in phis.items():
+        latch = next(v for v, frm in phi.incoming if frm == loop.latches[0])
+        seen, work, hit = set(), [latch.value], set()
+        while work:
+            v = work.pop()
+            if v in seen or v not in cfg.defs or cfg.block_of[v] not in loop.body:
+                continue
+            seen.add(v)
+            if loops.loop_of[cfg.block_of[v]] is not loop:
+                from_inner.add(name)
+            if v in phis:
+                hit.add(v)
+                continue
+            inst = cfg.defs[v]
+            work += [o.value for o in inst.operands] + [x.value for x, _ in inst.incoming]
+        reaches[name] = hit
+    for name in phis.keys() - from_inner:  # not on a cycle of phis feeding each other
+        seen, work, cyclic = set(), list(reaches[name]), False
+        while work:
+            v = work.pop()
+            if v == name:
+                cyclic = True
+                break
+            if v not in seen:
+                seen.add(v)
+                work += reaches[v]
+        if not cyclic:
+            found.add(name)
+    return found
 
 
 def instruction_key(fn, inst: Instruction) -> str:
