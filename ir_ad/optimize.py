@@ -184,10 +184,17 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     (specs/abi.md, "Stores undone"). Last, every loop gets a block of its own that enters it
     (LLVM's LoopSimplify): CFG simplification leaves a loop that follows another entered from
     the first's last block, and what is checked once before a loop (the undo log's checks,
-    reverse/plan/undo.py) needs a block that runs once before it."""
+    reverse/plan/undo.py) needs a block that runs once before it. Functions in `calls` are
+    made interposable (weak) while the optimizer runs: LLVM infers nothing from the body of a
+    function that may be replaced, such as `returned` on an identity's parameter, through which
+    InstCombine would put the argument in place of the call (and its derivative back in)."""
+    linkages = {}
     for fn in module.functions:
         if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
             fn.add_function_attribute("noinline")
+            if not fn.is_declaration:  # and what they return stays theirs (above)
+                linkages[fn.name] = fn.linkage
+                fn.linkage = llvm.Linkage.weak_any
     inline_aggregates(module)
     options = [*_partial_unrolling(False),
                f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}", "-disable-loop-idiom-all=true"]
@@ -202,6 +209,8 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
             llvm.set_option("adgen", f"-jump-threading-threshold={JUMP_THREADING}")
             llvm.set_option("adgen", "-enable-pre=true")
             llvm.set_option("adgen", "-disable-loop-idiom-all=false")
+    for name, linkage in linkages.items():
+        module.get_function(name).linkage = linkage
     namer = llvm.create_new_module_pass_manager()
     namer.add_loop_simplify_pass()
     namer.add_instruction_namer_pass()

@@ -54,6 +54,38 @@ def test_inactive_functions(tmp_path):
         assert lib.f_fwd(x, u, 3).d_ret == pytest.approx(dx[i])
 
 
+IDENTITIES = r"""
+#include <math.h>
+
+/* stop-gradient as an identity, and a straight-through clamp whose derivative is 2 by hand: LLVM
+ * infers that each returns its argument, and InstCombine used to put the argument in place of
+ * the call (the derivative flowed through both) */
+// @inactive
+double stop(double x) { return x; }
+
+double clamp(double x) { return x; }
+typedef struct { double ret; double d_x; } clamp_grad_result;
+// @derivative(clamp: (active) -> active)
+clamp_grad_result clamp_grad(double x, double d_ret) { clamp_grad_result r = { x, 2 * d_ret }; return r; }
+typedef struct { double ret; double d_ret; } clamp_fwd_result;
+// @derivative(clamp: (dual) -> dual)
+clamp_fwd_result clamp_fwd(double x, double d_x) { clamp_fwd_result r = { x, 2 * d_x }; return r; }
+
+// @diff(f_grad: (active) -> active; f_fwd: (dual) -> dual)
+double f(double x) { return sin(x) * stop(x) + x + clamp(x * x); }
+"""
+
+
+def test_functions_returning_their_argument(tmp_path):
+    src = tmp_path / "identities.c"
+    src.write_text(IDENTITIES)
+    lib = adgen.load(src, build_dir=tmp_path / "build")
+    x = 1.3
+    right = math.cos(x) * x + 1 + 2 * (2 * x)  # stop(x) a constant; clamp's derivative 2 by hand
+    assert lib.f_grad(x, 1.0).d_x == pytest.approx(right, rel=1e-14)
+    assert lib.f_fwd(x, 1.0).d_ret == pytest.approx(right, rel=1e-14)
+
+
 SOLVER = r"""
 /* the real root of x^3 + a x - b (a > 0), by Newton: its derivatives have a closed form */
 double root(double a, double b, int iters)
