@@ -49,6 +49,9 @@ class Files:
 def compiler_errors(stderr: str, files: Files, compiler: str) -> list[Diagnostic]:
     """clang's errors (and the notes after each) as diagnostics; its warnings, the 'In file
     included from' chains and the count are dropped (adgen prints its own)."""
+    if "\\" in str(files.source.path) and re.search(r"failed to parse '[^']*\.d'", stderr):
+        return [error(f"zig's clang cannot compile a file whose path holds a backslash ({files.source.name}): its reader "
+                      "of clang's dependency files fails; rename the file, or build with another clang (--cc, ADGEN_CC)")]
     found: list[Diagnostic] = []
     keep_notes = False
     for line in stderr.splitlines():

@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 
 from adgen.base.diagnostics import AdgenError, error
+from adgen.base.zig_cache import use_scratch_cache
 
 
 # zig's clang defines NDEBUG when it optimizes (-O1 and up); gcc and clang leave it to the user.
@@ -39,7 +40,9 @@ def llvmlite_llvm_major() -> int:
 
 def select_compiler(cc: str | None, meanwhile=None) -> Compiler:
     """The compiler named by --cc, else ADGEN_CC, else ziglang's clang; checked against llvmlite.
-    `meanwhile()` runs while the compiler answers (the command's modules imported, say)."""
+    `meanwhile()` runs while the compiler answers (the command's modules imported, say). A zig
+    named by --cc or ADGEN_CC gets a cache of this process's too (zig_cache.py)."""
+    use_scratch_cache()
     chosen = cc or os.environ.get("ADGEN_CC") or None
     if chosen:
         command = tuple(shlex.split(chosen))
@@ -67,8 +70,11 @@ def select_compiler(cc: str | None, meanwhile=None) -> Compiler:
 @cache
 def zig() -> tuple[str, ...]:
     """The ziglang wheel's `zig`: its executable itself where it is found (`python -m ziglang`
-    only execs it, after starting a Python: 60 ms a compile), else through Python."""
+    only execs it, after starting a Python: 60 ms a compile), else through Python. Its compiles
+    keep their objects in a cache of this process's, not in zig's (zig_cache.py)."""
     from importlib.util import find_spec
+
+    use_scratch_cache()
 
     spec = find_spec("ziglang")
     if spec is not None and spec.origin:

@@ -6,14 +6,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
 import sys
+from functools import partial
 from pathlib import Path
 
 from adgen.base import __version__
 from adgen.base.diagnostics import AdgenError
-from adgen.commands.outputs import write_all, write_depfile
+from adgen.commands import stopping
+from adgen.commands.outputs import depfile_rule, write_all
 from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.base.timing import Stages, plural
+from adgen.base.zig_cache import remove_scratch_cache
 from adgen.base.toolchain import openmp_include_flags, select_compiler, system_flags
 
 DESCRIPTION = """\
@@ -44,13 +48,16 @@ environment:
   ADGEN_RUSTFLAGS  more flags for that rustc (--edition=2024, say)"""
 
 
-def _parser() -> argparse.ArgumentParser:
+def _options(check: bool) -> argparse.ArgumentParser:
+    """The options of generate, build and check. Those of building only (outputs, their target)
+    are refused by check, which has no use for them, rather than ignored."""
     common = argparse.ArgumentParser(add_help=False)
+    building = partial(_refusable, common, check)
     common.add_argument("sources", metavar="SRC.c", nargs="+", type=Path,
                         help="annotated C sources (or C++ sources, SRC.cpp, read as C++; or Rust sources, SRC.rs: "
                              "they get SRC.adgen.rs wrappers)")
-    common.add_argument("-o", dest="out_dir", metavar="DIR", type=Path, default=Path("."),
-                        help="where to write outputs (default: the current directory)")
+    building("-o", dest="out_dir", metavar="DIR", type=Path, default=Path("."),
+             help="where to write outputs (default: the current directory)", why=_WRITES_NO_FILES, generate=True)
     common.add_argument("-I", dest="includes", metavar="DIR", action="append", default=[],
                         help="add a directory to the header search path, as for the C compiler")
     common.add_argument("-D", dest="defines", metavar="NAME[=VAL]", action="append", default=[],
@@ -59,16 +66,51 @@ def _parser() -> argparse.ArgumentParser:
                         help="the clang to use (default: ADGEN_CC, else the clang of the ziglang wheel); "
                              "its LLVM must not be newer than llvmlite's")
     common.add_argument("-v", "--verbose", action="store_true", help="print each stage's time")
-    common.add_argument("--target", metavar="TRIPLE", help="build: the target triple (default: this machine's)")
-    common.add_argument("--march", metavar="CPU",
-                        help="build: the CPU to optimize for, passed to clang and LLVM (`native` for this "
-                             "machine's; default: the generic CPU of the target)")
-    common.add_argument("--emit-llvm", action="store_true",
-                        help="build: also write the differentiated module as DIR/<stem>.adgen.ll")
-    common.add_argument("--explain", action="store_true",
-                        help="build: print the cache plan of each reverse-mode derivative: what the forward sweep "
-                             "stores for the reverse sweep, where, why, and how many bytes per call or iteration")
+    building("--target", metavar="TRIPLE", help="build: the target triple (default: this machine's)",
+             why=_RUNS_HERE)
+    building("--march", metavar="CPU",
+             help="build: the CPU to optimize for, passed to clang and LLVM (`native` for this "
+                  "machine's; default: the generic CPU of the target)", why=_RUNS_HERE)
+    building("--emit-llvm", action="store_true",
+             help="build: also write the differentiated module as DIR/<stem>.adgen.ll", why=_WRITES_NO_FILES)
+    building("--explain", action="store_true",
+             help="build: print the cache plan of each reverse-mode derivative: what the forward sweep "
+                  "stores for the reverse sweep, where, why, and how many bytes per call or iteration",
+             why="prints its table only")
     common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    building("--depfile", type=Path, metavar="FILE",
+             help="also write the headers each source includes as a Makefile rule (for build systems)",
+             why=_WRITES_NO_FILES, generate=True)
+    return common
+
+
+_WRITES_NO_FILES = "writes no files (it builds in a temporary directory)"
+_RUNS_HERE = "runs the derivatives on this machine"
+
+
+def _refusable(parser: argparse.ArgumentParser, refuse: bool, *names: str, why: str, generate: bool = False,
+               **kwargs) -> None:
+    """An option of build (and of generate), or where `refuse` (adgen check), one that is a usage
+    error: `why` says what check does instead."""
+    if not refuse:
+        parser.add_argument(*names, **kwargs)
+        return
+    why = f"it is for adgen build{' and adgen generate' if generate else ''}; adgen check {why}"
+    parser.add_argument(*names, action=_Refused, why=why, nargs=0 if kwargs.get("action") == "store_true" else None,
+                        help=argparse.SUPPRESS)
+
+
+class _Refused(argparse.Action):
+    def __init__(self, *args, why: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.why = why
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"argument {option_string}: {self.why}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common, checking = _options(check=False), _options(check=True)
 
     parser = argparse.ArgumentParser(prog="adgen", description=DESCRIPTION, epilog=EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter, fromfile_prefix_chars="@")
@@ -85,8 +127,6 @@ def _parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("c++", help="a C++ compiler for code written for Enzyme's API and its <enzyme/enzyme> header",
                    add_help=False)
-    common.add_argument("--depfile", type=Path, metavar="FILE",
-                        help="also write the headers each source includes as a Makefile rule (for build systems)")
     sub.add_parser("generate", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
                    help="check annotations; write <stem>.adgen.h and <stem>.adgen.c",
                    description="Check the @diff annotations of each SRC.c against its prototypes and "
@@ -100,7 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("-j", "--jobs", type=_positive, metavar="N",
                        help="a large derivative module is optimized and compiled in parts, a clang process each: "
                             "run at most N at once (default: one per core; the object is the same either way)")
-    check = sub.add_parser("check", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+    check = sub.add_parser("check", parents=[checking], formatter_class=argparse.RawDescriptionHelpFormatter,
                            help="build, then check every derivative against finite differences",
                            description="Build the sources with their derivatives, then check each derived function "
                                        "against central finite differences of its primal on seeded random inputs "
@@ -152,7 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         at = argv.index("--")
         argv, extra = argv[:at], argv[at + 1 :]
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(_unrecognized(argv, args.command, unknown, extra))
     stages = Stages(verbose=args.verbose or args.verbose_global,
                     progress=not args.quiet and sys.stderr.isatty() and not os.environ.get("CI"))
     status = _reporting(lambda: _run(args, extra, stages))
@@ -160,16 +203,34 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
+def _unrecognized(argv: list[str], command: str, unknown: list[str], extra: list[str]) -> str:
+    """argparse's message, and where a compiler's flag is among them (`-O2`), where it goes:
+    the command line again, those flags moved after `--`."""
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    flags = [a for a in unknown if a.startswith("-") and not a.startswith("--") and a != "-"]
+    if not flags:
+        return message
+    rest = list(argv)
+    at = rest.index(command) + 1 if command in rest else 0
+    for flag in flags:
+        if flag in rest[at:]:  # (not if it came from an @file)
+            del rest[rest.index(flag, at)]
+    return f"{message} (compiler flags go after `--`: adgen {shlex.join([*rest, '--', *flags, *extra])})"
+
+
 def _reporting(run) -> int:
     """Runs a command: its errors printed as located diagnostics (status 1), a bug in adgen as
-    one line (status 70), never a traceback."""
+    one line (status 70), never a traceback; stopped by a signal, 128 and its number; writing to
+    a pipe whose reader has gone (`| head -1`), quietly 141, as a C program killed by SIGPIPE."""
     try:
         return run()
     except AdgenError as exc:
         print(diagnostics_text(exc.diagnostics), end="", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        return stopping.status(exc)
+    except BrokenPipeError:
+        return BROKEN_PIPE
     except Exception as exc:  # a bug in adgen: say so in one line, keep the trace for reports
         if os.environ.get("ADGEN_TRACEBACK"):
             raise
@@ -198,21 +259,21 @@ def _run(args, extra: list[str], stages: Stages) -> int:
         from adgen.commands.build.pipeline import build
 
         written, generated, plans = build(args.sources, args.out_dir, flags, user, extra, compiler, stages,
-                                          args.target, args.march, args.emit_llvm, jobs=args.jobs)
+                                          args.target, args.march, args.emit_llvm, jobs=args.jobs,
+                                          depfile=args.depfile)
         if args.explain:
             print(plans or "no reverse-mode derivatives: nothing is stored for a reverse sweep\n", end="", flush=True)
-        if args.depfile:
-            write_depfile(args.depfile, [p for paths, _ in written for p in paths if p.suffix == ".o"], generated)
         if not args.quiet:
             for paths, names in written:
                 print(f"adgen: wrote {', '.join(str(p) for p in paths)} ({', '.join(names) or 'no derivatives'})",
                       file=sys.stderr)
         return 0
     generated = generate(args.sources, args.out_dir, flags + extra, stages)
-    with stages.stage("write"):
-        write_all({path: text for g in generated for path, text in g.files.items()})
+    files = {path: text for g in generated for path, text in g.files.items()}
     if args.depfile:
-        write_depfile(args.depfile, [p for g in generated for p in g.files if p.suffix == ".h"], generated)
+        files[args.depfile] = depfile_rule([p for g in generated for p in g.files if p.suffix == ".h"], generated)
+    with stages.stage("write"):  # all or none (outputs.py)
+        write_all(files)
     if not args.quiet:
         for g in generated:
             names = " and ".join(str(p) for p in g.files)
@@ -220,13 +281,35 @@ def _run(args, extra: list[str], stages: Stages) -> int:
     return 0
 
 
+BROKEN_PIPE = 128 + 13
+
+
 def command() -> None:
     """The `adgen` program: `main`, then an exit that skips tearing down the interpreter's
     objects (the modules' IR and LLVM's: 40 ms of every build), as mypy's command does. Streams
-    are flushed; files and temporary folders are closed by then."""
-    status = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    are flushed; files and temporary folders are closed by then. SIGTERM stops it as Ctrl-C
+    does, its compilers with it (stopping.py)."""
+    stopping.install()
+    try:
+        status = main()
+    except SystemExit as exc:  # argparse's: --help, --version, a usage error
+        status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    except KeyboardInterrupt as exc:  # while the command line was read
+        status = stopping.status(exc)
+    except BrokenPipeError:
+        status = BROKEN_PIPE
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        status = BROKEN_PIPE
+    if status == BROKEN_PIPE:  # what is left in the buffer goes nowhere, not into a second error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
+    stopping.finish()
+    remove_scratch_cache()  # (os._exit runs nothing at exit)
     os._exit(status)
 
 

@@ -15,7 +15,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from adgen.frontend.comments import Comment, find_comments, find_rust_comments
-from adgen.base.diagnostics import AdgenError, SourceFile, Span, error
+from adgen.base.diagnostics import AdgenError, SourceFile, Span, error, note
 from adgen.frontend.languages import is_rust
 
 MARKERS = r"@(?:diff|inactive|derivative)\b"
@@ -118,14 +118,17 @@ def find_annotations(source: SourceFile) -> list[Annotation]:
     for comment in comments(source.text):
         body = comment.body(source.text)
         for m in re.finditer(MARKERS, body):
+            if _in_backquotes(body, m.start()):
+                continue  # prose: `@diff`
             start = comment.start + m.start()
-            bare = m.group() == "@inactive" and not body[m.end():].lstrip().startswith("(")
+            opened = body[m.end():].lstrip().startswith("(")
+            bare = m.group() == "@inactive" and not opened
             end = comment.start + (m.end() if bare else _annotation_end(body, m.end()))
             try:
                 tree = _parser().parse(body[m.start() : end - comment.start])
                 entries = _ToEntries(source, start).transform(tree)
             except UnexpectedInput as exc:
-                problems.append(_syntax_error(exc, source, start, end))
+                problems.append(_syntax_error(exc, source, start, end, prose=not opened))
                 continue
             if m.group() == "@diff":  # (@derivative's entry names a C function, which may be called anything)
                 problems += [error(f"derived name '{e.name.text}' is a word of the annotation language", e.name.span)
@@ -165,7 +168,14 @@ def _annotation_end(body: str, after_marker: int) -> int:
     return len(body.rstrip())
 
 
-def _syntax_error(exc: UnexpectedInput, source: SourceFile, start: int, end: int):
+def _in_backquotes(body: str, at: int) -> bool:
+    """Whether a marker is inside a code span, `@diff`, on its line of the comment: prose."""
+    return body.count("`", body.rfind("\n", 0, at) + 1, at) % 2 == 1
+
+
+def _syntax_error(exc: UnexpectedInput, source: SourceFile, start: int, end: int, prose: bool):
+    """`prose`: the marker is not followed by '(' (a comment mentioning it, most likely), which a
+    note says how to write."""
     if isinstance(exc, UnexpectedToken) and exc.token.type != "$END":
         found, at, length = f"'{exc.token}'", start + exc.token.start_pos, len(exc.token)
         expected = exc.expected
@@ -178,7 +188,10 @@ def _syntax_error(exc: UnexpectedInput, source: SourceFile, start: int, end: int
     wanted = sorted(_describe(t) for t in expected if t != "TARGS" or len(expected) == 1)  # (C++'s `<...>`: optional)
     what = wanted[0] if len(wanted) == 1 else "one of " + ", ".join(wanted)
     marker = re.match(MARKERS, source.text[start:]).group()
-    return error(f"syntax error in {marker} annotation: expected {what}, found {found}", Span(source, at, length))
+    notes = [note(f"an annotation is '{marker}(' anywhere in a comment; to write the word in prose, put it in "
+                  f"backquotes: `{marker}`", Span(source, start, len(marker)))] if prose else []
+    return error(f"syntax error in {marker} annotation: expected {what}, found {found}", Span(source, at, length),
+                 notes)
 
 
 @cache

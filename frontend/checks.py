@@ -29,13 +29,18 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
     whose marker says what the entry means); an `@inactive` annotation has no entry."""
     text = unit.source.text
     by_start = {f.start: f for f in reversed(unit.functions)}  # first declaration at a position
+    skipped = getattr(unit, "skipped", ())
     pairs = []
     for a in annotations:
+        if any(start <= a.span.offset < end for start, end in skipped):
+            continue  # in an `#if` branch the build does not take (its function may be the other branch's)
         at = following(text, a.comment.end, annotations)
         function = by_start.get(at)
         if function is None and at in getattr(unit, "unreadable", ()):
             continue  # a Rust function whose signature has been reported already
         template = getattr(unit, "templates", {}).get(at)
+        if not _ascii_name(a, function or template, problems):
+            continue
         if function is None and template is not None:
             pairs += _instances(unit, a, template, problems)
             continue
@@ -57,6 +62,19 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
                                    "arguments", e.template_args.span, [note("it is declared here", function.span)]))
         pairs += [(a, e, function) for e in a.entries] or [(a, None, function)]
     return pairs
+
+
+def _ascii_name(a: Annotation, function, problems: Collector) -> bool:
+    """Whether the function an annotation stands before has an ASCII name: C11 allows others
+    (`féλ`), but the build cannot yet find such a function in the compiled code (LLVM escapes its
+    name). (The names an annotation writes are ASCII: its grammar's.)"""
+    if function is None or function.name.isascii():
+        return True
+    problems.add(error(f"{a.marker} annotations stand before functions whose names are ASCII: '{function.name}' is "
+                       "not, and adgen cannot yet find it in the compiled code (rename it, or annotate a function "
+                       "with an ASCII name that calls it)", a.span,
+                       [note(f"'{function.name}' is declared here", function.span)]))
+    return False
 
 
 def _instances(unit: Unit, a: Annotation, template, problems: Collector) -> list:

@@ -14,10 +14,11 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from clang.cindex import CursorKind, Index, TemplateArgumentKind, TypeKind
+from clang.cindex import CursorKind, Index, TemplateArgumentKind, TranslationUnit, TypeKind
 
 from adgen.frontend.ctype import CType, enclosing_namespaces, from_clang, from_clang_cxx, object_cxx
 from adgen.frontend.languages import is_cxx
+from adgen.frontend.skipped import skipped_ranges
 from adgen.base.cxx_names import demangle
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error, note
 
@@ -100,6 +101,7 @@ class Unit:
     # before starts (a constructor, a member function template), and what it is
     templates: dict[int, "Template"] = field(default_factory=dict)  # C++: function templates, by where they start
     read_with: tuple[list[str], list] = ([], [])  # the flags and unsaved files it was read with (instantiate())
+    skipped: list[tuple[int, int]] = field(default_factory=list)  # offsets of the `#if` branches not taken
 
 
 @dataclass(frozen=True)
@@ -147,13 +149,14 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
     unsaved = _virtual_headers(source, flags, made, generated_headers or {})
     try:
         tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c++" if cxx else "c", *flags],
-                                  unsaved_files=unsaved + _as_text(source.path))
+                                  unsaved_files=unsaved + _as_text(source.path),
+                                  options=TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)  # (skipped_ranges)
     except Exception as exc:  # libclang raises a bare TranslationUnitLoadError
         raise AdgenError(error(f"libclang could not read {source.name}: {exc}"))
     main = _real(source.path)
     virtual = {_real(p) for p, _ in unsaved}
     files: dict[str, SourceFile] = {main: source}
-    unit = Unit(source, [], {}, {}, [], cxx=cxx, read_with=(flags, unsaved))
+    unit = Unit(source, [], {}, {}, [], cxx=cxx, read_with=(flags, unsaved), skipped=skipped_ranges(tu, source, main))
     for d in tu.diagnostics:
         if d.severity >= 3 and not (cxx and _in_system_header(d)):
             unit.errors.append(_clang_error(d, files))

@@ -3,7 +3,10 @@ text, activities, widths, names, types in prototypes, declarations' forms, trunc
 bytes, line endings, moved or doubled annotations, deleted or duplicated lines, undeclared
 identifiers in bodies, the arguments of calls to Enzyme's API) run through `adgen generate` and
 `adgen build` (`adgen cc -c` for code written for Enzyme's API), each in a fresh directory with
-an empty output directory.
+an empty output directory; and, one run in four, mutations of the command line and the file
+system around it (SETUPS: compiler flags before `--`, options a command does not take, an output
+folder that is a file or lies under one, an output that is a symlink to another file or is a
+folder, odd file names, missing and doubled sources).
 
     python tests/mutate.py --long 2000            # 2,000 mutations
     python tests/mutate.py --seed 7 --long 200    # another stream
@@ -13,12 +16,14 @@ The seeds are the annotated sources of examples/, specs/golden/, tests/fuzz_regr
 sources written in the tests; Rust ones only where a rustc adgen can use is found. A run is
 `ok` (exit status 0), `rejected` (status 1 with an error located in the user's file,
 `FILE:LINE:COL: error:` at a line the file has, or an `adgen: error:` line for whole-file
-problems), or `bad`: a Python traceback, another exit status, a run past the time limit, an
-exit 1 without such an error, a path of adgen's own in the output (its temporary directories
-`adgen-…`, its generated files as a diagnostic's place, its templates), or any file left in the
-output directory or beside the source after an error. With --keep DIR, each bad case is
-minimized (lines removed while it stays bad for the same reason) and written to DIR with the
-command and adgen's output, for triage."""
+problems; status 2 with a usage line and its error, argparse's), or `bad`: a Python traceback,
+another exit status (an internal error's 70 too), a run past the time limit, an exit 1 without
+such an error, a path of adgen's own in the output (its temporary directories `adgen-…`, its
+generated files as a diagnostic's place, its templates), any file left in the output directory
+or beside the source after an error (what a setup planted aside), or a file written through a
+symlink. Permissions are not mutated: these runs are often root's, whom modes do not stop.
+With --keep DIR, each bad case is minimized (lines removed while it stays bad for the same
+reason) and written to DIR with the command and adgen's output, for triage."""
 
 from __future__ import annotations
 
@@ -75,13 +80,31 @@ class Seed:
         return "__enzyme_" in self.text and not self.rust
 
 
+@dataclass(frozen=True)
+class Setup:
+    """A mutation of the command line or the file system: files planted in the run's directory
+    before adgen runs (relative path -> "file", "dir", or "link:TARGET"), which the judge does not
+    count as left behind; arguments added; the output folder and the source's name changed."""
+    kind: str
+    args: tuple[str, ...] = ()
+    out: str = "out"
+    name: str | None = None
+    plant: tuple[tuple[str, str], ...] = ()
+
+
 @dataclass
 class Mutation:
     index: int
     seed: Seed
     kinds: tuple[str, ...]
     data: bytes
-    command: str  # "generate" or "build"
+    command: str  # "generate", "build" or "cc"
+    setup: Setup | None = None
+
+    @property
+    def name(self) -> str:
+        """The source's file name in the run's src/."""
+        return self.setup.name if self.setup and self.setup.name else self.seed.name
 
     @property
     def kind(self) -> str:
@@ -385,6 +408,65 @@ def line_endings(rng: random.Random, text: str, rust: bool) -> str | None:
     return text.rstrip("\n")
 
 
+# ---------------------------------------------------------------------------------------------- setups
+
+VICTIM = "victim.txt"  # a file outputs are made symlinks to: it must be unchanged after the run
+FLAGS = ["-O2", "-O0", "-DFAST", "-Wall", "-fopenmp", "-march=native", "-g", "-std=c11", "-ffast-math", "-c"]
+OPTIONS = [("--explain",), ("--emit-llvm",), ("-q",), ("-v",), ("-j", "0"), ("-j", "x"), ("-j", "-3"),
+           ("--target", "nonsense-triple"), ("--march", "nonsense"), ("--depfile", "out/no/such/f.d"),
+           ("--depfile", ""), ("-o",), ("--",), ("--", "-Wno-such-warning"), ("--", "-include", "nowhere.h"),
+           ("--nonsense",), ("-I",), ("-I", "no/such/dir"), ("-D",), ("--version",), ("--help",)]
+ODD_NAMES = ["a b.c", 'q"uote.c', "back\\slash.c", "f\u00e9\u03bb.c", "-dash.c", "x.y.c", "tab\t.c", "UPPER.C",
+             "semi;colon.c", "dollar$x.c", "new\nline.c", "'single'.c"]
+
+
+def _outputs(m: Mutation, stem: str) -> list[str]:
+    return [f"{stem}.o"] if m.command == "cc" else [f"{stem}.adgen.{e}" for e in ("h", "c", "json", "o")]
+
+
+def setup(rng: random.Random, m: Mutation) -> Setup:
+    """One mutation of the command line or the file system for this run."""
+    stem = Path(m.name).stem
+    kind = rng.choice(["flag_before_dashes", "option", "out_is_a_file", "out_under_a_file", "output_symlink",
+                       "output_is_a_folder", "odd_name", "missing_source", "source_twice", "source_is_a_folder"])
+    if kind == "flag_before_dashes":
+        return Setup(kind, args=(rng.choice(FLAGS),))
+    if kind == "option":
+        return Setup(kind, args=rng.choice(OPTIONS))
+    if kind == "out_is_a_file":
+        return Setup(kind, out="blocker", plant=(("blocker", "file"),))
+    if kind == "out_under_a_file":
+        return Setup(kind, out="blocker/out", plant=(("blocker", "file"),))
+    if kind == "output_symlink":
+        target = rng.choice(_outputs(m, stem))
+        return Setup(kind, plant=((VICTIM, "file"), (f"out/{target}", f"link:../{VICTIM}")))
+    if kind == "output_is_a_folder":
+        return Setup(kind, plant=((f"out/{rng.choice(_outputs(m, stem))}", "dir"),))
+    if kind == "odd_name":
+        return Setup(kind, name=rng.choice(ODD_NAMES).replace(".c", Path(m.seed.name).suffix))
+    if kind == "missing_source":
+        return Setup(kind, args=("src/nowhere" + Path(m.seed.name).suffix,))
+    if kind == "source_twice":
+        return Setup(kind, args=(f"src/{m.name}",))
+    return Setup(kind, args=("src",))
+
+
+def plant(s: Setup | None, work: Path) -> set[Path]:
+    """The setup's files made in the run's directory; returns their paths."""
+    made = set()
+    for rel, what in s.plant if s else ():
+        path = work / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if what == "dir":
+            path.mkdir()
+        elif what == "file":
+            path.write_text("planted\n")
+        else:
+            path.symlink_to(what.removeprefix("link:"))
+        made.add(path)
+    return made
+
+
 MUTATORS = {f.__name__: f for f in (annotation_text, activity, width, name, prototype_type, truncate, stray_bytes,
                                      move_annotation, double_annotation, delete_line, duplicate_line, undeclared,
                                      signature_form, line_endings, enzyme_call)}
@@ -403,8 +485,13 @@ def mutation(seed: int, index: int, sources: list[Seed], kinds_allowed: list[str
                 text, kinds = changed, kinds + [kind]
                 break
     data = text if isinstance(text, bytes) else text.encode()
-    return Mutation(index, src, tuple(kinds), data,
-                    "cc" if src.enzyme else "build" if rng.random() < 0.65 else "generate")
+    m = Mutation(index, src, tuple(kinds), data, "cc" if src.enzyme else "build" if rng.random() < 0.65 else "generate")
+    if kinds_allowed is None and rng.random() < 0.25:  # the command line or the file system mutated too
+        if rng.random() < 0.5:
+            m.data, m.kinds = src.text.encode(), ()  # on the source as it was, which would build
+        m.setup = setup(rng, m)
+        m.kinds = (m.setup.kind,) + m.kinds
+    return m
 
 
 # ---------------------------------------------------------------------------------------------- judging
@@ -418,13 +505,21 @@ OWN_PATHS = [
 ]
 
 
-def judge(status: int | None, output: str, source: Path, home: Path | None, out_dir: Path) -> Verdict:
+def judge(status: int | None, output: str, source: Path, home: Path | None, out_dir: Path,
+          planted: set[Path] = frozenset()) -> Verdict:
     """The verdict on one run: `status` None for one past the time limit; `output` its stdout and
-    stderr; `source` the mutated file, `home` where its includes are; `out_dir` its outputs."""
+    stderr; `source` the mutated file, `home` where its includes are; `out_dir` its outputs;
+    `planted` what a setup made before the run."""
+    victim = source.parent.parent / VICTIM
+    if victim in planted and victim.read_bytes() != b"planted\n":
+        return Verdict("bad", "wrote through a symlink into another file", output)
     if status is None:
         return Verdict("bad", "ran past the time limit", output)
     if TRACEBACK in output:
         return Verdict("bad", "a Python traceback", output)
+    usage = re.search(r"^(?:usage: .*\n(?:.*\n)*?)?adgen[\w +-]*: error: .*", output, re.M)
+    if status == 2 and usage and "usage: " in output:  # a usage error, argparse's (specs/errors.md)
+        return Verdict("rejected", usage.group(0).splitlines()[-1], output)
     if status not in (0, 1):
         return Verdict("bad", f"exit status {status}", output)
     for pattern, why in OWN_PATHS:
@@ -432,8 +527,8 @@ def judge(status: int | None, output: str, source: Path, home: Path | None, out_
             return Verdict("bad", why, output)
     if status == 0:
         return Verdict("ok", "", output)
-    left = sorted(p.name for p in out_dir.iterdir()) + sorted(p.name for p in source.parent.iterdir()
-                                                            if p != source)
+    outputs = list(out_dir.iterdir()) if out_dir.is_dir() else []
+    left = sorted(p.name for p in outputs + list(source.parent.iterdir()) if p != source and p not in planted)
     if left:
         return Verdict("bad", "left files after an error: " + ", ".join(left), output)
     located = [m for m in LOCATED.finditer(output) if _users(m, source, home)]
@@ -464,17 +559,23 @@ def run(m: Mutation) -> Verdict:
         work = Path(tmp)
         (work / "src").mkdir()
         (work / "out").mkdir()
-        source = work / "src" / m.seed.name
+        source = work / "src" / m.name
         source.write_bytes(m.data)
+        planted = plant(m.setup, work)
         status, output = _adgen(m, work)
-        return judge(status, output, source, m.seed.home, work / "out")
+        out = work / (m.setup.out if m.setup else "out")
+        return judge(status, output, source, m.seed.home, out if out.is_dir() else work / "out", planted)
 
 
 def command(m: Mutation) -> list[str]:
     """The adgen command, run in the mutation's directory (`adgen cc` compiles to out/)."""
     includes = ["-I", str(m.seed.home)] if m.seed.home else []
-    out = ["-c", "-o", f"out/{Path(m.seed.name).stem}.o"] if m.command == "cc" else ["-o", "out"]
-    return [sys.executable, "-m", "adgen.commands.cli", m.command, f"src/{m.seed.name}", *out, *includes]
+    folder = m.setup.out if m.setup else "out"
+    out = ["-c", "-o", f"{folder}/{Path(m.name).stem}.o"] if m.command == "cc" else ["-o", folder]
+    extra = list(m.setup.args) if m.setup else []
+    if "--" in extra:  # what follows `--` goes last
+        return [sys.executable, "-m", "adgen.commands.cli", m.command, f"src/{m.name}", *out, *includes, *extra]
+    return [sys.executable, "-m", "adgen.commands.cli", m.command, f"src/{m.name}", *extra, *out, *includes]
 
 
 def _adgen(m: Mutation, work: Path) -> tuple[int | None, str]:
@@ -495,7 +596,7 @@ def minimize(m: Mutation, reason: str) -> Mutation:
     """The mutation with lines removed (halves, then single lines) while it stays bad for the
     same reason."""
     def same(data: bytes) -> bool:
-        trial = Mutation(m.index, m.seed, m.kinds, data, m.command)
+        trial = Mutation(m.index, m.seed, m.kinds, data, m.command, m.setup)
         v = run(trial)
         return v.outcome == "bad" and _reason_kind(v.reason) == _reason_kind(reason)
 
@@ -510,7 +611,7 @@ def minimize(m: Mutation, reason: str) -> Mutation:
             else:
                 i += chunk
         chunk //= 2
-    return Mutation(m.index, m.seed, m.kinds, b"\n".join(lines), m.command)
+    return Mutation(m.index, m.seed, m.kinds, b"\n".join(lines), m.command, m.setup)
 
 
 def _reason_kind(reason: str) -> str:
@@ -522,12 +623,13 @@ def keep(m: Mutation, v: Verdict, folder: Path, seed: int) -> Path:
     small = minimize(m, v.reason)
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"s{seed}_{m.index}_{re.sub(r'[^A-Za-z0-9]', '', _reason_kind(v.reason))[:24]}"
-    path = folder / f"{stem}_{m.seed.name}"
+    path = folder / f"{stem}_{re.sub(r'[^A-Za-z0-9_.-]', '_', m.name)}"
     path.write_bytes(small.data)
     again = run(small)
     (folder / f"{stem}.txt").write_text(
         f"mutation {m.index} of seed {seed} ({m.kind}) of {m.seed.name}\n"
-        f"in a directory holding src/{m.seed.name} (this file) and an empty out/:\n"
+        f"in a directory holding src/{m.name} (this file) and an empty out/"
+        f"{f', and {dict(m.setup.plant)} planted' if m.setup and m.setup.plant else ''}:\n"
         f"  {' '.join(command(small))}\nbad: {again.reason or v.reason}\n\n{again.output or v.output}")
     return path
 

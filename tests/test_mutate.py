@@ -34,6 +34,9 @@ VERDICTS = [
     (1, LOCATED, "out/f.adgen.h", "bad", "left files after an error: f.adgen.h"),
     (1, LOCATED, "src/f.d", "bad", "left files after an error: f.d"),
     (1, "Traceback (most recent call last):\n  File ...\nKeyError: 'x'\n", "", "bad", "a Python traceback"),
+    (2, "usage: adgen build [-h] SRC.c\nadgen build: error: unrecognized arguments: -O2 (compiler flags go "
+        "after `--`: adgen build f.c -- -O2)\n", "", "rejected", ""),
+    (2, "something else\n", "", "bad", "exit status 2"),
     (70, "adgen: internal error: KeyError\n", "", "bad", "exit status 70"),
     (-11, "", "", "bad", "exit status -11"),
     (None, "", "", "bad", "ran past the time limit"),
@@ -51,6 +54,38 @@ def test_the_judge(tmp_path):
         (tmp_path / str(n)).mkdir()
         v = _judged(tmp_path / str(n), status, output, leave)
         assert (v.outcome, v.reason if outcome == "bad" else "") == (outcome, reason), (n, output)
+
+
+def test_the_judge_on_setups(tmp_path):
+    """What a setup planted is not left behind by adgen; a symlink's target written through is bad."""
+    m = mutate.Mutation(0, mutate.Seed("f.c", "double f(double x) { return x; }\n"), (), b"", "build",
+                        mutate.Setup("output_symlink", plant=((mutate.VICTIM, "file"), ("out/f.adgen.h", "link:../victim.txt"))))
+    for written, outcome in ((False, "rejected"), (True, "bad")):
+        work = tmp_path / str(written)
+        (work / "src").mkdir(parents=True)
+        (work / "out").mkdir()
+        source = work / "src" / "f.c"
+        source.write_text("double f(double x) { return x; }\n")
+        planted = mutate.plant(m.setup, work)
+        assert (work / "out" / "f.adgen.h").is_symlink() and len(planted) == 2
+        if written:
+            (work / "out" / "f.adgen.h").write_text("through the link")
+        v = mutate.judge(1, "adgen: error: x\n", source, None, work / "out", planted)
+        assert v.outcome == outcome, v
+        assert not written or v.reason == "wrote through a symlink into another file"
+
+
+def test_every_setup_applies():
+    """Each mutation of the command line or the file system is drawn, and changes the command or
+    plants something."""
+    sources = mutate.seeds("c")
+    drawn = [mutate.mutation(3, i, sources) for i in range(400)]
+    setups = [m for m in drawn if m.setup]
+    assert 60 <= len(setups) <= 140
+    kinds = {m.setup.kind for m in setups}
+    assert len(kinds) == 10, kinds
+    for m in setups:
+        assert m.setup.args or m.setup.plant or m.setup.name or m.setup.out != "out", m.setup
 
 
 def test_every_mutation_applies_to_an_annotated_source_or_enzyme_code():

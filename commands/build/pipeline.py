@@ -15,7 +15,7 @@ from adgen.frontend.abi import Signature
 from adgen.base.diagnostics import AdgenError, Collector
 from adgen.frontend.generate import Generated, generate
 from adgen.frontend.model import Activity, Mode
-from adgen.commands.outputs import write_all
+from adgen.commands.outputs import depfile_rule, write_all
 from adgen.base.timing import Stages, plural
 from adgen.frontend.rust_source import is_rust
 from adgen.frontend.languages import is_cxx
@@ -43,13 +43,15 @@ from adgen.ir_ad.rules import hand_rule, written_by_hand
 
 def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
           compiler: Compiler, stages: Stages, target: str | None = None, march: str | None = None,
-          emit_llvm: bool = False, jobs: int | None = None
+          emit_llvm: bool = False, jobs: int | None = None, depfile: Path | None = None
           ) -> tuple[list[tuple[list[Path], list[str]]], list[Generated], str]:
     """`read_flags` are what libclang reads the sources with; `flags` (-I, -D) and `extra` (after
     --) what clang lowers them with; `jobs`, how many clang processes may optimize and compile
     derivative code at once (optimize.compile_object; default: one per core this process may
-    run on). Returns what was written (paths and derived functions per source), the frontend's
-    results, and the cache plans of the reverse-mode derivatives as text (`--explain`)."""
+    run on); `depfile`, where to write a Makefile rule of the objects' dependencies (with the
+    other outputs, all or none). Returns what was written (paths and derived functions per
+    source), the frontend's results, and the cache plans of the reverse-mode derivatives as
+    text (`--explain`)."""
     generated = generate(sources, out_dir, read_flags + extra, stages)
     jobs = jobs or cores()
     chosen = optimize.machine(target, march)
@@ -89,8 +91,11 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
                 note.text += f", {how}"
         written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
                         [s.name for s in g.signatures]))
-    with stages.stage("write"):  # only now: nothing is written when any stage fails
-        write_all({path: text for g in generated for path, text in g.files.items()} | objects)
+    files = {path: text for g in generated for path, text in g.files.items()} | objects
+    if depfile is not None:
+        files[depfile] = depfile_rule([p for p in objects if p.suffix == ".o"], generated)
+    with stages.stage("write"):  # only now, all or none: nothing is written when any stage fails
+        write_all(files)
     return written, generated, "".join(explained)
 
 

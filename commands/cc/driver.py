@@ -17,6 +17,7 @@ from pathlib import Path
 
 from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import Stages
+from adgen.commands.outputs import write_all
 from adgen.base.toolchain import (USERS_NDEBUG, Compiler, cxx_command, enzyme_include_flags, openmp_include_flags,
                                   openmp_link_flags, select_compiler, system_flags)
 from adgen.frontend.languages import Language, language
@@ -202,7 +203,7 @@ def _compile(compiler: Compiler, line: CommandLine, source: Path, out: Path, imp
         if plans:
             print(plans, end="", flush=True)
         if obj is not None:
-            out.write_bytes(obj)
+            write_all({out: obj}, make_dirs=False)  # a link at `out` replaced, as clang's -o does
             return _write_dependencies(driver, user, deps, source, out)
     return _clang(driver, [*flags, "-c", str(source), "-o", str(out)] if not line.assemble_only else
                   [*flags, "-S", str(source), "-o", str(out)])

@@ -1,0 +1,2 @@
+// @diff(f_grad: (active) -> active)
+double féλ(double λ) { return λ * λ; }

@@ -1,0 +1,36 @@
+"""Builds leave nothing of the user's sources in zig's cache (issue 42, item 3): zig stored the
+bitcode of every build's compiles there, never to be used again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SOURCE = """// @diff(f_grad: (active) -> active)
+double f(double x) { return x * x; }
+"""
+
+
+def _bitcode_folders(cache: Path) -> list[Path]:
+    """The folders of zig's cache holding bitcode (of the user's sources: adgen compiles nothing
+    else to bitcode)."""
+    return sorted({p.parent for p in (cache / "zig" / "o").glob("*/*.bc")})
+
+
+def test_a_second_build_stores_no_more_bitcode_in_zigs_cache(tmp_path):
+    (tmp_path / "f.c").write_text(SOURCE)
+    home, temporary = tmp_path / "home", tmp_path / "tmp"
+    temporary.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZIG_")}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=str(temporary))
+    stored = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "build", "-q", "f.c", "-o", "out"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        stored.append(_bitcode_folders(home / ".cache"))
+    assert stored == [[], []]
+    # the first build's own cache is gone (the command line exits without removing its own: the next one does)
+    assert len(list(temporary.glob("adgen-zig-*"))) <= 1
