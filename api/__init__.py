@@ -12,13 +12,13 @@ The command-line tool is `adgen` (see `adgen --help`)."""
 
 from adgen.base import __version__
 
-__all__ = ["BuildError", "Library", "TapeError", "load", "__version__"]
+__all__ = ["BuildError", "CacheError", "Library", "TapeError", "load", "__version__"]
 
 
 def __getattr__(name: str):
     """`load` and its classes, imported when first asked for: the `adgen` command, whose modules
     live in this package too, does not pay for them."""
-    if name in ("BuildError", "Library", "TapeError", "load"):
+    if name in ("BuildError", "CacheError", "Library", "TapeError", "load"):
         from adgen.commands import load
 
         return getattr(load, name)

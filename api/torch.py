@@ -15,12 +15,16 @@ Double backward (`create_graph=True`, `gradgradcheck`) takes a Hessian-vector pr
 function with the split entry's activities; without one, differentiating the gradient raises.
 The entry must be split mode, width 1, with an `active` return; pointer parameters take
 contiguous CPU tensors (read, not written), active scalars take Python floats or 0-d tensors,
-and the other parameters plain values."""
+and the other parameters plain values; arguments go by position or by the C parameters' names,
+checked as `adgen.load`'s functions check them (a tensor shorter than `@size` says is a
+ValueError)."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+
+from adgen.commands.load_arguments import bind
 
 _DUP = ("dup", "duponly")
 
@@ -30,7 +34,7 @@ def function(lib, entry: str, hvp: str | None = None):
     (twice, with a Hessian-vector product entry `hvp`)."""
     spec = _split_entry(lib, entry)
     sweeps = _Sweeps(lib, entry, spec)
-    activities, differentiable = spec["activities"], sweeps.differentiable
+    differentiable = sweeps.differentiable
     products = _hessian(lib, entry, spec, sweeps.names, hvp) if hvp else None
 
     class Gradient(torch.autograd.Function):
@@ -76,10 +80,8 @@ def function(lib, entry: str, hvp: str | None = None):
             by_input = dict(zip(differentiable, grads))
             return tuple(_like(by_input.get(i), a) if ctx.needs_input_grad[i] else None for i, a in enumerate(args))
 
-    def apply(*args):
-        if len(args) != len(activities):
-            raise TypeError(f"{spec['of']}() takes {len(activities)} arguments, not {len(args)}")
-        return Bridge.apply(*args)
+    def apply(*args, **kwargs):
+        return Bridge.apply(*bind(spec["of"], lib._all[spec["of"]]["params"], args, kwargs))
 
     apply.__doc__ = f"{spec['of']} with gradients from {entry} (split mode)" + (f", Hessians from {hvp}" if hvp else "")
     return apply
@@ -216,9 +218,9 @@ def _like(grad, arg):
 
 def _array(value):
     """An argument as the C call takes it: a tensor as a NumPy copy (the C code may write into
-    what it is given), a 0-d tensor as a float."""
+    what it is given), a 0-d tensor as a Python number (an int for an integer tensor)."""
     if isinstance(value, torch.Tensor):
         if value.dim() == 0:
-            return float(value.detach())
+            return value.detach().item()
         return value.detach().cpu().contiguous().numpy().copy()
     return value

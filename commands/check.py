@@ -21,7 +21,8 @@ import numpy as np
 from adgen.frontend.annotations import size_items
 from adgen.frontend.languages import is_rust
 
-from adgen.commands.load import NUMPY_DTYPES, BuildError, load
+from adgen.commands.load import BuildError, load
+from adgen.commands.load_arguments import NUMPY_DTYPES
 
 
 class CheckError(Exception):
@@ -498,6 +499,9 @@ def run(sources: list, flags: list[str], only: str | None, sizes: list[str], see
         timeout: float = 10.0) -> int:
     """The command: builds, checks, prints the table; 0 when every derivative matches."""
     try:
+        missing = [str(s) for s in sources if not Path(s).is_file()]
+        if missing:  # (as adgen build says it)
+            raise CheckError(f"no such file: {', '.join(missing)}")
         if any(is_rust(Path(s)) for s in sources):
             raise CheckError("adgen check takes C sources; check a Rust source's derivatives from Rust, through the "
                              "wrappers `adgen build` writes (its .adgen.rs)")

@@ -1,7 +1,10 @@
 """`adgen.load`: builds C sources with their derivatives into a shared library (or takes the
 objects of an earlier `adgen build`) and calls its functions through ctypes, with the
 signatures from the build's manifests. Pointer parameters take NumPy arrays (or ctypes
-arrays), which the call reads and writes in place; result structs come back as named tuples."""
+arrays), which the call reads and writes in place; result structs come back as named tuples.
+What C would take on trust is checked first (None for a pointer, an array shorter than
+`@size` says, an integer its C type cannot hold); builds are cached where only the user can
+write, checked by their digests, and made aside and renamed into place under a lock."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -20,35 +24,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from adgen.base import __version__
-from adgen.base.diagnostics import AdgenError, Diagnostic
+from adgen.base.diagnostics import AdgenError
 from adgen.base.timing import Stages
 from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, cxx_command, openmp_include_flags, openmp_link_flags,
                                   select_compiler, system_flags)
 from adgen.base.templates import render_text
+from adgen.commands.load_arguments import (argtype, argument, bind, check_derivative_arrays, check_lengths, from_c,
+                                           lengths, structure, value_type)
+from adgen.commands.load_cache import cache_root, locked, record_digests, verified
+from adgen.commands.load_errors import BuildError, CacheError
 from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.frontend.languages import is_cxx, is_rust
 
-_SCALARS = {
-    "double": ctypes.c_double, "float": ctypes.c_float, "longdouble": ctypes.c_longdouble, "bool": ctypes.c_bool,
-    "byte": ctypes.c_byte, "ubyte": ctypes.c_ubyte, "short": ctypes.c_short, "ushort": ctypes.c_ushort,
-    "int": ctypes.c_int, "uint": ctypes.c_uint, "long": ctypes.c_long, "ulong": ctypes.c_ulong,
-    "longlong": ctypes.c_longlong, "ulonglong": ctypes.c_ulonglong,
-}
-NUMPY_DTYPES = {"double": "float64", "float": "float32", "int": "int32", "uint": "uint32", "long": "int64",
-                 "ulong": "uint64", "longlong": "int64", "ulonglong": "uint64", "short": "int16", "ushort": "uint16",
-                 "byte": "int8", "ubyte": "uint8", "bool": "bool"}
-
-
-class BuildError(RuntimeError):
-    """adgen or the C compiler refused the sources. The message is what `adgen build` prints
-    (adgen's located diagnostics and their count), or the C compiler's own output; adgen's
-    diagnostics are also in `diagnostics`, as data (adgen.base.diagnostics.Diagnostic: severity,
-    message, span, notes), for a caller that shows them its own way. `diagnostics` is empty when
-    the C compiler, or a bug in adgen, stopped the build."""
-
-    def __init__(self, message: str, diagnostics: list[Diagnostic] = ()):
-        super().__init__(message)
-        self.diagnostics = list(diagnostics)
+__all__ = ["BuildError", "CacheError", "Library", "TapeError", "load"]  # adgen's API
 
 
 def load(path, build_dir=None, flags=()) -> "Library":
@@ -56,8 +44,8 @@ def load(path, build_dir=None, flags=()) -> "Library":
 
     `path` is a C source, a list of them, or the output directory of an earlier `adgen build`
     (whose `.adgen.o` objects are loaded: the derived functions only). `build_dir` keeps the
-    build (default: a cache directory keyed by the sources' contents); `flags` are extra
-    compiler flags such as `["-Iinclude", "-DN=4"]`."""
+    build (default: a private cache directory keyed by the sources' contents and paths);
+    `flags` are extra compiler flags such as `["-Iinclude", "-DN=4"]`."""
     paths = [Path(p) for p in (path if isinstance(path, (list, tuple)) else [path])]
     if len(paths) == 1 and paths[0].is_dir():
         return _from_build_dir(paths[0])
@@ -68,13 +56,54 @@ def load(path, build_dir=None, flags=()) -> "Library":
     if rust:
         raise ValueError(f"{', '.join(rust)}: adgen.load and adgen check take C sources; a Rust source's derivatives "
                          "are called from Rust, through the wrappers `adgen build` writes (its .adgen.rs)")
-    key = hashlib.sha256(("\0".join([__version__, _fingerprint(), *flags] + [p.read_text() for p in paths])
-                          ).encode()).hexdigest()
-    out = Path(build_dir) if build_dir else Path(tempfile.gettempdir()) / f"adgen-load-{key[:16]}"
-    library = out / "libadgen.so"
-    if build_dir or not library.exists():
-        _build(paths, out, list(flags), library)
-    return Library(library, sorted(out.glob("*.adgen.json")))
+    from adgen.frontend.annotations import size_items  # (lark: not for `import adgen`)
+
+    texts = [p.read_text() for p in paths]
+    sizes = {p.stem: size_items(text) for p, text in zip(paths, texts)}
+    if build_dir:
+        return _load_into(Path(build_dir), paths, list(flags), sizes)
+    return _load_cached(paths, texts, list(flags), sizes)
+
+
+def _load_cached(paths: list[Path], texts: list[str], flags: list[str], sizes: dict) -> "Library":
+    """The library of a folder of the private cache keyed by adgen, the flags and the sources,
+    built there (aside, then renamed into place) unless it holds a build whose files still have
+    their digests; under the key's lock, so that concurrent loads build once."""
+    key = hashlib.sha256("\0".join([__version__, _fingerprint(), *flags, *(str(p.resolve()) for p in paths), *texts]
+                                    ).encode()).hexdigest()[:32]
+    root = cache_root()
+    out = root / key
+    with locked(root / f"{key}.lock"):
+        files = verified(out)
+        if files is None:
+            for stale in [out, *root.glob(f"{key}.build-*")]:  # (a build cut short, or a killed process's)
+                shutil.rmtree(stale, ignore_errors=True)
+            aside = Path(tempfile.mkdtemp(prefix=f"{key}.build-", dir=root))
+            files = ["libadgen.so", *(f"{p.stem}.adgen.json" for p in paths)]
+            try:
+                _build(paths, aside, flags, aside / "libadgen.so")
+                record_digests(aside, files)
+                os.rename(aside, out)
+            finally:
+                shutil.rmtree(aside, ignore_errors=True)
+        return Library(out / "libadgen.so", [out / f for f in files if f.endswith(".adgen.json")], sizes=sizes)
+
+
+def _load_into(out: Path, paths: list[Path], flags: list[str], sizes: dict) -> "Library":
+    """A build into the user's `build_dir`, made in a folder inside it and then moved in (the
+    library last), each file by a rename, under a lock: no load opens a library half written."""
+    out.mkdir(parents=True, exist_ok=True)
+    with locked(out):
+        for stale in out.glob(".adgen-build-*"):  # (a killed process's)
+            shutil.rmtree(stale, ignore_errors=True)
+        aside = Path(tempfile.mkdtemp(prefix=".adgen-build-", dir=out))
+        try:
+            _build(paths, aside, flags, aside / "libadgen.so")
+            for made in sorted(aside.iterdir(), key=lambda f: f.name == "libadgen.so"):
+                os.replace(made, out / made.name)
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
+        return Library(out / "libadgen.so", [out / f"{p.stem}.adgen.json" for p in paths], sizes=sizes)
 
 
 @functools.cache
@@ -145,7 +174,14 @@ def _from_build_dir(folder: Path) -> "Library":
     if not manifests or not all(o.exists() for o in objects):
         raise FileNotFoundError(f"{folder} holds no output of `adgen build` (*.adgen.json with *.adgen.o)")
     library = folder / "libadgen-derivatives.so"
-    _run([*bundled_cc(), "-shared", *map(str, objects), "-o", str(library), "-lm"])
+    fd, aside = tempfile.mkstemp(prefix=".libadgen-derivatives.", suffix=".so", dir=folder)
+    os.close(fd)
+    try:  # (linked aside and renamed: another load of the folder may be opening it)
+        _run([*bundled_cc(), "-shared", *map(str, objects), "-o", aside, "-lm"])
+        os.replace(aside, library)
+    finally:
+        if os.path.exists(aside):
+            os.unlink(aside)
     return Library(library, manifests, derived_only=True)
 
 
@@ -160,12 +196,19 @@ class Library:
     A split-mode entry is one object (`Split`): its forward, reverse and free functions take a
     tape, which only that object hands out and checks, so they are not attributes of their own."""
 
-    def __init__(self, path: Path, manifests: list[Path], derived_only: bool = False):
+    def __init__(self, path: Path, manifests: list[Path], derived_only: bool = False,
+                 sizes: dict[str, list[str]] | None = None):
+        """`sizes`: by source stem, the `@size(p=n)` items of its text, the lengths of pointer
+        parameters that calls are checked against."""
         self.path = Path(path)
         self._dll = ctypes.CDLL(str(self.path))
         self._specs: dict[str, dict] = {}
+        self._all: dict[str, dict] = {}  # (with the primals: what the derived functions' parameters are of)
+        self._sizes: dict[str, list[str]] = {}
         for m in manifests:
+            stem = Path(m).name.removesuffix(".adgen.json")
             for name, spec in json.loads(Path(m).read_text())["functions"].items():
+                self._all[name], self._sizes[name] = spec, (sizes or {}).get(stem, [])
                 if not (derived_only and spec["kind"] == "primal"):
                     self._specs[name] = spec
         self._calls: dict[str, CFunction] = {}
@@ -203,7 +246,7 @@ class Library:
                 raise AttributeError(f"'{name}' is not in {self.path.name}: C++ compiles an inline function (one "
                                      "defined in its class, say) only where it is used; define it outside the class "
                                      "to call it from Python (its derived functions are there)") from None
-            self._calls[name] = CFunction(name, spec, found)
+            self._calls[name] = CFunction(name, spec, found, lengths(self._all, name, self._sizes[name]))
         return self._calls[name]
 
     def __dir__(self):
@@ -214,35 +257,35 @@ class Library:
 
 
 class CFunction:
-    """One C function: converts arguments, calls, and converts the result."""
+    """One C function: binds and converts arguments, checks what C would take on trust, calls,
+    and converts the result."""
 
-    def __init__(self, name: str, spec: dict, c_function):
-        self.name, self.spec, self._c = name, spec, c_function
+    def __init__(self, name: str, spec: dict, c_function, lengths: list = ()):
+        self.name, self.spec, self._c, self._lengths = name, spec, c_function, list(lengths)
         self._params = spec["params"]
-        self._types = [_argtype(p) for p in self._params]
+        self._types = [argtype(p) for p in self._params]
         c_function.argtypes = self._types
         returns = spec["returns"]
         self._result = None
         if "struct" in returns:
-            self._struct = _structure(returns["struct"], returns["fields"])
+            self._struct = structure(returns["struct"], returns["fields"])
             self._result = namedtuple(returns["struct"], [f["name"] for f in returns["fields"]])
             c_function.restype = self._struct
         else:
-            c_function.restype = None if returns["ffi"] == "void" else _value_type(returns)
+            c_function.restype = None if returns["ffi"] == "void" else value_type(returns)
         params = ", ".join(f"{p['name']}: {p['ffi']}" for p in self._params)
         self.__doc__ = f"{name}({params})" + (f"  [{spec['mode']} mode, width {spec['width']}, derivative of "
                                              f"{spec['of']}]" if spec["kind"] == "derived" else "")
 
-    def __call__(self, *args):
-        if len(args) != len(self._params):
-            names = ", ".join(p["name"] for p in self._params)
-            raise TypeError(f"{self.name}() takes {len(self._params)} arguments ({names}), not {len(args)}")
-        converted = [_argument(a, p, t, self.name) for a, p, t in zip(args, self._params, self._types)]
-        _check_derivative_arrays(self.name, self._params, args, self.spec.get("width", 1))
+    def __call__(self, *args, **kwargs):
+        args = bind(self.name, self._params, args, kwargs)
+        converted = [argument(a, p, t, self.name) for a, p, t in zip(args, self._params, self._types)]
+        check_derivative_arrays(self.name, self._params, args, self.spec.get("width", 1))
+        check_lengths(self.name, self._params, converted, args, self._lengths)
         value = self._c(*converted)
         if self._result is None:
-            return _field(value)
-        return self._result(*(_field(getattr(value, f)) for f in self._result._fields))
+            return from_c(value)
+        return self._result(*(from_c(getattr(value, f)) for f in self._result._fields))
 
     def __repr__(self) -> str:
         return f"<adgen function {self.__doc__}>"
@@ -258,10 +301,12 @@ class Split:
         self.name, self.spec = name, spec
         self._part = {part: lib._function(function) for part, function in spec["parts"].items()}
 
-    def forward(self, *args):
+    def forward(self, *args, **kwargs):
+        forward = self._part["forward"]
+        args = bind(f"{self.name}.forward", forward._params[:-1], args, kwargs)  # (all but the tape)
         tape = Tape(self)
-        value = self._part["forward"](*args, tape._memory)
-        tape._hold(args)
+        value = forward(*args, tape._memory)
+        tape._hold(tuple(args))
         return value, tape
 
     def reverse(self, tape: "Tape", *seeds):
@@ -275,11 +320,9 @@ class Split:
         with _tape(tape, self)._use(self, "release"):
             self._part["free"](tape._memory)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         params = self.spec["params"]
-        if len(args) != len(params):
-            names = ", ".join(p["name"] for p in params)
-            raise TypeError(f"{self.name}() takes {len(params)} arguments ({names}), not {len(args)}")
+        args = bind(self.name, params, args, kwargs)
         seeds = [a for a, p in zip(args, params) if p["role"].startswith("seed")]
         result, tape = self.forward(*(a for a, p in zip(args, params) if not p["role"].startswith("seed")))
         grads = self.reverse(tape, *seeds)
@@ -370,136 +413,3 @@ def _takes_tape(spec: dict) -> bool:
     return spec.get("part") in ("forward", "reverse", "free")
 
 
-def _check_derivative_arrays(function: str, params: list[dict], args: tuple, width: int) -> None:
-    """What the C code would otherwise get wrong, silently or fatally, for derivative arrays:
-    each holds as many elements as its primal (times the lanes it interleaves; a scalar's, one
-    per lane). A shadow, which reverse mode always writes, is also writeable and shares no
-    memory with a primal array, nor with another shadow unless their primals overlap the same
-    way (aliased primals have shadows aliased alike); a tangent may be read only (the tangent of
-    a `const` input: `f_dir(x, x, n)` is the derivative along x). How many elements the C code
-    reads through a primal pointer is the caller's to get right, as in C."""
-    import numpy as np
-
-    given = {p["name"]: a for p, a in zip(params, args)}
-    primals = [(p["name"], a) for p, a in zip(params, args) if not p["role"] and isinstance(a, np.ndarray)]
-    seen = []
-    for p, a in zip(params, args):
-        role = p["role"]
-        if not role.startswith(("shadow", "tangent")) or not isinstance(a, np.ndarray):
-            continue
-        owner = given.get(role.split(" of ", 1)[1].split(",")[0])
-        lanes = width if "interleaved" in role else 1
-        wanted = owner.size * lanes if isinstance(owner, np.ndarray) else lanes if isinstance(owner, (int, float)) \
-            else a.size
-        if a.size != wanted:
-            raise ValueError(f"{function}(): '{p['name']}' has {a.size} elements; as the {role} it must have {wanted}")
-        if role.startswith("tangent"):
-            continue
-        if not a.flags.writeable:
-            raise ValueError(f"{function}(): '{p['name']}' is read-only; the gradient is added into it")
-        for name, b in primals:
-            if np.may_share_memory(a, b):
-                raise ValueError(f"{function}(): '{p['name']}' shares memory with '{name}'; a shadow needs memory "
-                                 "of its own")
-        for name, b, other in seen:
-            if np.may_share_memory(a, b) and not (isinstance(owner, np.ndarray) and isinstance(other, np.ndarray)
-                                                  and _address(a) - _address(b) == _address(owner) - _address(other)):
-                raise ValueError(f"{function}(): '{p['name']}' shares memory with '{name}', though their primals "
-                                 "do not overlap so")
-        seen.append((p["name"], a, owner))
-
-
-def _address(array) -> int:
-    return array.ctypes.data
-
-
-def _scalar(ffi: str):
-    if ffi not in _SCALARS:
-        raise TypeError(f"adgen.load cannot pass a C value of kind '{ffi}' through ctypes")
-    return _SCALARS[ffi]
-
-
-def _argtype(param: dict):
-    if not param["ffi"]:
-        raise TypeError(f"adgen.load cannot pass parameter '{param['name']}': it is passed by value, of a type ctypes "
-                        "cannot make (a C++ class with a std::vector in it, say); call this function from C or C++")
-    return ctypes.c_void_p if param["ffi"].startswith("ptr") else _value_type(param)
-
-
-def _value_type(entry: dict):
-    """The ctypes type of a value passed or returned by value: a scalar, a struct (a ctypes
-    Structure of its fields, nested alike) or a complex number (a pair, as C lays it out)."""
-    ffi = entry["ffi"]
-    if ffi == "struct":
-        return _structure("struct", entry["fields"])
-    if ffi.startswith("complex:"):
-        part = _scalar(ffi.partition(":")[2])
-        return type(ffi, (ctypes.Structure,), {"_fields_": [("real", part), ("imag", part)]})
-    return _scalar(ffi)
-
-
-def _structure(name: str, fields: list[dict]):
-    """A ctypes Structure with the manifest's fields (arrays of `count` elements)."""
-    members = [(f["name"], _value_type(f) * f["count"] if f["count"] > 1 else _value_type(f)) for f in fields]
-    return type(name, (ctypes.Structure,), {"_fields_": members})
-
-
-def _argument(value, param: dict, ctype, function: str):
-    ffi = param["ffi"]
-    if not ffi.startswith("ptr"):
-        return _to_c(value, ctype, param["name"], function)
-    if value is None or isinstance(value, (ctypes.Array, ctypes._Pointer, int)):
-        return ctypes.cast(value, ctypes.c_void_p) if isinstance(value, (ctypes.Array, ctypes._Pointer)) else value
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover - numpy is optional
-        raise TypeError(f"{function}(): pass a ctypes array for pointer '{param['name']}' (or install numpy)")
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{function}(): pointer parameter '{param['name']}' takes a NumPy array (written in place), "
-                        f"not {type(value).__name__}")
-    element = ffi.partition(":")[2]
-    wanted = NUMPY_DTYPES.get(element)
-    if wanted and value.dtype != np.dtype(wanted):
-        raise TypeError(f"{function}(): '{param['name']}' must be a NumPy array of {wanted}, not {value.dtype}")
-    if not value.flags["C_CONTIGUOUS"]:
-        raise TypeError(f"{function}(): '{param['name']}' must be C-contiguous (use numpy.ascontiguousarray)")
-    return value.ctypes.data
-
-
-def _to_c(value, t, name: str, function: str):
-    """A Python value as ctypes type `t`: a struct from a dict of its fields, an array from a
-    sequence, a complex number from any number."""
-    if isinstance(value, t) or not issubclass(t, (ctypes.Structure, ctypes.Array)):
-        return value
-    if issubclass(t, ctypes.Array):
-        return t(*(_to_c(x, t._type_, name, function) for x in value))
-    if t.__name__.startswith("complex:"):
-        value = complex(value)
-        return t(value.real, value.imag)
-    if not isinstance(value, dict):
-        raise TypeError(f"{function}(): struct '{name}' takes a dict of its fields, not {type(value).__name__}")
-    known = dict(t._fields_)
-    out = t()
-    for key, v in value.items():
-        if key not in known:
-            raise TypeError(f"{function}(): struct '{name}' has no field '{key}' (its fields: {', '.join(known)})")
-        setattr(out, key, _to_c(v, known[key], f"{name}.{key}", function))
-    return out
-
-
-def _field(value):
-    """A returned C value as Python's: arrays as NumPy arrays, structs as dicts, complex numbers."""
-    if isinstance(value, ctypes.Structure):
-        if type(value).__name__.startswith("complex:"):
-            return complex(value.real, value.imag)
-        return {name: _field(getattr(value, name)) for name, _ in value._fields_}
-    if isinstance(value, ctypes.Array) and issubclass(value._type_, ctypes.Structure):
-        return [_field(v) for v in value]
-    if isinstance(value, ctypes.Array):
-        try:
-            import numpy as np
-
-            return np.array(value[:])
-        except ImportError:  # pragma: no cover
-            return tuple(value)
-    return value

@@ -389,3 +389,8 @@ def test_compiler_flags_before_the_dashes_say_where_they_go(c_file, capsys):
 def test_check_refuses_the_options_of_build(c_file, capsys, option, why):
     error = _usage_error(capsys, "check", c_file(GOOD), *option)
     assert error.startswith(f"adgen check: error: argument {option[0]}: {why}")
+
+
+def test_check_of_a_missing_source_is_a_plain_error(adgen, tmp_path):
+    result = adgen("check", tmp_path / "nowhere.c")
+    assert result.status == 1 and f"adgen: error: no such file: {tmp_path / 'nowhere.c'}" in result.err, result.err

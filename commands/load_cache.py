@@ -1,0 +1,97 @@
+"""Where `adgen.load` keeps its builds: a folder of the user's cache only the user can write
+(never a shared temporary directory, where another user may prepare the folder whose library
+this process would run), each build's files checked by their SHA-256 digests before they are
+opened (a library cut short would crash the process), and a lock under which one process builds
+or checks a folder while others wait."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import stat
+from contextlib import contextmanager
+from pathlib import Path
+
+from adgen.commands.load_errors import CacheError
+
+
+def cache_root() -> Path:
+    """`$XDG_CACHE_HOME/adgen/load` (`~/.cache/adgen/load`), made mode 0700 and checked at each
+    load: never a shared temporary directory, where another user may prepare the folder whose
+    library this process would run. Its parent, `adgen`, which other parts of adgen make too,
+    is the user's and closed to others' writes (then no one else can swap `load`)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    root = base / "adgen" / "load"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        for folder in (root.parent, root):
+            try:
+                folder.mkdir(mode=0o700)
+                os.chmod(folder, 0o700)  # (whatever the umask)
+            except FileExistsError:
+                pass
+            info = os.lstat(folder)
+            if folder != root and stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o022:
+                os.chmod(folder, stat.S_IMODE(info.st_mode) & ~0o022)  # (adgen's, made under a lax umask)
+            _check_private(folder, everyone=0o022 if folder != root else 0o077)
+    except OSError as exc:
+        raise CacheError(f"adgen: error: cannot make adgen.load's cache {root}: {exc.strerror or exc} (set "
+                         "XDG_CACHE_HOME to a folder of yours, or pass build_dir=)\n") from exc
+    return root
+
+
+def _check_private(folder: Path, everyone: int) -> None:
+    """Refuses `folder` unless it is a real directory of this user's that no one else may write
+    (nor, with `everyone` 0o077, read or enter)."""
+    info = os.lstat(folder)
+    why = ("is not a directory" if not stat.S_ISDIR(info.st_mode) else
+           f"belongs to user {info.st_uid}, not to you ({os.geteuid()})" if info.st_uid != os.geteuid() else
+           f"has mode {stat.S_IMODE(info.st_mode):04o}: others may {'write' if info.st_mode & 0o022 else 'read'} it"
+           if info.st_mode & everyone else "")
+    if why:
+        raise CacheError(f"adgen: error: adgen.load's cache {folder} {why}; adgen.load runs the code it finds there, "
+                         f"so it must be yours alone (remove it, or `chmod 700` it if it is yours; or set "
+                         "XDG_CACHE_HOME elsewhere, or pass build_dir=)\n")
+
+
+@contextmanager
+def locked(path: Path):
+    """An exclusive lock on `path` (a file, made if need be, or a folder: a user's `build_dir`,
+    where no lock file is left behind), held while one process builds or checks and opens a
+    library, so that concurrent loads of one source build it once."""
+    if path.is_dir():
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    else:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (releases the lock)
+
+
+_DIGESTS = "adgen-load.sha256"
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def record_digests(folder: Path, names: list[str]) -> None:
+    """`sha256sum`'s lines for the files a cached build is loaded from."""
+    (folder / _DIGESTS).write_text("".join(f"{_sha256(folder / n)}  {n}\n" for n in names))
+
+
+def verified(folder: Path) -> list[str] | None:
+    """The files of a cached build when each still has the digest recorded when it was built
+    (not a library cut short, which would crash the process that opened it); else None."""
+    try:
+        lines = [line.split("  ", 1) for line in (folder / _DIGESTS).read_text().splitlines()]
+        if lines and all(len(e) == 2 and _sha256(folder / e[1]) == e[0] for e in lines):
+            return [name for _, name in lines]
+    except (OSError, ValueError):
+        pass
+    return None
