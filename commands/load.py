@@ -31,7 +31,7 @@ from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, cxx_command, openmp_
 from adgen.base.templates import render_text
 from adgen.commands.load_arguments import (argtype, argument, bind, check_derivative_arrays, check_lengths, from_c,
                                            lengths, structure, value_type)
-from adgen.commands.load_cache import cache_root, locked, record_digests, verified
+from adgen.commands.load_cache import cache_root, locked, record_digests, sweep, verified
 from adgen.commands.load_errors import BuildError, CacheError
 from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.frontend.languages import is_cxx, is_rust
@@ -86,6 +86,8 @@ def _load_cached(paths: list[Path], texts: list[str], flags: list[str], sizes: d
                 os.rename(aside, out)
             finally:
                 shutil.rmtree(aside, ignore_errors=True)
+            sweep(root, keep=key)  # (once per build: the cache does not grow for ever)
+        os.utime(out)  # (when it was last loaded: what `sweep` goes by)
         return Library(out / "libadgen.so", [out / f for f in files if f.endswith(".adgen.json")], sizes=sizes)
 
 

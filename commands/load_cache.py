@@ -9,7 +9,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import shutil
 import stat
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -95,3 +97,26 @@ def verified(folder: Path) -> list[str] | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+UNUSED_DAYS = 30  # a build not loaded for this long is removed by the next build
+
+
+def sweep(root: Path, keep: str) -> None:
+    """Removes the builds of the cache no load has opened for UNUSED_DAYS (the folder's time,
+    which each load sets), each under its lock, taken without waiting: one in use is left."""
+    old = time.time() - UNUSED_DAYS * 86400
+    for folder in root.iterdir():
+        key = folder.name
+        if key == keep or "." in key or not folder.is_dir() or folder.stat().st_mtime > old:
+            continue
+        fd = os.open(root / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(folder, ignore_errors=True)
+            os.unlink(root / f"{key}.lock")
+        except OSError:  # (in use)
+            pass
+        finally:
+            os.close(fd)
+

@@ -288,3 +288,27 @@ def test_an_integer_address_is_a_raw_pointer(lib):
     assert list(dx) == [2.0, 4.0, 6.0]
     with pytest.raises(TypeError, match=r"pointer parameter 'x' takes a NumPy array .*, not bool"):
         lib.energy(True, 1, 1.0)
+
+
+def test_builds_no_load_opened_for_a_month_are_swept(tmp_path):
+    """The cache no longer lives where the system clears it: each build removes those not loaded
+    for UNUSED_DAYS (a load sets its folder's time), not the one it keeps nor one in use."""
+    import fcntl
+    import time
+
+    from adgen.commands.load_cache import UNUSED_DAYS, sweep
+
+    old = time.time() - (UNUSED_DAYS + 1) * 86400
+    for key in ("fresh", "stale", "busy", "kept"):
+        (tmp_path / key).mkdir()
+        (tmp_path / key / "libadgen.so").write_text("")
+        if key != "fresh":
+            os.utime(tmp_path / key, (old, old))
+    (tmp_path / "stale.build-x").mkdir()  # another process's build under way
+    busy = os.open(tmp_path / "busy.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(busy, fcntl.LOCK_EX)
+    try:
+        sweep(tmp_path, keep="kept")
+    finally:
+        os.close(busy)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["busy", "busy.lock", "fresh", "kept", "stale.build-x"]
