@@ -160,21 +160,21 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
     for d in tu.diagnostics:
         if d.severity >= 3 and not (cxx and _in_system_header(d)):
             unit.errors.append(_clang_error(d, files))
-    for cursor in _declarations(tu.cursor, main, source, unit):
-        if cursor.location.file is None or _real(cursor.location.file.name) in virtual:
+    for cursor, kind, where, name in _declarations(tu.cursor, main, source, unit):
+        if name is None or _real(name) in virtual:
             continue
-        where = cursor.location
-        if cursor.spelling and (cursor.spelling not in unit.declared or cursor.kind == CursorKind.TYPEDEF_DECL):
-            kind = {CursorKind.FUNCTION_DECL: "function", CursorKind.VAR_DECL: "variable"}.get(cursor.kind, "type")
-            unit.declared[cursor.spelling] = Declared(kind, where.file.name, where.line, where.column)
-        if cursor.kind not in (CursorKind.FUNCTION_DECL, CursorKind.CXX_METHOD):
+        spelling = cursor.spelling
+        if spelling and (spelling not in unit.declared or kind == CursorKind.TYPEDEF_DECL):
+            what = {CursorKind.FUNCTION_DECL: "function", CursorKind.VAR_DECL: "variable"}.get(kind, "type")
+            unit.declared[spelling] = Declared(what, name, where.line, where.column)
+        if kind not in (CursorKind.FUNCTION_DECL, CursorKind.CXX_METHOD):
             continue
-        path = _real(where.file.name)
+        path = _real(name)
         if path == main:
             unit.functions.append(_function(cursor, source, main))
         elif included and not where.is_in_system_header:
             if path not in files:
-                files[path] = SourceFile(where.file.name)
+                files[path] = SourceFile(name)
             unit.included.append(_function(cursor, files[path], main))
     unit.includes = _includes(tu, main, source, virtual)
     return unit
@@ -191,29 +191,34 @@ _REFUSED = {CursorKind.CONSTRUCTOR: "a constructor", CursorKind.DESTRUCTOR: "a d
 def _declarations(cursor, main: str, source: SourceFile, unit: Unit, in_template: bool = False):
     """The top-level declarations, and in C++ those of namespaces and `extern "C"` blocks too,
     and the member functions of classes (not of class templates); what annotations cannot stand
-    before (a constructor, a template...) is noted in `unit.refused` where the source declares it."""
+    before (a constructor, a template...) is noted in `unit.refused` where the source declares it.
+    Each as (cursor, its kind, its location, the name of its file or None): every property of a
+    cursor is a call into libclang, asked once here of each of thousands of declarations."""
+    in_class = cursor.kind in (*_CLASSES, CursorKind.CLASS_TEMPLATE)
     for child in cursor.get_children():
-        if unit.cxx and child.kind in _SCOPES:
+        kind = child.kind
+        if unit.cxx and kind in _SCOPES:
             yield from _declarations(child, main, source, unit)
             continue
-        ours = child.location.file is not None and _real(child.location.file.name) == main
-        in_class = cursor.kind in (*_CLASSES, CursorKind.CLASS_TEMPLATE)
-        if child.kind == CursorKind.FUNCTION_TEMPLATE and ours and not in_class:
+        where = child.location
+        file = where.file
+        name = file.name if file is not None else None
+        ours = name is not None and _real(name) == main
+        if kind == CursorKind.FUNCTION_TEMPLATE and ours and not in_class:
             start = child.extent.start
             at = source.offset(start.line, start.column)
             names = tuple(c.spelling for c in child.get_children() if c.kind == CursorKind.PARM_DECL)
             unit.templates.setdefault(at, Template(_qualified(child), names, at, Span(
-                source, source.offset(child.location.line, child.location.column), len(child.spelling)),
+                source, source.offset(where.line, where.column), len(child.spelling)),
                 _attributes(child), enclosing_namespaces(child)))
             continue
-        refused = child.kind in _REFUSED and (child.kind != CursorKind.CXX_METHOD or in_template)
-        if refused and ours:
+        if ours and kind in _REFUSED and (kind != CursorKind.CXX_METHOD or in_template):
             start = child.extent.start
-            unit.refused.setdefault(source.offset(start.line, start.column), _REFUSED[child.kind])
+            unit.refused.setdefault(source.offset(start.line, start.column), _REFUSED[kind])
             continue
-        if unit.cxx and child.kind in (*_CLASSES, CursorKind.CLASS_TEMPLATE):
-            yield from _declarations(child, main, source, unit, in_template or child.kind == CursorKind.CLASS_TEMPLATE)
-        yield child
+        if unit.cxx and kind in (*_CLASSES, CursorKind.CLASS_TEMPLATE):
+            yield from _declarations(child, main, source, unit, in_template or kind == CursorKind.CLASS_TEMPLATE)
+        yield child, kind, where, name
 
 
 def _qualified(cursor) -> str:
