@@ -184,15 +184,37 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     (specs/abi.md, "Stores undone"). Last, every loop gets a block of its own that enters it
     (LLVM's LoopSimplify): CFG simplification leaves a loop that follows another entered from
     the first's last block, and what is checked once before a loop (the undo log's checks,
-    reverse/plan/undo.py) needs a block that runs once before it. Functions in `calls` are
-    made interposable (weak) while the optimizer runs: LLVM infers nothing from the body of a
-    function that may be replaced, such as `returned` on an identity's parameter, through which
-    InstCombine would put the argument in place of the call (and its derivative back in)."""
+    reverse/plan/undo.py) needs a block that runs once before it. A function of `calls` that
+    LLVM finds returns one of its arguments (`returned`, an identity used as a stop-gradient) has
+    InstCombine put the argument in place of its calls, and with it the derivative the call was
+    to stop: the module is then optimized again (from a copy) with such functions interposable
+    (weak) while the optimizer runs, which LLVM infers nothing from; others keep what LLVM infers
+    (that a derivative written by hand for `matmul` reads its input, say)."""
+    defined = any(fn.name in calls and not fn.is_declaration for fn in module.functions)
+    original = module.clone() if defined else None
+    module = _optimized(module, tm, calls, set(), derivatives, timings, cc1, level)
+    returning = {fn.name for fn in module.functions if fn.name in calls and not fn.is_declaration
+                 and any(b"returned" in a for arg in fn.arguments for a in arg.attributes)}
+    if returning:
+        module = _optimized(original, tm, calls, returning, derivatives, timings, cc1, level)
+    namer = llvm.create_new_module_pass_manager()
+    namer.add_loop_simplify_pass()
+    namer.add_instruction_namer_pass()
+    namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
+    # without per-function CPU choices (zig's clang picks the build machine's): the target
+    # machine (--march) decides for all code alike; vectors' undefined lanes made zeros
+    return without_poison_lanes(without_comdats(without_target_attributes(str(module))))
+
+
+def _optimized(module, tm, calls: set[str], interposable: set[str], derivatives: bool, timings: list | None,
+               cc1: Cc1 | None, level: int):
+    """`prepare`'s optimization: functions in `calls` not inlined, those in `interposable` weak
+    meanwhile."""
     linkages = {}
     for fn in module.functions:
         if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
             fn.add_function_attribute("noinline")
-            if not fn.is_declaration:  # and what they return stays theirs (above)
+            if fn.name in interposable:
                 linkages[fn.name] = fn.linkage
                 fn.linkage = llvm.Linkage.weak_any
     inline_aggregates(module)
@@ -211,13 +233,7 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
             llvm.set_option("adgen", "-disable-loop-idiom-all=false")
     for name, linkage in linkages.items():
         module.get_function(name).linkage = linkage
-    namer = llvm.create_new_module_pass_manager()
-    namer.add_loop_simplify_pass()
-    namer.add_instruction_namer_pass()
-    namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
-    # without per-function CPU choices (zig's clang picks the build machine's): the target
-    # machine (--march) decides for all code alike; vectors' undefined lanes made zeros
-    return without_poison_lanes(without_comdats(without_target_attributes(str(module))))
+    return module
 
 
 def with_captures_by_value(text: str, tm, calls: set[str] = frozenset(), timings: list | None = None,
