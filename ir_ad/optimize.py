@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import cache
+from typing import Iterator
 
 import llvmlite.binding as llvm
 
@@ -25,6 +27,7 @@ from adgen.ir_ad.ir import captures, parallel, split, unwinding
 from adgen.ir_ad.ir.edit import without_poison_lanes
 from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_addresses, without_comdats,
                             without_target_attributes)
+from adgen.ir_ad.ir.reach import bare, spelled
 
 
 @cache
@@ -70,7 +73,7 @@ def link(bitcodes: list[bytes]):
     modules = []
     for code in bitcodes:
         try:
-            modules.append(llvm.parse_bitcode(code))
+            modules.append(llvm.parse_bitcode(code, _context()))
         except RuntimeError as exc:
             raise AdgenError(error(f"llvmlite could not read the bitcode clang wrote: {exc}"))
     main = modules[0]
@@ -85,7 +88,7 @@ def link(bitcodes: list[bytes]):
 def parse_bitcode(code: bytes):
     _init()
     try:
-        return llvm.parse_bitcode(code)
+        return llvm.parse_bitcode(code, _context())
     except RuntimeError as exc:
         raise AdgenError(error(f"llvmlite could not read the bitcode clang wrote: {exc}"))
 
@@ -96,7 +99,7 @@ def declared(module) -> set[str]:
 
 
 def link_into(module, code: bytes) -> None:
-    module.link_in(llvm.parse_bitcode(code))
+    module.link_in(llvm.parse_bitcode(code, _context()))
 
 
 def _run(module, tm, level: int, vectorize: bool, timings: list | None = None) -> None:
@@ -124,6 +127,122 @@ def kept(module, array: str) -> list[str]:
         if fn.name == array and not fn.is_declaration:
             return [n[1:].strip('"') for n in stored_global_addresses(str(fn))]
     return []
+
+
+# LLVM contexts the modules read meanwhile are made in (`apart`), innermost last: none, LLVM's global one.
+_CONTEXTS: list = []
+
+
+def _context():
+    return _CONTEXTS[-1] if _CONTEXTS else None
+
+
+@contextmanager
+def apart():
+    """The modules read meanwhile (parsed from text or bitcode) made in an LLVM context of
+    their own, which is freed with the last of them: the constants, types and metadata they
+    make stay in a context until it goes (in LLVM's global one, until the program ends), so a
+    build in batches reads each batch's modules apart. (A module that Python objects in a
+    reference cycle hold goes with them, at the next `gc.collect()`.)"""
+    _init()
+    _CONTEXTS.append(llvm.create_context())
+    try:
+        yield
+    finally:
+        _CONTEXTS.pop()
+
+
+def batch_modules(bitcode: bytes, reached: list[set[str]], arrays: list[str], tm) -> Iterator[bytes]:
+    """The bitcode of a module for each batch of a build (commands/build/batches.py), in order,
+    of the linked module's `bitcode`, whose keep arrays are the batches' (`arrays[k]` batch
+    k's: regroup_keep_arrays): what batch k does not reach (`reached[k]`, bare names of the
+    functions and globals it keeps) made internal, the other batches' arrays with it, for
+    LLVM's dead code elimination to drop. What stays keeps its linkage, as in a build of one
+    batch. Made by halves, each half's module read into a context of its own and written to
+    bitcode again: the time grows as the module's size times the log of the number of batches,
+    and the memory held meanwhile is the bitcode of the halves to come."""
+    yield from _halves(bitcode, list(range(len(reached))), reached, arrays, tm)
+
+
+def _halves(bitcode: bytes, ks: list[int], reached: list[set[str]], arrays: list[str], tm) -> Iterator[bytes]:
+    """The modules of batches `ks` (of `bitcode`, which holds what they reach and no more)."""
+    if len(ks) == 1:
+        yield bitcode
+        return
+    first, second = ks[:len(ks) // 2], ks[len(ks) // 2:]
+    left, right = (_pruned(bitcode, set().union(*(reached[k] for k in group)),
+                           {arrays[k] for k in range(len(arrays)) if k not in group}, tm) for group in (first, second))
+    del bitcode
+    yield from _halves(left, first, reached, arrays, tm)
+    del left
+    yield from _halves(right, second, reached, arrays, tm)
+
+
+def _pruned(bitcode: bytes, keep: set[str], arrays: set[str], tm) -> bytes:
+    with apart():
+        module = parse_bitcode(bitcode)
+        _keep_only(module, keep, arrays, tm)
+        return module.as_bitcode()
+
+
+def _keep_only(module, keep: set[str], arrays: set[str], tm) -> None:
+    """The module less the functions not in `keep` and the global `arrays` (made internal, then
+    dropped by LLVM's dead code elimination with what only they reach), as drop_unneeded."""
+    for fn in module.functions:
+        if not fn.is_declaration and fn.name not in keep:
+            fn.linkage = llvm.Linkage.internal
+    for g in module.global_variables:
+        if g.name in arrays:
+            g.linkage = llvm.Linkage.internal
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_global_dead_code_eliminate_pass()
+    pm.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
+
+
+def regroup_keep_arrays(module, arrays: set[str], groups: dict[str, list[str]]) -> None:
+    """The keep arrays `arrays` (bare names, kept by `@llvm.used` or `@llvm.compiler.used`)
+    replaced by one array for each group of functions (by its name; bare names), with external
+    linkage and in no `@llvm.used`: making one internal lets LLVM drop it and what only it
+    keeps (batch_modules). LLVM's API cannot edit an initializer, nor take a global out of
+    `@llvm.used`, and reading the module's text again would take as long as reading it did: so
+    the arrays of `@llvm.used` that name the keep arrays are renamed (plain internal arrays
+    then, which LLVM drops with the keep arrays), and a small module linked in defines new
+    ones, of what else they kept, and the groups' arrays. (Linking resolves names to external
+    definitions only: those that are internal are made external meanwhile.) The module is one
+    read in the current context (`apart`, else LLVM's global one)."""
+    lines, names = [], {}
+    for g in list(module.global_variables):
+        if g.name in ("llvm.used", "llvm.compiler.used"):
+            entries = [bare(a) for a in global_addresses(str(g))]
+            if not set(entries) & arrays:
+                continue
+            rest = [e for e in entries if e not in arrays]
+            section = ', section "llvm.metadata"'
+            kind = g.name
+            g.name, g.linkage = f"__adgen_kept_by_{kind}", llvm.Linkage.internal
+            if rest:
+                lines.append(f"@{kind} = appending global [{len(rest)} x ptr] "
+                             f"[{', '.join('ptr ' + spelled(e) for e in rest)}]{section}")
+            names.update(dict.fromkeys(rest))
+    for array, group in groups.items():
+        addresses = ", ".join("ptr " + spelled(f) for f in group)
+        lines.append(f"{spelled(array)} = constant [{len(group)} x ptr] [{addresses}]")
+        names.update(dict.fromkeys(group))
+    linkages = {}
+    variables = {g.name: g for g in module.global_variables}  # (get_global_variable finds no internal one)
+    for name in names:
+        if name in variables:
+            value, declaration = variables[name], f"{spelled(name)} = external global i8"
+        else:
+            value, declaration = module.get_function(name), f"declare void {spelled(name)}()"
+        lines.insert(0, declaration)
+        if value.linkage in (llvm.Linkage.internal, llvm.Linkage.private):
+            linkages[name] = (value, value.linkage)
+            value.linkage = llvm.Linkage.external
+    lines[:0] = [f'target datalayout = "{module.data_layout}"', f'target triple = "{module.triple}"']
+    module.link_in(llvm.parse_assembly("\n".join(lines) + "\n", _context()))
+    for value, linkage in linkages.values():
+        value.linkage = linkage
 
 
 def drop_unneeded(module, roots: set[str], tm) -> None:
@@ -221,7 +340,8 @@ def _optimized(module, tm, calls: set[str], interposable: set[str], derivatives:
     options = [*_partial_unrolling(False),
                f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}", "-disable-loop-idiom-all=true"]
     if cc1 is not None:
-        module = llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), options, timings, level=level, vectorize=False))
+        module = llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), options, timings, level=level, vectorize=False),
+                                    _context())
     else:
         for option in options:
             llvm.set_option("adgen", option)
@@ -282,7 +402,7 @@ def inline_aggregates(module) -> None:
 def parse(text: str):
     _init()
     try:
-        module = llvm.parse_assembly(text)
+        module = llvm.parse_assembly(text, _context())
         module.verify()
     except RuntimeError as exc:
         import tempfile
@@ -314,7 +434,8 @@ def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timin
     (cc1.py): returns the optimized module, a new one then."""
     _internalize(module, exported, shared)
     if cc1 is not None:
-        return llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), _FINAL_OPTIONS, timings, level=3, vectorize=True))
+        return llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), _FINAL_OPTIONS, timings, level=3, vectorize=True),
+                                  _context())
     for option in _FINAL_OPTIONS:
         llvm.set_option("adgen", option)
     _run(module, tm, 3, vectorize=True, timings=timings)

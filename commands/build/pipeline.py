@@ -1,9 +1,12 @@
 """`adgen build`, top to bottom: parse → check → render (the frontend) → lower → link and
 optimize → analyze (calls through function pointers made direct) → differentiate → optimize
-again → emit, one object per source."""
+again → emit, one object per source. A large build does what follows linking in batches of its
+derived functions, each from a module of only what they reach, and joins each source's
+objects (batches.py)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 import time
@@ -32,6 +35,7 @@ from adgen.ir_ad.forward.mode import ZEROS, ForwardMode
 from adgen.ir_ad.ir import Module, count_instructions
 from adgen.ir_ad.ir.edit import rename_locals, without_tail_calls
 from adgen.ir_ad.ir.parallel import fork_again
+from adgen.commands.build import batches
 from adgen.commands.build.kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel, tape_size
 from adgen.commands.build.levels import entry_levels, primal_ir_name
 from adgen.commands.build.lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_rust, lower_source,
@@ -65,15 +69,33 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     # OpenMP's parallel regions: serialized for the analyses, forked again by the derivatives (specs/openmp.md)
     linked = optimize.without_unwinding(linked, sources)  # C++: exceptions made plain calls, aborts or refused
     linked, outlined = optimize.serialize_parallel(linked)
-    prepared = Prepared(linked, generated, tm, stages, cc1=cc1)
-    with stages.stage("differentiate", plural(sum(len(g.signatures) for g in generated), "derivative function")) \
-            as note, written_by_hand(prepared.by_hand):
-        prepared.timings = note.parts
-        text, explained = prepared.levels(lambda: _levels(prepared, generated, primals))
-    shared = prepared.shared
-    objects, written = {}, []
+    plan = _batches(linked, sources, generated, primals, emit_llvm, cc1, outlined, stages)
+    if plan is None:  # one module, as small builds are
+        objects, explained = _whole(linked, sources, generated, primals, outlined, out_dir, tm, cc1, jobs, emit_llvm,
+                                    stages)
+    else:  # in batches, each released before the next (batches.py), of the module's bitcode
+        bitcode = linked.as_bitcode()
+        del linked
+        objects, explained = _in_batches(plan, bitcode, sources, generated, primals, out_dir, tm, cc1, jobs, stages)
+    written = [([*g.files, *(p for p in objects if p.name.startswith(src.stem + ".adgen."))],
+                [s.name for s in g.signatures]) for src, g in zip(sources, generated)]
+    files = {path: text for g in generated for path, text in g.files.items()} | objects
+    if depfile is not None:
+        files[depfile] = depfile_rule([p for p in objects if p.suffix == ".o"], generated)
+    with stages.stage("write"):  # only now, all or none: nothing is written when any stage fails
+        write_all(files)
+    return written, generated, "".join(explained)
+
+
+def _whole(linked, sources: list[Path], generated: list[Generated], primals: list[dict[str, str]], outlined: set[str],
+           out_dir: Path, tm, cc1: Cc1 | None, jobs: int, emit_llvm: bool, stages: Stages
+           ) -> tuple[dict[Path, bytes | str], list[str]]:
+    """The derivatives of one module, an object for each source (with --emit-llvm, the module
+    too), and the cache plans explained."""
+    text, explained, shared = _derivatives(linked, generated, primals, tm, cc1, stages)
+    objects = {}
     before = count_instructions(text)
-    for i, (src, g) in enumerate(zip(sources, generated)):
+    for src, g in zip(sources, generated):
         stem, exported = src.stem, {s.linker_name for s in g.signatures}
         if emit_llvm:  # the optimized module kept, to write
             with stages.stage("optimize", f"{stem}: after differentiation; {before} instructions before") as note:
@@ -89,23 +111,116 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
                     optimize.parse(without_tail_calls(fork_again(text, outlined))), exported, tm, shared, jobs,
                     timings=note.parts, cc1=cc1)
                 note.text += f", {how}"
-        written.append(([*g.files, *(p for p in objects if p.name.startswith(stem + ".adgen."))],
-                        [s.name for s in g.signatures]))
-    files = {path: text for g in generated for path, text in g.files.items()} | objects
-    if depfile is not None:
-        files[depfile] = depfile_rule([p for p in objects if p.suffix == ".o"], generated)
-    with stages.stage("write"):  # only now, all or none: nothing is written when any stage fails
-        write_all(files)
-    return written, generated, "".join(explained)
+    return objects, explained
 
 
-def _levels(prepared: "Prepared", generated: list[Generated], primals: list[dict[str, str]]) -> tuple[str, list[str]]:
+def _batches(linked, sources: list[Path], generated: list[Generated], primals: list[dict[str, str]], emit_llvm: bool,
+             cc1: Cc1 | None, outlined: set[str], stages: Stages) -> batches.Plan | None:
+    """How to build in batches (batches.py), where the build is large and allows it, the linked
+    module's keep arrays made the batches' (optimize.regroup_keep_arrays); else None."""
+    if not batches.batchable(sources, generated, emit_llvm, cc1 is not None and cc1.joins, outlined):
+        return None
+    text = str(linked)
+    if not batches.large(text):
+        return None
+    with stages.stage("batches") as note:
+        arrays = [keep_array(i) for i in range(len(generated))]
+        plan = batches.plan(text, generated, primals, arrays)
+        del text
+        if isinstance(plan, str):
+            note.text = f"one: {plan}"
+            return None
+        optimize.regroup_keep_arrays(linked, set(arrays), {a: b.primals for a, b in zip(plan.arrays, plan.batches)})
+        note.text = f"{plural(sum(len(g.signatures) for g in generated), 'derivative function')} in {plan.describe()}"
+    return plan
+
+
+def _in_batches(plan: batches.Plan, bitcode: bytes, sources: list[Path], generated: list[Generated],
+                primals: list[dict[str, str]], out_dir: Path, tm, cc1: Cc1, jobs: int, stages: Stages
+                ) -> tuple[dict[Path, bytes], list[str]]:
+    """The derivatives batch by batch, of the linked module's `bitcode` (optimize.batch_modules
+    makes each batch's module), each batch's objects made and all else it made released before
+    the next; then each source's objects joined into one. Every batch's errors are reported
+    together, as a build of one module reports every derivative's."""
+    pieces: list[list[bytes]] = [[] for _ in sources]
+    explained: list[str] = []
+    problems = Collector()
+    made = optimize.batch_modules(bitcode, [b.reached for b in plan.batches], plan.arrays, tm)
+    del bitcode
+    for k in range(len(plan.batches)):
+        with stages.stage("split", f"batch {k + 1} of {len(plan.batches)}: its module") as note:
+            code = next(made)
+            note.text += f", {len(code) >> 10:,} KB of bitcode"
+        try:
+            with optimize.apart():  # (LLVM's constants and metadata of the batch freed with its modules)
+                objects, plans = _batch(code, k, plan, sources, generated, primals, tm, cc1, jobs, stages,
+                                        compiling=not problems.diagnostics)
+        except AdgenError as exc:
+            problems.diagnostics += exc.diagnostics
+            continue
+        finally:
+            gc.collect()  # (what the batch made, its Python objects' cycles too, and with them its LLVM context)
+        explained += plans
+        for i, obj in objects.items():
+            pieces[i].append(obj)
+    problems.raise_if_any()
+    objects = {}
+    for src, parts in zip(sources, pieces):
+        if len(parts) == 1:
+            objects[out_dir / f"{src.stem}.adgen.o"] = parts[0]
+            continue
+        with stages.stage("join", f"{src.stem}.adgen.o from {len(parts)} batches' objects"):
+            objects[out_dir / f"{src.stem}.adgen.o"] = cc1.join(parts)
+    return objects, explained
+
+
+def _batch(code: bytes, k: int, plan: batches.Plan, sources: list[Path], generated: list[Generated],
+           primals: list[dict[str, str]], tm, cc1: Cc1, jobs: int, stages: Stages, compiling: bool = True
+           ) -> tuple[dict[int, bytes], list[str]]:
+    """Batch k's derivatives, of its module's bitcode `code`: an object for each source with
+    derived functions in it (and, from the first batch, for a source with none in any), by
+    source index (none unless `compiling`); and its cache plans explained."""
+    batch, label = plan.batches[k], f"batch {k + 1} of {len(plan.batches)}"
+    text, explained, shared = _derivatives(optimize.parse_bitcode(code), generated, primals, tm, cc1, stages,
+                                           batch.entries, label)
+    objects = {}
+    before = count_instructions(text)
+    for i, src in enumerate(sources if compiling else []):
+        exported = {s.linker_name for j, s in batch.entries if j == i}
+        if not exported and (k > 0 or any(j == i for b in plan.batches for j, _ in b.entries)):
+            continue
+        with stages.stage("compile", f"{src.stem}.adgen.o, {label}, from {before} instructions") as note:
+            # (no OpenMP region to fork again: batches.batchable)
+            objects[i], how = optimize.compile_object(optimize.parse(without_tail_calls(text)), exported, tm, shared,
+                                                      jobs, timings=note.parts, cc1=cc1)
+            note.text += f", {how}"
+    return objects, explained
+
+
+def _derivatives(linked, generated: list[Generated], primals: list[dict[str, str]], tm, cc1: Cc1 | None,
+                 stages: Stages, entries: list[tuple[int, Signature]] | None = None, label: str = ""
+                 ) -> tuple[str, list[str], set[str]]:
+    """The module optimized, analyzed and differentiated (`entries`: the derived functions to
+    make, by source index; all by default; `label` says which batch, for -v): the text with the
+    derivatives, their cache plans explained, and the functions shared with the user's object
+    (dispatch.py)."""
+    prepared = Prepared(linked, generated, tm, stages, cc1=cc1, label=label)
+    del linked  # (a batch's module, which nothing else holds, freed before differentiating)
+    made = [(s, primals[i]) for i, s in entries] if entries is not None else \
+        [(s, names) for g, names in zip(generated, primals) for s in g.signatures]
+    with stages.stage("differentiate", plural(len(made), "derivative function") + (f", {label}" if label else "")) \
+            as note, written_by_hand(prepared.by_hand):
+        prepared.timings = note.parts
+        text, explained = prepared.levels(lambda: _levels(prepared, made))
+    return text, explained, prepared.shared
+
+
+def _levels(prepared: "Prepared", entries: list[tuple[Signature, dict[str, str]]]) -> tuple[str, list[str]]:
     """The derivatives, level by level, each from the optimized code of the one before: an
     entry is made at the level after those of the derived functions its primal reaches
     (levels.py), so that a derivative differentiates their code (`of INNER`, or a derived
     function called in a differentiated function); the text, and the cache plans explained."""
     explained, text, module = [], "", prepared.module
-    entries = [(s, names) for g, names in zip(generated, primals) for s in g.signatures]
     levels = entry_levels(module, entries, prepared.calls)
     last = max(levels.values(), default=1)
     for level in range(1, last + 1):
@@ -160,9 +275,10 @@ class Prepared:
 
     def __init__(self, linked, generated: list[Generated], tm, stages: Stages, inactive: set[str] = frozenset(),
                  rules: dict | None = None, custom: dict | None = None, allocators: dict | None = None,
-                 cc1: Cc1 | None = None):
+                 cc1: Cc1 | None = None, label: str = ""):
         """`inactive`, `rules` (by IR name), `custom` (custom.py) and `allocators` are what
-        Enzyme's API registered, for `adgen cc`; with `cc1`, clang optimizes (ir_ad/cc1.py)."""
+        Enzyme's API registered, for `adgen cc`; with `cc1`, clang optimizes (ir_ad/cc1.py);
+        `label`, which batch of a build (batches.py) the module is, for -v."""
         self.tm, self.cc1 = tm, cc1
         self.inactive = {n for i in range(len(generated)) for n in optimize.kept(linked, inactive_array(i))} | inactive
         self.by_hand = _rules_by_hand(linked, generated) | (rules or {})
@@ -170,13 +286,14 @@ class Prepared:
         self.threading = True  # jump threading when preparing derivative code again (see `levels`)
         self.timings: list | None = None  # (what, seconds) of `again`'s work, for -v
         self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
-        with stages.stage("optimize", "before differentiation") as note:
+        with stages.stage("optimize", "before differentiation" + (f", {label}" if label else "")) as note:
             text = optimize.with_captures_by_value(optimize.prepare(linked, tm, self.calls, timings=note.parts,
                                                                     cc1=cc1), tm, self.calls, note.parts, cc1)
         with stages.stage("analyze") as note:
             text, self.shared = devirtualize(text, {s.linker_name for g in generated for s in g.signatures})
             self.module = self._module(text)
-            note.text = f"{plural(self.module.instruction_count(), 'instruction')} in the optimized sources"
+            note.text = f"{plural(self.module.instruction_count(), 'instruction')} in the optimized sources" + \
+                (f", {label}" if label else "")
 
     @property
     def calls(self) -> set[str]:
