@@ -59,16 +59,17 @@ def _check_private(folder: Path, everyone: int) -> None:
 
 
 @contextmanager
-def locked(path: Path):
+def locked(path: Path, wait: bool = True):
     """An exclusive lock on `path` (a file, made if need be, or a folder: a user's `build_dir`,
     where no lock file is left behind), held while one process builds or checks and opens a
-    library, so that concurrent loads of one source build it once."""
+    library, so that concurrent loads of one source build it once. Without `wait`, a lock
+    another process holds raises BlockingIOError."""
     if path.is_dir():
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     else:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         yield
     finally:
         os.close(fd)  # (releases the lock)
@@ -110,13 +111,10 @@ def sweep(root: Path, keep: str) -> None:
         key = folder.name
         if key == keep or "." in key or not folder.is_dir() or folder.stat().st_mtime > old:
             continue
-        fd = os.open(root / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            shutil.rmtree(folder, ignore_errors=True)
-            os.unlink(root / f"{key}.lock")
+            with locked(root / f"{key}.lock", wait=False):
+                shutil.rmtree(folder, ignore_errors=True)
+                os.unlink(root / f"{key}.lock")
         except OSError:  # (in use)
             pass
-        finally:
-            os.close(fd)
 

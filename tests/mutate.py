@@ -573,9 +573,9 @@ def command(m: Mutation) -> list[str]:
     folder = m.setup.out if m.setup else "out"
     out = ["-c", "-o", f"{folder}/{Path(m.name).stem}.o"] if m.command == "cc" else ["-o", folder]
     extra = list(m.setup.args) if m.setup else []
-    if "--" in extra:  # what follows `--` goes last
-        return [sys.executable, "-m", "adgen.commands.cli", m.command, f"src/{m.name}", *out, *includes, *extra]
-    return [sys.executable, "-m", "adgen.commands.cli", m.command, f"src/{m.name}", *extra, *out, *includes]
+    cut = extra.index("--") if "--" in extra else len(extra)  # (`--` and what follows it go last)
+    return [sys.executable, "-m", "adgen.commands.cli", m.command, f"src/{m.name}", *extra[:cut], *out, *includes,
+            *extra[cut:]]
 
 
 def _adgen(m: Mutation, work: Path) -> tuple[int | None, str]:
