@@ -241,8 +241,10 @@ def openmp_link_flags(compiler: Compiler, flags: list[str]) -> list[str]:
 
 def enzyme_include_flags() -> list[str]:
     """For `adgen c++`: the folder of adgen's own `<enzyme/enzyme>` (Enzyme's C++ API), searched
-    after the user's own folders, so that a program's own copy of a header of that name wins."""
-    return ["-idirafter", str(Path(__file__).resolve().parent.parent / "include")]
+    before the user's own folders (to go first among them): a build moving from Enzyme keeps
+    Enzyme's `-I.../enzyme/include`, whose header of that name expands to calls adgen does not
+    read. The folder holds that header alone, so Enzyme's others are still found there."""
+    return ["-I", str(Path(__file__).resolve().parent.parent / "include")]
 
 
 def openmp_include_flags(compiler: Compiler, flags: list[str]) -> list[str]:

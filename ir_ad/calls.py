@@ -115,7 +115,7 @@ def kind_of(module: Module, inst: Instruction) -> str:
     if rule_for(inst.callee) is not None:
         return RULE
     if is_intrinsic(name):
-        return INTRINSIC
+        return INACTIVE if _integers_of_values(inst) else INTRINSIC
     target = module.functions.get(inst.callee)
     if target is not None and (not target.declaration or inst.callee in module.custom):
         return DEFINED
@@ -129,6 +129,20 @@ def _asm_touches_floats_or_memory(inst: Instruction) -> bool:
         return t.kind in ("float", "ptr") or any(reaches(e) for e in t.elems)
 
     return "~{memory}" in inst.asm or any(reaches(t) for t in [inst.type, *(a.type for a, _ in inst.call_args)])
+
+
+def _integers_of_values(inst: Instruction) -> bool:
+    """Whether an intrinsic takes floating-point values and no pointer (it reads and writes no
+    memory) and gives integers: a predicate or a conversion (`llvm.is.fpclass`, `llvm.lround`),
+    whose result carries no derivative. (Intrinsics of integers alone stay what they were.)"""
+    def integers(t: Type) -> bool:
+        return t.kind == "int" or (t.kind in ("vector", "struct", "array") and all(integers(e) for e in t.elems))
+
+    def holds(t: Type, kind: str) -> bool:
+        return t.kind == kind or any(holds(e, kind) for e in t.elems)
+
+    args = [a.type for a, _ in inst.call_args]
+    return integers(inst.type) and any(holds(t, "float") for t in args) and not any(holds(t, "ptr") for t in args)
 
 
 def _runtime(name: str) -> bool:

@@ -259,6 +259,19 @@ def test_enzyme_sugar_header(tmp_path, level):
     build_and_run(tmp_path, SUGAR, level, "-std=c++17")
 
 
+def test_adgen_header_before_enzymes_on_the_include_path(tmp_path):
+    """A build moving from Enzyme keeps Enzyme's `-I.../enzyme/include`: adgen's own
+    <enzyme/enzyme> is read first (Enzyme's would expand to calls adgen does not read); the
+    folder's other headers are still found."""
+    decoy = tmp_path / "enzyme-include" / "enzyme"
+    decoy.mkdir(parents=True)
+    (decoy / "enzyme").write_text('#error "Enzyme\'s own header was read"\n')
+    (decoy / "extra").write_text("inline int enzyme_extra() { return 0; }\n")
+    source = SUGAR.replace("#include <enzyme/enzyme>", "#include <enzyme/enzyme>\n#include <enzyme/extra>")
+    assert source != SUGAR
+    build_and_run(tmp_path, source, "-O2", "-std=c++17", "-I", str(tmp_path / "enzyme-include"))
+
+
 def test_x_cxx_on_a_c_file_is_an_error(tmp_path):
     src = tmp_path / "p.c"
     src.write_text("int main() { return 0; }\n")

@@ -157,10 +157,9 @@ def main(argv: list[str], cxx: bool = False) -> int:
     stages = Stages(verbose="--adgen-verbose" in line.adgen, progress=False)
     compiler = select_compiler(None)
     headers = openmp_include_flags(compiler, line.compile_flags)
-    if any(language(s) is Language.CXX for _, s in line.sources):
-        headers += enzyme_include_flags()  # adgen's <enzyme/enzyme>
-    line.compile_flags += headers
-    line.lowering_flags += headers
+    first = enzyme_include_flags() if any(language(s) is Language.CXX for _, s in line.sources) else []
+    line.compile_flags = [*first, *line.compile_flags, *headers]  # adgen's <enzyme/enzyme> before the program's
+    line.lowering_flags = [*first, *line.lowering_flags, *headers]
     driver = cxx_command(compiler) if cxx else compiler.command
     if line.stops_early or not line.sources:
         return _clang(driver, line.argv)

@@ -61,9 +61,12 @@ class CFG:
         self.defs: dict[str, Instruction] = {}
         self.succs: dict[str, list[str]] = {}
         self.preds: dict[str, list[str]] = {b: [] for b in self.blocks}
+        self.edges: dict[tuple[str, str], int] = {}  # (from, to): how many of from's branches go there (a switch's cases may share one)
         for b in fn.blocks:
             term = b.instructions[-1]
             self.succs[b.label] = list(dict.fromkeys(term.targets))
+            for t in term.targets:
+                self.edges[b.label, t] = self.edges.get((b.label, t), 0) + 1
             for i, inst in enumerate(b.instructions):
                 self.index_in_block[id(inst)] = (b.label, i)
                 if inst.result:

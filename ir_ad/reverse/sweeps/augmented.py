@@ -146,12 +146,10 @@ class AugmentedWriter:
         names = self.layout.names(inst.result)
         pt = self.layout.part_type(PTR)
         for k, name in enumerate(names):
-            parts = ", ".join(dict.fromkeys(f"[ {self.shadow(v, maybe)[k].ref}, {self.cache.via(frm, self.block.label)} ]"
-                                            for v, frm in inst.incoming))
+            parts = self.cache.entries([(self.shadow(v, maybe)[k].ref, frm) for v, frm in inst.incoming], self.block.label)
             b.emit(f"{name} = phi {pt.text} {parts}")
         if maybe:
-            masks = ", ".join(dict.fromkeys(f"[ {self.activity.mask(v)}, {self.cache.via(frm, self.block.label)} ]"
-                                            for v, frm in inst.incoming))
+            masks = self.cache.entries([(self.activity.mask(v), frm) for v, frm in inst.incoming], self.block.label)
             b.emit(f"{mask_name(inst.result)} = phi i1 {masks}")
 
     def forward(self, inst: Instruction, b: Builder) -> None:

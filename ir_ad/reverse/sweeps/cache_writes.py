@@ -51,8 +51,25 @@ class CacheWrites:
         """A phi of `block`, naming the exit edge blocks of its split edges."""
         if not any((frm, block) in self.split for _, frm in inst.incoming):
             return inst.text
-        parts = list(dict.fromkeys(f"[ {v.value}, {self.via(frm, block)} ]" for v, frm in inst.incoming))
-        return f"{inst.result} = phi {inst.type.text} {', '.join(parts)}"
+        return f"{inst.result} = phi {inst.type.text} {self.entries([(v.value, frm) for v, frm in inst.incoming], block)}"
+
+    def entries(self, incoming: list[tuple[str, str]], block: str) -> str:
+        """A phi's entries in `block`, (value, predecessor) as the primal's phi has them: one per
+        edge (a switch whose cases share a block has an entry per case there), but one for a
+        split edge, whose exit edge block branches to `block` once."""
+        parts, split = [], set()
+        for value, frm in incoming:
+            if (frm, block) in self.split:
+                if frm in split:
+                    continue
+                split.add(frm)
+            parts.append(f"[ {value}, {self.via(frm, block)} ]")
+        return ", ".join(parts)
+
+    def per_edge(self, values: list[tuple[str, str]], block: str) -> str:
+        """The entries of a phi this sweep adds to `block`, a value for each predecessor:
+        repeated for each edge from it (`entries`)."""
+        return self.entries([(v, p) for v, p in values for _ in range(self.d.cfg.edges[p, block])], block)
 
     def split_edges(self, block, term: Instruction, b: Builder) -> str:
         """The terminator, branching to the exit edge blocks instead; writes those blocks."""
@@ -88,15 +105,13 @@ class CacheWrites:
         preds = d.cfg.preds[block.label]
         loop = d.loops.by_header.get(block.label)
         if loop is not None:
-            parts = [f"[ 0, {self.via(p, block.label)} ]" for p in loop.entries] + \
-                [f"[ {_count(loop, '.next.' + bare(p))}, {self.via(p, block.label)} ]" for p in loop.latches]
-            b.emit(f"{_count(loop)} = phi i64 {', '.join(parts)}")
+            parts = [("0", p) for p in loop.entries] + [(_count(loop, '.next.' + bare(p)), p) for p in loop.latches]
+            b.emit(f"{_count(loop)} = phi i64 {self.per_edge(parts, block.label)}")
         kept = []
         if len(preds) > 1 and Key(CAME, block.label) in self.stores:
             t = came_type(len(preds))
             came = local(f"came'{bare(block.label)}")
-            b.emit(f"{came} = phi {t.text} " + ", ".join(f"[ {i}, {self.via(p, block.label)} ]"
-                                                          for i, p in enumerate(preds)))
+            b.emit(f"{came} = phi {t.text} {self.per_edge([(str(i), p) for i, p in enumerate(preds)], block.label)}")
             kept.append((Key(CAME, block.label), V(t, came)))
         if loop is not None:  # after every phi, and before this iteration's first store into its buffer
             group = self.plan.group_of(loop)
