@@ -27,10 +27,17 @@ class Stages:
     """Times stages; with `verbose` prints each one's time, with `progress` (on a terminal)
     shows the stage under way on one line that is cleared when the run ends."""
 
-    def __init__(self, verbose: bool = False, stream=None, progress: bool = False):
+    def __init__(self, verbose: bool = False, stream=None, progress: bool = False, quiet: bool = False):
         self.verbose, self.stream, self.progress = verbose, stream, progress and not verbose
+        self.quiet = quiet  # no remarks
         self.times: list[tuple[str, float]] = []
         self.started = time.perf_counter()
+
+    def remark(self, text: str) -> None:
+        """Something the user should know that is no error (an annotation the build does not
+        honor, and why), unless quiet."""
+        if not self.quiet:
+            print(text, file=self.stream or sys.stderr)
 
     def total(self) -> None:
         """With `verbose`, the time since these stages were made, the stages' and what lies

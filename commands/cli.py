@@ -197,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(_unrecognized(argv, args.command, unknown, extra))
     stages = Stages(verbose=args.verbose or args.verbose_global,
-                    progress=not args.quiet and sys.stderr.isatty() and not os.environ.get("CI"))
+                    progress=not args.quiet and sys.stderr.isatty() and not os.environ.get("CI"),
+                    quiet=getattr(args, "quiet", False))
     status = _reporting(lambda: _run(args, extra, stages))
     stages.total()
     return status

@@ -5,6 +5,7 @@ here; the caller writes every output at once, and only when no stage found an er
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -48,17 +49,18 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         annotations = _each(find_annotations, texts)
     with stages.stage("read", f"{sum(bool(a) for a in annotations)} annotated of {len(sources)}"):
         made = frozenset(output_names(src.path)[0] for src in texts if not is_rust(src.path))
-        units = [None if not found else read_rust_unit(src, found) if is_rust(src.path) else read_unit(src, flags, made)
-                 for src, found in zip(texts, annotations)]
+        units = [read_rust_unit(src, found) if is_rust(src.path) and found else None if is_rust(src.path) else
+                 _read_c(src, found, flags, made) for src, found in zip(texts, annotations)]
     with stages.stage("check"):
         problems = Collector()
         for unit in units:
             if unit is not None and unit.errors:
                 problems.diagnostics += unit.errors
         checked, nested, inactive, customs = [], [], {}, {}
+        headers = HeaderAnnotations()
         for unit, found in zip(units, annotations):
             if unit is not None:
-                for annotation, entry, function in attach(unit, found, problems):
+                for annotation, entry, function in attach(unit, found, problems) + headers.pairs(unit, problems):
                     if isinstance(unit, RustUnit):
                         entry = rust_entry(annotation, entry, function, unit, problems)
                         if entry is None:
@@ -82,6 +84,8 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         if problems.diagnostics and any(u is not None and u.errors and not isinstance(u, RustUnit) for u in units):
             problems = _recheck_c(units, signatures, derived, out_dir, flags, problems)
         problems.raise_if_any()
+    for remark in headers.unmade():
+        stages.remark(remark)
     with stages.stage("render", plural(len(signatures), "derivative function")):
         results = []
         for src, unit in zip(texts, units):
@@ -89,6 +93,58 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
             results.append(Generated(src, unit, mine, outputs(src, unit, mine, out_dir),
                                      list(inactive.get(id(unit), {}).values()), customs.get(id(unit), [])))
     return results
+
+
+def _read_c(src: SourceFile, found: list, flags: list[str], made: frozenset[str]) -> Unit | None:
+    """A C or C++ source read, where it has annotations or includes a header of the project that
+    has (else None: nothing to derive)."""
+    unit = read_unit(src, flags, made)
+    return unit if found or unit.headers else None
+
+
+class HeaderAnnotations:
+    """Annotations in the project's headers (specs/annotations.md): an entry is made by the
+    source of the build that defines its function, or, for a function the header defines
+    (inline), by the first source including it; each header's errors reported once."""
+
+    def __init__(self):
+        self.found: dict[str, list] = {}  # real path -> its annotations
+        self.claimed: set[tuple[str, int]] = set()  # (header, where a function starts): made by a source
+        self.wanted: dict[tuple[str, int], tuple] = {}  # ... annotated: (the annotation, the function)
+
+    def pairs(self, unit: Unit, problems: Collector) -> list:
+        out = []
+        main = os.path.realpath(unit.source.path)
+        for path, header in unit.headers.items():
+            first = path not in self.found
+            if first:
+                try:
+                    self.found[path] = find_annotations(header.source)
+                except AdgenError as exc:
+                    problems.diagnostics += exc.diagnostics
+                    self.found[path] = []
+            view, here, seen = Unit(header.source, header.functions, {}, {}, [], cxx=unit.cxx), set(), Collector()
+            attached = attach(view, self.found[path], seen)
+            if first:  # (an error in an `#if` branch not taken is none: it stands before nothing; a header's
+                # skipped stretches cannot skip annotations as a source's do, as a guard's second time is one)
+                problems.diagnostics += [d for d in seen.diagnostics if d.span is None or not any(
+                    start <= d.span.offset < end for start, end in header.skipped)]
+            for annotation, entry, function in attached:
+                key = (path, function.start)
+                self.wanted.setdefault(key, (annotation, function))
+                where = header.defined_in[header.functions.index(function)]
+                if where == main or (where == path and (key not in self.claimed or key in here)):
+                    self.claimed.add(key)
+                    here.add(key)
+                    out.append((annotation, entry, function))
+        return out
+
+    def unmade(self) -> list[str]:
+        """What the build was asked for in headers and made nowhere: a function defined in none
+        of its sources."""
+        return [f"{annotation.span.location()}: note: {annotation.marker} of '{function.name}' not made: it is "
+                "defined in none of the sources built (the build of the source defining it makes it)"
+                for key, (annotation, function) in self.wanted.items() if key not in self.claimed]
 
 
 def outputs(src: SourceFile, unit: Unit | None, signatures: list[Signature], out_dir: Path) -> dict[Path, str]:

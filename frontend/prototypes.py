@@ -16,6 +16,7 @@ from pathlib import Path
 
 from clang.cindex import CursorKind, Index, TemplateArgumentKind, TranslationUnit, TypeKind
 
+from adgen.frontend.annotations import MARKERS
 from adgen.frontend.ctype import CType, enclosing_namespaces, from_clang, from_clang_cxx, object_cxx
 from adgen.frontend.languages import is_cxx
 from adgen.frontend.skipped import skipped_ranges
@@ -102,6 +103,20 @@ class Unit:
     templates: dict[int, "Template"] = field(default_factory=dict)  # C++: function templates, by where they start
     read_with: tuple[list[str], list] = ([], [])  # the flags and unsaved files it was read with (instantiate())
     skipped: list[tuple[int, int]] = field(default_factory=list)  # offsets of the `#if` branches not taken
+    # the project's headers it includes (not system headers) that hold annotations, by real path
+    headers: dict[str, "Header"] = field(default_factory=dict)
+
+
+@dataclass
+class Header:
+    """A header of the project holding annotations, as one source read it: the functions it
+    declares (members in its classes too) and, for each, the real path of the file defining it
+    (the source, the header itself where it is defined inline, or None: elsewhere)."""
+
+    source: SourceFile
+    functions: list[Prototype] = field(default_factory=list)
+    defined_in: list[str | None] = field(default_factory=list)
+    skipped: list[tuple[int, int]] = field(default_factory=list)  # as Unit's (an include guard's second time too)
 
 
 @dataclass(frozen=True)
@@ -160,6 +175,7 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
     for d in tu.diagnostics:
         if d.severity >= 3 and not (cxx and _in_system_header(d)):
             unit.errors.append(_clang_error(d, files))
+    marked: dict[str, bool] = {}  # real path -> whether it is a header of the project holding annotations
     for cursor, kind, where, name in _declarations(tu.cursor, main, source, unit):
         if name is None or _real(name) in virtual:
             continue
@@ -176,8 +192,26 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
             if path not in files:
                 files[path] = SourceFile(name)
             unit.included.append(_function(cursor, files[path], main))
+        if path != main and (marked[path] if path in marked else
+                             marked.setdefault(path, not where.is_in_system_header and _annotated(path))):
+            header = unit.headers.get(path) or unit.headers.setdefault(path, Header(files.get(path) or SourceFile(name)))
+            files.setdefault(path, header.source)
+            definition = cursor.get_definition()
+            header.functions.append(_function(cursor, header.source, main))
+            header.defined_in.append(_real(definition.location.file.name) if definition is not None else None)
     unit.includes = _includes(tu, main, source, virtual)
+    for path, header in unit.headers.items():
+        header.skipped = skipped_ranges(tu, header.source, path)
     return unit
+
+
+def _annotated(path: str) -> bool:
+    """Whether a file holds an annotation's marker (its comments are read later)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return re.search(MARKERS, f.read()) is not None
+    except OSError:
+        return False
 
 
 _SCOPES = (CursorKind.NAMESPACE, CursorKind.LINKAGE_SPEC, CursorKind.UNEXPOSED_DECL)
