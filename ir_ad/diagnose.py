@@ -3,7 +3,9 @@ the function, and the instruction."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from functools import cache
 
 from adgen.base.diagnostics import AdgenError, Diagnostic, SourceFile, Span, error, note
 
@@ -41,19 +43,59 @@ def located(exc: Unsupported, module: Module, derivation: str, primal: str | Non
                    f"(needed by {_needed(derivation)})")
         return kind(error(message, span or entry, notes))
     message = f"cannot differentiate {exc.what} in function '{fn}' (needed by {_needed(derivation)})"
-    return kind(at_instruction(module, exc.function, exc.inst, message, notes))
+    return kind(at_instruction(module, exc.function, exc.inst, message, notes, primal))
 
 
 def at_instruction(module: Module, function: str, inst: Instruction | None, message: str,
-                   notes: list[Diagnostic] | None = None) -> Diagnostic:
-    """An error at an instruction's C line (or its function's, or none the IR knows)."""
+                   notes: list[Diagnostic] | None = None, primal: str | None = None) -> Diagnostic:
+    """An error at an instruction's C line (or its function's, or none the IR knows). Where
+    that line is a library's (a C or C++ library header, Eigen's, Rust's standard library), the
+    error stands at the user's line that reached it — where the library's code was inlined, else
+    the call leading to it from `primal` — with a note at the library's line."""
     where = module.location(inst.dbg) if inst is not None else None
     if (where is None or where.line == 0) and function in module.functions:  # line 0: code of no line
         where = module.location(module.functions[function].dbg)
+    notes = notes or []
+    if where is not None and _library(where.file):
+        reached = _reached_from(module, inst, function, primal)
+        if reached is not None and _span(reached) is not None:
+            inside = _span(where)
+            at = "" if inside is not None else f" ({where.file}:{where.line}:{where.column})"
+            return error(message, _span(reached), [note(f"in the library's code here{at}, which this line reaches",
+                                                         inside), *notes])
     span = _span(where) if where else None
     if span is None and where is not None:
         message = f"{where.file}:{where.line}:{where.column}: {message}"
-    return error(message, span, notes or [])
+    return error(message, span, notes)
+
+
+def _library(path: str) -> bool:
+    """Whether a file is a library's the user did not write: the system's headers, the C and C++
+    libraries zig ships, Rust's standard library."""
+    path = os.path.abspath(path) if not path.startswith("/rustc/") else path
+    return path.startswith(_library_roots())
+
+
+@cache
+def _library_roots() -> tuple[str, ...]:
+    roots = ["/usr/include/", "/usr/lib/", "/usr/local/include/", "/rustc/", "/opt/homebrew/include/"]
+    spec = importlib.util.find_spec("ziglang")
+    if spec is not None and spec.origin:
+        roots.append(os.path.join(os.path.dirname(os.path.realpath(spec.origin)), ""))
+    return tuple(roots)
+
+
+def _reached_from(module: Module, inst: Instruction | None, function: str, primal: str | None) -> Location | None:
+    """The user's line (not a library's, not a stub's) that reaches an instruction: the
+    innermost where its code was inlined, else on the calls from `primal` to its function,
+    innermost first."""
+    def user(dbg: str | None) -> Location | None:
+        return next((w for w, _ in _inlined(module, dbg) if not _library(w.file) and not _in_stubs(w)), None)
+
+    found = user(inst.dbg) if inst is not None else None
+    if found is None and primal is not None:
+        found = next((w for call in reversed(_call_path(module, primal, function)) if (w := user(call.dbg))), None)
+    return found
 
 
 def source_name(function: str) -> str:

@@ -87,8 +87,8 @@ def serialize(text: str) -> tuple[str, set[str]]:
                   flags=re.M)
     if _TICKET in text and not re.search(r"^(declare|define)[^\n]*@__adgen_omp_end_critical\(", text, re.M):
         text += f"\ndeclare i64 {_END_CRITICAL}(ptr, i32, ptr)\n"  # (defined by fork_again: opaque till then)
-    missing = [d for name, d in _DECLARATIONS.items() if not re.search(r"^declare [^\n]*" + re.escape(name) + r"\(",
-                                                                        text, re.M)]
+    declared = set(re.findall(r'^declare [^\n]*?(@[-\w$.]+|@"[^"]*")\(', text, re.M))  # (one pass: 138 searches took 37 ms)
+    missing = [d for name, d in _DECLARATIONS.items() if name not in declared]
     return text + "\n" + "\n".join(missing) + "\n", outlined
 
 
