@@ -30,7 +30,7 @@ from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, cxx_command, openmp_
                                   select_compiler, system_flags)
 from adgen.base.templates import render_text
 from adgen.commands.load_arguments import (argtype, argument, bind, check_derivative_arrays, check_lengths, from_c,
-                                           lengths, structure, value_type)
+                                           lengths, pointered, structure, value_type)
 from adgen.commands.load_cache import cache_root, locked, record_digests, sweep, verified
 from adgen.commands.load_errors import BuildError, CacheError
 from adgen.commands.report import diagnostics_text, internal_error_text
@@ -248,7 +248,8 @@ class Library:
                 raise AttributeError(f"'{name}' is not in {self.path.name}: C++ compiles an inline function (one "
                                      "defined in its class, say) only where it is used; define it outside the class "
                                      "to call it from Python (its derived functions are there)") from None
-            self._calls[name] = CFunction(name, spec, found, lengths(self._all, name, self._sizes[name]))
+            self._calls[name] = CFunction(name, spec, found, lengths(self._all, name, self._sizes[name]),
+                                          pointered(self._all, name))
         return self._calls[name]
 
     def __dir__(self):
@@ -262,8 +263,9 @@ class CFunction:
     """One C function: binds and converts arguments, checks what C would take on trust, calls,
     and converts the result."""
 
-    def __init__(self, name: str, spec: dict, c_function, lengths: list = ()):
+    def __init__(self, name: str, spec: dict, c_function, lengths: list = (), pointered: set[int] = frozenset()):
         self.name, self.spec, self._c, self._lengths = name, spec, c_function, list(lengths)
+        self._pointered = pointered
         self._params = spec["params"]
         self._types = [argtype(p) for p in self._params]
         c_function.argtypes = self._types
@@ -281,7 +283,8 @@ class CFunction:
 
     def __call__(self, *args, **kwargs):
         args = bind(self.name, self._params, args, kwargs)
-        converted = [argument(a, p, t, self.name) for a, p, t in zip(args, self._params, self._types)]
+        converted = [argument(a, p, t, self.name, i in self._pointered)
+                     for i, (a, p, t) in enumerate(zip(args, self._params, self._types))]
         check_derivative_arrays(self.name, self._params, args, self.spec.get("width", 1))
         check_lengths(self.name, self._params, converted, args, self._lengths)
         value = self._c(*converted)

@@ -115,6 +115,15 @@ def lengths(specs: dict[str, dict], name: str, sizes: list[str]) -> list[tuple[i
     return out
 
 
+def pointered(specs: dict[str, dict], name: str) -> set[int]:
+    """The parameters of `name` (by index) whose primal parameter points to data that reaches its
+    floats through pointers (a std::vector, a struct holding a pointer), and their shadows and
+    tangents: no NumPy array is one."""
+    params = specs[name]["params"]
+    origins = [_origin(specs, name, p["name"]) for p in params]
+    return {i for i, o in enumerate(origins) if o is not None and o[1].get("element", {}).get("pointers")}
+
+
 def _origin(specs: dict[str, dict], function: str, name: str):
     """The primal function and parameter that parameter `name` of `function` is, or is the shadow
     or tangent of, through derivatives of derivatives; None for seeds and tapes."""
@@ -187,9 +196,10 @@ def structure(name: str, fields: list[dict]):
     return type(name, (ctypes.Structure,), {"_fields_": members})
 
 
-def argument(value, param: dict, ctype, function: str):
+def argument(value, param: dict, ctype, function: str, through_pointers: bool = False):
     """An argument as ctypes passes it, refused with the function's and parameter's names where
-    ctypes would raise its own ArgumentError, wrap an integer silently, or pass NULL."""
+    ctypes would raise its own ArgumentError, wrap an integer silently, or pass NULL.
+    `through_pointers`: the parameter's data reaches its floats through pointers (`pointered`)."""
     ffi, name = param["ffi"], param["name"]
     if not ffi.startswith("ptr"):
         return _to_c(value, ctype, name, function)
@@ -210,6 +220,10 @@ def argument(value, param: dict, ctype, function: str):
     if not isinstance(value, np.ndarray):
         raise TypeError(f"{function}(): pointer parameter '{name}' takes a NumPy array (written in place), "
                         f"not {type(value).__name__}")
+    if through_pointers:  # (as adgen check refuses to make one)
+        raise TypeError(f"{function}(): parameter '{name}' points to data that reaches its floats through pointers "
+                        "(a std::vector, a struct holding a pointer), which a NumPy array is not: call this function "
+                        "from C or C++ (or pass the address of such an object, as an int)")
     element = ffi.partition(":")[2]
     wanted = NUMPY_DTYPES.get(element)
     if wanted and value.dtype != np.dtype(wanted):

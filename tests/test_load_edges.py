@@ -312,3 +312,19 @@ def test_builds_no_load_opened_for_a_month_are_swept(tmp_path):
     finally:
         os.close(busy)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy", "busy.lock", "fresh", "kept", "stale.build-x"]
+
+
+def test_a_vector_parameter_refuses_a_numpy_array(tmp_path):
+    """A `std::vector<double> &` is three pointers, not the doubles: a NumPy array for it gave a
+    zero gradient or an abort; it is refused as adgen check refuses to make one."""
+    import adgen
+
+    src = tmp_path / "vec.cpp"
+    src.write_text("#include <vector>\n// @diff(sumsq_grad: (dup) -> active)\n"
+                   "double sumsq(const std::vector<double> &v) { double s = 0; for (double e : v) s += e * e; return s; }\n")
+    lib = adgen.load(src, build_dir=tmp_path / "build")
+    message = r"sumsq_grad\(\): parameter 'v' points to data that reaches its floats through pointers \(a std::vector"
+    with pytest.raises(TypeError, match=message):
+        lib.sumsq_grad(np.ones(3), np.zeros(3), 1.0)
+    with pytest.raises(TypeError, match=message.replace("sumsq_grad", "sumsq")):
+        lib.sumsq(np.ones(3))
