@@ -51,8 +51,9 @@ _CXX_IO_CLASSES = {"basic_streambuf", "basic_iostream", "basic_ios", "basic_istr
                    "basic_stringstream", "basic_ifstream", "basic_ofstream", "basic_fstream", "locale", "ios_base",
                    "ctype", "num_put", "num_get", "__put_character_sequence", "__pad_and_output", "to_string",
                    "to_wstring", "endl", "flush", "char_traits", "__libcpp_verbose_abort", "__throw_out_of_range",
-                   "__throw_length_error", "__throw_bad_alloc", "__hash_memory", "_Hash_bytes", "__next_prime"}
-_CXX_STD = re.compile(r"_ZN?K?St(?:3__1|7__cxx11)?(\d+)")
+                   "__throw_length_error", "__throw_bad_alloc", "__hash_memory", "_Hash_bytes", "__next_prime",
+                   "__ostream_insert", "_Prime_rehash_policy"}  # (libstdc++'s: out of line in its library)
+_CXX_STD = re.compile(r"_ZN?K?St(?:3__1|7__cxx11|8__detail)?(\d+)")
 _CXX_STD_ABBREVIATED = re.compile(r"_ZN?K?S[oisd]")  # libstdc++'s std::ostream, istream, string, iostream
 _CXX_STREAM_OPERATOR = re.compile(r"_ZN?St(?:3__1)?(?:ls|rs).*(?:basic_[io]stream|S[oi]_)")  # << and >>
 # The C++ library's headers of streams and locales (libc++'s, libstdc++'s `bits/`), by file name.

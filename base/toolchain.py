@@ -14,7 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Sequence
 
+from adgen.base.cxx_library import CxxLibrary
 from adgen.base.diagnostics import AdgenError, error
 from adgen.base.zig_cache import use_scratch_cache
 
@@ -197,16 +199,49 @@ def cores() -> int:
 
 def cxx_command(compiler: Compiler) -> tuple[str, ...]:
     """The C++ driver of a compiler: `zig c++` for the bundled clang (`zig cc -x c++` leaves out
-    the C++ library's headers), clang's own in g++ mode otherwise."""
+    the C++ library's headers), clang's own in g++ mode otherwise. The C++ library's own flags
+    are `cxx_library_flags`'s."""
     if compiler.command == bundled_cc():
         return (*zig(), "c++", *BASELINE)
     return (*compiler.command, "--driver-mode=g++")
 
 
+def cxx_library_flags(compiler: Compiler, library: CxxLibrary, flags: Sequence[str] = ()) -> list[str]:
+    """What a compile of C++ by `cxx_command(compiler)` takes, after the user's `flags`, to compile
+    against `library` (cxx_library.py): the bundled libc++ is `zig c++`'s own; libstdc++'s
+    headers are searched before the C library's, which `#include_next` from them needs (zig puts
+    the system's C headers first among the system folders, so they are given to it as `-I`, a
+    header of theirs being a system header by its `#pragma GCC system_header`). None where the
+    user's flags ask for no C++ library headers (`-nostdinc++`, `-nostdinc`)."""
+    if "-nostdinc++" in flags or "-nostdinc" in flags:
+        return []
+    bundled = compiler.command == bundled_cc()
+    if library.bundled:
+        return [] if bundled else list(cxx_read_flags(library))
+    return ["-nostdinc++", *(f"-I{d}" if bundled else f"-isystem{d}" for d in library.include_dirs)]
+
+
+def cxx_link_flags(compiler: Compiler, library: CxxLibrary) -> list[str]:
+    """What a link by `cxx_command(compiler)` takes to link with `library`: libstdc++ by path
+    (to `zig c++`, `-lstdc++` is its own libc++), and `-nostdlib++` so that the bundled libc++ is
+    not linked besides."""
+    if library.bundled:
+        return []
+    return ["-nostdlib++", *library.link] if compiler.command == bundled_cc() else [*library.link]
+
+
+def cxx_read_flags(library: CxxLibrary) -> tuple[str, ...]:
+    """What libclang needs besides the C flags to read C++ against `library`: its headers,
+    searched first (before the C library's, which `system_flags` lists), and libc++'s macros."""
+    if not library.bundled:
+        return ("-nostdinc++", *(f for d in library.include_dirs for f in ("-isystem", d)))
+    return _bundled_libcxx_flags()
+
+
 @cache
-def cxx_read_flags() -> tuple[str, ...]:
-    """What libclang needs besides the C flags to read C++ as the bundled clang compiles it: the
-    C++ library's headers (LLVM's libc++, which zig ships), searched first, and its macros."""
+def _bundled_libcxx_flags() -> tuple[str, ...]:
+    """The bundled libc++ as the bundled clang compiles with it (LLVM's libc++, which zig ships),
+    and its macros."""
     args = _cc1_arguments(cxx_command(Compiler(bundled_cc(), 0, "")), "c++", "the bundled clang")
     flags: list[str] = ["-nostdinc++"]  # (not the system's libstdc++ as well, whose <math.h> libc++'s would meet)
     for i, arg in enumerate(args[:-1]):

@@ -10,6 +10,9 @@
 # directories and compile definitions reach adgen through a response file. Each command
 # reruns when its source, a header the source includes, or adgen itself changes.
 #
+# C++: the derivatives are compiled against the C++ library of CMAKE_CXX_COMPILER (adgen build
+# --cxx), or the one -stdlib= names in CMAKE_CXX_FLAGS or the target's compile options.
+#
 # OpenMP: with OPENMP, or where the target already links OpenMP::OpenMP_C or compiles with
 # -fopenmp when adgen_add_derivatives is called, the sources are built with -fopenmp and the
 # target links the OpenMP runtime the objects call, LLVM's libomp (`adgen --openmp-library`):
@@ -66,6 +69,15 @@ function(adgen_add_derivatives)
       # first among the target's libraries, before the runtime GCC's -fopenmp adds at the end
       target_link_libraries(${ARG_TARGET} PRIVATE "${ADGEN_OPENMP_LIBRARY}")
     endif()
+  endif()
+  # C++ sources: compiled against the C++ library of the project's C++ compiler (libstdc++ with
+  # g++ or a Linux clang++, libc++ where -stdlib=libc++ says so), as the target's code is.
+  if(CMAKE_CXX_COMPILER)
+    set(_cxx_flags "${CMAKE_CXX_FLAGS};${_options}")
+    if(_cxx_flags MATCHES "-stdlib=(libc\\+\\+|libstdc\\+\\+)")
+      list(PREPEND ARG_OPTIONS "--cxx-library=${CMAKE_MATCH_1}")
+    endif()
+    list(PREPEND ARG_OPTIONS "--cxx=${CMAKE_CXX_COMPILER}")
   endif()
   # The target's include directories and definitions, one argument per line, for `adgen @file`.
   set(_includes "$<TARGET_PROPERTY:${ARG_TARGET},INCLUDE_DIRECTORIES>")

@@ -18,6 +18,7 @@ from adgen.commands.outputs import depfile_rule, write_all
 from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.base.timing import Stages, plural
 from adgen.base.zig_cache import remove_scratch_cache
+from adgen.base.cxx_library import NAMES, compiler_named
 from adgen.base.toolchain import openmp_include_flags, select_compiler, system_flags
 
 DESCRIPTION = """\
@@ -45,7 +46,8 @@ examples:
 environment:
   ADGEN_CC         the clang to use instead of the one bundled with adgen (--cc wins)
   ADGEN_RUSTC      the rustc for Rust sources (else RUSTC, else rustc on the PATH)
-  ADGEN_RUSTFLAGS  more flags for that rustc (--edition=2024, say)"""
+  ADGEN_RUSTFLAGS  more flags for that rustc (--edition=2024, say)
+  CXX              C++: the program's compiler, whose C++ library adgen compiles against (--cxx wins)"""
 
 
 def _options(check: bool) -> argparse.ArgumentParser:
@@ -65,6 +67,12 @@ def _options(check: bool) -> argparse.ArgumentParser:
     common.add_argument("--cc", metavar="PATH",
                         help="the clang to use (default: ADGEN_CC, else the clang of the ziglang wheel); "
                              "its LLVM must not be newer than llvmlite's")
+    common.add_argument("--cxx", metavar="COMPILER",
+                        help="C++: the compiler the program is built with, whose C++ library (libstdc++ or "
+                             "libc++) the derivatives are compiled against (default: CXX, else c++ on the PATH)")
+    common.add_argument("--cxx-library", choices=NAMES, metavar="{libstdc++,libc++}",
+                        help="C++: compile against this C++ library, whatever the compiler uses (as -stdlib= "
+                             "after --)")
     common.add_argument("-v", "--verbose", action="store_true", help="print each stage's time")
     building("--target", metavar="TRIPLE", help="build: the target triple (default: this machine's)",
              why=_RUNS_HERE)
@@ -245,6 +253,13 @@ _MODULES = {"build": ("adgen.frontend.generate", "adgen.commands.build.pipeline"
 
 
 def _run(args, extra: list[str], stages: Stages) -> int:
+    if args.cxx_library:  # (the flags carry it to every compile: base/cxx_library.py)
+        extra = [*extra, f"-stdlib={args.cxx_library}"]
+    with compiler_named(args.cxx):
+        return _command(args, extra, stages)
+
+
+def _command(args, extra: list[str], stages: Stages) -> int:
     with stages.stage("toolchain", "and adgen's modules, loaded meanwhile"):
         compiler = select_compiler(args.cc, lambda: [importlib.import_module(m) for m in _MODULES[args.command]])
         user = [*(f"-I{d}" for d in args.includes), *(f"-D{d}" for d in args.defines)]

@@ -24,10 +24,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from adgen.base import __version__
-from adgen.base.diagnostics import AdgenError
+from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import Stages
-from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, cxx_command, openmp_include_flags, openmp_link_flags,
-                                  select_compiler, system_flags)
+from adgen.base.cxx_library import LIBSTDCXX, choose, without_stdlib
+from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, cxx_command, cxx_library_flags, cxx_link_flags,
+                                  openmp_include_flags, openmp_link_flags, select_compiler, system_flags)
 from adgen.base.templates import render_text
 from adgen.commands.load_arguments import (argtype, argument, bind, check_derivative_arrays, check_lengths, from_c,
                                            lengths, pointered, structure, value_type)
@@ -69,8 +70,9 @@ def _load_cached(paths: list[Path], texts: list[str], flags: list[str], sizes: d
     """The library of a folder of the private cache keyed by adgen, the flags and the sources,
     built there (aside, then renamed into place) unless it holds a build whose files still have
     their digests; under the key's lock, so that concurrent loads build once."""
-    key = hashlib.sha256("\0".join([__version__, _fingerprint(), *flags, *(str(p.resolve()) for p in paths), *texts]
-                                    ).encode()).hexdigest()[:32]
+    library = repr(_cxx_library(flags)) if any(is_cxx(p) for p in paths) else ""  # (CXX may change between loads)
+    key = hashlib.sha256("\0".join([__version__, _fingerprint(), *flags, library, *(str(p.resolve()) for p in paths),
+                                     *texts]).encode()).hexdigest()[:32]
     root = cache_root()
     out = root / key
     with locked(root / f"{key}.lock"):
@@ -125,20 +127,32 @@ def _fingerprint() -> str:
 def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> None:
     """`adgen build -q SOURCES -o OUT -- FLAGS`, then the sources and the derivatives' objects
     linked into `library`."""
-    flags = [*flags, *openmp_include_flags(select_compiler(None), flags)]
+    compiler = select_compiler(None)
+    flags = [*flags, *openmp_include_flags(compiler, flags)]
     _derive(sources, out, flags)
     cc = list(bundled_cc())
-    cxx = list(cxx_command(select_compiler(None)))  # (C++ sources: their library's headers, and linked with it)
+    cxx = list(cxx_command(compiler))  # (C++ sources: their library's headers, and linked with it)
+    chosen = _cxx_library(flags) if any(is_cxx(s) for s in sources) else None  # (the derivatives' C++ library)
     objects = []
     for src in sources:
         obj = out / f"{src.stem}.o"
         compiled = _keeping_primals(src, out) if is_cxx(src) else src
-        _run([*(cxx if is_cxx(src) else cc), "-c", "-O2", "-fPIC", *USERS_NDEBUG, *flags, "-iquote", str(out),
+        own = [*without_stdlib(flags), *cxx_library_flags(compiler, chosen, flags)] if is_cxx(src) else flags
+        _run([*(cxx if is_cxx(src) else cc), "-c", "-O2", "-fPIC", *USERS_NDEBUG, *own, "-iquote", str(out),
               "-iquote", str(src.parent), str(compiled), "-o", str(obj)])
         objects.append(str(obj))
-    _run([*(cxx if any(is_cxx(s) for s in sources) else cc), "-shared", *objects,
-          *(str(out / f"{s.stem}.adgen.o") for s in sources), *openmp_link_flags(select_compiler(None), flags),
+    _run([*(cxx if chosen else cc), "-shared", *objects, *(str(out / f"{s.stem}.adgen.o") for s in sources),
+          *openmp_link_flags(compiler, flags), *(cxx_link_flags(compiler, chosen) if chosen else []),
           "-o", str(library), "-lm"])
+
+
+def _cxx_library(flags: list[str]):
+    """The C++ library C++ sources are compiled against (base/cxx_library.py); a wrong
+    `-stdlib=`, or none found where one is asked for, a BuildError."""
+    try:
+        return choose(flags)
+    except AdgenError as exc:
+        raise BuildError(diagnostics_text(exc.diagnostics), exc.diagnostics) from exc
 
 
 def _keeping_primals(src: Path, out: Path) -> Path:
@@ -175,11 +189,25 @@ def _from_build_dir(folder: Path) -> "Library":
     objects = [m.with_name(m.name.replace(".adgen.json", ".adgen.o")) for m in manifests]
     if not manifests or not all(o.exists() for o in objects):
         raise FileNotFoundError(f"{folder} holds no output of `adgen build` (*.adgen.json with *.adgen.o)")
+    libraries = {m.name.removesuffix(".adgen.json"): json.loads(m.read_text()).get("cxx_library") for m in manifests}
+    named = {name: stem for stem, name in libraries.items() if name}
+    link = []
+    try:
+        if len(named) > 1:  # (a C++ class of one library handed to derivatives compiled for the other's)
+            raise AdgenError(error(" and ".join(f"{stem}.adgen.o was compiled against {name}"
+                                                for stem, name in sorted((s, n) for n, s in named.items())) +
+                                   f" (in {folder}): one program cannot use both C++ libraries; build them again "
+                                   "against the same one (adgen build --cxx-library=...)"))
+        if LIBSTDCXX in named:  # (what its objects call of libstdc++'s shared library)
+            link = cxx_link_flags(select_compiler(None), choose([f"-stdlib={LIBSTDCXX}"]))
+    except AdgenError as exc:
+        raise BuildError(diagnostics_text(exc.diagnostics), exc.diagnostics) from exc
     library = folder / "libadgen-derivatives.so"
     fd, aside = tempfile.mkstemp(prefix=".libadgen-derivatives.", suffix=".so", dir=folder)
     os.close(fd)
     try:  # (linked aside and renamed: another load of the folder may be opening it)
-        _run([*bundled_cc(), "-shared", *map(str, objects), "-o", aside, "-lm"])
+        _run([*(cxx_command(select_compiler(None)) if link else bundled_cc()), "-shared", *map(str, objects), *link,
+              "-o", aside, "-lm"])
         os.replace(aside, library)
     finally:
         if os.path.exists(aside):

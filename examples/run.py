@@ -28,7 +28,8 @@ def run(name: str, build_root: Path) -> int:
     cxx = source.suffix == ".cpp"
     cc = [sys.executable, "-m", "ziglang", "c++" if cxx else "cc", "-O2"]
     steps = [
-        [sys.executable, "-m", "adgen.commands.cli", "build", "-q", str(source), "-o", str(build)],
+        [sys.executable, "-m", "adgen.commands.cli", "build", "-q", str(source), "-o", str(build),
+         *(["--cxx-library=libc++"] if cxx else [])],  # (the C++ library of the clang it is built with)
         [*cc, "-I", str(build), "-c", str(source), "-o", str(build / f"{name}.o")],  # own header
         [*cc, "-I", str(build), str(main), str(build / f"{name}.o"), str(build / f"{name}.adgen.o"),
          "-lm", "-o", str(build / name)],

@@ -413,8 +413,17 @@ def _points_to_floating(c: Type, depth: int = 0) -> bool:
         ft = f.type.get_canonical()
         if (ft.kind == TypeKind.POINTER and holds_floating(ft.get_pointee())) or _points_to_floating(ft, depth + 1):
             return True
-    return any(_points_to_floating(b.type.get_canonical(), depth + 1) for b in c.get_declaration().get_children()
-               if b.kind == CursorKind.CXX_BASE_SPECIFIER)
+    return any(_points_to_floating(b.type.get_canonical(), depth + 1) for b in _bases(c))
+
+
+def _bases(c: Type):
+    """The base classes of a class, by its type: an implicit instantiation's too, whose
+    declaration libclang shows without them (libstdc++'s `std::vector<double>` holds its pointers
+    in its bases' `_Vector_impl_data`)."""
+    try:
+        return list(c.get_bases())
+    except AttributeError:  # (a libclang without clang_visitCXXBaseClasses)
+        return [b for b in c.get_declaration().get_children() if b.kind == CursorKind.CXX_BASE_SPECIFIER]
 
 
 def _template_family(decl: Cursor) -> list[Cursor]:

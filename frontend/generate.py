@@ -155,7 +155,8 @@ def outputs(src: SourceFile, unit: Unit | None, signatures: list[Signature], out
     if isinstance(unit, RustUnit):  # its wrappers in Rust instead of a C header
         rendered = replace(rendered, header=render_rust(unit, signatures, __version__))
     return {out_dir / header: rendered.header, out_dir / stubs: rendered.stubs,
-            out_dir / f"{src.path.stem}.adgen.json": manifest(src.path.name, __version__, signatures)}
+            out_dir / f"{src.path.stem}.adgen.json": manifest(src.path.name, __version__, signatures,
+                                                              getattr(unit, "cxx_library", None))}
 
 
 def _recheck_c(units, signatures, derived, out_dir, flags, problems: Collector) -> Collector:

@@ -10,7 +10,9 @@ from collections import Counter
 from adgen.frontend.abi import Signature, Slot, signature
 
 
-def manifest(source: str, version: str, signatures: list[Signature]) -> str:
+def manifest(source: str, version: str, signatures: list[Signature], cxx_library: str | None = None) -> str:
+    """`cxx_library`: a C++ source's, the C++ library its derivatives were compiled against
+    (libstdc++ or libc++: base/cxx_library.py), which a program linking them must use too."""
     functions: dict[str, dict] = {}
     overloaded = _overloaded(signatures)
     for sig in signatures:
@@ -32,7 +34,9 @@ def manifest(source: str, version: str, signatures: list[Signature]) -> str:
             functions[_derived_key(whole, shared)] = {
                 **_derived(whole, overloaded), "kind": "split",
                 "parts": {s.part: _derived_key(s, shared) for s in signatures if s.derivation is sig.derivation}}
-    return json.dumps({"adgen": version, "source": source, "functions": functions}, indent=1, sort_keys=True) + "\n"
+    library = {"cxx_library": cxx_library} if cxx_library else {}
+    return json.dumps({"adgen": version, "source": source, **library, "functions": functions}, indent=1,
+                      sort_keys=True) + "\n"
 
 
 def _overloaded(signatures: list[Signature]) -> set[str]:

@@ -103,6 +103,7 @@ class Unit:
     templates: dict[int, "Template"] = field(default_factory=dict)  # C++: function templates, by where they start
     read_with: tuple[list[str], list] = ([], [])  # the flags and unsaved files it was read with (instantiate())
     skipped: list[tuple[int, int]] = field(default_factory=list)  # offsets of the `#if` branches not taken
+    cxx_library: str | None = None  # C++: the C++ library it was read against (base/cxx_library.py)
     # the project's headers it includes (not system headers) that hold annotations, by real path
     headers: dict[str, "Header"] = field(default_factory=dict)
 
@@ -157,10 +158,14 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
     _real.cache_clear()
     flags = _absolute_includes(flags)  # clang looks for "DIR/name": the stand-ins must match
     cxx = is_cxx(source.path)
+    library = None
     if cxx:
+        from adgen.base.cxx_library import choose
         from adgen.base.toolchain import cxx_read_flags
 
-        flags = [*cxx_read_flags(), *flags]
+        chosen = choose(flags)  # (the program's C++ library: base/cxx_library.py)
+        library = chosen.name
+        flags = [*cxx_read_flags(chosen), *flags]
     unsaved = _virtual_headers(source, flags, made, generated_headers or {})
     try:
         tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c++" if cxx else "c", *flags],
@@ -171,7 +176,8 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
     main = _real(source.path)
     virtual = {_real(p) for p, _ in unsaved}
     files: dict[str, SourceFile] = {main: source}
-    unit = Unit(source, [], {}, {}, [], cxx=cxx, read_with=(flags, unsaved), skipped=skipped_ranges(tu, source, main))
+    unit = Unit(source, [], {}, {}, [], cxx=cxx, read_with=(flags, unsaved), skipped=skipped_ranges(tu, source, main),
+                cxx_library=library)
     for d in tu.diagnostics:
         if d.severity >= 3 and not (cxx and _in_system_header(d)):
             unit.errors.append(_clang_error(d, files))
@@ -206,7 +212,10 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
 
 
 def _annotated(path: str) -> bool:
-    """Whether a file holds an annotation's marker (its comments are read later)."""
+    """Whether a file holds an annotation's marker (its comments are read later); not a header
+    adgen made (whose comments quote the annotations of its source)."""
+    if path.endswith(".adgen.h"):
+        return False
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return re.search(MARKERS, f.read()) is not None

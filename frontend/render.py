@@ -82,6 +82,7 @@ def render(unit: Unit, signatures: list[Signature], out_dir: Path, version: str)
         where=lambda f: f"{source.path.name}:{source.line_col(f.span.offset)[0]}",
         kernel_prefix=KERNEL_PREFIX,
         cxx=getattr(unit, "cxx", False),
+        cxx_library=getattr(unit, "cxx_library", None),  # (C++: checked against the program's, header.h.j2)
     )
     env = c_environment()
     return Outputs(env.get_template("header.h.j2").render(context), env.get_template("stubs.c.j2").render(context))

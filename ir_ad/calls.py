@@ -43,9 +43,13 @@ ALLOCATORS = {"malloc": 0, "calloc": None, "aligned_alloc": 1} | {name: 0 for na
 _CXX_DELETE = {f"_Zd{kind}Pv{size}{rest}" for kind in ("l", "a") for size in ("", "m", "j")
                for rest in ("", "St11align_val_t", "RKSt9nothrow_t")}
 # adgen's stack of the sweeps' storage, as an earlier level's derivative code calls it: its
-# allocations are malloc's and free's to a derivative of that code (whose forward sweep keeps
-# the memory, so no gradient's stack), and a gradient's bracket around its sweeps is dropped.
-_RUNTIME_KINDS = {"stack.alloc": ALLOCATE, "stack.free": FREE, "arena.enter": LIFETIME, "arena.leave": LIFETIME}
+# allocations are malloc's, realloc's and free's to a derivative of that code (whose forward
+# sweep keeps the memory, so no gradient's stack), and a gradient's bracket around its sweeps is
+# dropped. (A growing buffer of the tape moves by adgen.stack.realloc, whose copy of records
+# mixing floats, integers and pointers no later level could type: as a realloc's, its
+# derivatives move with the bytes.) A realloc's first two arguments are the memory and its new size.
+_RUNTIME_KINDS = {"stack.alloc": ALLOCATE, "stack.realloc": REALLOCATE, "stack.free": FREE, "arena.enter": LIFETIME,
+                  "arena.leave": LIFETIME}
 # C library functions that carry no derivatives, whatever their arguments.
 INACTIVE_CALLS = {"printf", "fprintf", "puts", "fputs", "putchar", "fflush", "abort", "exit", "_exit", "rand", "srand",
                   "time", "clock", "__assert_fail", "assert", "perror", "fwrite", "sprintf", "snprintf"}

@@ -18,9 +18,14 @@ from adgen.ir_ad.ir import Instruction, Location, Module, rust_path
 class Unsupported(Exception):
     """Raised while writing a derivative; `located` turns it into an AdgenError."""
 
-    def __init__(self, function: str, inst: Instruction | None, what: str, irreducible: bool = False):
+    def __init__(self, function: str, inst: Instruction | None, what: str, irreducible: bool = False,
+                 shadowless: bool = False):
+        """`shadowless`: a pointer into memory adgen keeps no derivatives of, where a shadow is
+        needed: what a derivation whose such pointers are their own shadows can do (runtime
+        activity: ir_ad/shadows.py)."""
         super().__init__(what)
         self.function, self.inst, self.what, self.irreducible = function, inst, what, irreducible
+        self.shadowless = shadowless
 
 
 class IrreducibleLoop(AdgenError):

@@ -23,7 +23,7 @@ from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import pass_times
 from adgen.ir_ad import parts
 from adgen.ir_ad.cc1 import Cc1, Machine
-from adgen.ir_ad.ir import captures, parallel, split, unwinding
+from adgen.ir_ad.ir import captures, linkage, parallel, split, unwinding
 from adgen.ir_ad.ir.edit import without_poison_lanes
 from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_addresses, without_comdats,
                             without_target_attributes)
@@ -68,7 +68,11 @@ def target_machine(triple: str | None, march: str | None, cpu: str = "", feature
     return create(machine(triple, march, cpu, features))
 
 
-def link(bitcodes: list[bytes]):
+def link(bitcodes: list[bytes], stubs: list[tuple[bytes, set[str]]] = ()):
+    """The sources' modules (`bitcodes`) linked into one, then the stub files' (`stubs`: each
+    with the names of its derived functions), whose other definitions become declarations
+    first: what a stub file defines besides comes from the user's headers it includes, which a
+    source defines as well (ir/linkage.py)."""
     _init()
     modules = []
     for code in bitcodes:
@@ -76,6 +80,11 @@ def link(bitcodes: list[bytes]):
             modules.append(llvm.parse_bitcode(code, _context()))
         except RuntimeError as exc:
             raise AdgenError(error(f"llvmlite could not read the bitcode clang wrote: {exc}"))
+    for code, own in stubs:
+        module = parse_bitcode(code)
+        text = str(module)
+        bound = linkage.declarations_but(text, own)
+        modules.append(module if bound is text else parse(bound))
     main = modules[0]
     for other in modules[1:]:
         try:
@@ -241,8 +250,8 @@ def regroup_keep_arrays(module, arrays: set[str], groups: dict[str, list[str]]) 
             value.linkage = llvm.Linkage.external
     lines[:0] = [f'target datalayout = "{module.data_layout}"', f'target triple = "{module.triple}"']
     module.link_in(llvm.parse_assembly("\n".join(lines) + "\n", _context()))
-    for value, linkage in linkages.values():
-        value.linkage = linkage
+    for value, kept in linkages.values():
+        value.linkage = kept
 
 
 def drop_unneeded(module, roots: set[str], tm) -> None:
@@ -266,13 +275,19 @@ def drop_unneeded(module, roots: set[str], tm) -> None:
             fn.linkage = llvm.Linkage.internal
 
 
-def without_unwinding(module, sources: list):
+def without_unwinding(module, sources: list, shared_variables: bool = False):
     """C++ exceptions taken out of the code to differentiate (ir/unwinding.py), `sources` the
-    paths of the source files: the module, a new one where there were any."""
+    paths of the source files, and aliases resolved to what they alias (ir/linkage.py: C++'s
+    complete constructors and destructors are aliases, which neither the differentiation reads
+    nor the derivative object may export); with `shared_variables`, the sources' variables
+    declared, the program's (ir/linkage.py): the module, a new one where there were any."""
     text = str(module)
-    if not unwinding.may_unwind(text):
-        return module
-    return parse(unwinding.without_unwinding(text, {os.path.realpath(p) for p in sources}))
+    plain = linkage.without_aliases(text)
+    if shared_variables:  # (`adgen build`: the program's variables, ir/linkage.py)
+        plain = linkage.shared_variables(plain)
+    if not unwinding.may_unwind(plain):
+        return module if plain is text else parse(plain)
+    return parse(unwinding.without_unwinding(plain, {os.path.realpath(p) for p in sources}))
 
 
 def serialize_parallel(module):
@@ -351,8 +366,8 @@ def _optimized(module, tm, calls: set[str], interposable: set[str], derivatives:
             llvm.set_option("adgen", f"-jump-threading-threshold={JUMP_THREADING}")
             llvm.set_option("adgen", "-enable-pre=true")
             llvm.set_option("adgen", "-disable-loop-idiom-all=false")
-    for name, linkage in linkages.items():
-        module.get_function(name).linkage = linkage
+    for name, kept in linkages.items():
+        module.get_function(name).linkage = kept
     return module
 
 
@@ -471,7 +486,8 @@ def compile_object(module, exported: set[str], tm, shared: set[str] = frozenset(
 
 def _internalize(module, exported: set[str], shared: set[str]) -> None:
     """Only `exported` stays visible, and `shared` (external functions of the sources called
-    through pointers) as weak definitions the user's own object overrides. (Twice is once.)"""
+    through pointers) as weak definitions the user's own object overrides, as are the sources'
+    variables made weak (ir/linkage.py: the program's). (Twice is once.)"""
     for fn in module.functions:
         if fn.name in shared:
             if fn.linkage == llvm.Linkage.external:
@@ -479,7 +495,7 @@ def _internalize(module, exported: set[str], shared: set[str]) -> None:
         elif not fn.is_declaration and fn.name not in exported:
             fn.linkage = llvm.Linkage.internal
     for g in module.global_variables:
-        if not g.is_declaration and not g.name.startswith("llvm."):
+        if not g.is_declaration and not g.name.startswith("llvm.") and g.linkage != llvm.Linkage.weak_any:
             g.linkage = llvm.Linkage.internal
 
 

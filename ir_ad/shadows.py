@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from adgen.ir_ad.ir.builder import SHADOW as SHADOW_MEMORY, Builder, V, bare, local
-from adgen.ir_ad.ir import (I8, I64, PTR, Instruction, Module, Operand, Type, array, floating, int_type, read_only,
+from adgen.ir_ad.ir.builder import SHADOW as SHADOW_MEMORY, Builder, Declarations, V, bare, local
+from adgen.ir_ad.ir import (I1, I8, I64, PTR, Instruction, Module, Operand, Type, array, floating, int_type, read_only,
                             struct, vector)
 
 LANES, INTERLEAVED = "lanes", "interleaved"
@@ -29,9 +29,93 @@ VECTOR_VALUES = ("vector values (SIMD code: vector types or intrinsics in the so
 # Both modes refuse floats' bits moved as an integer wider than a double (analysis/uses.py).
 WIDE_INTEGER = ("an integer of {bits} bits loaded from memory holding derivatives, whose bits become floating-point "
                 "values (the optimizer's copy of several at once): adgen does not follow derivatives through them")
-# Both modes refuse a pointer whose shadow is known only on some paths; this says what to do instead.
+
+
+def wide_integer(t: Type) -> str:
+    """WIDE_INTEGER for a loaded integer type: wider than a double, or a vector of integers
+    (floats moved as integer lanes, other than by a bitcast of the whole vector)."""
+    if t.kind == "vector":
+        return (f"a vector of integers ('{t.text}') loaded from memory holding derivatives, whose bits become "
+                "floating-point values other than by a bitcast of the whole vector: adgen does not follow derivatives "
+                "through them")
+    return WIDE_INTEGER.format(bits=t.bits)
+
+
+# Both modes refuse a pointer whose shadow is known only on some paths where a mask cannot follow it,
+# and then make the derivation again with runtime activity (below), which lifts this but with
+# interleaved lanes; this says what to do instead.
 MIXED_POINTER = ("a pointer that may point both into memory holding derivatives and into memory adgen keeps none of"
                  " (a 'const' argument or a global): give that argument a shadow too, or copy its data into a local array")
+
+
+# Runtime activity. A derivation that meets a pointer into memory adgen keeps no derivatives of
+# (a 'const' argument's, a global's) where it needs a shadow (stored into memory holding
+# derivatives beside pointers that have them, merged with such a pointer by a phi or select and
+# passed on: Eigen's expressions and evaluators hold pointers to every operand, and its product
+# kernels pick between them) is made again, all its derived functions, with such pointers their
+# own shadows, as Enzyme's runtime activity does (Unsupported.shadowless says when). A shadow is
+# then its pointer exactly where the pointer points into memory without derivatives: shadow
+# memory is never the primal's, an address computed from both stays equal, and a pointer loaded
+# through one is its own shadow too. So each access to shadow memory through a pointer that may
+# be so (all but those into the function's own allocations) compares the two: a derivative read
+# there is zero, one added or written there goes to a scratch sink, and a value carrying
+# derivatives stored there, whose derivatives memory without them would lose, aborts the program
+# with a message (SELF_STORE). Derivations that meet no such pointer are made as before, without
+# a comparison.
+SELF_STORE = '@"adgen.self.store"'
+# What a derivative written by hand cannot be given: it would write derivatives into the primal's memory.
+BY_HAND_ITSELF = ("a call to a function with a derivative written by hand, passing a pointer that may be its own "
+                  "shadow (runtime activity, where pointers into memory adgen keeps no derivatives of meet pointers "
+                  "with derivatives): give the arguments it comes from shadows")
+_SELF_MESSAGE = ("adgen: a value carrying derivatives was stored into memory adgen keeps no derivatives of (a 'const' "
+                 "argument's, or a global's, reached through memory holding derivatives): give that argument a shadow")
+
+
+def self_store_runtime(decls: Declarations) -> list[str]:
+    """The definition of SELF_STORE(i1 lost), which aborts with a message where `lost`, once per
+    module (what `decls` knows): the text to add to the module, if not there yet."""
+    if SELF_STORE in decls.known:
+        return []
+    decls.known.add(SELF_STORE)
+    decls.need("@write", I64, [int_type(32), PTR, I64])
+    decls.need("@abort", Type("void", "void"), [])
+    n = len(_SELF_MESSAGE) + 1
+    return [f"define internal void {SELF_STORE}(i1 %lost) alwaysinline {{\nentry:\n"
+            f"  br i1 %lost, label %bad, label %ok\n"
+            f"bad:\n  call void @\"adgen.self.abort\"()\n  unreachable\nok:\n  ret void\n}}\n"
+            f"define internal void @\"adgen.self.abort\"() cold noinline noreturn {{\nentry:\n"
+            f"  %w = call i64 @write(i32 2, ptr @\"adgen.self.message\", i64 {n})\n  call void @abort()\n"
+            f"  unreachable\n}}\n"
+            f"@\"adgen.self.message\" = internal constant [{n} x i8] c\"{_SELF_MESSAGE}\\0A\""]
+
+
+def self_shadow(b: Builder, shadow: Shadow, pointer: V) -> V:
+    """i1: whether a shadow is its pointer itself (runtime activity, above): every lane's is
+    where one's is, so the first lane's tells."""
+    return b.value(I1, f"icmp eq {shadow[0]}, {pointer.ref}")
+
+
+# Pointer constants that point nowhere. Their shadow is one too (no code reads through them, nor
+# through an address computed from them: points_nowhere), and one passed to a function of the
+# sources that is differentiated anyway is passed with it: the callee may be given memory with
+# derivatives for that parameter by other calls, and write derivatives through it where it is
+# not null (libc++'s `std::stable_sort` passes its merge buffer, or a null one where no memory
+# was to be had; a linked list's `next`).
+NOWHERE = ("null", "undef", "poison")
+
+
+def points_nowhere(op: Operand, defs: dict[str, Instruction] | None = None, depth: int = 0) -> bool:
+    """A pointer constant that points nowhere (see NOWHERE), or given the function's definitions
+    (`defs`), an address computed from one (libstdc++'s end of an empty `std::vector`, null plus
+    its size in bytes, merged with a real one's in a phi): its shadow is null too."""
+    if op.type.kind != "ptr":
+        return False
+    if op.value in NOWHERE:
+        return True
+    inst = (defs or {}).get(op.value) if op.value.startswith("%") else None
+    if inst is None or depth > 64 or inst.opcode not in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
+        return False
+    return points_nowhere(inst.operands[0], defs, depth + 1)
 
 
 def mask_name(value: str) -> str:

@@ -11,7 +11,10 @@ against each other, every array the derivative code is given placed at each alig
     python tests/fuzzer.py --seed 7 --long 200   # another stream
     python tests/fuzzer.py --openmp --long 200   # each with an OpenMP parallel loop (libomp)
     python tests/fuzzer.py --cxx --long 200      # C++: classes with operators, templates, lambdas,
-                                                 # std::complex, std::vector, new and delete
+                                                 # std::complex, std::vector, new and delete, the
+                                                 # standard algorithms, switches, a class whose
+                                                 # constructor is out of line and a function defined
+                                                 # in a header the source includes; built by g++
     python tests/fuzzer.py --budget --long 200   # also a gradient within a budget of 512 bytes
                                                  # (its loops checkpointed), which must equal reverse's
 
@@ -37,6 +40,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -242,8 +246,37 @@ class Generator:
         read = f"{target} = {target} * 0.5 + w[{r.randrange(L)}] * w[n + {r.randrange(L)}];"
         return "{ " + " ".join([make, fill, forward, back, read, free]) + " }"
 
+    def library(self, target: str) -> str:
+        """C++ as others write it (issue 41): a standard algorithm on a vector of active values,
+        with a lambda or a standard comparator, or none; a switch whose cases share a block; a
+        class whose constructor is defined out of its class; a function the project's header
+        defines (CXX_HEADER)."""
+        r = self.rng
+        e = lambda loops=(): self.expr(1, loops)  # noqa: E731
+        fill = f"std::vector<double> w(n); for (int i = 0; i < n; i++) w[i] = {e(('i',))};"
+        read = f"{target} = {target} * 0.5 + w[{r.randrange(3)}] * {e()} + w[{r.randrange(3, L)}];"
+        what = r.randrange(10)
+        if what < 5:
+            comparator = r.choice(["", ", [](double p, double q) { return p > q; }", ", std::greater<double>()",
+                                   ", [](double p, double q) { return fabs(p) < fabs(q); }"])
+            call = r.choice([f"std::sort(w.begin(), w.end(){comparator});",
+                             f"std::stable_sort(w.begin(), w.end(){comparator});",
+                             f"std::partial_sort(w.begin(), w.begin() + 3, w.end(){comparator});",
+                             f"std::nth_element(w.begin(), w.begin() + 2, w.end(){comparator});",
+                             f"std::swap(w[0], *std::max_element(w.begin(), w.end(){comparator}));"])
+            return "{ " + " ".join([fill, call, read]) + " }"
+        if what < 7:
+            cases = [self.statement(0) for _ in range(3)]
+            return (f"switch ((int)(fabs({e()}) * 3.0) % 5) {{ case 0: case 3: {cases[0]} break; "
+                    f"case 1: {cases[1]} /* fall through */ case 2: {cases[2]} break; default: break; }}")
+        if what < 9:
+            return f"{{ fz_acc acc({e()}); acc.add({e()}); acc.add({e()}); {target} = {target} * 0.5 + acc.total(); }}"
+        return f"{target} = {target} * 0.5 + fz_hsum(x, n) * {e()};"
+
     def statement(self, depth: int, loops: tuple = ()) -> str:
         r = self.rng
+        if self.cxx and self.calls and not loops and depth > 0 and r.random() < 0.15:
+            return self.library(r.choice(["t0", "t1", "t2", "t3"]))
         k = r.random()
         target = r.choice(["t0", "t1", "t2", "t3"])
         v = loops[-1] if loops else None
@@ -403,9 +436,11 @@ typedef double fz_v2 __attribute__((vector_size(16)));
 """ + SHARED_HELPERS
 
 
-CXX_HELPERS = """#include <cmath>
+CXX_HELPERS = """#include <algorithm>
+#include <cmath>
 #include <complex>
 #include <cstdlib>
+#include <functional>
 #include <vector>
 
 typedef struct { double lo, hi; } fz_pair;
@@ -427,13 +462,31 @@ namespace fz {
 extern "C" {
 """
 CXX_END = "}  // extern \"C\"\n}  // namespace fz\n"
+# The project's header a C++ program includes: definitions (not inline), a class whose constructor
+# is defined outside it (issue 41: linked twice, its C1 alias exported, before).
+CXX_HEADER = """#pragma once
+struct fz_acc {
+    double scale, sum;
+    fz_acc(double s);
+    void add(double v) { sum += scale * v; }
+    double total() const { return sum; }
+};
+fz_acc::fz_acc(double s) : scale(s), sum(0.25) {}
+double fz_hsum(const double *w, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += 0.1 * w[i] * w[i];
+    return s;
+}
+"""
 
 
 def build(functions: list[tuple[Function, dict]], work: Path) -> tuple[C.CDLL | None, str]:
     """Builds one source holding the functions; returns the library, or None and adgen's errors.
     In C++, the functions have C names, in a namespace."""
     cxx = any(f.cxx for f, _ in functions)
-    parts = [CXX_HELPERS if cxx else STRUCT_HELPERS]
+    parts = [CXX_HELPERS + '#include "fz_header.hpp"\n' if cxx else STRUCT_HELPERS]
     for f, acts in functions:
         parts += f.helpers
         parts.append(f.source({k: v for k, v in acts.items() if k != "on"}))
@@ -446,15 +499,19 @@ def build_source(text: str, work: Path, cxx: bool = False) -> tuple[C.CDLL | Non
     which runs its parallel regions on THREADS threads."""
     src = work / ("fuzz.cpp" if cxx else "fuzz.c")
     src.write_text(text)
+    if cxx:
+        (work / "fz_header.hpp").write_text(CXX_HEADER)
     out = work / "out"
     openmp = "#pragma omp" in text
     if openmp and libomp() is None:
         raise SystemExit("no OpenMP runtime (libomp) to run parallel programs: install libomp-dev")
+    gxx = cxx and GXX and "__builtin_elementwise" not in text  # (clang's builtins, which g++ lacks)
+    library = ["--cxx-library=libc++"] if cxx and not gxx else []  # (the derivative's library: the program's)
     done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "build", "-q", str(src), "-o", str(out),
-                           *(["--", "-fopenmp"] if openmp else [])], capture_output=True, text=True)
+                           *library, *(["--", "-fopenmp"] if openmp else [])], capture_output=True, text=True)
     if done.returncode != 0:
         return None, done.stderr
-    cc = [sys.executable, "-m", "ziglang", "c++" if cxx else "cc"]
+    cc = [GXX] if gxx else [sys.executable, "-m", "ziglang", "c++" if cxx else "cc"]  # (g++: libstdc++)
     subprocess.run([*cc, "-c", "-O2", "-fPIC", *(["-fopenmp"] if openmp else []), str(src), "-o", str(work / "fuzz.o")],
                    check=True, capture_output=True)
     lib = work / f"lib{abs(hash(src.read_text())) % 10**9}.so"
@@ -468,6 +525,7 @@ def build_source(text: str, work: Path, cxx: bool = False) -> tuple[C.CDLL | Non
 
 
 THREADS = 3  # for the parallel programs: five iterations split unevenly
+GXX = shutil.which("g++")
 
 
 def libomp() -> str | None:
@@ -793,7 +851,8 @@ def minimize_and_keep(f: Function, acts: dict, work: Path, seed: int | None) -> 
     path = REGRESSIONS / f"{f.name}_{abs(hash(tuple(body))) % 10**6}.{'cpp' if f.cxx else 'c'}"
     header = (f"/* fuzz regression: activities {acts['on']} (x, y, a, b); {'float' if f.uses_float else 'double'}"
               + (f"; seed {seed} */\n" if seed is not None else "; failed to build */\n"))
-    path.write_text(header + (CXX_HELPERS if f.cxx else STRUCT_HELPERS) + "".join(f.helpers) + kept.source(
+    path.write_text(header + (CXX_HELPERS + CXX_HEADER.replace("#pragma once\n", "") if f.cxx else STRUCT_HELPERS) +
+                    "".join(f.helpers) + kept.source(
         {k: v for k, v in acts.items() if k != "on"}) + (CXX_END if f.cxx else ""))
     return path
 
@@ -801,7 +860,7 @@ def minimize_and_keep(f: Function, acts: dict, work: Path, seed: int | None) -> 
 def _unbuildable(f: Function, acts: dict, work: Path) -> bool:
     """Whether adgen fails on the function alone without a located error (an internal one)."""
     lib, errors = build([(f, acts)], work)
-    return lib is None and not re.search(r"fuzz\.c:\d+:\d+: error: cannot differentiate", errors)
+    return lib is None and not re.search(r"fuzz\.c(?:pp)?:\d+:\d+: error: cannot differentiate", errors)
 
 
 def _fails(f: Function, acts: dict, work: Path, seeds: list[int]) -> bool:

@@ -307,6 +307,68 @@ def test_struct_copies_float_bits_in_integers_posix_memalign(tmp_path, level):
     build_and_run(tmp_path, CORE, level)
 
 
+BY_VALUE = r"""
+#include <complex.h>
+void __enzyme_autodiff(void *, ...);
+double __enzyme_autodiff_d(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+struct W { double g; int m; };       /* x86-64: in a double and an int, or in memory where registers ran out */
+struct B { double a, b, c, d, e; };  /* in memory (byval) */
+
+double f(struct W w, const double *x) { return w.g * sin(x[0]) * w.m + w.g * x[1] * x[1]; }
+/* the call spends its registers before the struct and passes it in memory; `late` takes it in registers */
+double late(const double *x, const double *y, struct W w) { return w.g * x[0] * y[0] * y[0] * w.m; }
+double big(struct B b, double x, int n) { return b.a * x * x + b.e * sin(x) * n + b.c * b.d; }
+double cz(double complex z, double x) { return creal(z) * x * x + cimag(z) * exp(x); }
+void objective(int d, int k, int n, const double *a, const double *mu, const double *q, const double *l,
+               const double *xs, struct W w, double *err) {  /* GradBench's gmm: the struct after 8 arguments */
+    double s = 0;
+    for (int i = 0; i < d; i++) s += a[i] * mu[i] * q[i] - l[i] * xs[i];
+    *err = w.g * s * s + w.m * k * n;
+}
+
+#define H 1e-6
+#define CENTRAL(expr_at, v) ((v += H, p_ = (expr_at), v -= 2 * H, m_ = (expr_at), v += H), (p_ - m_) / (2 * H))
+int main(void) {
+    double p_, m_;
+    struct W w = {1.5, 3};
+    struct B b = {1, 2, 3, 4, 5};
+    double x[2] = {0.3, 0.7}, dx[2] = {0, 0};
+    __enzyme_autodiff((void *)f, enzyme_const, w, enzyme_dup, x, dx);
+    for (int i = 0; i < 2; i++) CHECK(dx[i], CENTRAL(f(w, x), x[i]));
+    double y[1] = {2}, dy[1] = {0};
+    dx[0] = 0;
+    __enzyme_autodiff((void *)late, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, w);
+    CHECK(dx[0], CENTRAL(late(x, y, w), x[0]));
+    CHECK(dy[0], CENTRAL(late(x, y, w), y[0]));
+    double t = 0.4;
+    CHECK(__enzyme_autodiff_d((void *)big, enzyme_const, b, t, enzyme_const, 2), CENTRAL(big(b, t, 2), t));
+    CHECK(__enzyme_fwddiff((void *)big, enzyme_const, b, t, 1.0, enzyme_const, 2), CENTRAL(big(b, t, 2), t));
+    double complex z = 2.0 + 3.0 * I;
+    CHECK(__enzyme_autodiff_d((void *)cz, enzyme_const, z, t), CENTRAL(cz(z, t), t));
+    double a[3] = {1, 2, 3}, mu[3] = {0.5, -1, 2}, q[3] = {1, 1, -1}, l[3] = {2, 0, 1}, xs[3] = {1, 2, 1};
+    double da[3] = {0}, dmu[3] = {0}, dq[3] = {0}, dl[3] = {0}, err, derr = 1;
+    __enzyme_autodiff((void *)objective, enzyme_const, 3, enzyme_const, 2, enzyme_const, 4,
+                      enzyme_dup, a, da, enzyme_dup, mu, dmu, enzyme_dup, q, dq, enzyme_dup, l, dl,
+                      enzyme_const, xs, enzyme_const, w, enzyme_dupnoneed, &err, &derr);
+    for (int i = 0; i < 3; i++) {
+        CHECK(da[i], CENTRAL((objective(3, 2, 4, a, mu, q, l, xs, w, &err), err), a[i]));
+        CHECK(dmu[i], CENTRAL((objective(3, 2, 4, a, mu, q, l, xs, w, &err), err), mu[i]));
+        CHECK(dl[i], CENTRAL((objective(3, 2, 4, a, mu, q, l, xs, w, &err), err), l[i]));
+    }
+    return 0;
+}
+"""
+
+
+@LEVELS
+def test_structs_by_value_as_constants(tmp_path, level):
+    """A struct by value marked enzyme_const, however the target passes it: in registers (a double
+    and an int), in memory (five doubles), the call and the function each their own way (the
+    call's registers spent first), a complex number; checked against central differences."""
+    build_and_run(tmp_path, BY_VALUE, level)
+
+
 # ---------------------------------------------------------------------------------------------- the driver
 
 TWO = {"main.c": "#include <stdio.h>\ndouble dsq(double x);\nint main(void) { printf(\"%g\\n\", dsq(3.0)); }\n",
@@ -454,6 +516,35 @@ def test_errors_at_the_call_naming_the_argument(tmp_path, call, message, at):
     caret_line = done.stderr.split("\n")[2]  # the caret stands under the argument named
     source_line = done.stderr.split("\n")[1]
     assert source_line[caret_line.index("^"):].startswith(at), done.stderr
+
+
+BY_VALUE_ERRORS = [
+    ("__enzyme_autodiff((void *)f, enzyme_dup, w, w, x)", "'enzyme_dup' on parameter 1 of 'f', a struct by value "
+     "('struct W'): adgen takes one only as enzyme_const"),
+    ("__enzyme_autodiff((void *)f, w, x)", "parameter 1 of 'f', a struct by value ('struct W') holding floating "
+     "data, has no marker: mark it enzyme_const"),
+    ("__enzyme_autodiff((void *)scaled, enzyme_const, w, x)", "'scaled' returns a struct by value ('struct W'), "
+     "which Enzyme's API returns in the target's own way"),
+    ("(__enzyme_augmentfwd((void *)f, enzyme_const, w, x), 0.0)", "split mode takes no struct by value (parameter 1 "
+     "of 'f', a struct by value ('struct W'))"),
+]
+
+
+@pytest.mark.parametrize("call, message", BY_VALUE_ERRORS, ids=["dup", "no marker", "returned", "split"])
+def test_structs_by_value_errors_at_the_call(tmp_path, call, message):
+    """A struct by value is a constant only (its derivative has no place in Enzyme's API, which
+    passes it as the target's ABI splits it), none is returned, and split mode takes none (its
+    tape would keep the address of the call's copy)."""
+    text = (CHECK + "double __enzyme_autodiff(void *, ...);\nvoid *__enzyme_augmentfwd(void *, ...);\n"
+            "struct W { double g; int m; };\n"
+            "double f(struct W w, double x) { return w.g * x; }\n"
+            "struct W scaled(struct W w, double x) { w.g *= x; return w; }\n"
+            "double g(struct W w, double x) {\n    return " + call + ";\n}\n")
+    (tmp_path / "s.c").write_text(text)
+    done = adgen_cc("-c", "s.c", "-o", "s.o", cwd=tmp_path, check=False)
+    line = text.split("\n").index("    return " + call + ";") + 1
+    assert done.returncode == 1 and f"s.c:{line}:" in done.stderr and message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "s.o").exists()
 
 
 def test_a_tape_too_small(tmp_path):

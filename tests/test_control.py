@@ -90,6 +90,22 @@ double mix(const double *x, double *y, double t, int k)
     return s;
 }
 
+// @diff(cases_f: (dual, const) -> dualonly; cases_r: (dup, const) -> activeonly)
+double cases(const double *x, int n)
+{
+    double s = 0;
+    for (int k = 0; k < n; k++) {
+        switch (k % 7) {
+        case 0: case 1: s += x[k] * x[k]; break;
+        case 2: case 3: s += sin(x[k]); break;
+        case 4: case 5: break;
+        default: s -= x[k];
+        }
+        s *= 0.9 + 0.05 * x[k];
+    }
+    return s;
+}
+
 // @diff(smooth_f: (dual, const, const); smooth_r: (dup, const, const))
 void smooth(float *x, int n, int sweeps)
 {
@@ -159,6 +175,12 @@ def test_pointer_walk(lib):
 
 def test_continue_statements(lib):
     _check_scalar(lib, "skip", [0.3, 0.9, 0.2, 0.7, 0.1, 0.05, 1.5], (7,), (I,))
+
+
+def test_switch_cases_sharing_a_block(lib):
+    """A switch in a loop whose cases share a block (0 and 1, 2 and 3) or go straight to the
+    block after it (4 and 5: two edges from one block, two entries of the phi after it)."""
+    _check_scalar(lib, "cases", [0.3 + 0.07 * k * (-1) ** k for k in range(16)], (16,), (I,))
 
 
 def test_array_of_structs(lib):

@@ -7,7 +7,6 @@ Derivatives against central finite differences, built by g++ and by the bundled 
 
 from __future__ import annotations
 
-import math
 import shutil
 import subprocess
 
@@ -139,7 +138,8 @@ def test_member_functions_declared_in_a_class_of_a_header(adgen, tmp_path, compi
         pytest.skip("g++ is not installed")
     for name, text in {"model.hpp": MODEL_HPP, "model.cpp": MODEL_CPP, "main.cpp": MAIN_CPP}.items():
         (tmp_path / name).write_text(text)
-    result = adgen("build", "-q", tmp_path / "model.cpp", "-o", tmp_path / "out")
+    library = ["--cxx-library=libc++"] if compiler == "bundled" else []  # (the program's C++ library)
+    result = adgen("build", "-q", tmp_path / "model.cpp", "-o", tmp_path / "out", *library)
     assert result.status == 0, result.err
     out = tmp_path / "out"
     cxx = ["g++"] if compiler == "g++" else zig_cc(cxx=True)

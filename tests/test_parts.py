@@ -132,10 +132,10 @@ def test_each_part_is_valid_ir_and_what_parts_share_is_defined_once():
 def test_a_declaration_keeps_what_calls_need_of_a_define_line():
     line = ('define internal fastcc noundef double @"f\'rev"(ptr noalias captures(none) %a, double %x) '
             'unnamed_addr #3 personality ptr @__gxx_personality_v0 !dbg !12 {')
-    assert split._declaration(line, crossing=True) == \
+    assert split.declaration(line, crossing=True) == \
         'declare hidden fastcc noundef double @"f\'rev"(ptr noalias captures(none) %a, double %x) #3'
     weak = 'define weak_odr dso_local double @g(double %x) "disable-tail-calls"="true" {'
-    assert split._declaration(weak, crossing=False) == "declare dso_local double @g(double %x)"
+    assert split.declaration(weak, crossing=False) == "declare dso_local double @g(double %x)"
 
 
 def test_modules_parts_cannot_copy_or_split_are_compiled_whole():

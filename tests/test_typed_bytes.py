@@ -64,3 +64,48 @@ def test_sizes_follow_llvm_layout(module):
 ])
 def test_bytes_known_to_hold_no_floats(module, fn, pointer, length, expected):
     assert holds_no_floats(module, module.functions[f"@{fn}"], pointer, length) is expected
+
+
+PADDED = r"""
+%"class.Eigen::MapBase.3" = type { ptr, [8 x i8], %"class.Eigen::internal::variable_if_dynamic.1" }
+%"class.Eigen::internal::variable_if_dynamic.1" = type { i64 }
+%class.Buf = type { ptr, [8 x i8], i64 }
+%class.Other = type { ptr, [8 x i8], i64 }
+
+define void @f() {
+  %m = alloca %"class.Eigen::MapBase.3", align 8
+  %b = alloca %class.Buf, align 8
+  %o = alloca %class.Other, align 8
+  ret void
+}
+
+!1 = !{!"_ZTSN5Eigen7MapBaseIiEE", !2, i64 0, !4, i64 8, !5, i64 16}
+!2 = !{!"any pointer", !3, i64 0}
+!3 = !{!"omnipotent char", !7, i64 0}
+!4 = !{!"_ZTSN5Eigen8internal19variable_if_dynamicIlLi1EEE"}
+!5 = !{!"_ZTSN5Eigen8internal19variable_if_dynamicIlLin1EEE", !8, i64 0}
+!6 = !{!"_ZTSN5Eigen7MapBaseIdEE", !2, i64 0, !5, i64 8, !4, i64 16}
+!7 = !{!"Simple C++ TBAA"}
+!8 = !{!"long", !3, i64 0}
+!9 = !{!"_ZTS3Buf", !2, i64 0, !3, i64 8, !8, i64 16}
+"""
+
+
+@pytest.mark.parametrize("pointer, expected", [
+    ("%m", True),  # padding where an empty member (Eigen's fixed rows of a one-row block) was left out
+    ("%b", False),  # a character array: storage any object may be built in
+    ("%o", False),  # no type descriptor of its class in the module
+])
+def test_byte_arrays_told_apart_by_type_descriptors(pointer, expected):
+    """A byte array in a class's IR type holds no floats where every TBAA type descriptor of
+    the class's name that fits its IR type has only empty classes, integers or pointers there
+    (MapBase<double>'s, with a `long` at 8, does not fit: its IR type has no byte array there)."""
+    from adgen.base.cxx_names import demangle
+
+    if demangle("_ZTS3Buf") is None:
+        pytest.skip("no C++ demangler on this machine")
+    module = Module(PADDED)
+    assert holds_no_floats(module, module.functions["@f"], pointer, 24) is expected
+    if pointer == "%m":  # an instantiation with a character array there: any may be the one allocated
+        module = Module(PADDED + '!10 = !{!"_ZTSN5Eigen7MapBaseIcEE", !2, i64 0, !3, i64 8, !8, i64 16}\n')
+        assert not holds_no_floats(module, module.functions["@f"], pointer, 24)

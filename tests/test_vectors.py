@@ -91,6 +91,20 @@ double dot(const double *x, const double *y, int n)
         s = _mm_add_pd(s, _mm_mul_pd(_mm_loadu_pd(x + i), _mm_mul_pd(_mm_loadu_pd(y + i), _mm_loadu_pd(x + i))));
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
+/* Eigen's broadcast of packed doubles without SSE3: the optimizer loads them as <4 x i32> and
+   casts the lanes back to <2 x double> */
+// @diff(bcast_grad: (dup, dup, const) -> active; bcast_fwd: (dual, dual, const) -> dual)
+double bcast(const double *x, const double *y, int n)
+{
+    __m128d s = _mm_setzero_pd();
+    for (int i = 0; i + 1 < n; i += 2) {
+        __m128d b = _mm_loadu_pd(y + i);
+        __m128d b0 = _mm_castsi128_pd(_mm_shuffle_epi32(_mm_castpd_si128(b), 0x44));
+        __m128d b1 = _mm_castsi128_pd(_mm_shuffle_epi32(_mm_castpd_si128(b), 0xEE));
+        s = _mm_add_pd(s, _mm_mul_pd(_mm_loadu_pd(x + i), _mm_add_pd(b0, _mm_mul_pd(b1, b1))));
+    }
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
 """
 
 
@@ -112,7 +126,7 @@ def test_vector_values_in_both_modes_against_finite_differences(adgen, c_file):
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="SSE2 intrinsics are x86-64's")
 def test_sse2_intrinsics(adgen, c_file):
     out = _check(adgen, c_file, SSE2)
-    assert "dot_grad" in out and "FAIL" not in out, out
+    assert "dot_grad" in out and "bcast_grad" in out and "bcast_fwd" in out and "FAIL" not in out, out
 
 
 @pytest.mark.parametrize("source, message", [
@@ -144,6 +158,14 @@ def test_sse2_intrinsics(adgen, c_file):
        "  memcpy(&a, &lo, 8);\n  memcpy(&b, &hi, 8);\n  return a * b;\n}\n",
        "an integer of 128 bits loaded from memory holding derivatives, whose bits become floating-point values")
       for entry in ("(dup) -> active", "(dual) -> dual")],
+    *[("#include <emmintrin.h>\n"
+       f"// @diff(g: {entry})\n"
+       "double f(const double *x, int n) {\n  __m128d b = _mm_loadu_pd(x);\n"
+       "  __m128d c = _mm_castsi128_pd(_mm_shuffle_epi32(_mm_castpd_si128(b), 0x1B));  /* halves of doubles */\n"
+       "  return _mm_cvtsd_f64(c) * x[0];\n}\n",
+       "a vector of integers ('<4 x i32>') loaded from memory holding derivatives, whose bits become floating-point "
+       "values other than by a bitcast of the whole vector")
+      for entry in ("(dup, const) -> active", "(dual, const) -> dual") if platform.machine() in ("x86_64", "AMD64")],
 ])
 def test_what_is_refused_is_a_located_error(adgen, c_file, source, message):
     src = c_file(source)

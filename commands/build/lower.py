@@ -23,7 +23,8 @@ from adgen.base.diagnostics import AdgenError, SourceFile
 from adgen.frontend.generate import Generated
 from adgen.base.naming import BY_ADDRESS_PREFIX, MEMBER_PREFIX
 from adgen.frontend.render import render_text
-from adgen.base.toolchain import USERS_NDEBUG, Compiler, RustCompiler, cxx_command
+from adgen.base.cxx_library import choose
+from adgen.base.toolchain import USERS_NDEBUG, Compiler, RustCompiler, cxx_command, cxx_library_flags
 from adgen.frontend.languages import is_cxx
 
 from adgen.base.compiler_errors import Files, compiler_errors, rustc_errors
@@ -180,14 +181,16 @@ def _include_dirs(flags: list[str]) -> list[Path]:
 def _clang(compiler: Compiler, path: Path, flags: list[str], extra: list[str], workdir: Path, files: Files,
            cxx: bool = False) -> bytes:
     """The bitcode of `path`, or clang's errors in the user's files (compiler_errors.py). C++ is
-    compiled by the compiler's C++ driver (its C++ library's headers), without exceptions
-    (specs/cxx.md). The debug information names the temporary `workdir` (the stubs and the
+    compiled by the compiler's C++ driver against the program's C++ library (base/cxx_library.py),
+    without exceptions (specs/cxx.md). The debug information names the temporary `workdir` (the stubs and the
     lowering wrappers are there) `adgen`, so that a build writes the same object every time."""
     with tempfile.NamedTemporaryFile(dir=workdir, suffix=".bc", delete=False) as out:
         target = Path(out.name)
     base = [*CXX_FLAGS, *BASE_FLAGS[2:]] if cxx else BASE_FLAGS
     driver = cxx_command(compiler) if cxx else compiler.command
-    command = [*driver, *base, f"-fdebug-prefix-map={workdir}=adgen", *flags, *extra, str(path), "-o", str(target)]
+    library = cxx_library_flags(compiler, choose([*flags, *extra]), [*flags, *extra]) if cxx else []
+    command = [*driver, *base, f"-fdebug-prefix-map={workdir}=adgen", *flags, *extra, *library, str(path), "-o",
+               str(target)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise AdgenError(compiler_errors(done.stderr, files, compiler.description))

@@ -67,7 +67,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages, tm)
     primals = [_primals(linked, i, g) for i, g in enumerate(generated)]
     # OpenMP's parallel regions: serialized for the analyses, forked again by the derivatives (specs/openmp.md)
-    linked = optimize.without_unwinding(linked, sources)  # C++: exceptions made plain calls, aborts or refused
+    linked = optimize.without_unwinding(linked, sources, shared_variables=True)  # C++: no exceptions, no aliases
     linked, outlined = optimize.serialize_parallel(linked)
     plan = _batches(linked, sources, generated, primals, emit_llvm, cc1, outlined, stages)
     if plan is None:  # one module, as small builds are
@@ -250,9 +250,9 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
             except AdgenError as exc:  # every source's errors, reported together
                 problems.diagnostics += exc.diagnostics
         problems.raise_if_any()
-        bitcode += [done.result() for done in stubs]
+        own = [(done.result(), {s.linker_name for s in g.signatures}) for done, g in zip(stubs, generated)]
     with stages.stage("link"):
-        linked = optimize.link(bitcode)
+        linked = optimize.link(bitcode, own)
         if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
             optimize.link_into(linked, lower_libc(compiler, flags, extra, work))
         if tm is not None:

@@ -5,7 +5,9 @@ point with, or through the struct-return pointer the target's ABI gives it). The
 the kernel of the derived function (kernels.py: the address of each returned value, then the
 parameters) and packs what comes back as Enzyme's API returns it: in order, the values a
 caller asked for laid out as a C struct of them, read back as the declared type (a struct of
-two doubles, a double, an array...). Markers no longer used are dropped with their loads."""
+two doubles, a double, an array...). Markers no longer used are dropped with their loads. A
+struct by value reaches the kernel by its address: the call's own copy where the call passes it in
+memory, else a copy the adapter makes of the values the call passes it as."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from adgen.frontend.abi import Signature
 
 from adgen.ir_ad.ir.builder import Builder, Declarations, V, local
 from adgen.ir_ad.diagnose import Unsupported
-from adgen.commands.cc.calls import Call
-from adgen.ir_ad.ir import I64, PTR, VOID, Module, Type, parse_header
+from adgen.commands.cc.calls import Call, ParamArgs
+from adgen.commands.cc.layout import _size, _size_align
+from adgen.ir_ad.ir import I32, I64, PTR, VOID, Cursor, Module, Type, parse_header, parse_type
 from adgen.ir_ad.ir.edit import define_line, define_weak_globals, drop_dead_loads, replace_instructions
 
 TAPE_ALIGN = 16  # what a split-mode tape needs; a caller's tape memory is aligned up to it
@@ -68,7 +71,7 @@ class _Adapter:
         self.args = [op for op, _ in call.inst.call_args]
         used = [call.sret] if call.sret is not None else []
         for p in call.params:
-            used += [p.value, *p.shadows]
+            used += list(p.pieces) if p.pieces is not None else [p.value, *p.shadows]
         used += [i for i in (call.seed, call.tape) if i is not None]
         self.used = used
         self.unused = [i for i in range(len(self.args)) if i not in used]
@@ -147,7 +150,8 @@ class _Adapter:
         d = kernel.sig.derivation
         t = fn.ret
         if field not in ("ret", f"{d.prefix}ret"):
-            t = fn.params[[p.name for p in d.primal.params].index(field[len(d.prefix):])].type
+            index = [p.name for p in d.primal.params].index(field[len(d.prefix):])
+            t = fn.params[self.call.ir_params[index] if self.call.ir_params else index].type
         return Type(f"[{count} x {t.text}]", "array", 0, (t,), count) if count > 1 else t
 
     def _tape(self, kernel: Kernel) -> V:
@@ -173,6 +177,9 @@ class _Adapter:
         given: list[V | None] = []
         if sig.part in ("", "forward"):
             for p in call.params:
+                if p.pieces is not None:
+                    given.append(self._struct_address(p))
+                    continue
                 given += [self.params[p.value], *(self.params[s] for s in p.shadows)]
         if sig.part in ("forward", "reverse"):
             given = given + [tape] if sig.part == "forward" else [tape]
@@ -183,6 +190,19 @@ class _Adapter:
         for value, t in zip(given, types):
             out.append(self.b.const(t, 1.0) if value is None else self._convert(value, t))
         return out
+
+    def _struct_address(self, p: ParamArgs) -> V:
+        """A struct by value's address: the call's copy in memory, or a copy of the values the call
+        passes it as, laid out as clang lays out their struct (whose bytes cover the struct's)."""
+        if p.memory:
+            return self.params[p.pieces[0]]
+        b = self.b
+        values = [self.params[j] for j in p.pieces]
+        t = parse_type(Cursor("{ " + ", ".join(v.type.text for v in values) + " }")) if values else Type("i8", "int", 8)
+        room = b.value(PTR, f"alloca {t.text}, align 16")
+        for k, v in enumerate(values):
+            b.store(v, b.gep(t, room, V(I32, "0"), V(I32, str(k))) if k else room)
+        return room
 
     def _convert(self, v: V, t: Type) -> V:
         if v.type == t:
@@ -258,33 +278,3 @@ def _packed_size(module: Module, values: list[V]) -> int:
         size, align = _size_align(module, v.type)
         offset = -(-offset // align) * align + size
     return offset
-
-
-def _size(module: Module, t: Type) -> int:
-    return _size_align(module, t)[0]
-
-
-def _size_align(module: Module, t: Type) -> tuple[int, int]:
-    """A type's size and alignment under the C layout of x86-64 and AArch64 (LP64)."""
-    t = module.struct_type(t)
-    if t.kind in ("float", "int"):
-        n = max(1, (t.bits + 7) // 8)
-        return (16, 16) if t.text == "x86_fp80" else (n, n)
-    if t.kind == "ptr":
-        return 8, 8
-    if t.kind in ("array", "vector"):
-        size, align = _size_align(module, t.elems[0])
-        if t.kind == "vector":
-            total = size * t.count
-            return total, min(total, 64) if total & (total - 1) == 0 else align
-        return size * t.count, align
-    if t.kind == "struct":
-        offset, most = 0, 1
-        for e in t.elems:
-            size, align = _size_align(module, e)
-            offset = -(-offset // align) * align + size
-            most = max(most, align)
-        return -(-offset // most) * most, most
-    raise ValueError(f"no layout for {t.text}")
-
-

@@ -5,18 +5,26 @@ function it differentiates, and a `Request` — the mode, one adgen activity per
 the markers `enzyme_dup`, `enzyme_const`, `enzyme_out`… or, without one, from the parameter's
 type), the width and the return activity — with the arguments that carry each parameter's value
 and shadows. Calls with equal requests share one derivative, whatever wrapper or macro made
-them. A marker or an entry point adgen does not implement is a located error at the call."""
+them. A marker or an entry point adgen does not implement is a located error at the call.
+
+A struct the function takes by value (its source's declaration says, `Declared`) is one parameter
+of the request, however many IR values the target's ABI splits it into, and the call may pass it
+otherwise than the function takes it (in registers' values or in memory by its address, the
+registers of a variadic call being spent sooner): its arguments are read as the call passes it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from adgen.base.cxx_names import demangle
 from adgen.base.diagnostics import AdgenError, error
 from adgen.frontend.model import Activity, Mode
 
+from adgen.commands.cc.layout import _size
 from adgen.ir_ad.custom import HandDerivatives
 from adgen.ir_ad.diagnose import Unsupported
-from adgen.ir_ad.ir import Function, Header, Instruction, Module, Operand, Type, parse_instruction
+from adgen.ir_ad.ir import (PTR, Argument, Cursor, Function, Header, Instruction, Module, Operand, Type,
+                            parse_instruction, parse_type)
 from adgen.ir_ad.ir.edit import (c_string, edit_declarations, int_as_pointer, lines_by_function,
                                  with_attributes)
 from adgen.ir_ad.ir.text import global_addresses
@@ -64,10 +72,33 @@ class Request:
 
 @dataclass(frozen=True)
 class ParamArgs:
-    """Where a parameter's value and shadows are among the call's arguments."""
+    """Where a parameter's value and shadows are among the call's arguments. A struct by value:
+    `pieces`, the arguments the call passes it as (none, one or more values in registers, or one
+    address where `memory`)."""
 
     value: int
     shadows: tuple[int, ...] = ()
+    pieces: tuple[int, ...] | None = None
+    memory: bool = False
+
+
+@dataclass(frozen=True)
+class ByValue:
+    """A parameter the source declares as a struct (a class, a complex number) by value."""
+
+    spelling: str
+    size: int  # bytes
+    floating: bool  # holds floating data, or pointers to it: it takes a marker
+    empty: bool  # no fields of its own: the target may pass it as no value at all
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A function as its source declares it, where it passes or returns a struct by value: per
+    parameter, a ByValue, or None for one the IR passes as one value."""
+
+    params: tuple[ByValue | None, ...]
+    returns: str = ""  # the spelling of a struct it returns by value
 
 
 @dataclass
@@ -86,6 +117,7 @@ class Call:
     tape: int | None = None  # split mode: the argument holding the tape (or, allocated, the memory for it)
     allocated: int | None = None  # enzyme_allocated: the bytes the caller's tape memory has
     sret: int | None = None  # the argument where a returned struct goes (the target's ABI)
+    ir_params: tuple[int, ...] | None = None  # a parameter's first IR parameter, by its index (None: the same)
 
 
 def entry_point(name: str) -> str | None:
@@ -98,25 +130,74 @@ def entry_point(name: str) -> str | None:
     return None
 
 
-def find_calls(module: Module) -> list[Call]:
-    """Every call to an implemented entry point, in the order of the module's text."""
+def find_calls(module: Module, declared: dict[str, Declared] | None = None) -> list[Call]:
+    """Every call to an implemented entry point, in the order of the module's text. `declared`:
+    the functions passing or returning structs by value, by `bare` name."""
     calls = []
+    for fn, inst, entry, defs in _entry_calls(module):
+        if entry == "":
+            name = inst.callee.lstrip("@").strip('"')
+            raise Unsupported(fn.name, inst, f"a call to '{name}', an entry point of Enzyme's API adgen does not "
+                                             "implement")
+        if entry:
+            calls.append(_Reader(module, fn, inst, entry, defs, declared or {}).read())
+    return calls
+
+
+def differentiated(module: Module) -> set[str]:
+    """The `bare` names of the functions the calls to entry points name (errors left to find_calls)."""
+    found = set()
+    for _, inst, entry, defs in _entry_calls(module):
+        first = 1 if inst.call_args and "sret" in inst.call_args[0][1] else 0
+        if entry and first < len(inst.call_args):
+            value = _through_locals(inst.call_args[first][0].value, defs)
+            if value in module.functions:
+                found.add(bare(value))
+    return found
+
+
+def _entry_calls(module: Module):
+    """(function, call, entry point, its _Defs) for each call to one of Enzyme's entry points."""
     for fn in module.functions.values():
-        defs = _Defs({i.result: i for i in fn.instructions() if i.result})
-        for i in fn.instructions():
-            if i.opcode == "store" and i.operands[1].value in defs:
-                defs.stores.setdefault(i.operands[1].value, []).append(i.operands[0].value)
+        defs = None
         for inst in fn.instructions():
             if inst.opcode not in ("call", "invoke") or not inst.callee.startswith("@"):
                 continue
-            name = inst.callee.lstrip("@").strip('"')
-            entry = entry_point(name)
-            if entry == "":
-                raise Unsupported(fn.name, inst, f"a call to '{name}', an entry point of Enzyme's API adgen does not "
-                                                 "implement")
-            if entry:
-                calls.append(_Reader(module, fn, inst, entry, defs).read())
-    return calls
+            entry = entry_point(inst.callee.lstrip("@").strip('"'))
+            if entry is None:
+                continue
+            if defs is None:
+                defs = _Defs({i.result: i for i in fn.instructions() if i.result})
+                for i in fn.instructions():
+                    if i.opcode == "store" and i.operands[1].value in defs:
+                        defs.stores.setdefault(i.operands[1].value, []).append(i.operands[0].value)
+            yield fn, inst, entry, defs
+
+
+def bare(name: str) -> str:
+    """A function's IR name as its source's compiler names it (linking may rename a static
+    function `f` to `f.1`)."""
+    return name.lstrip("@").strip('"').split(".")[0]
+
+
+def shown(name: str) -> str:
+    """A function's IR name for messages: a C++ one demangled, without its return type
+    (`gmm::objective<double>(int, Wishart, double*)`)."""
+    name = bare(name)
+    text = demangle(name) if name.startswith("_Z") else None
+    if not text:
+        return name
+    depth, k = 0, len(text)
+    for k in range(len(text) - 1, -1, -1):  # back to the parameters' '('
+        depth += (text[k] == ")") - (text[k] == "(")
+        if depth == 0 and text[k] == "(":
+            break
+    depth, start = 0, 0
+    for i, ch in enumerate(text[:k]):  # the name begins after the return type's last top-level space
+        depth += 1 if ch in "<(" else -1 if ch in ">)" else 0
+        if ch == " " and depth == 0:
+            start = i + 1
+    return text[start:]
 
 
 @dataclass
@@ -283,8 +364,10 @@ def _through_locals(value: str, defs: _Defs) -> str:
 class _Reader:
     """Reads one call's arguments, left to right, as Enzyme's `handleArguments` does."""
 
-    def __init__(self, module: Module, fn: Function, inst: Instruction, entry: str, defs: _Defs):
+    def __init__(self, module: Module, fn: Function, inst: Instruction, entry: str, defs: _Defs,
+                 declared: dict[str, Declared]):
         self.module, self.fn, self.inst, self.entry, self.defs = module, fn, inst, entry, defs
+        self.declared = declared
         self.args = [op for op, _ in inst.call_args]
         self.sret = next((i for i, (_, attrs) in enumerate(inst.call_args) if "sret" in attrs), None)
         self.mode = {"fwddiff": Mode.FORWARD, "autodiff": Mode.REVERSE}.get(entry, Mode.SPLIT)
@@ -304,14 +387,16 @@ class _Reader:
         if self.sret not in (None, 0):
             raise self.fail("a call whose struct result the target passes in an unexpected place")
         primal = self._primal(first)
+        slots = self._slots(primal, first)
         ret_marks = {self.marker(i) for i in range(first + 1, len(self.args))} & RETURN_MARKERS
         width = self._width(first)
         if self.entry == "batch":
             return self._batch(primal, first, width)
         if self.entry == "augmentsize":
-            return self._size(primal, first, width)
+            return self._size(primal, slots, first, width)
         call = Call(self.inst, self.fn.name, self.entry, Request(primal.name, self.mode, (), None, width), (),
-                    primal_return="enzyme_primal_return" in ret_marks, sret=self.sret)
+                    primal_return="enzyme_primal_return" in ret_marks, sret=self.sret,
+                    ir_params=tuple(s.first for s in slots) if len(slots) != len(primal.params) else None)
         activities, params = [], []
         i = first + 1
         extra: list[int] = []  # arguments after the last parameter's
@@ -327,16 +412,24 @@ class _Reader:
                 raise self.fail(f"the marker '{m}' (argument {i + 1}), which adgen does not implement"
                                 if m in _KNOWN_ELSEWHERE else f"'{m}' (argument {i + 1}), which is not a marker of "
                                 "Enzyme's API", i)
+            slot = slots[len(params)] if len(params) < len(slots) else None
             if m is not None:
                 i += 1
-                if i == len(self.args) or self.marker(i) is not None:
+                nothing = slot is not None and slot.struct is not None and not slot.ir  # (an empty class)
+                if (i == len(self.args) or self.marker(i) is not None) and not nothing:
                     raise self.fail(f"'{m}' (argument {i}) is not followed by the argument it describes", i - 1)
-            if len(params) == len(primal.params):
+            if slot is None:
                 extra.append(i)
                 i += 1
                 continue
-            p = primal.params[len(params)]
-            act = self._activity(m, p.type, len(params), i)
+            if slot.struct is not None:
+                at = min(i, len(self.args) - 1)
+                activities.append(self._struct_activity(m, slot.struct, primal, len(params), at))
+                pieces, memory = self._struct_args(i, slot, primal, len(params))
+                params.append(ParamArgs(i, (), pieces, memory))
+                i += len(pieces)
+                continue
+            act = self._activity(m, slot.type, len(params), i)
             shadows = ()
             if act in (Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY):
                 shadows = tuple(range(i + 1, i + 1 + width))
@@ -350,8 +443,8 @@ class _Reader:
             activities.append(act)
             params.append(ParamArgs(i, shadows))
             i += 1 + len(shadows)
-        if len(params) < len(primal.params):
-            raise self.fail(f"'{_c(primal.name)}' takes {len(primal.params)} parameters but the call gives "
+        if len(params) < len(slots):
+            raise self.fail(f"'{_c(primal.name)}' takes {len(slots)} parameters but the call gives "
                             f"{len(params)}")
         returns = self._returns(primal, ret_marks)
         call.request = Request(primal.name, self.mode, tuple(activities), returns, width)
@@ -362,6 +455,9 @@ class _Reader:
     def _batch(self, primal: Function, first: int, width: int) -> Call:
         """__enzyme_batch: per parameter, one argument (enzyme_scalar, or any at width 1) or one
         per lane (enzyme_vector, the default), read as a parameter's value and its other lanes."""
+        if self.declared.get(bare(primal.name)) is not None:
+            raise self.fail(f"__enzyme_batch of '{_c(primal.name)}', which passes a struct by value: adgen's "
+                            "__enzyme_batch passes the arguments as they are, which the ABI may split otherwise")
         params, lanes, i = [], [], first + 1
         while i < len(self.args):
             m = self.marker(i)
@@ -388,14 +484,15 @@ class _Reader:
         return Call(self.inst, self.fn.name, "batch", Request(primal.name, Mode.FORWARD, tuple(lanes), None, width),
                     tuple(params), sret=self.sret)
 
-    def _size(self, primal: Function, first: int, width: int) -> Call:
+    def _size(self, primal: Function, slots: list[_Slot], first: int, width: int) -> Call:
         """__enzyme_augmentsize: a marker per parameter and nothing else (as Enzyme reads it)."""
         marks = [(i, self.marker(i)) for i in range(first + 1, len(self.args)) if self.marker(i) != "enzyme_width"
                  and (i == 0 or self.marker(i - 1) != "enzyme_width")]
-        if len(marks) != len(primal.params) or any(m not in PARAM_MARKERS for _, m in marks):
+        if len(marks) != len(slots) or any(m not in PARAM_MARKERS for _, m in marks):
             raise self.fail(f"__enzyme_augmentsize takes one marker per parameter of '{_c(primal.name)}' "
-                            f"({len(primal.params)}), and nothing else")
-        acts = tuple(self._activity(m, p.type, k, i) for k, ((i, m), p) in enumerate(zip(marks, primal.params)))
+                            f"({len(slots)}), and nothing else")
+        acts = tuple(self._struct_activity(m, p.struct, primal, k, i) if p.struct else self._activity(m, p.type, k, i)
+                     for k, ((i, m), p) in enumerate(zip(marks, slots)))
         request = Request(primal.name, Mode.SPLIT, acts, self._returns(primal, set()), width)
         return Call(self.inst, self.fn.name, "augmentsize", request, (), sret=self.sret)
 
@@ -414,6 +511,71 @@ class _Reader:
         if fn.variadic:
             raise self.fail(f"'{_c(fn.name)}' is variadic, which adgen cannot differentiate", at)
         return fn
+
+    def _slots(self, primal: Function, first: int) -> list[_Slot]:
+        """The function's parameters as its source declares them, each with the IR parameters the
+        target's ABI passes it as: a struct by value in memory (`byval`, or a pointer to a copy,
+        of more than 16 bytes), in the values whose layout covers its bytes (clang's coercion), or,
+        an empty class, in none or one value (which, the count of the IR's parameters tells)."""
+        ir = primal.params
+        declared = self.declared.get(bare(primal.name))
+        if declared is not None and declared.returns:
+            raise self.fail(f"'{_c(primal.name)}' returns a struct by value ('{declared.returns}'), which Enzyme's "
+                            "API returns in the target's own way: return it through a pointer parameter", first)
+        if declared is None or all(p is None for p in declared.params):
+            return [_Slot(p.type, None, (p,), k) for k, p in enumerate(ir)]
+        for empty in (0, 1):
+            slots, k = [], 0
+            for p in declared.params:
+                n = 1 if p is None else _pieces(self.module, ir[k:], p, empty)
+                if n is None or k + n > len(ir):
+                    break
+                slots.append(_Slot(ir[k].type if p is None else PTR, p, tuple(ir[k:k + n]), k))
+                k += n
+            else:
+                if k == len(ir):
+                    return slots
+        raise self.fail(f"'{_c(primal.name)}' takes a struct by value as IR parameters adgen cannot tell apart", first)
+
+    def _struct_activity(self, m: str | None, s: ByValue, primal: Function, index: int, at: int) -> Activity:
+        """A struct by value is a constant: Enzyme passes it as the target's ABI splits it, so its
+        derivative has no place of its own in Enzyme's API."""
+        what = f"parameter {index + 1} of '{_c(primal.name)}', a struct by value ('{s.spelling}')"
+        if self.mode is Mode.SPLIT:
+            raise self.fail(f"split mode takes no struct by value ({what}): its tape would keep the address of the "
+                            "call's copy of it; pass it by pointer", at)
+        if m == "enzyme_const" or (m is None and not s.floating):
+            return Activity.CONST
+        if m is None:
+            raise self.fail(f"{what} holding floating data, has no marker: mark it enzyme_const", at)
+        raise self.fail(f"'{m}' on {what}: adgen takes one only as enzyme_const (Enzyme passes it as the target's "
+                        "ABI splits it); for its derivative, pass its address with enzyme_dup", at)
+
+    def _struct_args(self, i: int, slot: _Slot, primal: Function, index: int) -> tuple[tuple[int, ...], bool]:
+        """The arguments from `i` that pass a struct by value, and whether in memory (its address):
+        `byval`; the same values the function takes; a pointer to a copy of more than 16 bytes
+        (AArch64); else the values whose layout covers its bytes, as the function would take them
+        in registers where it takes it in memory."""
+        args, attrs, s = self.args, self.inst.call_args, slot.struct
+        ir = [p.type for p in slot.ir]
+        in_memory = len(slot.ir) == 1 and ("byval" in slot.ir[0].attrs or (ir[0].kind == "ptr" and s.size > 16))
+        if i < len(args) and "byval" in attrs[i][1]:
+            return (i,), True
+        if not in_memory and [a.type for a in args[i:i + len(ir)]] == ir:
+            pieces = tuple(range(i, i + len(ir)))
+        elif i < len(args) and args[i].type.kind == "ptr" and s.size > 16:
+            return (i,), True
+        else:
+            n = _pieces(self.module, [Argument(a.type, "", {}) for a in args[i:]], s, 1)
+            if n is None:
+                raise self.fail(f"the call ends before parameter {index + 1} of '{_c(primal.name)}', a struct by value "
+                                f"('{s.spelling}'), is whole", len(args) - 1)
+            pieces = tuple(range(i, i + n))
+        for j in pieces:
+            if self.marker(j) is not None:
+                raise self.fail(f"'{self.marker(j)}' (argument {j + 1}) stands where parameter {index + 1} of "
+                                f"'{_c(primal.name)}', a struct by value ('{s.spelling}'), should be", j)
+        return pieces, False
 
     def _width(self, first: int) -> int:
         widths = [i for i in range(first + 1, len(self.args)) if self.marker(i) == "enzyme_width"]
@@ -485,11 +647,9 @@ class _Reader:
     def _extra(self, call: Call, extra: list[int]) -> None:
         """Arguments after the parameters': __enzyme_reverse's seed (for a differentiable return)
         and tape (when no enzyme_tape gave it)."""
-        wants = []
-        if call.entry == "reverse" and call.request.returns is Activity.ACTIVE:
-            wants.append("seed")
-        if call.entry == "reverse" and call.tape is None:
-            wants.append("tape")
+        reverse = call.entry == "reverse"
+        wants = [w for w, on in (("seed", reverse and call.request.returns is Activity.ACTIVE),
+                                 ("tape", reverse and call.tape is None)) if on]
         if len(extra) > len(wants):
             past = extra[len(wants)]
             raise self.fail(f"more arguments than '{_c(call.request.function)}' takes: argument {past + 1} is past "
@@ -500,6 +660,30 @@ class _Reader:
                             "the call ends before the tape __enzyme_augmentfwd returned")
         for what, at in zip(wants, extra):
             setattr(call, what, at)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """A parameter of the function differentiated, as its source declares it."""
+
+    type: Type  # its IR type (a struct by value: a pointer, as its derivative takes it)
+    struct: ByValue | None
+    ir: tuple[Argument, ...]  # the IR parameters the target passes it as
+    first: int  # the index of the first of them
+
+
+def _pieces(module: Module, ir: list[Argument], s: ByValue, empty: int) -> int | None:
+    """How many of the values `ir` pass a struct by value: one in memory, else the first whose
+    layout as a struct covers its bytes; None where they end first. An empty class: `empty`."""
+    if s.empty:
+        return empty
+    if ir and ("byval" in ir[0].attrs or (ir[0].type.kind == "ptr" and s.size > 16)):
+        return 1
+    for n in range(1, len(ir) + 1):
+        types = [p.type for p in ir[:n]]
+        if _size(module, parse_type(Cursor("{ " + ", ".join(t.text for t in types) + " }"))) >= s.size:
+            return n
+    return None
 
 
 # Markers of Enzyme's API that adgen does not implement (named as such in errors).
@@ -515,7 +699,7 @@ def _kind(t: Type) -> str:
 
 
 def _c(name: str) -> str:
-    return name.lstrip("@").strip('"')
+    return shown(name)
 
 
 def _word(m: str | None, act: Activity) -> str:

@@ -18,8 +18,10 @@ from pathlib import Path
 from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import Stages
 from adgen.commands.outputs import write_all
-from adgen.base.toolchain import (USERS_NDEBUG, Compiler, cxx_command, enzyme_include_flags, openmp_include_flags,
-                                  openmp_link_flags, select_compiler, system_flags)
+from adgen.base.cxx_library import CxxLibrary, choose, without_stdlib
+from adgen.base.toolchain import (USERS_NDEBUG, Compiler, cxx_command, cxx_library_flags, cxx_link_flags,
+                                  enzyme_include_flags, openmp_include_flags, openmp_link_flags, select_compiler,
+                                  system_flags)
 from adgen.frontend.languages import Language, language
 
 HELP = """\
@@ -44,7 +46,9 @@ The mapping from Enzyme's API to adgen's activities is in specs/enzyme.md of the
 what adgen does not implement is an error at the call, naming the argument. C++ files (.cpp,
 .cc, .cxx, .C, .c++: by their names) may also use the sugar of Enzyme's header
 <enzyme/enzyme> (enzyme::autodiff<enzyme::Reverse>(f, enzyme::Duplicated<double *>(x, dx))):
-adgen ships its own header of that name and API (specs/cxx.md).
+adgen ships its own header of that name and API (specs/cxx.md). `adgen c++` compiles and links
+against the C++ library of this machine's C++ compiler (CXX, else c++ on the PATH), as clang++
+does: libstdc++ where that is g++ or a Linux clang++; -stdlib=libc++ for the bundled libc++.
 
 adgen's own options (all others go to the C compiler):
   --adgen-verbose   print each stage's time
@@ -52,7 +56,8 @@ adgen's own options (all others go to the C compiler):
   --adgen-help      this text (also: adgen cc with no arguments)
 
 environment:
-  ADGEN_CC   the clang to use instead of the one bundled with adgen"""
+  ADGEN_CC   the clang to use instead of the one bundled with adgen
+  CXX        the C++ compiler whose C++ library C++ files are compiled against"""
 
 # Flags whose value is the next argument.
 _WITH_VALUE = {"-o", "-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", "-idirafter", "-isysroot",
@@ -71,7 +76,7 @@ _PREPROCESS = ("-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", 
                "-iwithprefix", "--sysroot", "-std=", "-ansi", "-target", "--target=", "-march=", "-mcpu=", "-mtune=",
                "-m32", "-m64", "-pthread", "-funsigned-char", "-fsigned-char", "-fgnu89-inline", "-fms-extensions",
                "-fcommon", "-fno-common", "-fwrapv", "-fno-strict-aliasing", "-fstrict-aliasing", "-fno-builtin",
-               "-fbuiltin", "-ffreestanding", "-w", "-fopenmp")
+               "-fbuiltin", "-ffreestanding", "-w", "-fopenmp", "-stdlib=", "-nostdinc")
 _HEADERS = {".h", ".hh", ".hpp", ".hxx", ".h++", ".H", ".tcc", ".ipp", ".inl"}  # (a precompiled header's input)
 _STOPS = {"-E", "-M", "-MM", "-fsyntax-only", "-###", "--version", "-dumpversion", "-dumpmachine", "-print-search-dirs"}
 
@@ -161,8 +166,14 @@ def main(argv: list[str], cxx: bool = False) -> int:
     line.compile_flags = [*first, *line.compile_flags, *headers]  # adgen's <enzyme/enzyme> before the program's
     line.lowering_flags = [*first, *line.lowering_flags, *headers]
     driver = cxx_command(compiler) if cxx else compiler.command
+    cxx_sources = any(language(s) is Language.CXX for _, s in line.sources)
+    library = choose(line.compile_flags) if cxx or cxx_sources else None  # (the program's: cxx_library.py)
     if line.stops_early or not line.sources:
-        return _clang(driver, line.argv)
+        if library is None:
+            return _clang(driver, line.argv)
+        if line.stops_early:  # (-E, -fsyntax-only...: as its compile)
+            return _clang(driver, [*without_stdlib(line.argv), *cxx_library_flags(compiler, library, line.argv)])
+        return _clang(driver, [*_link_arguments(line.argv, library), *cxx_link_flags(compiler, library)])
     if (line.compile_only or line.assemble_only) and line.output and len(line.sources) > 1:
         raise AdgenError(error("cannot specify -o when generating multiple output files"))
     implicit = [] if any(f.startswith("-fsanitize") for f in line.compile_flags) else ["-fno-sanitize=all"]
@@ -174,22 +185,35 @@ def main(argv: list[str], cxx: bool = False) -> int:
             else:
                 out = Path(tmp) / f"{n}-{source.stem}.o"
                 argv[at] = str(out)
-            status = _compile(compiler, line, source, out, implicit, stages)
+            status = _compile(compiler, line, source, out, implicit, stages, library)
             if status:
                 return status
         if line.compile_only or line.assemble_only:
             return 0
         flags = [a for i, a in enumerate(argv) if not (a in ("-o", "-x") or (i and argv[i - 1] in ("-o", "-x")))]
         flags += openmp_link_flags(compiler, flags)
+        if cxx:  # (its C++ library, as a clang++ of this machine links: cxx_library.py)
+            flags = [*_link_arguments(flags, library), *cxx_link_flags(compiler, library)]
         return _clang(driver, [*flags, "-Wno-unused-command-line-argument", "-o", line.output or "a.out"])
 
 
+def _link_arguments(argv: list[str], library: CxxLibrary) -> list[str]:
+    """A link's arguments, less `-stdlib=`, and less `-lstdc++` where the library is libstdc++
+    (to `zig c++`, `-lstdc++` names its own libc++; cxx_link_flags names libstdc++ by path)."""
+    return [a for a in without_stdlib(argv) if library.bundled or a != "-lstdc++"]
+
+
 def _compile(compiler: Compiler, line: CommandLine, source: Path, out: Path, implicit: list[str],
-             stages: Stages) -> int:
-    """One C file to `out`: through adgen if it calls Enzyme's API, else by clang as it is."""
+             stages: Stages, library: CxxLibrary | None = None) -> int:
+    """One C file to `out`: through adgen if it calls Enzyme's API, else by clang as it is; a C++
+    file against the program's C++ library (`library`)."""
     flags = [*line.compile_flags, *implicit]
     driver = cxx_command(compiler) if language(source) is Language.CXX else compiler.command
-    mentions = _mentions_enzyme(driver, source, line.lowering_flags)
+    headers = []  # (C++: the library's headers, after the user's flags)
+    if language(source) is Language.CXX:
+        headers = cxx_library_flags(compiler, library or choose(flags), flags)
+        flags = [*without_stdlib(flags), *headers]
+    mentions = _mentions_enzyme(driver, source, [*without_stdlib(line.lowering_flags), *headers])
     if mentions:
         from adgen.commands.cc.pipeline import compile_unit
 

@@ -34,10 +34,11 @@ from adgen.commands.cc.adapters import TAPE_ALIGN, Kernel, kernel_types, rewrite
 from adgen.commands.build.pipeline import Prepared, _primals, differentiate, lower
 from adgen.ir_ad.diagnose import Unsupported, at_instruction
 from adgen.ir_ad.reverse.plan.explain import explain as explain_plans
-from adgen.commands.cc.calls import (Call, Registrations, Request, find_calls, hinted, iterated, registrations,
-                           steering_calls)
+from adgen.commands.cc.calls import (ByValue, Call, Declared, Registrations, Request, bare, differentiated,
+                                     find_calls, hinted, iterated, registrations, shown, steering_calls)
 from adgen.ir_ad.ir import Module
 from adgen.ir_ad.ir.edit import declare_globals, define_line, make_external, string_attribute, without_tail_calls
+from adgen.ir_ad.ir.init_array import init_arrays, without_constructors
 from adgen.ir_ad.ir.parallel import fork_again
 from adgen.commands.build.kernels import kernel_name
 from adgen.commands.build.lower import lower_source
@@ -52,6 +53,9 @@ class EnzymeRequests:
     calls: list[Call]
     requests: dict[Request, int]  # each distinct request, by first appearance -> its level (1, 2...)
     probe: Module  # the file lowered as it is, where the calls were read
+    prototypes: object  # the file's prototypes (frontend.prototypes.read_unit)
+    functions: dict[str, Prototype]  # the functions of the file, and the instances the calls name, by IR name
+    declared: dict[str, Declared]  # those passing or returning structs by value, as calls.py reads them
 
 
 def compile_unit(source: Path, flags: list[str], user_flags: list[str], compiler: Compiler, stages: Stages,
@@ -64,7 +68,7 @@ def compile_unit(source: Path, flags: list[str], user_flags: list[str], compiler
     with tempfile.TemporaryDirectory(prefix="adgen-cc-") as tmp:
         work = Path(tmp)
         with stages.stage("read", source.name):
-            unit = read_calls(source, compiler, flags, work)
+            unit = read_calls(source, compiler, flags, read_flags, work)
         if unit is None:
             return None, ""
         user = _compile(source, user_flags, compiler, work)
@@ -74,7 +78,7 @@ def compile_unit(source: Path, flags: list[str], user_flags: list[str], compiler
             derivatives, kernels, tapes, explained = _derivatives(unit, source, flags, compiler, read_flags, work,
                                                                   user, tm, stages, explain)
         with stages.stage("link", "the file's own code, its calls made adapter calls"):
-            obj = _link(user, derivatives, kernels, tapes, tm, user_flags, assembly)
+            obj = _link(user, derivatives, kernels, tapes, tm, user_flags, unit.declared, assembly)
     return obj, explained
 
 
@@ -83,12 +87,12 @@ def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler:
     """The derivatives the file's calls ask for, optimized, with the kernels each call's adapter
     calls, the split entries' tape sizes, and the cache plans (when `explain`)."""
     with stages.stage("check", plural(len(unit.requests), "derivative")):
-        prototypes = read_unit(SourceFile(source), read_flags, included=True)
+        prototypes = unit.prototypes
         generated, names = _generated(unit, prototypes, work)
         registered = _registered(unit, prototypes)
     linked = optimize.parse(hinted(str(lower([source], [generated], compiler, flags, [], work, stages)), False))
     # OpenMP's parallel regions: serialized for the analyses, forked again by the derivatives (specs/openmp.md)
-    linked = optimize.without_unwinding(linked, [source])  # C++: exceptions made plain calls, aborts or refused
+    linked = optimize.without_unwinding(linked, [source])  # C++: no exceptions, no aliases
     linked, outlined = optimize.serialize_parallel(linked)
     kept = _primals(linked, 0, generated)
     steering = {n.lstrip("@") for n in steering_calls(Module(str(linked)))}
@@ -108,19 +112,39 @@ def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler:
     return derivatives, kernels, tapes, explain_plans(prepared.module, plans) if explain and plans else ""
 
 
-def read_calls(source: Path, compiler: Compiler, flags: list[str], work: Path) -> EnzymeRequests | None:
-    """The file's calls to Enzyme's API, read from the file lowered as it is; None if it makes none."""
+def read_calls(source: Path, compiler: Compiler, flags: list[str], read_flags: list[str],
+               work: Path) -> EnzymeRequests | None:
+    """The file's calls to Enzyme's API, read from the file lowered as it is, with the prototypes
+    of the functions they name (`read_flags`: what libclang reads the file with), which say the
+    structs passed by value; None if it makes none."""
     lowered = optimize.parse_bitcode(lower_source(compiler, source, _empty(source), 0, flags, [], work))
     optimize.inline_always(lowered, optimize.target_machine(None, None))
     probe = Module(hinted(str(lowered)))
+    named = differentiated(probe)
+    prototypes, functions = None, {}
+    if named:
+        prototypes = read_unit(SourceFile(source), read_flags, included=True)
+        functions = {f.symbol or f.name: f for f in [*prototypes.included, *prototypes.functions]}
+        if named - set(functions) and prototypes.cxx:  # instantiations of function templates (`(void *)f<double>`)
+            functions |= instances_referenced(prototypes, named - set(functions))
+    declared = {name: _declared(f) for name, f in functions.items() if name in named and f.by_value}
     try:
-        calls = find_calls(probe)
+        calls = find_calls(probe, declared)
     except Unsupported as exc:
         raise _at_call(exc, probe)
     if not calls:
         return None
     derived = [c for c in calls if c.entry != "batch"]  # __enzyme_batch calls need no derivative
-    return EnzymeRequests(source, derived, _levels(probe, derived), probe)
+    return EnzymeRequests(source, derived, _levels(probe, derived), probe, prototypes, functions, declared)
+
+
+def _declared(f: Prototype) -> Declared:
+    """A function passing or returning structs by value, for calls.py."""
+    def struct(c) -> ByValue | None:
+        return ByValue(c.spelling, c.size, c.holds_floating or c.pointing_by_value,
+                       c.size <= 1 and not c.fields) if c.by_value else None
+
+    return Declared(tuple(struct(p.ctype) for p in f.params), f.returns.spelling if f.returns.by_value else "")
 
 
 def _registered(unit: EnzymeRequests, prototypes) -> Registrations:
@@ -152,7 +176,8 @@ def _like(function: str, name: str, unit: EnzymeRequests):
 def _levels(module: Module, calls: list[Call]) -> dict[Request, int]:
     """Each request's level: 1 when the function it differentiates reaches no call to Enzyme's
     API, else one more than the highest level among the calls it reaches."""
-    callees = {name: {i.callee for i in fn.instructions() if i.opcode == "call" and i.callee in module.functions}
+    callees = {name: {i.callee for i in fn.instructions()  # (C++: `invoke` where a vector's destructor must run)
+                      if i.opcode in ("call", "invoke") and i.callee in module.functions}
                for name, fn in module.functions.items()}
     asked: dict[str, list[Call]] = {}
     for c in calls:
@@ -185,10 +210,7 @@ def _generated(unit: EnzymeRequests, prototypes, work: Path) -> tuple[Generated,
     """A derivation for each request, as if an annotation above its function asked for it,
     with the stubs its kernels are declared by. Its function may be declared in any file the
     translation unit includes (a unity build's other .c files)."""
-    functions = {f.symbol or f.name: f for f in [*prototypes.included, *prototypes.functions]}
-    wanted = {_ir_name(r) for r in unit.requests} - set(functions)
-    if wanted and prototypes.cxx:  # instantiations of function templates (`(void *)f<double>`)
-        functions |= instances_referenced(prototypes, wanted)
+    functions = unit.functions
     names: dict[Request, str] = {}
     sigs: list[Signature] = []
     first = {}
@@ -198,10 +220,10 @@ def _generated(unit: EnzymeRequests, prototypes, work: Path) -> tuple[Generated,
         call = first[request]
         c_name = _ir_name(request)
         proto = functions.get(c_name)
-        if proto is None or proto.by_value or len(proto.params) != len(request.activities):
-            what = ("passes or returns a struct by value, which Enzyme's API passes in the target's own way"
-                    if proto is not None and proto.by_value else "is not a function declared in this file")
-            raise _at_call(Unsupported(call.caller, call.inst, f"'{c_name}' {what}"), unit.probe)
+        if proto is None or proto.returns.by_value or len(proto.params) != len(request.activities):
+            what = ("returns a struct by value, which Enzyme's API returns in the target's own way"
+                    if proto is not None and proto.returns.by_value else "is not a function declared in this file")
+            raise _at_call(Unsupported(call.caller, call.inst, f"'{shown(c_name)}' {what}"), unit.probe)
         names[request] = f"__adgen_enzyme_{k}"
         sigs += signatures(_derivation(request, names[request], proto, _span(unit.probe, call)))
     stubs = render(prototypes, sigs, work, __version__).stubs
@@ -213,7 +235,7 @@ def _generated(unit: EnzymeRequests, prototypes, work: Path) -> tuple[Generated,
 def _ir_name(request: Request) -> str:
     """The name of the function a request differentiates, as the source's C or C++ compiler
     names it (linking may rename a static function `f` to `f.1`)."""
-    return request.function.lstrip("@").strip('"').split(".")[0]
+    return bare(request.function)
 
 
 def _derivation(request: Request, name: str, proto: Prototype, span: Span | None) -> Derivation:
@@ -232,7 +254,8 @@ def _differentiate(unit: EnzymeRequests, generated: Generated, kept: dict[str, s
     for level in range(1, max(unit.requests.values()) + 1):
         if level > 1:
             module = Module(text)
-            done = [c for c in _calls(module) if c.request in unit.requests and unit.requests[c.request] < level]
+            done = [c for c in _calls(module, unit.declared)
+                    if c.request in unit.requests and unit.requests[c.request] < level]
             module = prepared.again(_rewritten(module, done, _kernels(generated, names, text), tapes), level)
         entries = [(s, kept) for s in generated.signatures if unit.requests[by_name[s.derivation.name]] == level]
         text, level_plans, level_tapes = differentiate(module, entries, level, needed_by=lambda s: what[s.name])
@@ -250,9 +273,9 @@ def _rewritten(module: Module, calls: list[Call], kernels: dict, tapes: dict[str
         raise _at_call(exc, module)
 
 
-def _calls(module: Module) -> list[Call]:
+def _calls(module: Module, declared: dict[str, Declared]) -> list[Call]:
     try:
-        return find_calls(module)
+        return find_calls(module, declared)
     except Unsupported as exc:
         raise _at_call(exc, module)
 
@@ -288,7 +311,7 @@ def _shared_globals(text: str, user) -> str:
     derivatives read and write the program's own (a counter a derivative written by hand
     increments, a buffer an allocator hands out)."""
     defined = {g.name for g in user.global_variables if not g.is_declaration and not g.name.startswith("llvm.")}
-    return declare_globals(text, defined)
+    return without_constructors(declare_globals(text, defined))  # (the program's own initializers: run once)
 
 
 def _compile(source: Path, user_flags: list[str], compiler: Compiler, work: Path):
@@ -312,10 +335,10 @@ def _machine_of(user):
 
 
 def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flags: list[str],
-          assembly: bool = False) -> bytes:
+          declared: dict[str, Declared], assembly: bool = False) -> bytes:
     """The file's own module, its calls rewritten, with the derivatives linked in."""
     module = Module(hinted(str(user)))
-    calls = _calls(module)
+    calls = _calls(module, declared)
     final = optimize.parse(_rewritten(module, calls, kernels, tapes))
     if derivatives is not None:
         private = [g for g in final.global_variables if g.linkage == llvm.Linkage.internal]
@@ -330,6 +353,10 @@ def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flag
     level = _opt_level(user_flags)
     if level:
         optimize.reoptimize(final, tm, level)
+    if not re.search(r"apple|darwin|windows", tm.triple):  # (ELF: constructors lld runs, ir/init_array.py)
+        text = str(final)
+        if "@llvm.global_ctors" in text or "@llvm.global_dtors" in text:
+            final = optimize.parse(init_arrays(text))
     if assembly:
         final.triple = tm.triple
         return tm.emit_assembly(final).encode()

@@ -1,21 +1,22 @@
 """Activity analysis for reverse mode: which values of a function carry adjoints (floating values
 that depend on an active input), which pointers have shadows, which pointers may lack one (a
 select or phi between shadowed and unshadowed memory), which adjoints can reach an output at
-all (`useful`), and the floating type of the memory a pointer points into."""
+all (`useful`), and the floating type of the memory a pointer points into (memtypes.py)."""
 
 from __future__ import annotations
 
 
-from adgen.ir_ad.analysis.flow import CFG, Memory, returns_fresh
+from adgen.ir_ad.analysis.flow import CFG, Memory, returned_params, returns_fresh
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import Function, Instruction, Module, Operand, Type, float_type, floating
 from adgen.ir_ad.analysis.masked import masked_slice
 from adgen.ir_ad.analysis.slots import slots
-from adgen.ir_ad.analysis import typed_bytes
-from adgen.ir_ad.analysis.uses import atomic_update_refusal, floats_as_wide_integers, unread_shadows
+from adgen.ir_ad.analysis.memtypes import NOT_FLOATING, MemoryTypes
+from adgen.ir_ad.analysis.uses import atomic_update_refusal, floats_as_integer_vectors, floats_as_wide_integers, \
+    unread_shadows
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import DEFINED, allocates, callee_name, kind_of, refused
-from adgen.ir_ad.shadows import WIDE_INTEGER, carries, mask_name
+from adgen.ir_ad.shadows import carries, mask_name, points_nowhere, wide_integer
 from adgen.ir_ad.vectors import LANE_OPS
 
 
@@ -29,17 +30,17 @@ def scalar_type(t: Type, memtype: str) -> Type | None:
     return None
 
 
-# TBAA's names of scalar types that hold no floating data (pointers are "any pointer", "p1 float"...).
-_NOT_FLOATING = {"int", "long", "long long", "short", "_Bool", "bool", "any pointer", "unsigned int", "unsigned long"}
-
 
 class ActivityAnalysis:
     """Which values of one function carry adjoints, and which pointers carry shadows."""
 
     def __init__(self, fn: Function, module: Module, cfg: CFG, memory: Memory, active: tuple[bool, ...],
-                 ret_active: bool, memtypes: tuple[str, ...], ret_masked: bool = False):
-        """`ret_masked`: a caller may mask the result (masked.py)."""
+                 ret_active: bool, memtypes: tuple[str, ...], ret_masked: bool = False, runtime: bool = False):
+        """`ret_masked`: a caller may mask the result (masked.py); `runtime`: pointers without
+        shadows are their own where one is needed (runtime activity, shadows.py), so none is
+        behind a mask."""
         self.fn, self.module, self.cfg, self.memory = fn, module, cfg, memory
+        self.runtime = runtime
         self.params = {p.name: i for i, p in enumerate(fn.params)}
         self.arg_active, self.ret_active, self.arg_memtypes = active, ret_active, memtypes
         self.inst: Instruction | None = None
@@ -47,10 +48,11 @@ class ActivityAnalysis:
         self.pointers: set[str] = set()  # pointer values with shadows
         self.maybe: set[str] = set()  # pointers whose shadow may be missing
         self.useful: set[str] = set()  # values whose adjoint can reach an output
-        self._memtypes: dict[str, Type | None] = {}
+        self.types = MemoryTypes(fn, module, cfg, memory, memtypes)
         self.slots = slots(module, fn)
         self.unread = unread_shadows(fn)
         self.wide = floats_as_wide_integers(fn)
+        self.lanes_as_integers = floats_as_integer_vectors(fn)  # loads of floats as integer lanes -> their type
         for inst in fn.instructions():
             why = refused(module, inst)
             if why is not None:
@@ -75,7 +77,8 @@ class ActivityAnalysis:
                 elif kind is not None:
                     self.floaty[inst.result] = kind
                     changed = True
-        self._find_maybe()
+        if not runtime:
+            self._find_maybe()
         self._find_useful()
         # values whose partials take a strong zero
         self.masked = masked_slice(fn, cfg, memory, self.floaty, module, ret_masked)
@@ -107,12 +110,33 @@ class ActivityAnalysis:
 
     def _returns_shadow(self, inst: Instruction) -> bool:
         """A call returning a pointer with a shadow: into memory with derivatives that the caller
-        passed (an argument carries one), or memory the callee allocated (see returns_fresh)."""
+        passed (an argument carries one, among those whose memory it may return: see
+        returned_params), or memory the callee allocated (see returns_fresh)."""
         target = self._source_callee(inst)
-        return target is not None and (any(self.on(a) for a in inst.operands) or
-                                       returns_fresh(self.module, target))
+        if target is None:
+            return False
+        if returns_fresh(self.module, target):
+            return True
+        params = returned_params(self.module, target)
+        args = inst.operands if params is None else [inst.operands[k] for k in params if k < len(inst.operands)]
+        return any(self.on(a) for a in args)
 
     # ------------------------------------------------------------------ the fixpoint
+    def _pointer_varies(self, inst: Instruction) -> bool:
+        """Whether a pointer has a shadow."""
+        op, ops = inst.opcode, inst.operands
+        if inst.result in self.unread:  # (a function pointer only called through, say)
+            return False
+        if op == "alloca":  # (a slot only where what is stored into it carries a derivative)
+            return inst.result not in self.slots or any(self.on(v) for v in self.slots[inst.result])
+        if op == "phi":
+            return any(v.value in self.pointers for v, _ in inst.incoming)
+        if op == "select":
+            return ops[1].value in self.pointers or ops[2].value in self.pointers
+        if op in ("getelementptr", "load", "freeze", "bitcast", "addrspacecast"):
+            return self.on(ops[0])
+        return op == "call" and (allocates(self.module, inst) or self._returns_shadow(inst))
+
     def _varies(self, inst: Instruction):
         """None, "ptr" (a pointer with a shadow) or the float type of a value with an adjoint."""
         op, ops, t = inst.opcode, inst.operands, inst.type
@@ -122,40 +146,25 @@ class ActivityAnalysis:
                 raise self.fail(why)
             return None  # (an update: its old value unused)
         if t.kind == "ptr":
-            if inst.result in self.unread:  # (a function pointer only called through, say)
-                return None
-            if op == "getelementptr" and self.on(ops[0]):
-                return "ptr"
-            if op == "alloca":  # (a slot only where what is stored into it carries a derivative)
-                return "ptr" if inst.result not in self.slots or any(self.on(v) for v in self.slots[inst.result]) \
-                    else None
-            if op == "call" and allocates(self.module, inst):
-                return "ptr"
-            if op == "phi" and any(v.value in self.pointers for v, _ in inst.incoming):
-                return "ptr"
-            if op == "select" and (ops[1].value in self.pointers or ops[2].value in self.pointers):
-                return "ptr"
-            if op in ("load", "freeze", "bitcast", "addrspacecast") and self.on(ops[0]):
-                return "ptr"
-            if op == "call" and self._returns_shadow(inst):
-                return "ptr"
-            return None
+            return "ptr" if self._pointer_varies(inst) else None
         float_t = t if floating(t) else None
         if t.kind == "other" and any(v in self.floaty or v in self.pointers for v in inst.mentions()):
             raise self.fail(f"the '{op}' instruction")
         if op in LANE_OPS:  # (vector values: vectors.py)
             return float_t if any(o.value in self.floaty for o in ops[:2]) else None
         if op == "bitcast" and ops[0].value in self.floaty and self.floaty[ops[0].value].kind == "vector" \
-                and t != ops[0].type:
+                and t != self.floaty[ops[0].value]:  # (but floats loaded as integer lanes, taken back)
             raise self.fail(f"a vector carrying derivatives ('{ops[0].type.text}') taken as another type "
                             f"('{t.text}'): adgen cannot follow derivatives through its bits")
         if op == "load" and self.on(ops[0]):
             if inst.result in self.wide:
-                raise self.fail(WIDE_INTEGER.format(bits=t.bits))
+                raise self.fail(wide_integer(t))
+            if inst.result in self.lanes_as_integers:
+                return self.lanes_as_integers[inst.result]
             if float_t:
                 return float_t
             if t.kind == "int" and t.bits in (32, 64) and \
-                    self.module.tbaa_types(inst.tbaa)[:1] not in [(n,) for n in _NOT_FLOATING]:  # float data
+                    self.module.tbaa_types(inst.tbaa)[:1] not in [(n,) for n in NOT_FLOATING]:  # float data
                 mt = self.memtype(ops[0].value)  # moved as integer bits (not an `int` of C's: its TBAA says so)
                 if mt is not None and mt.bits == t.bits:
                     return mt
@@ -197,7 +206,7 @@ class ActivityAnalysis:
         """Pointers that may point into memory without a shadow (a select or phi between an
         argument with derivatives and a const one): their shadows are used behind a mask."""
         def shadowless(o: Operand) -> bool:
-            return not self.has_shadow(o) and o.value not in ("null", "undef", "poison")
+            return not self.has_shadow(o) and not points_nowhere(o, self.cfg.defs)
 
         changed = True
         while changed:
@@ -215,6 +224,11 @@ class ActivityAnalysis:
                 if found:
                     self.maybe.add(inst.result)
                     changed = True
+
+    def may_be_itself(self, op: Operand) -> bool:
+        """Whether a pointer with a shadow may be its own shadow at run time (runtime activity,
+        shadows.py): any but one into this function's own allocations."""
+        return self.runtime and op.value in self.pointers and self.memory.base(op.value).kind != "fresh"
 
     def mask(self, op: Operand) -> str:
         """The i1 saying whether a pointer operand has a real shadow ("true"/"false" when known)."""
@@ -260,57 +274,9 @@ class ActivityAnalysis:
                 work += [o.value for o in inst.operands]
 
     def holds_no_floats(self, *pointers: str, length: Operand | None = None) -> bool:
-        """Whether the memory at these pointers is known to hold no floating data: the accesses
-        through the same bases name (in their struct-path TBAA) structs of integers and
-        pointers only, or, for `length` bytes of a constant length, the types of the objects
-        they lie in (typed_bytes.py). A copy between such memory has no adjoints to move."""
-        if self._tbaa_holds_no_floats(pointers):
-            return True
-        size = int(length.value) if length is not None and length.value.isdigit() else None
-        return size is not None and any(typed_bytes.holds_no_floats(self.module, self.fn, p, size) for p in pointers)
-
-    def _tbaa_holds_no_floats(self, pointers: tuple[str, ...]) -> bool:
-        scalars: set[str] = set()
-        bases = {self.memory.base(p).name for p in pointers if self.memory.base(p).name == p}
-        for inst in self.fn.instructions():
-            if inst.opcode in ("load", "store") and inst.tbaa:
-                ptr = inst.operands[0] if inst.opcode == "load" else inst.operands[1]
-                if self.memory.base(ptr.value).name in bases:
-                    found = self.module.tbaa_scalars(inst.tbaa)
-                    if found is None:
-                        return False
-                    scalars |= set(found)
-        return bool(scalars) and all(n in _NOT_FLOATING or n.startswith("p") and " " in n for n in scalars)
+        """See MemoryTypes.holds_no_floats."""
+        return self.types.holds_no_floats(*pointers, length=length)
 
     def memtype(self, pointer: str) -> Type | None:
-        """The float type of the memory a pointer points into: from the C prototypes (passed down
-        through calls) or from how this function loads and stores through the same base."""
-        base = self.memory.base(pointer)
-        if base.name in self._memtypes:
-            return self._memtypes[base.name]
-        found = None
-        if base.kind == "arg" and self.arg_memtypes[self.params[base.name]]:
-            found = float_type(self.arg_memtypes[self.params[base.name]])
-        else:
-            kinds = set()
-            for inst in self.fn.instructions():
-                if inst.opcode in ("load", "store"):
-                    value_t = inst.type if inst.opcode == "load" else inst.operands[0].type
-                    ptr = inst.operands[0] if inst.opcode == "load" else inst.operands[1]
-                    if value_t.kind == "float" and self.memory.base(ptr.value) == base:
-                        kinds.add(value_t.text)
-            if len(kinds) == 1:
-                found = float_type(kinds.pop())
-            elif not kinds:
-                found = self._pointee_by_tbaa(base.name)
-        self._memtypes[base.name] = found
-        return found
-
-    def _pointee_by_tbaa(self, pointer: str) -> Type | None:
-        """The float type a loaded pointer points to by its load's TBAA (clang's pointer types:
-        a `float *` member is loaded as "p1 float")."""
-        inst = self.cfg.defs.get(pointer)
-        if inst is None or inst.opcode != "load" or not inst.tbaa:
-            return None
-        named = self.module.tbaa_types(inst.tbaa)[:1]
-        return float_type(named[0][3:]) if named and named[0] in ("p1 float", "p1 double") else None
+        """See MemoryTypes.memtype."""
+        return self.types.memtype(pointer)

@@ -10,6 +10,7 @@ from functools import cached_property
 from adgen.ir_ad.calls import (ALLOCATE, allocates, callee_name, kind_by_name, writes_first_argument,
                                writes_pointer_arguments_only)
 from adgen.ir_ad.ir import Function, Instruction
+from adgen.ir_ad.shadows import points_nowhere
 
 PURE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl",
         "lshr", "ashr", "and", "or", "xor", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi",
@@ -42,6 +43,52 @@ def returns_fresh(module, fn: Function, seen: frozenset[str] = frozenset()) -> b
         elif inst.opcode == "phi":
             work += [v.value for v, _ in inst.incoming]
     return False
+
+
+def returned_params(module, fn: Function, seen: frozenset[str] = frozenset()) -> frozenset[int] | None:
+    """The parameters of a function of the sources whose memory the pointer it returns may point
+    into: itself, an address computed from one, or a pointer loaded from memory one reaches (a
+    node of the `std::map` its object holds: libstdc++'s `map::at`, not inlined, returns a
+    pointer into its object, never into the key it compares). None where it may be any other
+    (a global, a local, a call it cannot follow, or a pointer it stores: one argument's stored
+    into another's memory would be returned as the other's). A call's result points into
+    memory with derivatives only where one of these arguments has them (activity.py)."""
+    if fn.declaration or fn.ret.kind != "ptr" or fn.name in seen:
+        return None
+    if any(i.opcode == "store" and i.operands[0].type.kind == "ptr" for i in fn.instructions()):
+        return None
+    params = {p.name: k for k, p in enumerate(fn.params)}
+    defs = {i.result: i for i in fn.instructions() if i.result}
+    work = [i.operands[0].value for i in fn.instructions() if i.opcode == "ret" and i.operands]
+    found: set[int] = set()
+    visited: set[str] = set()
+    while work:
+        value = work.pop()
+        if value in visited or value in ("null", "undef", "poison"):
+            continue
+        visited.add(value)
+        if value in params:
+            found.add(params[value])
+            continue
+        inst = defs.get(value)
+        if inst is None:  # a global, a constant expression
+            return None
+        if inst.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze", "load"):
+            work.append(inst.operands[0].value)
+        elif inst.opcode == "select":
+            work += [inst.operands[1].value, inst.operands[2].value]
+        elif inst.opcode == "phi":
+            work += [v.value for v, _ in inst.incoming]
+        elif inst.opcode == "call" and allocates(module, inst):
+            continue  # (fresh memory: returns_fresh's)
+        elif inst.opcode == "call" and inst.callee in module.functions:
+            inner = returned_params(module, module.functions[inst.callee], seen | {fn.name})
+            if inner is None:
+                return None
+            work += [inst.operands[k].value for k in inner if k < len(inst.operands)]
+        else:
+            return None
+    return frozenset(found)
 
 
 @dataclass(frozen=True)
@@ -250,10 +297,9 @@ class Memory:
             elif inst.opcode == "getelementptr" or inst.opcode in ("bitcast", "addrspacecast", "freeze"):
                 result = self.base(inst.operands[0].value, depth + 1)
             elif inst.opcode in ("phi", "select"):
-                incoming = [v.value for v, _ in inst.incoming] if inst.opcode == "phi" else \
-                    [inst.operands[1].value, inst.operands[2].value]
+                incoming = [v for v, _ in inst.incoming] if inst.opcode == "phi" else inst.operands[1:]
                 self._bases[value] = Base("unknown", value)  # cycles through phis
-                bases = {self.base(v, depth + 1) for v in incoming if v not in ("null", "poison", "undef")}
+                bases = {self.base(v.value, depth + 1) for v in incoming if not points_nowhere(v, self.cfg.defs)}
                 result = bases.pop() if len(bases) == 1 else Base("unknown", value)
         self._bases[value] = result
         return result
@@ -265,7 +311,7 @@ class Memory:
             fresh = b if a.kind == "unknown" else a
             if fresh.kind == "fresh" and not self.escapes(fresh.name):  # (a local no pointer in memory reaches)
                 unknown = a if a.kind == "unknown" else b
-                return fresh.name in self._roots(unknown.name)
+                return fresh.name in self.roots(unknown.name)
             return True
         if "fresh" in (a.kind, b.kind):
             return False
@@ -315,7 +361,7 @@ class Memory:
                 return True
         return False
 
-    def _roots(self, value: str) -> set[str]:
+    def roots(self, value: str) -> set[str]:
         """The values a pointer is computed from through getelementptr, casts, phis and selects."""
         seen, work, roots = {value}, [value], set()
         while work:

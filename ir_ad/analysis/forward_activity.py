@@ -6,25 +6,31 @@ from __future__ import annotations
 
 import weakref
 
-from adgen.ir_ad.analysis.flow import CFG, returns_fresh
+from adgen.ir_ad.analysis.flow import CFG, Memory, returned_params, returns_fresh
 from adgen.ir_ad.analysis.slots import slots
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import Function, Instruction, Module, Operand, floating
 from adgen.ir_ad.calls import ALLOCATE, DEFINED, INACTIVE, REALLOCATE, RULE, kind_of, refused
-from adgen.ir_ad.shadows import VECTOR_VALUES, WIDE_INTEGER, Layout, carries, mask_name
-from adgen.ir_ad.analysis.uses import floats_as_wide_integers, unread_shadows
+from adgen.ir_ad.shadows import VECTOR_VALUES, Layout, carries, mask_name, points_nowhere, wide_integer
+from adgen.ir_ad.analysis.uses import floats_as_integer_vectors, floats_as_wide_integers, unread_shadows
 from adgen.ir_ad.vectors import LANE_OPS
 
 
 class TangentFlow:
-    def __init__(self, module: Module, fn: Function, active_params: tuple[bool, ...], layout: Layout):
+    def __init__(self, module: Module, fn: Function, active_params: tuple[bool, ...], layout: Layout,
+                 runtime: bool = False):
+        """`runtime`: pointers without shadows are their own where one is needed (runtime
+        activity, shadows.py), so none is behind a mask."""
         self.module, self.fn, self.layout = module, fn, layout
+        self.runtime = runtime
+        self._memory: Memory | None = None
         self.active: set[str] = set()
         self.maybe: set[str] = set()
         self.defs = {i.result: i for i in fn.instructions() if i.result}
         self.slots = slots(module, fn)
         self.unread = unread_shadows(fn)
         self.wide = floats_as_wide_integers(fn)
+        self.lanes_as_integers = floats_as_integer_vectors(fn)  # loads of floats as integer lanes -> their type
         for inst in fn.instructions():
             why = refused(module, inst)
             if why is not None:
@@ -34,7 +40,7 @@ class TangentFlow:
     def _analyze(self, active_params) -> None:
         """Which values carry derivatives: a fixpoint, since phis see values from later blocks.
         Values of blocks from which no path returns (a panic's) carry none (CFG.doomed)."""
-        cfg = CFG(self.fn)
+        self.cfg = cfg = CFG(self.fn)
         self.doomed = cfg.doomed
         self.doomed_values = {v for v, b in cfg.block_of.items() if b in self.doomed}
         for p, on in zip(self.fn.params, active_params):
@@ -55,7 +61,7 @@ class TangentFlow:
                                                           f"derivatives: {VECTOR_VALUES}")
         # Pointers that may point into memory without shadow (a select or phi between an active
         # pointer and a const one): their shadow is used only behind a mask.
-        changed = True
+        changed = not self.runtime
         while changed:
             changed = False
             for inst in self.fn.instructions():
@@ -67,8 +73,17 @@ class TangentFlow:
     def on(self, op: Operand) -> bool:
         return op.value in self.active
 
+    def may_be_itself(self, op: Operand) -> bool:
+        """Whether a pointer with a shadow may be its own shadow at run time (runtime activity,
+        shadows.py): any but one into this function's own allocations."""
+        if not self.runtime or op.value not in self.active or op.type.kind != "ptr":
+            return False
+        if self._memory is None:
+            self._memory = Memory(self.fn, self.cfg, self.module)
+        return self._memory.base(op.value).kind != "fresh"
+
     def _shadowless(self, op: Operand) -> bool:
-        return op.value not in self.active and op.value not in ("null", "undef", "poison")
+        return op.value not in self.active and not points_nowhere(op, self.defs)
 
     def _maybe(self, inst: Instruction) -> bool:
         if inst.opcode == "phi":
@@ -103,7 +118,8 @@ class TangentFlow:
             return any(self.on(o) for o in ops) and has(inst.type)
         if op in LANE_OPS:
             return any(self.on(o) for o in ops[:2]) and has(inst.type)
-        if op == "bitcast" and self.on(ops[0]) and ops[0].type.kind == "vector" and inst.type != ops[0].type:
+        if op == "bitcast" and self.on(ops[0]) and ops[0].type.kind == "vector" and \
+                inst.type != self.lanes_as_integers.get(ops[0].value, ops[0].type):
             raise Unsupported(self.fn.name, inst, f"a vector carrying derivatives ('{ops[0].type.text}') taken as "
                                                   f"another type ('{inst.type.text}'): adgen cannot follow derivatives "
                                                   "through its bits")
@@ -111,8 +127,8 @@ class TangentFlow:
             return self.on(ops[0]) and has(inst.type)
         if op == "load":
             if inst.result in self.wide and self.on(ops[0]):
-                raise Unsupported(self.fn.name, inst, WIDE_INTEGER.format(bits=inst.type.bits))
-            return self.on(ops[0]) and has(inst.type)
+                raise Unsupported(self.fn.name, inst, wide_integer(inst.type))
+            return self.on(ops[0]) and has(self.lanes_as_integers.get(inst.result, inst.type))
         if op == "getelementptr":
             return self.on(ops[0])
         if op == "alloca":  # (a slot only where what is stored into it has a tangent)
@@ -134,6 +150,10 @@ class TangentFlow:
             if source:
                 if not carries(self.module, inst.type):
                     return False
+                if inst.type.kind == "ptr" and inst.callee not in self.module.custom and \
+                        not returns_fresh(self.module, target):  # (into the memory of which arguments: flow.py)
+                    params = returned_params(self.module, target)
+                    return params is None or any(self.on(ops[k]) for k in params if k < len(ops))
                 if inst.callee in self.module.custom or inst.type.kind != "float":
                     return True
                 active = tuple(self.on(o) and self.layout.part_type(o.type) is not None for o in ops)

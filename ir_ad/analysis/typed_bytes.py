@@ -6,17 +6,34 @@ the function in the module (when its address is never taken, those are all its c
 The sweeps ask this of a copy (`memcpy`) whose floating type no access in the function shows,
 as a class's copy constructor makes: Eigen's evaluators copying the sizes and pointers of the
 expressions they hold. Bytes of integers and pointers only carry no adjoints, and their
-shadows are copied as pointers' are. A union, a byte array (storage any object may be built
-in) or a type the module does not define answers no."""
+shadows are copied as pointers' are. A union or a type the module does not define answers no.
+
+A byte array in a class's IR type is either a character array of the source (storage any
+object may be built in) or the padding clang puts where it leaves out a member of an empty
+class (Eigen's `variable_if_dynamic<Index, 1>`, the rows of a one-row block) or aligns the next
+one. The class's struct-path TBAA type descriptors tell them apart: each lists the class's
+members (of an empty class too, a character array as "omnipotent char") at their offsets. A
+byte array answers yes where a descriptor of the class's name (of one of its instantiations:
+the IR type's name has no template arguments) fits its IR type (each member with scalars at a
+field of the IR type that is not a byte array: members' fields do not overlap, so only empty
+classes start in the byte array), and no descriptor of that name has a member that may hold
+floats starting there."""
 
 from __future__ import annotations
 
 import weakref
 
+from adgen.base.cxx_names import demangle
 from adgen.ir_ad.ir import Function, Instruction, Module, Type, global_addresses
+from adgen.ir_ad.ir.tbaa import class_descriptors, ir_class_name, tbaa_scalar_members
 
 _DEPTH = 8  # calls followed up from a pointer argument
 _SITES: "weakref.WeakKeyDictionary[Module, dict]" = weakref.WeakKeyDictionary()
+_DESCRIPTORS: "weakref.WeakKeyDictionary[Module, dict]" = weakref.WeakKeyDictionary()
+# TBAA's names of scalar types that hold no floating data (pointers are "any pointer", "p1 float"...);
+# a character ("omnipotent char") may be storage of anything.
+_NOT_FLOATING = {"int", "long", "long long", "short", "_Bool", "bool", "any pointer", "unsigned int", "unsigned long",
+                 "unsigned short", "unsigned long long", "__int128", "unsigned __int128"}
 
 
 def holds_no_floats(module: Module, fn: Function, pointer: str, length: int) -> bool:
@@ -93,19 +110,22 @@ def _plain(module: Module, t: Type, offset: int, length: int, depth: int = 0) ->
     """Whether the bytes [offset, offset + length) of a `t` hold integers and pointers only."""
     if depth > 32:
         return False
+    named = None
     if t.kind == "named":
         if t.text.startswith(('%union.', '%"union.')):
             return False
-        t = module.struct_type(t)
+        named, t = t, module.struct_type(t)
     if t.kind in ("int", "ptr"):
         return True
     if t.kind == "struct":
-        for field, at in zip(t.elems, _field_offsets(module, t)):
+        offsets = _field_offsets(module, t)
+        for field, at in zip(t.elems, offsets):
             size = size_of(module, field)
-            if at < offset + length and offset < at + size and \
-                    not _plain(module, field, max(0, offset - at), min(offset + length, at + size) - max(offset, at),
-                               depth + 1):
-                return False
+            if at < offset + length and offset < at + size:
+                lo, hi = max(offset, at), min(offset + length, at + size)
+                if not _plain(module, field, lo - at, hi - lo, depth + 1) and \
+                        not (named is not None and _bytes(field) and _padding(module, named, t, offsets, lo, hi)):
+                    return False
         return True
     if t.kind == "array":
         e = t.elems[0]
@@ -113,6 +133,58 @@ def _plain(module: Module, t: Type, offset: int, length: int, depth: int = 0) ->
             return False  # storage any object may be built in
         return _plain(module, e, 0, size_of(module, e), depth + 1)
     return False  # floats, vectors of them, opaque types
+
+
+def _bytes(t: Type) -> bool:
+    return t.kind == "array" and t.elems[0].kind == "int" and t.elems[0].bits <= 8
+
+
+def _padding(module: Module, named: Type, body: Type, offsets: list[int], lo: int, hi: int) -> bool:
+    """Whether the bytes [lo, hi) of a class of IR type `named` (its `body` and the fields'
+    offsets), which its IR type holds as a byte array, hold no floats by the TBAA type
+    descriptors of the class's name (see the module's description)."""
+    fields = {at for at, field in zip(offsets, body.elems) if not _bytes(field)}
+    found = _descriptors(module).get(ir_class_name(named.text), ())
+    return any(all(at in fields or not scalars for at, scalars in members) for members in found) and \
+        all(_no_floats(scalars) for members in found for at, scalars in members if lo <= at < hi)
+
+
+def _no_floats(scalars: list[str]) -> bool:
+    return all(n in _NOT_FLOATING or n.startswith("p") and " " in n for n in scalars)
+
+
+def _descriptors(module: Module) -> dict[str, list[list[tuple[int, list[str]]]]]:
+    """The module's struct-path TBAA type descriptors by their class's qualified name without
+    template arguments: of each, its members' offsets and their scalar types (flattened)."""
+    if module in _DESCRIPTORS:
+        return _DESCRIPTORS[module]
+    found: dict[str, list] = {}
+    for typeinfo, fields in class_descriptors(module.metadata):
+        shown = demangle(typeinfo)
+        if shown is None or not shown.startswith("typeinfo name for "):
+            continue
+        members = []
+        for ref, at in fields:
+            scalars = tbaa_scalar_members(module.metadata, ref)
+            if scalars is None:
+                members = None
+                break
+            members.append((int(at), scalars))
+        if members is not None:
+            found.setdefault(_without_arguments(shown[len("typeinfo name for "):]), []).append(members)
+    _DESCRIPTORS[module] = found
+    return found
+
+
+def _without_arguments(name: str) -> str:
+    """`Eigen::MapBase` for `Eigen::MapBase<Eigen::Block<...>, 0>`."""
+    out, depth = [], 0
+    for c in name:
+        depth += c == "<"
+        if depth == 0:
+            out.append(c)
+        depth -= c == ">"
+    return "".join(out)
 
 
 def size_of(module: Module, t: Type) -> int:

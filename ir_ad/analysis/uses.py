@@ -12,7 +12,7 @@ carries no derivatives) reads nothing from that shadow."""
 from __future__ import annotations
 
 from adgen.ir_ad.calls import LIBRARY_IO
-from adgen.ir_ad.ir import Function, Instruction, atomic_operation
+from adgen.ir_ad.ir import Function, Instruction, Type, atomic_operation, floating
 
 _THROUGH = ("getelementptr", "bitcast", "addrspacecast", "phi", "select")
 
@@ -56,12 +56,39 @@ def _needs_none(inst: Instruction, k: int, free: set[str]) -> bool:
     return False
 
 
-_BIT_MOVES = ("trunc", "lshr", "ashr", "shl", "zext", "or", "and", "bitcast", "freeze")
+_BIT_MOVES = ("trunc", "lshr", "ashr", "shl", "zext", "or", "and", "xor", "bitcast", "freeze", "shufflevector",
+              "extractelement", "insertelement")
+
+
+def floats_as_integer_vectors(fn: Function) -> dict[str, Type]:
+    """Loads of a vector of integers every use of which is a `bitcast` of the whole vector to
+    one vector of floats of its size, by the loaded value: SIMD code's floats moved as integer
+    lanes (Eigen's broadcast of packed doubles without SSE3, `_mm_shuffle_epi32` of
+    `_mm_castpd_si128`, which the optimizer makes a `load <4 x i32>` and a `bitcast` to
+    `<2 x double>`). Both modes take such a load as one of the vector of floats: its derivative
+    is of that type, and each bitcast passes it on."""
+    users: dict[str, list[Instruction]] = {}
+    for inst in fn.instructions():
+        for o in (v for v, _ in inst.incoming) if inst.opcode == "phi" else inst.operands:
+            users.setdefault(o.value, []).append(inst)
+    found: dict[str, Type] = {}
+    for inst in fn.instructions():
+        t = inst.type
+        if inst.opcode != "load" or t.kind != "vector" or t.elems[0].kind != "int" or not users.get(inst.result):
+            continue
+        targets = {u.type for u in users[inst.result]
+                   if u.opcode == "bitcast" and floating(u.type) and u.type.kind == "vector"}
+        if len(targets) == 1 and all(u.opcode == "bitcast" for u in users[inst.result]):
+            target = targets.pop()
+            if target.count * target.elems[0].bits == t.count * t.elems[0].bits:
+                found[inst.result] = target
+    return found
 
 
 def floats_as_wide_integers(fn: Function) -> set[str]:
-    """Loads of an integer wider than a double whose bits become floating-point values (through
-    shifts and truncations to a `bitcast`): the optimizer's copy of several floats at once
+    """Loads of an integer wider than a double, or of a vector of integers (but those of
+    floats_as_integer_vectors), whose bits become floating-point values (through shifts,
+    truncations and lane moves to a `bitcast`): the optimizer's copy of several floats at once
     (`load i128` of two doubles a `memcpy` moved). Neither mode follows derivatives through
     such bits, so where the memory holds derivatives both refuse them, at the load."""
     users: dict[str, list[Instruction]] = {}
@@ -69,14 +96,17 @@ def floats_as_wide_integers(fn: Function) -> set[str]:
         for o in inst.operands:
             users.setdefault(o.value, []).append(inst)
     found = set()
+    whole = floats_as_integer_vectors(fn)
     for inst in fn.instructions():
-        if inst.opcode != "load" or inst.type.kind != "int" or inst.type.bits <= 64:
+        if inst.opcode != "load" or inst.result in whole or not (
+                (inst.type.kind == "int" and inst.type.bits > 64) or
+                (inst.type.kind == "vector" and inst.type.elems[0].kind == "int")):
             continue
         work, seen = [inst.result], set()
         while work:
             value = work.pop()
             for user in users.get(value, ()):
-                if user.opcode == "bitcast" and user.type.kind == "float":
+                if user.opcode == "bitcast" and floating(user.type):
                     found.add(inst.result)
                     work = []
                     break

@@ -4,6 +4,7 @@ the forward writer (forward/function.py), kept apart."""
 
 from __future__ import annotations
 
+from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir.builder import V
 from adgen.ir_ad.ir import PTR, Instruction, Operand
 from adgen.ir_ad import vectors
@@ -69,6 +70,11 @@ class ArithmeticRules:
     op_fpext = op_fptrunc = _cast
 
     def op_bitcast(self, inst):
+        if inst.operands[0].value in self.flow.lanes_as_integers:  # (its tangent already of this type)
+            self.copy(inst)
+            if inst.result in self.active:
+                self.bind(inst, self.shadow(inst.operands[0]))
+            return
         self._cast(inst)
 
     def op_freeze(self, inst):
@@ -93,7 +99,8 @@ class ArithmeticRules:
             agg = self.shadow(inst.operands[0]) or self.layout.zero(inst.type)
             val = self.shadow(inst.operands[1])
             if val is None:
-                raise self.fail("a pointer into memory adgen keeps no derivatives of, put into an aggregate")
+                raise Unsupported(self.fn.name, inst, "a pointer into memory adgen keeps no derivatives of, put into "
+                                  "an aggregate", shadowless=True)
             idx = ", ".join(str(i) for i in inst.indices)
             t = self.layout.part_type(inst.type)
             self.bind(inst, tuple(self.b.value(t, f"insertvalue {a}, {v}, {idx}") for a, v in zip(agg, val)))

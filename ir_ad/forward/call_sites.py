@@ -11,6 +11,7 @@ from adgen.ir_ad.calls import (ALLOCATE, COPIES, DEFINED, FREE, IGNORED, INACTIV
 from adgen.ir_ad.custom import forward_refusal
 from adgen.ir_ad.forward.derived import Pattern
 from adgen.ir_ad.ir import Function
+from adgen.ir_ad.shadows import BY_HAND_ITSELF, points_nowhere
 
 
 class CallRules:
@@ -46,8 +47,12 @@ class CallRules:
         if any(a.type.kind == "vector" and self._on(a) for a in inst.operands):
             raise self.fail(f"a call to '{callee_name(inst)}' passing a vector value carrying derivatives (vector "
                             "values are differentiated within a function: let it be inlined)")
-        active = tuple(self._on(a) and self.layout.part_type(a.type) is not None for a in inst.operands)
-        d = self.mode.derive(Pattern(target.name, active, self.n, self.layout.kind))
+        by_hand = target.name in self.mode.module.custom  # (whose own activities decide)
+        if by_hand and any(self.flow.may_be_itself(a) for a in inst.operands):
+            raise self.fail(BY_HAND_ITSELF)
+        active = tuple((self._on(a) or (points_nowhere(a, self.flow.defs) and not by_hand)) and  # (shadows.NOWHERE)
+                       self.layout.part_type(a.type) is not None for a in inst.operands)
+        d = self.mode.derive(Pattern(target.name, active, self.n, self.layout.kind, self.derived.pattern.runtime))
         args = [str(V(a.type, a.value)) for a in inst.operands]
         for a, on in zip(inst.operands, active):
             if on:

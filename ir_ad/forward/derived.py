@@ -15,6 +15,8 @@ class Pattern:
     active: tuple[bool, ...]  # which arguments carry derivatives
     width: int
     kind: str  # LANES or INTERLEAVED
+    runtime: bool = False  # pointers without shadows are their own where one is needed, checked at each access
+    # (runtime activity, shadows.py): its whole derivation is (its callees' patterns too)
 
 
 @dataclass

@@ -14,12 +14,15 @@ forward/arithmetic.py, forward/memory.py and forward/call_sites.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from adgen.ir_ad.ir.builder import Declarations, bare, local
 from adgen.ir_ad.custom import forward_wrapper
 from adgen.ir_ad.ir import Module, struct
 from adgen.ir_ad.forward.derived import Derived, Pattern
 from adgen.ir_ad.forward.function import FunctionWriter
-from adgen.ir_ad.shadows import Layout, carries
+from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.shadows import INTERLEAVED, Layout, carries, self_store_runtime
 
 ZEROS = '@"adgen.zeros" = internal constant [64 x i64] zeroinitializer, align 64'  # 512 bytes to read
 
@@ -37,8 +40,36 @@ class ForwardMode:
         self.definitions: list[str] = []
         self.uses_zeros = False
         self.uses_runtime = False  # adgen's runtime (templates/runtime.ll.j2): shadows that realloc moves
+        self._depth = 0  # derivations under way: the outermost is an entry's (see derive)
 
     def derive(self, pattern: Pattern) -> Derived:
+        """The derivative function for a pattern, written once. A derivation (an entry's, and
+        its callees') that meets a pointer without a shadow where it needs one is made again
+        with runtime activity (shadows.py), what the first try made undone."""
+        if pattern in self.memo or self._depth:
+            return self._derive(pattern)
+        memo, definitions, flags = dict(self.memo), len(self.definitions), (self.uses_zeros, self.uses_runtime)
+        self._depth += 1
+        try:
+            return self._derive(pattern)
+        except Unsupported as exc:
+            if not exc.shadowless or pattern.runtime or pattern.kind == INTERLEAVED:  # (no shadow is its own there)
+                raise
+            self.memo = memo
+            del self.definitions[definitions:]
+            self.uses_zeros, self.uses_runtime = flags
+            checks = self_store_runtime(self.decls)  # (known before the writer calls it)
+            try:
+                derived = self._derive(replace(pattern, runtime=True))
+            except Unsupported as second:
+                raise exc if second.shadowless else second from None
+            self.memo[pattern] = derived
+            self.definitions += checks
+            return derived
+        finally:
+            self._depth -= 1
+
+    def _derive(self, pattern: Pattern) -> Derived:
         if pattern in self.memo:
             return self.memo[pattern]
         fn = self.module.functions[pattern.function]
@@ -53,7 +84,8 @@ class ForwardMode:
         ret_part = layout.part_type(fn.ret) if carries(self.module, fn.ret) else None
         ret_type = struct(fn.ret, *[ret_part] * layout.parts) if ret_part else fn.ret
         mask = "".join("d" if a else "c" for a in pattern.active)
-        name = local(f"{bare(fn.name)}'fwd{self.tag}.{mask}.{pattern.kind[0]}{pattern.width}")
+        name = local(f"{bare(fn.name)}'fwd{self.tag}.{mask}.{pattern.kind[0]}{pattern.width}" +
+                     (".runtime" if pattern.runtime else ""))
         derived = Derived("@" + name[1:], pattern, ret_part is not None, ret_type)
         self.memo[pattern] = derived
         self.definitions.append(FunctionWriter(self, fn, derived, layout).write())

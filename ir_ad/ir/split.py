@@ -146,11 +146,11 @@ def part_texts(pieces: list[Piece], owner: dict[str, int], copied: set[str], par
         for p in pieces:
             if p.kind == "define" and p.name not in copied and home[p.name] != k:
                 if p.name in crossing or not p.internal:  # (an internal one no other part names is left out)
-                    lines.append(_declaration(p.lines[0], p.name in crossing))
+                    lines.append(declaration(p.lines[0], p.name in crossing))
             elif p.kind == "define":
                 lines += [_promoted(p.lines[0]) if p.name in crossing else p.lines[0], *p.lines[1:]]
             elif p.kind == "global" and not _copyable(p) and k != 0:
-                lines.append(_global_declaration(p))
+                lines.append(global_declaration(p))
             elif p.kind == "global" and p.name in crossing:
                 lines.append(_promoted(p.lines[0]))
             else:
@@ -191,7 +191,7 @@ def _promoted(line: str) -> str:
     return re.sub(r" = (internal|private) ", " = hidden ", line, count=1)
 
 
-def _declaration(define: str, crossing: bool) -> str:
+def declaration(define: str, crossing: bool) -> str:
     """A `declare` line for a function defined in another part: its `define` line up to its
     parameters' closing parenthesis, with its attribute groups."""
     head = define[len("define "):]
@@ -215,7 +215,7 @@ def _declaration(define: str, crossing: bool) -> str:
     return f"declare {' '.join(words)}{head[start:end + 1]}{' ' + groups if groups else ''}"
 
 
-def _global_declaration(p: Piece) -> str:
+def global_declaration(p: Piece) -> str:
     """A global variable defined in part 0, as the other parts refer to it."""
     m = _GLOBAL.match(p.lines[0])
     words = [w for w in m.group(2).split() if w in ("thread_local", "externally_initialized") or

@@ -49,3 +49,40 @@ def _members(metadata: dict[str, str], node: str, depth: int) -> list[str] | Non
             return None
         out += inner
     return out
+
+
+def tbaa_scalar_members(metadata: dict[str, str], node: str, depth: int = 0) -> list[str] | None:
+    """The scalar types of a TBAA type node, a C++ class's flattened (its members', their
+    classes' too); an empty class's none. A class's node is named by its mangled type
+    (`_ZTS...`), so one of a single member at offset 0 is told from a scalar's (name, parent,
+    offset 0); an enum's, which is named so too, gives its parent ("omnipotent char"). None
+    for a node adgen cannot read."""
+    m = re.match(r'!\{!"([^"]*)"(.*)\}$', metadata.get(node, ""))
+    if m is None or depth > 16:
+        return None
+    if not m.group(1).startswith("_ZTS"):
+        return [m.group(1)]
+    out: list[str] = []
+    for member in re.findall(r"(![0-9]+), i64 [0-9]+", m.group(2)):
+        inner = tbaa_scalar_members(metadata, member, depth + 1)
+        if inner is None:
+            return None
+        out += inner
+    return out
+
+
+def ir_class_name(ir_name: str) -> str:
+    """`Eigen::MapBase` for `%"class.Eigen::MapBase.115.61"`: a class's qualified name without
+    template arguments, as clang names its IR types (numbered apart)."""
+    name = ir_name.lstrip("%").strip('"')
+    name = re.sub(r"^(class|struct)\.", "", name)
+    return re.sub(r"(\.[0-9]+)+$", "", name)
+
+
+def class_descriptors(metadata: dict[str, str]):
+    """The struct-path TBAA type descriptors named by a class's mangled type-info name
+    (`_ZTS...`): each as that name and its members' (descriptor node, offset) pairs."""
+    for text in metadata.values():
+        m = re.match(r'!\{!"(_ZTS[^"]*)"((?:, ![0-9]+, i64 [0-9]+)*)\}$', text)
+        if m is not None:
+            yield m.group(1), [(ref, int(at)) for ref, at in re.findall(r"(![0-9]+), i64 ([0-9]+)", m.group(2))]

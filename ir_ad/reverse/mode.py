@@ -43,7 +43,7 @@ from adgen.ir_ad.reverse.checkpoint.outline import outline
 from adgen.ir_ad.reverse.checkpoint.regions import NotCheckpointed
 from adgen.ir_ad.reverse.checkpoint.pair import RECORD, Checkpointed, step_pattern, write_pair
 from adgen.ir_ad.calls import FREE, callee_name, kind_of
-from adgen.ir_ad.shadows import INTERLEAVED, VECTOR_VALUES, Layout
+from adgen.ir_ad.shadows import BY_HAND_ITSELF, INTERLEAVED, VECTOR_VALUES, Layout, points_nowhere, self_store_runtime
 
 
 # What the helpers of templates/runtime.ll.j2 call.
@@ -77,6 +77,7 @@ class ReverseMode:
         self.budgeted_copies: dict[tuple, Function] = {}  # (function, budget, sizes) -> its checkpointed copy
         self.budgeted: set[str] = set()  # the names of those copies
         self.regions: dict[str, RevDerived] = {}  # the pairs of parallel regions' calls, by their team pair's `aug`
+        self._depth = 0  # derivations under way: the outermost is an entry's (see derive)
 
         self.runtime = render_text("runtime.ll.j2") + render_text("undo_log.ll.j2", LOGGED=LOGGED)
         self.checkpoint_runtime = render_text("checkpoint_runtime.ll.j2")
@@ -97,7 +98,34 @@ class ReverseMode:
 
     def derive(self, pattern: RevPattern) -> RevDerived:
         """The pair for a pattern, written once: analyses, the reverse sweep's needs, the cache
-        plan, then the reverse sweep and the augmented forward sweep from the plan."""
+        plan, then the reverse sweep and the augmented forward sweep from the plan. A derivation
+        (the pair of an entry, and those of its callees) that meets a pointer without a shadow
+        where it needs one is made again with runtime activity (shadows.py), what the first try
+        made undone."""
+        if pattern in self.memo:
+            return self.memo[pattern]
+        if self._depth:
+            return self._derive(pattern)
+        before = _state(self)
+        self._depth += 1
+        try:
+            return self._derive(pattern)
+        except Unsupported as exc:
+            if not exc.shadowless or pattern.runtime or pattern.kind == INTERLEAVED:  # (no shadow is its own there)
+                raise
+            _restore(self, before)
+            checks = self_store_runtime(self.decls)  # (known before the sweeps call it)
+            try:
+                derived = self._derive(replace(pattern, runtime=True))
+            except Unsupported as second:
+                raise exc if second.shadowless else second from None
+            self.memo[pattern] = derived
+            self.definitions += checks
+            return derived
+        finally:
+            self._depth -= 1
+
+    def _derive(self, pattern: RevPattern) -> RevDerived:
         if pattern in self.memo:
             return self.memo[pattern]
         fn = self.module.functions[pattern.function]
@@ -234,7 +262,7 @@ class ReverseMode:
         overwritten = frozenset(p.name for p, o in zip(fn.params, pattern.overwritten) if o)
         memory = Memory(fn, cfg, self.module, overwritten, pattern.later_writes)
         activity = ActivityAnalysis(fn, self.module, cfg, memory, pattern.active, pattern.ret_active, pattern.memtypes,
-                                    pattern.ret_masked)
+                                    pattern.ret_masked, pattern.runtime)
         if layout.kind == INTERLEAVED:
             vector = next((v for v, t in activity.floaty.items() if t.kind == "vector"), None)
             if vector is not None:
@@ -255,7 +283,7 @@ class ReverseMode:
             if not refused:
                 break
             undo.calls = [c for c in undo.calls if c not in refused]
-        self._classify_allocas(d)
+        _classify_allocas(d)
         d.keys = Keys(fn, self.module, cfg, loops, memory, activity, layout, _ignored(d), d.stack, d.reverse_local,
                       {id(s) for s in d.undoable}, d.guards, undo.overwritten)
         return d
@@ -281,26 +309,6 @@ class ReverseMode:
         d.inst = None
         return refused
 
-    def _classify_allocas(self, d: ReverseFacts) -> None:
-        """Local arrays stay in the forward sweep's frame; the shadow of a fixed-size one is the
-        reverse sweep's own local array, unless the forward sweep needs it too: then, like
-        variable-size arrays with shadows, primal and shadow move to the heap until the reverse
-        sweep frees them; so do those whose own memory a callee's reverse sweep reaches (a store it
-        puts back while it runs), which the forward sweep's frame no longer holds by then."""
-        entry = d.fn.blocks[0].label
-        forward_uses = _forward_shadow_uses(d) | _reverse_primal_uses(d)
-        for inst in d.fn.instructions():
-            if inst.opcode != "alloca":
-                continue
-            fixed = d.cfg.block_of[inst.result] == entry and (inst.count is None or inst.count.is_constant)
-            if inst.result not in d.activity.pointers:
-                d.stack.add(inst.result)
-            elif fixed and inst.result not in forward_uses:
-                d.stack.add(inst.result)
-                d.reverse_local.add(inst.result)
-            else:
-                d.heap.add(inst.result)
-
     def _call(self, d: ReverseFacts, inst: Instruction, target: Function, ignored: set[int], used: bool,
               undo_writes: bool = False) -> CallSite:
         name = callee_name(inst)
@@ -316,10 +324,18 @@ class ReverseMode:
                             for a in args)
         ret_active = inst.result is not None and activity.active(inst.result)
         budget = d.pattern.budget if d.fn.name in self.budgeted else 0  # (outside the loops: they are outlined)
-        pattern = RevPattern(target.name, tuple(activity.on(a) for a in args), ret_active, d.pattern.width,
+        by_hand = target.name in self.module.custom  # (whose own activities decide)
+        if by_hand and any(activity.may_be_itself(a) for a in args):
+            raise d.fail(BY_HAND_ITSELF)
+        nowhere = not by_hand and not region_call(inst)  # (a region's null array stays const: its threads'
+        # shared adds would span addresses from null, which no guard of the primal's stops)
+        active = tuple(activity.on(a) or (nowhere and points_nowhere(a, d.cfg.defs))  # (shadows.NOWHERE)
+                       for a in args)
+        pattern = RevPattern(target.name, active, ret_active, d.pattern.width,
                              d.pattern.kind, memtypes, overwritten, later, used, inst.result in activity.pointers,
                              undo_writes, tuple(a.type.kind == "ptr" and _outliving(d, a.value) for a in args),
-                             budget, ret_active and inst.result in activity.masked, d.pattern.team)
+                             budget, ret_active and inst.result in activity.masked, d.pattern.team,
+                             runtime=d.pattern.runtime)
         refused = reverse_refusal(self.module, pattern)  # a derivative of arrays written by hand
         if refused is not None:
             raise d.fail(refused)
@@ -336,6 +352,43 @@ class ReverseMode:
         else:
             derived = self.derive(pattern)  # no plan yet: a recursive call, whose record goes on the heap
         return CallSite(derived, Key(BLOB, instruction_key(d.fn, inst)), derived.plan is None)
+
+
+def _classify_allocas(d: ReverseFacts) -> None:
+    """Local arrays stay in the forward sweep's frame; the shadow of a fixed-size one is the
+    reverse sweep's own local array, unless the forward sweep needs it too: then, like
+    variable-size arrays with shadows, primal and shadow move to the heap until the reverse
+    sweep frees them; so do those whose own memory a callee's reverse sweep reaches (a store it
+    puts back while it runs), which the forward sweep's frame no longer holds by then."""
+    entry = d.fn.blocks[0].label
+    forward_uses = _forward_shadow_uses(d) | _reverse_primal_uses(d)
+    for inst in d.fn.instructions():
+        if inst.opcode != "alloca":
+            continue
+        fixed = d.cfg.block_of[inst.result] == entry and (inst.count is None or inst.count.is_constant)
+        if inst.result not in d.activity.pointers:
+            d.stack.add(inst.result)
+        elif fixed and inst.result not in forward_uses:
+            d.stack.add(inst.result)
+            d.reverse_local.add(inst.result)
+        else:
+            d.heap.add(inst.result)
+
+
+def _state(self: ReverseMode) -> tuple:
+    """What a derivation adds to, to undo a failed one."""
+    return (dict(self.memo), len(self.definitions), len(self.explained), len(self.checkpoints),
+            dict(self.budgeted_copies), set(self.budgeted), dict(self.regions), dict(self.module.checkpointed),
+            dict(self.module.functions))
+
+def _restore(self: ReverseMode, state: tuple) -> None:
+    memo, definitions, explained, checkpoints, copies, budgeted, regions, checkpointed, functions = state
+    self.memo, self.budgeted_copies, self.budgeted, self.regions = memo, copies, budgeted, regions
+    del self.definitions[definitions:], self.explained[explained:], self.checkpoints[checkpoints:]
+    self.module.checkpointed.clear()
+    self.module.checkpointed.update(checkpointed)
+    self.module.functions.clear()
+    self.module.functions.update(functions)
 
 
 def _plan(d: ReverseFacts, needs: dict[Key, set]) -> CachePlan:

@@ -39,6 +39,8 @@ class RevPattern:
     team: bool = False  # runs on every thread of an OpenMP team (a parallel region's outlined function, or a
     # function it calls): adjoints added to memory other threads may add to are added atomically
     forked: bool = False  # ... the region's outlined function itself, which every thread of the team runs
+    runtime: bool = False  # pointers without shadows are their own where one is needed, checked at each access
+    # (runtime activity, shadows.py): its whole derivation is (its callees' patterns too)
 
 
 @dataclass

@@ -193,6 +193,8 @@ class Keys:
         elif op == "select":
             d.recomputable = True
             d.operands = self._operands(inst.operands[:1]) + tuple(k for o in shadowed for k in self.shadow(o))
+            if self.activity.runtime:  # (a pointer without a shadow is its own: shadows.py)
+                d.operands += self._operands([o for o in inst.operands[1:] if o not in shadowed])
         elif op == "alloca" and key.name in self.reverse_local:
             d.recomputable = True  # the reverse sweep's own local array
         else:

@@ -14,7 +14,8 @@ from adgen.ir_ad.vectors import LANE_OPS
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, SYNCHRONIZATION,
                                allocates, callee_name, kind_of, no_derivative)
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow
-from adgen.ir_ad.reverse.sweeps.sites import Site, SiteNeeds
+from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.reverse.sweeps.sites import SINK, Site, SiteNeeds
 from adgen.ir_ad.reverse.sweeps.synchronization import reverse_atomic_update, reverse_synchronization
 
 
@@ -154,22 +155,21 @@ class Adjoints:
         if inst in self.d.undoable:
             self._undo(inst, site, b)
         activity = self.activity
-        params = {p.name for p in self.fn.params}
         if ptr.value not in activity.pointers:
             if value.value in activity.floaty:
-                what = "through a 'const' pointer argument" if ptr.value in params else \
-                    "to memory adgen keeps no derivatives of (a global variable, say)"
-                raise self.d.fail(f"a store of a value carrying derivatives {what}")
+                raise self.d.fail(_unshadowed_store(self.fn, ptr))
             return
         t = value.type if floating(value.type) else activity.floaty.get(value.value) or (
             activity.memtype(ptr.value) if value.type.kind == "int" and value.type.bits in (32, 64) else None)
         if t is None or (value.type.kind == "int" and t.bits != value.type.bits):
             return  # integers and pointers: nothing flows back
-        p = self.needs.guard(ptr, self.needs.shadow(ptr, site), site, b)
+        p = self.needs.shadow(ptr, site)
+        m = self.needs.real(ptr, p, site, b)
+        if m is not None:
+            p = tuple(b.select(m, x, SINK) for x in p)
         dv = self.layout.load(b, t, p, inst.align)
         self.layout.store(b, self.layout.zero(t), p, inst.align)
-        if ptr.value in activity.maybe:  # the sink holds nothing to pass on
-            m = self.needs.mask(ptr, site)
+        if m is not None:  # the sink holds nothing to pass on
             dv = self.layout.select(b, m, dv, self.layout.zero(t))
         if activity.active(value.value):
             self.add(b, value.value, dv)
@@ -198,7 +198,7 @@ class Adjoints:
         args = inst.operands
         activity = self.activity
         if any(a.value in activity.maybe for a in args) and kind not in IGNORED:
-            raise self.d.fail(MIXED_POINTER)
+            raise Unsupported(self.fn.name, self.d.inst, MIXED_POINTER, shadowless=True)
         if kind in IGNORED:
             return
         if self.d.pattern.team and callee_name(inst) in SYNCHRONIZATION:
@@ -257,20 +257,21 @@ class Adjoints:
         activity = self.activity
         if dst.value not in activity.pointers:
             return
-        t = activity.memtype(dst.value) or activity.memtype(src.value)
         d = self.needs.shadow(dst, site)
         length = self.needs.value(size, site)
         if length.type.text != "i64":
             length = b.cast("zext", length, I64)
+        real = self.needs.real(dst, d, site, b)  # (runtime activity: none to clear or move where it is its own)
         if src.value not in activity.pointers:
-            return self.layout.zero_memory(b, d, length)
-        if t is None and activity.holds_no_floats(dst.value, src.value, length=size):
-            return  # integers and pointers: no adjoints to move (their shadows stay as they are)
+            return self.layout.zero_memory(b, d, _unless(b, real, length))
+        t = _copied_type(self.d, dst, src, size)
         if t is None:
-            raise self.d.fail("a copy between memory holding derivatives whose element type adgen cannot deduce "
-                              "(give the pointers a float or double type in C)")
-        count = b.binary("udiv", length, V(I64, str(t.bits // 8)))
+            return  # integers and pointers: no adjoints to move (their shadows stay as they are)
         s = self.needs.shadow(src, site)
+        into = self.needs.real(src, s, site, b)
+        if into is not None:  # a copy from memory without adjoints: those of the copy cleared, none moved
+            self.layout.zero_memory(b, d, _unless(b, b.binary("xor", into, V(I1, "true")), _unless(b, real, length)))
+        count = _unless(b, _both(b, real, into), b.binary("udiv", length, V(I64, str(t.bits // 8))))
         atomic = ".atomic" if _shared(self.d, src) else ""
         self.atomic_in_loops |= bool(atomic)  # (a loop of atomic adds)
         helper = f'@"adgen.adjoint.{"move" if move else "copy"}{atomic}.{t.text}"'
@@ -287,14 +288,15 @@ class Adjoints:
         length = self.needs.value(size, site)
         if length.type.text != "i64":
             length = b.cast("zext", length, I64)
-        self.layout.zero_memory(b, self.needs.shadow(dst, site), length)
+        d = self.needs.shadow(dst, site)
+        self.layout.zero_memory(b, d, _unless(b, self.needs.real(dst, d, site, b), length))
 
     def reverse_realloc(self, inst, site, b) -> None:
         """Gives the adjoints of the bytes realloc kept back to the old memory, by a plain copy:
         the old shadow holds no adjoint yet (nothing after the realloc may touch the old memory,
         and what came before has not been reversed), and pointers in it are the same. Then the
         new memory is released like an allocation."""
-        old, size = inst.operands
+        old, size = inst.operands[:2]  # (adgen.stack.realloc: and its kept bytes)
         if old.value in self.activity.pointers:
             s = self.needs.shadow(old, site)
             kept = b.call("@llvm.umin.i64", I64, [b.call('@"adgen.shadow.size"', I64, [s[0]]),
@@ -316,6 +318,35 @@ class Adjoints:
         else:  # (the memory kept while an undo log may write it again)
             b.call('@"adgen.free.later"', VOID, [primal])
             b.call('@"adgen.shadow.free"', VOID, [shadow[0]])
+
+
+def _unless(b: Builder, real: V | None, length: V) -> V:
+    """`length` where `real` holds (or is None), else 0: a length of shadow memory to write only
+    where it is shadow memory (sites.SiteNeeds.real)."""
+    return length if real is None else b.select(real, length, V(length.type, "0"))
+
+
+def _unshadowed_store(fn, ptr: Operand) -> str:
+    """What a store of a value carrying derivatives into memory without them is, in words."""
+    what = "through a 'const' pointer argument" if ptr.value in {p.name for p in fn.params} else \
+        "to memory adgen keeps no derivatives of (a global variable, say)"
+    return f"a store of a value carrying derivatives {what}"
+
+
+def _copied_type(d, dst: Operand, src: Operand, size: Operand):
+    """The float type of the elements a copy between memory with derivatives moves; None where
+    the bytes hold integers and pointers only; an error where neither is known."""
+    activity = d.activity
+    t = activity.memtype(dst.value) or activity.memtype(src.value)
+    if t is None and not activity.holds_no_floats(dst.value, src.value, length=size):
+        raise d.fail("a copy between memory holding derivatives whose element type adgen cannot deduce "
+                     "(give the pointers a float or double type in C)")
+    return t
+
+
+def _both(b: Builder, p: V | None, q: V | None) -> V | None:
+    """Two run-time conditions (runtime activity's: None, always) anded."""
+    return p if q is None else q if p is None else b.binary("and", p, q)
 
 
 def _shared(d, pointer: Operand) -> bool:

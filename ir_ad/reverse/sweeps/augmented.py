@@ -12,13 +12,16 @@ from __future__ import annotations
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare
 from adgen.ir_ad.reverse.sweeps.cache_writes import CacheWrites
 from adgen.ir_ad.reverse.sweeps.guards import Guards
-from adgen.ir_ad.ir import I64, PTR, VOID, Instruction, Operand
+from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand
 from adgen.ir_ad.reverse.plan.keys import CAME, CHOICE, GUARD, LOG, LOG_OWNER, MASK, OLD, RETURNS, SHADOW, VALUE, Key, \
     came_type, instruction_key
 from adgen.ir_ad.reverse.types import ReverseFacts, size_global
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, LIFETIME, MOVE, REALLOCATE, allocation_size, kind_of
-from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow, mask_name, self_shadowed
+from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.reverse.sweeps.sites import SINK
+from adgen.ir_ad.shadows import (INTERLEAVED, MIXED_POINTER, SELF_STORE, Shadow, mask_name, points_nowhere, self_shadow,
+                                 self_shadowed)
 
 
 def write_augmented(d: ReverseFacts) -> str:
@@ -47,6 +50,8 @@ class AugmentedWriter:
             self.out.append(f"{block.label[1:]}:")
             b = Builder(d.decls, self.out, prefix=f"f{bare(block.label)}.")
             if index == 0:
+                if d.pattern.runtime:  # (runtime activity's scratch: shadows.py)
+                    self.out.append(f"  {SINK.ref} = alloca [64 x i64], align 64")
                 self.cache.entry(b)
                 if d.logged:  # (the undo log: opened by the outermost call that logs)
                     self.log_owner = b.call('@"adgen.log.open"', PTR, [])
@@ -113,27 +118,55 @@ class AugmentedWriter:
             length = b.cast("zext", length, I64)
         if self.layout.kind == INTERLEAVED:
             raise self.fail("a copy of memory holding pointers with interleaved (dupv) derivatives")
-        if src.value not in activity.pointers:
+        if activity.may_be_itself(dst):  # (runtime activity: none to write where it is its own, shadows.py)
+            itself = self_shadow(b, self.shadow(dst), V(PTR, dst.value))
+            if src.value in activity.pointers:
+                lost = b.value(I1, f"xor {self_shadow(b, self.shadow(src), V(PTR, src.value))}, true")
+                b.call(SELF_STORE, VOID, [b.binary("and", itself, lost)])
+            length = b.select(itself, V(I64, "0"), length)
+        if src.value not in activity.pointers and not activity.runtime:
             return self.layout.zero_memory(b, self.shadow(dst), length)
-        for d, s in zip(self.shadow(dst), self.shadow(src)):
+        for d, s in zip(self.shadow(dst), self.shadow(src)):  # (runtime activity: its pointers their own shadows)
             b.memcpy(d, s, length, move=kind_of(activity.module, inst) == MOVE)
+
+    def _checked(self, ptr: Operand, b: Builder, value: Shadow | None = None, pointer: Operand | None = None) -> Shadow:
+        """The shadow of a pointer a store writes through, where it may be its own (runtime
+        activity, shadows.py): a scratch sink there, and the program aborts (SELF_STORE) where
+        what is stored carries derivatives: a float with an adjoint (`value` None), or a
+        `pointer` whose shadow `value` is not itself."""
+        if not self.activity.may_be_itself(ptr):
+            return self.shadow(ptr)
+        shadow = self.shadow(ptr)
+        itself = self_shadow(b, shadow, V(PTR, ptr.value))
+        if value is None:
+            lost = itself
+        elif pointer.value in self.activity.pointers:
+            lost = b.binary("and", itself, b.value(I1, f"xor {self_shadow(b, value, V(PTR, pointer.value))}, true"))
+        else:
+            lost = None  # (its own shadow too)
+        if lost is not None:
+            b.call(SELF_STORE, VOID, [lost])
+        return tuple(b.select(itself, SINK, x) for x in shadow)
 
     def shadow(self, op: Operand, missing_ok: bool = False) -> Shadow:
         """The forward sweep's shadow of a pointer operand (by its canonical names)."""
         if op.value in self.activity.pointers:
             return self.layout.named(op.value, PTR)
-        if op.value in ("null", "undef", "poison") or missing_ok:
+        if points_nowhere(op, self.activity.cfg.defs) or missing_ok:
             return self.layout.zero(PTR)
-        if self_shadowed(self.activity.module, op.value, self.activity.cfg.defs) and self.layout.itself(op.value):
+        if (self_shadowed(self.activity.module, op.value, self.activity.cfg.defs) or self.activity.runtime) and \
+                self.layout.itself(op.value):  # (runtime activity: its own, shadows.py)
             return self.layout.itself(op.value)
-        raise self.fail(MIXED_POINTER)
+        raise Unsupported(self.fn.name, self.d.inst, MIXED_POINTER, shadowless=True)
 
     def _return_with_shadow(self, term: Instruction, b: Builder) -> None:
         """A returned pointer, with its shadow: the caller needs both."""
         value = term.operands[0]
-        if value.value not in self.activity.pointers and value.value not in ("null", "undef", "poison"):
-            raise self.fail("a returned pointer into memory without derivatives, where the caller needs them "
-                            "(return memory this function allocates, or reaches from an argument with derivatives)")
+        if value.value not in self.activity.pointers and not points_nowhere(value, self.activity.cfg.defs) and \
+                not self.activity.runtime:
+            raise Unsupported(self.fn.name, self.d.inst, "a returned pointer into memory without derivatives, where "
+                              "the caller needs them (return memory this function allocates, or reaches from an "
+                              "argument with derivatives)", shadowless=True)
         both = V(self.d.derived.aug_ret, "poison")
         for k, part in enumerate((V(PTR, value.value),) + self.shadow(value)):
             both = b.value(both.type, f"insertvalue {both}, {part}, {k}")
@@ -158,7 +191,7 @@ class AugmentedWriter:
         if any(o.value in activity.maybe for o in inst.operands) and (
                 op not in ("load", "store", "getelementptr", "select", "freeze", "bitcast", "icmp", "ptrtoint")
                 or (op == "load" and inst.type.kind == "ptr") or (op == "store" and inst.operands[0].type.kind == "ptr")):
-            raise self.fail(MIXED_POINTER)
+            raise Unsupported(self.fn.name, inst, MIXED_POINTER, shadowless=True)
         if op == "alloca" and inst.result in self.d.heap:
             return self._heap_alloca(inst, b)
         if op == "call":
@@ -184,7 +217,10 @@ class AugmentedWriter:
             if op == "store" and inst.operands[0].type.kind == "ptr" and activity.on(inst.operands[1]):
                 if self.layout.kind == INTERLEAVED:
                     raise self.fail("a pointer stored into memory with interleaved (dupv) derivatives")
-                self.layout.store(b, self.shadow(inst.operands[0]), self.shadow(inst.operands[1]), inst.align)
+                value = self.shadow(inst.operands[0])
+                self.layout.store(b, value, self._checked(inst.operands[1], b, value, inst.operands[0]), inst.align)
+            elif op == "store" and activity.active(inst.operands[0].value) and activity.may_be_itself(inst.operands[1]):
+                self._checked(inst.operands[1], b)
             return
         if op == "getelementptr":
             made = self.layout.gep(b, inst, self.shadow(inst.operands[0]), lambda o: V(o.type, o.value))
@@ -229,7 +265,7 @@ class AugmentedWriter:
             size = allocation_size(self.activity.module, inst, b)
             return self._shadow_memory(inst.result, size, b)
         if kind == REALLOCATE and inst.result in self.activity.pointers:
-            primal, size = (V(a.type, a.value) for a in args)
+            primal, size = (V(a.type, a.value) for a in args[:2])  # (adgen.stack.realloc: and its kept bytes)
             return self.layout.bind(b, inst.result, self.layout.reallocate(
                 b, inst.result, primal, self.shadow(args[0], missing_ok=True), size))
         if kind in COPIES:
@@ -240,7 +276,7 @@ class AugmentedWriter:
         if kind == FREE:  # (kept while an undo log may write it again)
             return b.call('@"adgen.free.later"', VOID, [V(PTR, args[0].value)])
         if kind == REALLOCATE:
-            primal, size = (V(a.type, a.value) for a in args)
+            primal, size = (V(a.type, a.value) for a in args[:2])  # (adgen.stack.realloc: and its kept bytes)
             return b.emit(f"{inst.result} = call ptr @\"adgen.realloc.later\"({primal}, {size}, i64 -1)")
         if id(inst) not in self.d.calls:
             self.out.append("  " + inst.text)

@@ -19,7 +19,7 @@ from adgen.ir_ad.analysis.loops import Loop
 from adgen.ir_ad.reverse.sweeps.sites import Site
 from adgen.ir_ad.reverse.types import ReverseFacts
 from adgen.ir_ad.rules import rule_for
-from adgen.ir_ad.shadows import Shadow
+from adgen.ir_ad.shadows import Shadow, points_nowhere
 
 
 class Materializer:
@@ -165,9 +165,11 @@ class Materializer:
         raise AssertionError(f"no way to recompute the shadow of {inst.text}")
 
     def _shadow_of(self, op: Operand, site: Site, b: Builder, shift: tuple) -> Shadow:
-        if op.value in self.params:
-            return self.layout.named(op.value, PTR) if op.value in self.activity.pointers else self.layout.zero(PTR)
+        if op.value in self.activity.pointers and op.value in self.params:
+            return self.layout.named(op.value, PTR)
         if op.value not in self.activity.pointers:
+            if self.activity.runtime and not points_nowhere(op, self.d.cfg.defs):  # its own (shadows.py)
+                return (self._operand(op, site, b, shift),) * self.layout.parts
             return self.layout.zero(PTR)
         return self.materialize(Key(SHADOW, op.value), site, b, shift)
 

@@ -117,10 +117,11 @@ class ReverseSweep:
             edge = self.edges[(p, block.label)]
             eb = Builder(d.decls, edge.lines, prefix=f"x{bare(p)}.{bare(block.label)}.")
             for inst in phis:
-                if inst.result in taken:
-                    for v, frm in inst.incoming:
-                        if frm == p and v.is_local:
-                            self.adjoints.add(eb, v.value, taken[inst.result])
+                if inst.result in taken:  # (one entry per edge from p, as a switch's cases share a
+                    # block: the same value each, and the edge is taken once, so its first alone)
+                    v = next((v for v, frm in inst.incoming if frm == p), None)
+                    if v is not None and v.is_local:
+                        self.adjoints.add(eb, v.value, taken[inst.result])
             for loop in d.loops.exited(p, block.label):
                 count = self.needs.need(Key(EXIT, loop.header, block.label), edge, (I64,))[0]
                 eb.store(count, counter(loop))
@@ -276,7 +277,7 @@ class ReverseSweep:
     def _slots(self, eb: Builder) -> None:
         """The entry's stack slots: the adjoints', the loops' counters, the undone stores', the
         local arrays' shadows."""
-        if self.activity.maybe:
+        if self.activity.maybe or self.activity.runtime:
             eb.lines.append("  %\"adgen'sink\" = alloca [64 x i64], align 64")
         for name in sorted(self.activity.floaty):
             if self.activity.active(name):

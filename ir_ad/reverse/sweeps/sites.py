@@ -11,7 +11,8 @@ from adgen.ir_ad.ir import I1, PTR, Operand, Type
 from adgen.ir_ad.ir.builder import Builder, V, bare, local
 from adgen.ir_ad.reverse.plan.keys import MASK, SHADOW, VALUE, Key
 from adgen.ir_ad.reverse.types import ReverseFacts
-from adgen.ir_ad.shadows import Shadow
+from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.shadows import Shadow, points_nowhere, self_shadow
 
 SINK = V(PTR, "%\"adgen'sink\"")
 
@@ -63,10 +64,15 @@ class SiteNeeds:
     def shadow(self, op: Operand, site: Site) -> Shadow:
         """The shadow of a pointer operand."""
         d = self.d
+        if points_nowhere(op, d.cfg.defs):  # (passed to a callee with its shadow: shadows.NOWHERE)
+            return self.layout.zero(PTR)
         if op.value in d.activity.pointers and op.value in {p.name for p in self.fn.params}:
             return self.layout.named(op.value, PTR)
+        if op.value not in d.activity.pointers and d.pattern.runtime:  # its own (runtime activity: shadows.py)
+            return (self.value(op, site),) * self.layout.parts
         if op.value not in d.activity.pointers:
-            raise d.fail("a pointer into memory adgen keeps no derivatives of, where derivatives are needed")
+            raise Unsupported(self.fn.name, d.inst, "a pointer into memory adgen keeps no derivatives of, where "
+                              "derivatives are needed", shadowless=True)
         pt = self.layout.part_type(PTR)
         return self.need(Key(SHADOW, op.value), site, (pt,) * self.layout.parts)
 
@@ -77,7 +83,16 @@ class SiteNeeds:
 
     def guard(self, op: Operand, p: Shadow, site: Site, b: Builder) -> Shadow:
         """A shadow address safe to use: the real one, or a scratch sink where there is none."""
-        if op.value not in self.activity.maybe:
+        m = self.real(op, p, site, b)
+        if m is None:
             return p
-        m = self.mask(op, site)
         return tuple(b.select(m, x, SINK) for x in p)
+
+    def real(self, op: Operand, p: Shadow, site: Site, b: Builder) -> V | None:
+        """i1: whether a pointer's shadow `p` is shadow memory, where it may not be: behind a
+        mask, or its own shadow (runtime activity, shadows.py); None where it is."""
+        if op.value in self.activity.maybe:
+            return self.mask(op, site)
+        if self.activity.may_be_itself(op):
+            return b.value(I1, f"xor {self_shadow(b, p, self.value(op, site))}, true")
+        return None

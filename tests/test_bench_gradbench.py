@@ -1,0 +1,102 @@
+"""GradBench's C++ programs for Enzyme (bench/gradbench): the harness's command line, its
+comparison of outputs and its inputs, and, given a checkout of github.com/gradbench/gradbench
+named by ADGEN_GRADBENCH_SRC (the project keeps no copy) and nlohmann's json.hpp (its folder in
+ADGEN_GRADBENCH_JSON, else nlohmann/ on the usual include paths), the smallest program (hello)
+built by `adgen c++` and by hand, run, and compared end to end. Untimed:
+`python -m bench.gradbench GRADBENCH_SRC` measures them."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+GRADBENCH = Path(os.environ.get("ADGEN_GRADBENCH_SRC", "/nonexistent"))
+JSON = os.environ.get("ADGEN_GRADBENCH_JSON")
+needs_checkout = pytest.mark.skipif(
+    not (GRADBENCH / "tools" / "enzyme" / "hello.cpp").is_file(),
+    reason="no GradBench checkout: set ADGEN_GRADBENCH_SRC to a clone of github.com/gradbench/gradbench")
+
+
+@pytest.fixture
+def harness(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    import bench.gradbench.__main__ as harness
+    return harness
+
+
+def test_command_line_says_what_is_missing(harness, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        harness.parse([str(tmp_path)])
+    assert "a checkout of github.com/gradbench/gradbench is needed" in capsys.readouterr().err
+    fake = tmp_path / "gb"
+    for folder in ("tools/enzyme", "tools/manual", "cpp/gradbench"):
+        (fake / folder).mkdir(parents=True)
+    (fake / "cpp/gradbench/main.hpp").write_text("")
+    with pytest.raises(SystemExit):
+        harness.parse([str(fake), "--json-include", str(tmp_path / "nowhere")])
+    assert "json.hpp" in capsys.readouterr().err
+    (tmp_path / "inc" / "nlohmann").mkdir(parents=True)
+    (tmp_path / "inc" / "nlohmann" / "json.hpp").write_text("")
+    with pytest.raises(SystemExit):
+        harness.parse([str(fake), "--json-include", str(tmp_path / "inc"), "--only", "hello,nosuch"])
+    assert "no program nosuch" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        harness.parse([str(fake), "--json-include", str(tmp_path / "inc"), "--enzyme", str(tmp_path / "none.so")])
+    assert "no such file" in capsys.readouterr().err
+    _, args = harness.parse([str(fake), "--json-include", str(tmp_path / "inc"), "--only", "hello, gmm",
+                             "--reps", "2", "-o", str(tmp_path / "work")])
+    assert args.only == ["hello", "gmm"] and args.reps == 2 and args.out == tmp_path / "work"
+    assert args.json_folder == tmp_path / "inc" / "nlohmann"  # (the programs `#include "json.hpp"`)
+
+
+def test_difference_is_relative_and_sees_shapes(harness):
+    assert harness.difference({"a": [1.0, 2.0], "b": 3}, {"b": 3, "a": [1.0, 2.0]}) == 0
+    assert harness.difference([1.0, 2.0 * (1 + 1e-9)], [1.0, 2.0]) == pytest.approx(1e-9, rel=1e-3)
+    assert harness.difference([1.0, 1e-30], [1.0, 0.0]) == pytest.approx(1e-18)  # below 1e-12 of the largest
+    assert math.isinf(harness.difference([1.0], [1.0, 2.0]))
+    assert math.isinf(harness.difference({"a": 1.0}, {"b": 1.0}))
+    assert harness.first_error("warning: x\nfoo.cpp:3:1: error: bad\nerror: worse") == "foo.cpp:3:1: error: bad"
+
+
+def test_every_program_has_a_case_and_sizes_are_drawn_in_the_evals_order(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench.gradbench import inputs
+
+    found = inputs.cases()
+    assert {c.program for c in found} == set(inputs.PROGRAMS)
+    assert {c.program for c in found if c.size == "smallest"} == set(inputs.PROGRAMS)
+    det8 = inputs.det(8)(Path("."))
+    assert det8["ell"] == 8 and len(det8["A"]) == 64
+    kmeans = inputs.kmeans(10, 1000, 8)(Path("."))
+    assert len(kmeans["points"]) == 1000 and kmeans["centroids"] == kmeans["points"][-10:]
+    np.random.seed(inputs.SEED)  # lse's n=5000 is drawn after its n=2500, as the eval draws them
+    np.random.rand(2500)
+    second = np.random.rand(5000).tolist()
+    assert inputs.lse(5000)(Path("."))["x"] == second
+
+
+@needs_checkout
+def test_hello_built_by_adgen_agrees_with_manual(harness, tmp_path):
+    if harness.json_folder(Path(JSON) if JSON else None) is None:
+        pytest.skip("no nlohmann/json.hpp: set ADGEN_GRADBENCH_JSON to its folder (or a clone of nlohmann/json)")
+    markdown = tmp_path / "gradbench.md"
+    status = harness.main([str(GRADBENCH), *(["--json-include", JSON] if JSON else []), "--only", "hello",
+                           "--reps", "2", "-o", str(tmp_path / "work"), "--markdown", str(markdown)])
+    records = json.loads((tmp_path / "work" / "results.json").read_text())
+    builds = {b["tool"]: b for b in records["builds"]}
+    assert builds["manual"]["ok"], builds["manual"]["error"]
+    assert builds["adgen"]["ok"], builds["adgen"]["error"]
+    results = {r["tool"]: r for r in records["results"]}
+    assert results["manual"]["ok"] and len(results["manual"]["timings_ns"]) == 1  # (a number: no min_runs)
+    assert results["adgen"]["ok"], results["adgen"]["error"]
+    assert results["adgen"]["difference"] == 0
+    text = markdown.read_text()
+    assert "| hello | double x=1 |" in text and "adgen builds 1 of 1, agrees on 1" in text
+    assert status == 0
