@@ -1,6 +1,9 @@
 """adgen benchmarks: run `python -m bench --help`."""
 
+import os
+import platform
 import shutil
+from pathlib import Path
 
 
 def check_enzyme(parser, args) -> None:
@@ -10,3 +13,13 @@ def check_enzyme(parser, args) -> None:
             parser.error(f"--enzyme {args.enzyme}: no such file (../shared/tools/build-enzyme.sh builds it)")
         if shutil.which(args.enzyme_cc) is None:
             parser.error(f"--enzyme needs {args.enzyme_cc}, the clang the plugin was built for (--enzyme-cc CLANG)")
+
+
+def machine() -> str:
+    """The CPU's model and the cores, for a results file's header."""
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name"))
+    except (OSError, StopIteration):
+        model = platform.processor() or platform.machine()
+    return f"{model}, {os.cpu_count()} cores"

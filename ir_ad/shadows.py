@@ -71,6 +71,28 @@ _SELF_MESSAGE = ("adgen: a value carrying derivatives was stored into memory adg
                  "argument's, or a global's, reached through memory holding derivatives): give that argument a shadow")
 
 
+def with_runtime_activity(derive, pattern, undo, decls: Declarations):
+    """`derive(pattern)`, both modes' derivation of an entry; where it meets a pointer without a
+    shadow where one is needed (Unsupported.shadowless), `undo()` what it made and derive again
+    with runtime activity (`pattern.runtime`). Returns the derived function and the definitions
+    of the run-time check it then needs (none the first way), for the caller to keep."""
+    from dataclasses import replace
+
+    from adgen.ir_ad.diagnose import Unsupported
+
+    try:
+        return derive(pattern), []
+    except Unsupported as exc:
+        if not exc.shadowless or pattern.runtime or pattern.kind == INTERLEAVED:  # (no shadow is its own there)
+            raise
+        undo()
+        checks = self_store_runtime(decls)  # (known before the code written calls it)
+        try:
+            return derive(replace(pattern, runtime=True)), checks
+        except Unsupported as second:
+            raise exc if second.shadowless else second from None
+
+
 def self_store_runtime(decls: Declarations) -> list[str]:
     """The definition of SELF_STORE(i1 lost), which aborts with a message where `lost`, once per
     module (what `decls` knows): the text to add to the module, if not there yet."""

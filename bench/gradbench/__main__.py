@@ -33,8 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import shlex
 import shutil
 import subprocess
@@ -44,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import check_enzyme
+from bench import check_enzyme, machine
 from bench.gradbench.inputs import LSTM_TEXT_NOTE, PROGRAMS, SIZES, Case, cases, lstm_text
 
 HERE = Path(__file__).resolve().parent
@@ -103,15 +101,6 @@ def _commit(path: Path, *within: str) -> str:
     dirty = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no", "--",
                             *(within or ["."])], capture_output=True, text=True).stdout.strip()
     return done.stdout.strip() + (" with uncommitted changes" if dirty else "")
-
-
-def _machine() -> str:
-    try:
-        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name"))
-    except (OSError, StopIteration):
-        model = platform.processor() or platform.machine()
-    return f"{model}, {os.cpu_count()} cores"
 
 
 def _version(command: str) -> str:
@@ -374,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     _, from_eval = lstm_text(src, 8192) if "lstm" in args.only else ("", True)
     text = [
         f"GradBench's C++ programs for Enzyme (gradbench {_commit(src, 'tools', 'cpp')}, tools/enzyme/*.cpp "
-        f"unchanged), built by `adgen c++` (adgen {_commit(ROOT)}); {_machine()}.", "",
+        f"unchanged), built by `adgen c++` (adgen {_commit(ROOT)}); {machine()}.", "",
         f"- adgen: `adgen c++ {' '.join(AD_FLAGS)}`; Enzyme: `{args.enzyme_cxx} -fplugin=ClangEnzyme-19.so "
         f"{' '.join(AD_FLAGS)}` (Enzyme's clang plugin, not the Makefile's -flto with LLDEnzyme-19.so), "
         + (f"{_version(args.enzyme_cxx)}" if args.enzyme else "not run") + f"; manual (GradBench's hand-written "

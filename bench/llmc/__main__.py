@@ -17,8 +17,6 @@ only. Writes DIR/llmc.md (default build/bench) and prints it."""
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -27,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adgen.base.toolchain import bundled_cc, openmp_link_flags, select_compiler
-from bench import check_enzyme
+from bench import check_enzyme, machine
 from bench.llmc import CONFIGS, HERE, Config
 from bench.programs import HERE as PROGRAMS
 from bench.programs.build import _timed
@@ -111,15 +109,6 @@ def _commit(path: Path) -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown commit"
 
 
-def _machine() -> str:
-    try:
-        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name"))
-    except (OSError, StopIteration):
-        model = platform.processor() or platform.machine()
-    return f"{model}, {os.cpu_count()} cores"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.llmc", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -145,7 +134,7 @@ def main() -> int:
     modes = ("primal", "hand", "adgen") + (("enzyme",) if enzyme else ())
     configs = CONFIGS[:1] if args.quick else CONFIGS
     text = [f"llm.c's train_gpt2.c ({_commit(src)}) as written, differentiated by adgen ({_commit(HERE)}); "
-            f"{_machine()}. Time: the median of {args.reps} calls after a warm-up, each way in a process of its "
+            f"{machine()}. Time: the median of {args.reps} calls after a warm-up, each way in a process of its "
             "own; peak MB: its resident memory (VmHWM); relative error: against llm.c's gpt2_backward.", ""]
     wrong: list[str] = []
     builds = []

@@ -14,15 +14,12 @@ forward/arithmetic.py, forward/memory.py and forward/call_sites.py."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from adgen.ir_ad.ir.builder import Declarations, bare, local
 from adgen.ir_ad.custom import forward_wrapper
 from adgen.ir_ad.ir import Module, struct
 from adgen.ir_ad.forward.derived import Derived, Pattern
 from adgen.ir_ad.forward.function import FunctionWriter
-from adgen.ir_ad.diagnose import Unsupported
-from adgen.ir_ad.shadows import INTERLEAVED, Layout, carries, self_store_runtime
+from adgen.ir_ad.shadows import Layout, carries, with_runtime_activity
 
 ZEROS = '@"adgen.zeros" = internal constant [64 x i64] zeroinitializer, align 64'  # 512 bytes to read
 
@@ -49,25 +46,21 @@ class ForwardMode:
         if pattern in self.memo or self._depth:
             return self._derive(pattern)
         memo, definitions, flags = dict(self.memo), len(self.definitions), (self.uses_zeros, self.uses_runtime)
-        self._depth += 1
-        try:
-            return self._derive(pattern)
-        except Unsupported as exc:
-            if not exc.shadowless or pattern.runtime or pattern.kind == INTERLEAVED:  # (no shadow is its own there)
-                raise
+
+        def undo() -> None:
             self.memo = memo
             del self.definitions[definitions:]
             self.uses_zeros, self.uses_runtime = flags
-            checks = self_store_runtime(self.decls)  # (known before the writer calls it)
-            try:
-                derived = self._derive(replace(pattern, runtime=True))
-            except Unsupported as second:
-                raise exc if second.shadowless else second from None
-            self.memo[pattern] = derived
-            self.definitions += checks
-            return derived
+
+        self._depth += 1
+        try:
+            derived, checks = with_runtime_activity(self._derive, pattern, undo, self.decls)
         finally:
             self._depth -= 1
+        if checks:
+            self.memo[pattern] = derived
+            self.definitions += checks
+        return derived
 
     def _derive(self, pattern: Pattern) -> Derived:
         if pattern in self.memo:

@@ -43,7 +43,7 @@ from adgen.ir_ad.reverse.checkpoint.outline import outline
 from adgen.ir_ad.reverse.checkpoint.regions import NotCheckpointed
 from adgen.ir_ad.reverse.checkpoint.pair import RECORD, Checkpointed, step_pattern, write_pair
 from adgen.ir_ad.calls import FREE, callee_name, kind_of
-from adgen.ir_ad.shadows import BY_HAND_ITSELF, INTERLEAVED, VECTOR_VALUES, Layout, points_nowhere, self_store_runtime
+from adgen.ir_ad.shadows import BY_HAND_ITSELF, INTERLEAVED, VECTOR_VALUES, Layout, points_nowhere, with_runtime_activity
 
 
 # What the helpers of templates/runtime.ll.j2 call.
@@ -109,21 +109,13 @@ class ReverseMode:
         before = _state(self)
         self._depth += 1
         try:
-            return self._derive(pattern)
-        except Unsupported as exc:
-            if not exc.shadowless or pattern.runtime or pattern.kind == INTERLEAVED:  # (no shadow is its own there)
-                raise
-            _restore(self, before)
-            checks = self_store_runtime(self.decls)  # (known before the sweeps call it)
-            try:
-                derived = self._derive(replace(pattern, runtime=True))
-            except Unsupported as second:
-                raise exc if second.shadowless else second from None
-            self.memo[pattern] = derived
-            self.definitions += checks
-            return derived
+            derived, checks = with_runtime_activity(self._derive, pattern, lambda: _restore(self, before), self.decls)
         finally:
             self._depth -= 1
+        if checks:
+            self.memo[pattern] = derived
+            self.definitions += checks
+        return derived
 
     def _derive(self, pattern: RevPattern) -> RevDerived:
         if pattern in self.memo:
