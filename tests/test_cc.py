@@ -426,6 +426,14 @@ def test_a_file_without_enzyme_calls_and_clang_errors_pass_through(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+def test_a_missing_source_is_an_error_before_any_compile(tmp_path):
+    (tmp_path / "plain.c").write_text("double __enzyme_autodiff(void *, ...);\nint main(void) { return 0; }\n")
+    done = adgen_cc("plain.c", "nothere.c", "-o", "prog", cwd=tmp_path, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("adgen: error: no such file or directory: 'nothere.c'"), done.stderr
+    assert not (tmp_path / "prog").exists()
+
+
 UNITY = {
     "geom.c": "struct pt { double x, y; };\n"
               "double dist2(const struct pt *p, int n) {\n"

@@ -28,6 +28,11 @@ SHAPES = {
     "long_step_eight": ("for (long i = 0; i < (long)n; i += 8)", True),
     "step_two_until_equal": ("for (int i = 0; i != n - n % 2; i += 2)", False),
     "early_exit": ("for (int i = 0; i < n && x[i] < 10.0; i++)", False),
+    # by pointer (std::fill, a vector's construction): the inner loop runs once, naming the index
+    "pointer_until_end": ("for (const double *p = x; p != x + n; p++) for (long i = p - x, k = 1; k; k = 0)", True),
+    "pointer_down_to_start": ("for (const double *p = x + n; p != x; ) for (long i = --p - x, k = 1; k; k = 0)", True),
+    "pointer_below_end": ("for (const double *p = x; p < x + n; p++) for (long i = p - x, k = 1; k; k = 0)", True),
+    "pointer_by_two": ("for (const double *p = x; p < x + n; p += 2) for (long i = p - x, k = 1; k; k = 0)", True),
 }
 
 

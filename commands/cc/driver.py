@@ -176,6 +176,9 @@ def main(argv: list[str], cxx: bool = False) -> int:
         return _clang(driver, [*_link_arguments(line.argv, library), *cxx_link_flags(compiler, library)])
     if (line.compile_only or line.assemble_only) and line.output and len(line.sources) > 1:
         raise AdgenError(error("cannot specify -o when generating multiple output files"))
+    missing = [error(f"no such file or directory: '{s}'") for _, s in line.sources if str(s) != "-" and not s.is_file()]
+    if missing:  # (as clang says it, before any source is compiled)
+        raise AdgenError(missing)
     implicit = [] if any(f.startswith("-fsanitize") for f in line.compile_flags) else ["-fno-sanitize=all"]
     with tempfile.TemporaryDirectory(prefix="adgen-cc-") as tmp:
         argv = list(line.argv)

@@ -9,7 +9,7 @@ from functools import cached_property
 
 from adgen.ir_ad.calls import (ALLOCATE, allocates, callee_name, kind_by_name, writes_first_argument,
                                writes_pointer_arguments_only)
-from adgen.ir_ad.ir import Function, Instruction
+from adgen.ir_ad.ir import PTR, Function, Instruction, Operand
 from adgen.ir_ad.shadows import points_nowhere
 
 PURE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl",
@@ -272,6 +272,7 @@ class Memory:
         self.params = {p.name: p for p in fn.params}
         self._bases: dict[str, Base] = {}
         self._escaping: dict[str, bool] = {}
+        self._allocated: dict[str, set[str] | None] = {}
         self._users: dict[str, list[Instruction]] = {}  # value -> the instructions using it
         for inst in fn.instructions():
             for name in {o.value for o in inst.operands} | {v.value for v, _ in inst.incoming}:
@@ -308,10 +309,15 @@ class Memory:
         if a == b:
             return True
         if "unknown" in (a.kind, b.kind):
-            fresh = b if a.kind == "unknown" else a
-            if fresh.kind == "fresh" and not self.escapes(fresh.name):  # (a local no pointer in memory reaches)
-                unknown = a if a.kind == "unknown" else b
-                return fresh.name in self.roots(unknown.name)
+            unknown, other = (a, b) if a.kind == "unknown" else (b, a)
+            allocated = self.allocated_roots(unknown.name)
+            if allocated is not None:  # (one of several allocations: a vector's buffer, made on two paths)
+                if other.kind == "unknown":
+                    theirs = self.allocated_roots(other.name)
+                    return theirs is None or bool(allocated & theirs)
+                return other.kind == "fresh" and other.name in allocated
+            if other.kind == "fresh" and not self.escapes(other.name):  # (a local no pointer in memory reaches)
+                return other.name in self.roots(unknown.name)
             return True
         if "fresh" in (a.kind, b.kind):
             return False
@@ -360,6 +366,15 @@ class Memory:
             if not any(a.get("captures") == "none" or "nocapture" in a for a in (attrs, declared)):
                 return True
         return False
+
+    def allocated_roots(self, value: str) -> set[str] | None:
+        """The allocations (allocas, malloc's) a pointer is computed from, where it is computed
+        from nothing else (but null): it points into one of them, so into no argument's memory,
+        no global and no other allocation. None where any of its roots is something else."""
+        if value not in self._allocated:
+            found = {r for r in self.roots(value) if not points_nowhere(Operand(PTR, r), self.cfg.defs)}
+            self._allocated[value] = found if found and all(self.base(r).kind == "fresh" for r in found) else None
+        return self._allocated[value]
 
     def roots(self, value: str) -> set[str]:
         """The values a pointer is computed from through getelementptr, casts, phis and selects."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from adgen.ir_ad.analysis.flow import CFG
-from adgen.ir_ad.ir import Function, Instruction, Operand
+from adgen.ir_ad.ir import I64, Function, Instruction, Operand, slot_size
 
 # icmp predicates: the predicate with swapped operands, and the one that is true when it is false
 _SWAPPED = {"eq": "eq", "ne": "ne", "slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle", "ult": "ugt", "ugt": "ult",
@@ -30,17 +30,24 @@ class Irreducible(Exception):
 
 @dataclass(frozen=True)
 class Induction:
-    """An affine induction variable: `start + step * k` at iteration k (counted from 0)."""
+    """An affine induction variable: `start + step * k` at iteration k (counted from 0); a
+    pointer's (a loop walking an array by pointer, `for (; first != last; ++first)`) steps by
+    a constant number of bytes."""
 
     start: Operand  # defined before the loop
-    step: Operand  # a constant or a value defined before the loop
+    step: Operand  # a constant or a value defined before the loop (a pointer's: bytes, constant)
+
+    @property
+    def pointer(self) -> bool:
+        return self.start.type.kind == "ptr"
 
 
 @dataclass(frozen=True)
 class Trip:
     """The number of iterations of a loop, known when it starts: `max(1, sign * (bound - start) + offset)`
     in `bits`-bit arithmetic extended to i64 (signed or not), or exactly `bound - start` (mod 2^bits)
-    when the loop runs until its induction variable equals the bound. A loop stepping by `stride`
+    when the loop runs until its induction variable equals the bound (a pointer: its difference
+    in bytes divided by the `scale` it steps by). A loop stepping by `stride`
     (more than 1, counting up or down) runs `max(1, ceil((sign * (bound - start) + slack) / stride) + offset)`
     times: `slack` is 1 where the comparison includes the bound (`<=`, `>=`)."""
 
@@ -52,6 +59,7 @@ class Trip:
     exact: bool  # runs until equal: no max(1, ...), the difference taken modulo 2^bits
     stride: int = 1
     slack: int = 0
+    scale: int = 0  # a pointer's: the bytes it steps by (its difference divided by them); 0 for an integer's
 
     @property
     def operands(self) -> list[Operand]:
@@ -150,9 +158,14 @@ class LoopForest:
             return
         header = self.block(loop.header)
         for inst in header.instructions:
-            if inst.opcode != "phi" or inst.type.kind != "int" or len(inst.incoming) != 2:
+            if inst.opcode != "phi" or inst.type.kind not in ("int", "ptr") or len(inst.incoming) != 2:
                 continue
             start = next(v for v, frm in inst.incoming if frm == loop.entries[0])
+            if inst.type.kind == "ptr":
+                step = self._pointer_step(next(v for v, frm in inst.incoming if frm == loop.latches[0]), inst.result)
+                if step is not None and self.invariant(start, loop):
+                    loop.inductions[inst.result] = Induction(start, Operand(I64, str(step)))
+                continue
             nxt = self._step_of(cfg.defs.get(next(v for v, frm in inst.incoming if frm == loop.latches[0]).value),
                                 inst.result)
             if nxt is None:
@@ -182,6 +195,17 @@ class LoopForest:
         if inst is None or inst.opcode not in ("add", "sub") or inst.operands[0].value != iv:
             return None
         return inst
+
+    def _pointer_step(self, latch: Operand, iv: str) -> int | None:
+        """The bytes a pointer induction variable steps by: its latch value a `getelementptr`
+        of it by a constant index, of a type of known size."""
+        gep = self.cfg.defs.get(latch.value)
+        if gep is None or gep.opcode != "getelementptr" or gep.operands[0].value != iv or len(gep.operands) != 2:
+            return None
+        index, t = gep.operands[1], gep.source_type
+        if not index.is_constant or t is None or t.kind not in ("int", "float", "ptr") or not index.value.lstrip("-").isdigit():
+            return None
+        return int(index.value) * slot_size(t) or None
 
     def block(self, label: str):
         return next(b for b in self.fn.blocks if b.label == label)
@@ -216,6 +240,9 @@ class LoopForest:
             pred = _NEGATED[pred]
         step = int(ind.step.value)
         sign, stride = (1, step) if step > 0 else (-1, -step)
+        scale = stride if ind.pointer else 0  # (a pointer's: compared in bytes, counted in its steps)
+        if ind.pointer and pred == "ne":
+            return Trip(ind.start, bound, sign, 1 - after, signed=False, exact=True, scale=scale)
         start = ind.start
         if self._narrowed(x.value) != x.value:  # (a wide counter compared narrowed: from its narrow start)
             start = self._narrow_start(ind.start, x.type)
@@ -232,8 +259,8 @@ class LoopForest:
             return None
         slack = 1 if direction in ("le", "ge") else 0
         if stride == 1:
-            return Trip(ind.start, bound, sign, 1 - after + slack, signed, exact=False)
-        return Trip(ind.start, bound, sign, 1 - after, signed, exact=False, stride=stride, slack=slack)
+            return Trip(ind.start, bound, sign, 1 - after + slack, signed, exact=False, scale=scale)
+        return Trip(ind.start, bound, sign, 1 - after, signed, exact=False, stride=stride, slack=slack, scale=scale)
 
     def bounding_trip(self, loop: Loop) -> Trip | None:
         """The most iterations `loop` runs, where its latch counts them: exits elsewhere (a
@@ -272,7 +299,7 @@ class LoopForest:
         if value in loop.inductions:
             return value, 0
         inst = self.cfg.defs.get(value)
-        if inst is not None and inst.opcode in ("add", "sub"):
+        if inst is not None and inst.opcode in ("add", "sub", "getelementptr"):
             iv = inst.operands[0].value
             if iv in loop.inductions:
                 header = self.block(loop.header)

@@ -17,6 +17,11 @@ _FLOAT_BITS = {64: "double", 32: "float"}
 NOT_FLOATING = {"int", "long", "long long", "short", "_Bool", "bool", "any pointer", "unsigned int", "unsigned long"}
 
 
+def _not_floating(name: str) -> bool:
+    """Whether a TBAA scalar type name is an integer's or a pointer's ("p1 float": a `float *`)."""
+    return name in NOT_FLOATING or name.startswith("p") and " " in name
+
+
 class MemoryTypes:
     """What one function's memory holds, asked by base (ActivityAnalysis holds one)."""
 
@@ -26,13 +31,15 @@ class MemoryTypes:
         self.arg_memtypes = arg_memtypes
         self._memtypes: dict[str, Type | None] = {}
 
-    def holds_no_floats(self, *pointers: str, length: Operand | None = None) -> bool:
-        """Whether the memory at these pointers is known to hold no floating data: the accesses
-        through the same bases, none of a floating type, name (in their TBAA: a struct's
-        members, or a scalar's type) integers and pointers only, or, for `length` bytes of a
-        constant length, the types of the objects they lie in (typed_bytes.py). A copy between
-        such memory has no adjoints to move."""
-        if self._tbaa_holds_no_floats(pointers):
+    def holds_no_floats(self, *pointers: str, length: Operand | None = None, fields: str | None = None) -> bool:
+        """Whether the memory at these pointers is known to hold no floating data: a copy's
+        fields (`!tbaa.struct`) all integers and pointers, the accesses through the same bases,
+        none of a floating type, name (in their TBAA: a struct's members, or a scalar's type)
+        integers and pointers only, or, for `length` bytes of a constant length, the types of
+        the objects they lie in (typed_bytes.py). A copy between such memory has no adjoints to
+        move."""
+        named = self.module.tbaa_struct_types(fields)
+        if named and all(_not_floating(n) for n in named) or self._tbaa_holds_no_floats(pointers):
             return True
         size = int(length.value) if length is not None and length.value.isdigit() else None
         return size is not None and any(typed_bytes.holds_no_floats(self.module, self.fn, p, size) for p in pointers)
@@ -54,7 +61,12 @@ class MemoryTypes:
                     if not found:
                         return False
                     scalars |= set(found)
-        return bool(scalars) and all(n in NOT_FLOATING or n.startswith("p") and " " in n for n in scalars)
+        return bool(scalars) and all(_not_floating(n) for n in scalars)
+
+    def copied_type(self, fields: str | None) -> Type | None:
+        """The float type of a copy whose fields (its `!tbaa.struct`) are all of one float type."""
+        named = set(self.module.tbaa_struct_types(fields) or ())
+        return float_type(named.pop()) if len(named) == 1 and next(iter(named)) in ("float", "double") else None
 
     def memtype(self, pointer: str) -> Type | None:
         """The float type of the memory a pointer points into: from the C prototypes (passed down

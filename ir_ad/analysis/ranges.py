@@ -165,7 +165,7 @@ class Ranges:
             return None
         ind = inner.inductions.get(phi.result)
         trip = self.loops.bounding_trip(inner)
-        if ind is None or trip is None or not ind.step.is_constant or phi.type.kind != "int":
+        if ind is None or trip is None or not ind.step.is_constant or phi.type.kind != "int" or trip.scale:
             return None
         parts = [self.value(o, loop, depth + 1) for o in (ind.start, trip.start, trip.bound)]
         if any(p is None for p in parts):

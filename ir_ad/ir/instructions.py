@@ -64,6 +64,7 @@ def parse_instruction(line: str) -> Instruction:
     type `UNKNOWN` (activity analysis refuses it where derivatives reach it)."""
     text, dbg = strip_metadata(line)
     tbaa = re.search(r",\s*!tbaa\s+(![0-9]+)", line)
+    fields = re.search(r",\s*!tbaa\.struct\s+(![0-9]+)", line)
     c = Cursor(text)
     result = None
     if c.peek().startswith("%") and c.peek(1) == "=":
@@ -72,7 +73,8 @@ def parse_instruction(line: str) -> Instruction:
     while c.peek() in ("tail", "musttail", "notail"):
         c.next()
     op = c.next()
-    inst = Instruction(text.strip(), result, op, VOID, dbg=dbg, tbaa=tbaa.group(1) if tbaa else None)
+    inst = Instruction(text.strip(), result, op, VOID, dbg=dbg, tbaa=tbaa.group(1) if tbaa else None,
+                       tbaa_struct=fields.group(1) if fields else None)
     _READERS.get(op, _unknown)(c, inst)
     return inst
 

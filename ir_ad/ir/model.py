@@ -47,6 +47,7 @@ class Instruction:
     dbg: str | None = None  # "!N"
     count: Operand | None = None  # alloca count
     tbaa: str | None = None  # "!N", the access tag of a load or store
+    tbaa_struct: str | None = None  # "!N", the fields a copy of an aggregate (memcpy) moves
 
     def mentions(self) -> set[str]:
         """The local values its text names: all there is to go on for an opcode not parsed."""

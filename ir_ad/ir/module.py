@@ -97,6 +97,10 @@ class Module:
         """See `tbaa.tbaa_types`."""
         return tbaa.tbaa_types(self.metadata, tag)
 
+    def tbaa_struct_types(self, node: str | None) -> list[str] | None:
+        """See `tbaa.tbaa_struct_types`."""
+        return tbaa.tbaa_struct_types(self.metadata, node)
+
     def tbaa_scalars(self, tag: str | None) -> list[str] | None:
         """See `tbaa.tbaa_scalars`."""
         return tbaa.tbaa_scalars(self.metadata, tag)

@@ -35,6 +35,15 @@ def tbaa_scalars(metadata: dict[str, str], tag: str | None) -> list[str] | None:
     return _members(metadata, refs[0], 0)
 
 
+def tbaa_struct_types(metadata: dict[str, str], node: str | None) -> list[str] | None:
+    """The scalar types of the fields a copy of an aggregate moves, by its `!tbaa.struct`
+    (offset, size and access tag per field: clang's for a struct's copy, libstdc++'s relocation
+    of a vector's elements); None without one, or with a field of no type named."""
+    fields = re.findall(r"i64 [0-9]+, i64 [0-9]+, (![0-9]+)", metadata.get(node or "", ""))
+    named = [tbaa_types(metadata, tag)[:1] for tag in fields]
+    return [n[0] for n in named] if named and all(named) else None
+
+
 def _members(metadata: dict[str, str], node: str, depth: int) -> list[str] | None:
     m = re.match(r'!\{!"([^"]*)"(.*)\}$', metadata.get(node, ""))
     if m is None or depth > 16:

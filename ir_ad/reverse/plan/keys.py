@@ -17,7 +17,7 @@ from adgen.ir_ad.analysis.activity import ActivityAnalysis
 from adgen.ir_ad.analysis.flow import PURE, CFG, Memory
 from adgen.ir_ad.ir import (I1, I64, PTR, Instruction, Module, Operand, Type, element_align, int_type, intrinsic_family,
                            slot_size)
-from adgen.ir_ad.analysis.loops import Loop, LoopForest
+from adgen.ir_ad.analysis.loops import Induction, Loop, LoopForest
 from adgen.ir_ad.calls import is_intrinsic
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.reverse.plan.costs import copied, expensive
@@ -197,10 +197,23 @@ class Keys:
                 d.operands += self._operands([o for o in inst.operands[1:] if o not in shadowed])
         elif op == "alloca" and key.name in self.reverse_local:
             d.recomputable = True  # the reverse sweep's own local array
+        elif op == "phi" and (ind := self._pointer_induction(key.name)) is not None:
+            d.loop_bound, d.recomputable = self.loops.loop_of[d.block], True  # its start's, stepped as it is
+            d.operands = self.shadow(ind.start) if ind.start.value in self.activity.pointers else \
+                self._operands([ind.start]) if self.activity.runtime else ()  # (no shadow: null, or its own)
         else:
             d.why = {"phi": "the shadow of a pointer phi", "load": "the shadow of a pointer loaded from memory",
                      "call": "the shadow of allocated memory"}.get(op, f"the shadow of '{op}'")
         return d
+
+    def _pointer_induction(self, name: str) -> Induction | None:
+        """The progression of a pointer phi that steps through memory by a constant (its shadow
+        steps with it, but for interleaved shadows, which step by their width)."""
+        loop = self.loops.loop_of[self.cfg.block_of[name]]
+        if loop is None or loop.header != self.cfg.block_of[name] or self.layout.kind == INTERLEAVED:
+            return None
+        ind = loop.inductions.get(name)
+        return ind if ind is not None and ind.pointer else None
 
     def _mask(self, key: Key) -> Def:
         root = self.activity.mask_root(key.name)

@@ -264,7 +264,7 @@ class Adjoints:
         real = self.needs.real(dst, d, site, b)  # (runtime activity: none to clear or move where it is its own)
         if src.value not in activity.pointers:
             return self.layout.zero_memory(b, d, _unless(b, real, length))
-        t = _copied_type(self.d, dst, src, size)
+        t = _copied_type(self.d, inst)
         if t is None:
             return  # integers and pointers: no adjoints to move (their shadows stay as they are)
         s = self.needs.shadow(src, site)
@@ -333,12 +333,12 @@ def _unshadowed_store(fn, ptr: Operand) -> str:
     return f"a store of a value carrying derivatives {what}"
 
 
-def _copied_type(d, dst: Operand, src: Operand, size: Operand):
+def _copied_type(d, inst):
     """The float type of the elements a copy between memory with derivatives moves; None where
     the bytes hold integers and pointers only; an error where neither is known."""
-    activity = d.activity
-    t = activity.memtype(dst.value) or activity.memtype(src.value)
-    if t is None and not activity.holds_no_floats(dst.value, src.value, length=size):
+    activity, (dst, src, size) = d.activity, inst.operands[:3]
+    t = activity.memtype(dst.value) or activity.memtype(src.value) or activity.types.copied_type(inst.tbaa_struct)
+    if t is None and not activity.holds_no_floats(dst.value, src.value, length=size, fields=inst.tbaa_struct):
         raise d.fail("a copy between memory holding derivatives whose element type adgen cannot deduce "
                      "(give the pointers a float or double type in C)")
     return t

@@ -111,7 +111,7 @@ class AugmentedWriter:
         dst, src, size = inst.operands[:3]
         activity = self.activity
         if dst.value not in activity.pointers or activity.memtype(dst.value) or activity.memtype(src.value) or \
-                not activity.holds_no_floats(dst.value, src.value, length=size):
+                not activity.holds_no_floats(dst.value, src.value, length=size, fields=inst.tbaa_struct):
             return
         length = V(size.type, size.value)
         if length.type.text != "i64":

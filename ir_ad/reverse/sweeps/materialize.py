@@ -112,9 +112,11 @@ class Materializer:
         if loop is not None and key.name in loop.inductions:  # start + step * iteration
             ind = loop.inductions[key.name]
             count = self.counters(site, b, shift)[id(loop)]
+            start, step = self._operand(ind.start, site, b, shift), self._operand(ind.step, site, b, shift)
+            if ind.pointer:  # (bytes from its start)
+                return (b.value(PTR, f"getelementptr i8, {start}, {b.binary('mul', count, step)}"),)
             if inst.type.bits != 64:
                 count = b.cast("trunc", count, inst.type)
-            start, step = self._operand(ind.start, site, b, shift), self._operand(ind.step, site, b, shift)
             return (b.binary("add", b.binary("mul", count, step), start),)
         if loop is not None:  # the value it came in with, or what the latch computed one iteration earlier
             count = self.counters(site, b, shift)[id(loop)]
@@ -162,6 +164,12 @@ class Materializer:
             cond = self._operand(inst.operands[0], site, b, shift)
             a, c = (self._shadow_of(o, site, b, shift) for o in inst.operands[1:])
             return self.layout.select(b, cond, a, c)
+        if op == "phi":  # a pointer induction variable's: its start's, stepped as it is (keys.py)
+            loop = d.loops.by_header[d.cfg.block_of[key.name]]
+            ind = loop.inductions[key.name]
+            start = self._shadow_of(ind.start, site, b, shift)
+            offset = b.binary("mul", self.counters(site, b, shift)[id(loop)], V(I64, ind.step.value))
+            return tuple(b.value(PTR, f"getelementptr i8, {s}, {offset}") for s in start)
         raise AssertionError(f"no way to recompute the shadow of {inst.text}")
 
     def _shadow_of(self, op: Operand, site: Site, b: Builder, shift: tuple) -> Shadow:

@@ -15,6 +15,12 @@ from adgen.ir_ad.analysis.loops import Loop, Trip
 def trip_count(b: Builder, trip: Trip, start: V, bound: V) -> V:
     """The number of iterations (i64), from the loop's start and bound values."""
     first, second = (bound, start) if trip.sign == 1 else (start, bound)
+    if trip.scale:  # (pointers: the bytes between them, in steps of `scale` bytes)
+        first, second = (b.cast("ptrtoint", x, I64) for x in (first, second))
+        if trip.exact:
+            diff = b.binary("sub", first, second)
+            diff = b.value(I64, f"udiv exact {diff}, {trip.scale}") if trip.scale != 1 else diff
+            return b.binary("add", diff, V(I64, str(trip.offset))) if trip.offset else diff
     if trip.exact:
         diff = b.binary("sub", first, second)
         if diff.type.bits != 64:
