@@ -52,7 +52,7 @@ _CXX_IO_CLASSES = {"basic_streambuf", "basic_iostream", "basic_ios", "basic_istr
                    "ctype", "num_put", "num_get", "__put_character_sequence", "__pad_and_output", "to_string",
                    "to_wstring", "endl", "flush", "char_traits", "__libcpp_verbose_abort", "__throw_out_of_range",
                    "__throw_length_error", "__throw_bad_alloc", "__hash_memory", "_Hash_bytes", "__next_prime",
-                   "__ostream_insert", "_Prime_rehash_policy"}  # (libstdc++'s: out of line in its library)
+                   "__ostream_insert", "_Prime_rehash_policy", "__basic_file"}  # (libstdc++'s: out of line in its library)
 _CXX_STD = re.compile(r"_ZN?K?St(?:3__1|7__cxx11|8__detail)?(\d+)")
 _CXX_STD_ABBREVIATED = re.compile(r"_ZN?K?S[oisd]")  # libstdc++'s std::ostream, istream, string, iostream
 _CXX_STREAM_OPERATOR = re.compile(r"_ZN?St(?:3__1)?(?:ls|rs).*(?:basic_[io]stream|S[oi]_)")  # << and >>
@@ -73,6 +73,84 @@ def cxx_library_io(name: str) -> bool:
     return m is not None and name[m.end():m.end() + int(m.group(1))] in _CXX_IO_CLASSES
 
 
+# The C++ library's classes of characters, streams and locales as demangled names spell them.
+_CXX_OBJECT_CLASSES = {c for c in _CXX_IO_CLASSES if c.startswith(("basic_", "locale", "ios_base", "ctype", "num_"))} | {
+    "string", "wstring", "istream", "ostream", "iostream", "stringstream", "istringstream", "ostringstream", "ifstream",
+    "ofstream", "fstream", "filebuf", "stringbuf", "streambuf", "ios", "__basic_file"}
+
+
+@cache
+def cxx_library_objects(name: str) -> tuple[bool, frozenset[int], int] | None:
+    """Of a call of the C++ library's I/O (`cxx_library_io`): whether it is a member function of
+    one of the library's classes of strings, streams and locales (its object the call's first
+    argument), which of its parameters (from 0) refer to such objects (`std::string &`, an
+    `std::istream &`), and how many parameters it has: the objects whose contents the library
+    writes as it pleases (a string's buffer it grows), which hold no derivatives. None where the
+    name cannot be read."""
+    text = demangle(name) if name.startswith("_Z") else None
+    if not text or not text.endswith(")") and not text.endswith(") const"):
+        return None
+    close = text.rindex(")")
+    depth, open_ = 0, None
+    for k in range(close, -1, -1):
+        depth += (text[k] == ")") - (text[k] == "(")
+        if depth == 0:
+            open_ = k
+            break
+    if open_ is None:
+        return None
+    function = _without_template_arguments(_last_word(text[:open_]))
+    qualifier = function.rpartition("::")[0]
+    member = _class_name(qualifier) in _CXX_OBJECT_CLASSES
+    params = _top_level_split(text[open_ + 1:close])
+    objects = frozenset(k for k, p in enumerate(params) if p.rstrip().endswith(("&", "*")) and
+                        p.lstrip().startswith(("std::", "const std::")) and
+                        _class_name(p.replace("const", "").rstrip(" &*")) in _CXX_OBJECT_CLASSES)
+    return member, objects, len(params)
+
+
+def _top_level_split(text: str) -> list[str]:
+    """A parameter list split at its commas outside template arguments and parentheses."""
+    parts, depth, start = [], 0, 0
+    for k, ch in enumerate(text):
+        depth += 1 if ch in "<(" else -1 if ch in ">)" else 0
+        if ch == "," and depth == 0:
+            parts.append(text[start:k])
+            start = k + 1
+    tail = text[start:]
+    return parts + [tail] if tail.strip() else parts
+
+
+def _last_word(text: str) -> str:
+    """The name of a demangled function, its return type before it left out."""
+    depth, start = 0, 0
+    for k, ch in enumerate(text):
+        depth += 1 if ch in "<(" else -1 if ch in ">)" else 0
+        if ch == " " and depth == 0:
+            start = k + 1
+    return text[start:]
+
+
+def _without_template_arguments(name: str) -> str:
+    out, depth = [], 0
+    for ch in name:
+        depth += (ch == "<") - (ch == ">")
+        if depth == 0 and ch != ">":
+            out.append(ch)
+    return "".join(out)
+
+
+def _class_name(qualified: str) -> str:
+    """`basic_string` of `std::__cxx11::basic_string<char, ...>`."""
+    return _without_template_arguments(qualified).rpartition("::")[2].strip()
+
+
+def cxx_library_header(path: str, name: str) -> bool:
+    """Whether a source file is the C++ library's header of this file name."""
+    path = path.replace("\\", "/")
+    return _CXX_INCLUDE.search(path) is not None and path.rsplit("/", 1)[-1] == name
+
+
 def cxx_library_io_header(path: str) -> bool:
     """Whether a source file is one of the C++ library's headers of streams and locales: code
     inlined from there that calls through a virtual table the program's sources do not define
@@ -81,4 +159,4 @@ def cxx_library_io_header(path: str) -> bool:
     return _CXX_INCLUDE.search(path) is not None and path.rsplit("/", 1)[-1] in _CXX_IO_HEADERS
 
 
-__all__ = ["demangle", "cxx_library_io", "cxx_library_io_header"]
+__all__ = ["demangle", "cxx_library_header", "cxx_library_io", "cxx_library_io_header", "cxx_library_objects"]

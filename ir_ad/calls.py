@@ -11,9 +11,9 @@ in that order."""
 
 from __future__ import annotations
 
-from adgen.base.cxx_names import cxx_library_io
+from adgen.base.cxx_names import cxx_library_header, cxx_library_io, cxx_library_objects
 from adgen.ir_ad.ir.builder import Builder, V
-from adgen.ir_ad.ir import I64, Instruction, Module, Type
+from adgen.ir_ad.ir import I64, Instruction, Module, Operand, Type
 from adgen.ir_ad.ir.unwinding import CATCHES
 from adgen.ir_ad.rules import rule_for
 
@@ -124,6 +124,42 @@ def kind_of(module: Module, inst: Instruction) -> str:
     if target is not None and (not target.declaration or inst.callee in module.custom):
         return DEFINED
     return RUNTIME if _runtime(name) else UNDEFINED
+
+
+def frees_characters(module: Module, inst: Instruction) -> bool:
+    """A free inlined from the C++ library's strings (a `std::string`'s buffer released): memory
+    of characters, whatever shadow the analysis gave its pointer (the library moves buffers
+    between strings where no shadow follows)."""
+    dbg = inst.dbg
+    for _ in range(32):
+        where = module.location(dbg)
+        if where is None:
+            return False
+        if any(cxx_library_header(where.file, h) for h in ("basic_string.h", "basic_string.tcc", "string")):
+            return True
+        dbg = module.inlined_at(dbg)
+    return False
+
+
+def library_objects(inst: Instruction) -> list[tuple[Operand, int]]:
+    """The objects a call of the C++ library's I/O writes as it pleases, with their sizes in
+    bytes (`dereferenceable`): its result (`sret`), the object of a member function, parameters
+    referring to strings and streams (base/cxx_names.py). They hold no derivatives, but pointers
+    (a string's buffer, grown): their shadows, where they have them, are made their copies
+    after the call, as runtime activity takes a pointer without a shadow for its own."""
+    read = cxx_library_objects(callee_name(inst)) if cxx_library_io(callee_name(inst)) else None
+    if read is None:
+        return []
+    member, objects, count = read
+    plain = [(a, attrs) for a, attrs in inst.call_args if "sret" not in attrs]
+    chosen = [a for a, attrs in inst.call_args if "sret" in attrs]
+    if member and plain:
+        chosen.append(plain[0][0])
+    if len(plain) == count + member:  # (each parameter one argument: the references' are)
+        chosen += [plain[k + member][0] for k in sorted(objects)]
+    sizes = {id(a): int(attrs["dereferenceable"]) for a, attrs in inst.call_args
+             if attrs.get("dereferenceable", "").isdigit()}
+    return [(a, sizes[id(a)]) for a in chosen if a.type.kind == "ptr" and id(a) in sizes]
 
 
 def _asm_touches_floats_or_memory(inst: Instruction) -> bool:

@@ -4,9 +4,13 @@ whose address is taken and whose type matches, and calls that one directly. Both
 differentiate the dispatcher like any function of the sources, each possible target as a
 direct call. A pointer to a function the module does not hold (from a library, say) reaches
 the dispatcher's last branch, which says so on stderr and aborts: the derivative code never
-runs a function it has no derivative of. A target with external linkage stays a (weak)
+runs a function it has no derivative of; but for one of the C++ library's shared object (a
+virtual function of its streams), which it calls as it is, carrying no derivatives. A target with external linkage stays a (weak)
 definition of its symbol in the object, merged with the user's own: a pointer to it taken
-in the user's code is then the same pointer. A call through a pointer in code inlined from the
+in the user's code is then the same pointer. A local target (a lambda's function made a
+function pointer, a static function) is also recognized by the address of the user's own copy,
+`adgen.user.NAME` (`extern_weak`: `adgen c++`, which links the file's object with the
+derivatives, binds it; elsewhere it is null). A call through a pointer in code inlined from the
 C++ library's stream and locale headers is not dispatched: it becomes a plain call of the
 pointer through a function the modes see as carrying no derivatives (`LIBRARY_IO`)."""
 
@@ -34,6 +38,7 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
     targets: dict[tuple, list[Function]] = {}
     at = 0  # functions and instructions come in the order of the text: each search goes on from the last
     for fn in module.functions.values():
+        defs = None
         for inst in fn.instructions():
             if inst.opcode != "call" or not inst.callee.startswith("%") or "(" in inst.type.text:
                 continue
@@ -45,17 +50,27 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
                 continue
             if key not in targets:
                 targets[key] = [f for f in candidates if _matches(f, *key)]
-            if not targets[key]:  # no function has its type: differentiating it is an error there
-                continue
+            if not targets[key]:  # (no function has its type: an error there, but for a virtual call)
+                defs = defs if defs is not None else {i.result: i for i in fn.instructions() if i.result}
+                if not _virtual(module, defs, inst):
+                    continue
             if key not in dispatchers:
                 dispatchers[key] = f'@"adgen.dispatch.{len(dispatchers)}"'
             at = _rewrite(lines, at, inst, dispatchers[key])
     if not dispatchers and not library:
         return text, set()
-    out = [_dispatcher(name, *key, targets[key]) for key, name in dispatchers.items()]
+    for key in dispatchers:  # (the last resort of each: a function of the C++ library's, called as it is)
+        library.setdefault(key, f'@"{LIBRARY_IO}{len(library)}"')
+    out = [_dispatcher(name, *key, targets[key], library[key]) for key, name in dispatchers.items()]
     out += [_plain_call(name, *key) for key, name in library.items()]
     if not dispatchers:
         return "\n".join(lines + out) + "\n", set()
+    out.append(_IN_LIBRARY)
+    for name, text in (("libstdc", "libstdc++"), ("libcxx", "libc++")):
+        out.append(f'@"{LIBRARY_IO}{name}" = private unnamed_addr constant [{len(text) + 1} x i8] c"{text}\\00"')
+    for declaration in ("declare i32 @dladdr(ptr, ptr)", "declare ptr @strstr(ptr, ptr)"):
+        if declaration.split("@")[1].split("(")[0] not in {f.lstrip("@") for f in module.functions}:
+            out.append(declaration)
     length = len(MESSAGE.encode())
     escaped = "".join(c if c.isprintable() and c not in '"\\' else f"\\{ord(c):02X}" for c in MESSAGE)
     out.append(f'@"adgen.dispatch.message" = private unnamed_addr constant [{length} x i8] c"{escaped}"')
@@ -64,7 +79,18 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
     if "@abort" not in module.functions:
         out.append("declare void @abort()")
     called = {f.name.lstrip("@").strip('"') for key in dispatchers for f in targets[key]}
+    out += [f"declare extern_weak void {_users_copy(f)}()"
+            for f in {f.name: f for key in dispatchers for f in targets[key] if f.local}.values()]
     return "\n".join(lines + out) + "\n", called
+
+
+USERS_COPY = "adgen.user."
+
+
+def _users_copy(f: Function) -> str:
+    """The name of the user's own copy of a local function: its source's name (linking may have
+    renamed it `f.1`) after USERS_COPY."""
+    return '@"' + USERS_COPY + f.name.lstrip("@").strip('"').split(".")[0] + '"'
 
 
 def _in_library_io(module: Module, inst: Instruction) -> bool:
@@ -73,6 +99,19 @@ def _in_library_io(module: Module, inst: Instruction) -> bool:
     buffer class overrides: I/O moves characters, never derivatives)."""
     where = module.location(inst.dbg)
     return where is not None and cxx_library_io_header(where.file)
+
+
+def _virtual(module: Module, defs: dict[str, Instruction], inst: Instruction) -> bool:
+    """A virtual call: its callee loaded from a virtual table (TBAA's "vtable pointer"), which
+    may be the C++ library's object code even where no function of the sources has its type."""
+    slot = defs.get(inst.callee)
+    if slot is None or slot.opcode != "load":
+        return False
+    table = slot.operands[0].value
+    while table in defs and defs[table].opcode == "getelementptr":
+        table = defs[table].operands[0].value
+    loaded = defs.get(table)
+    return loaded is not None and loaded.opcode == "load" and module.tbaa_types(loaded.tbaa)[:1] == ("vtable pointer",)
 
 
 def _plain_call(name: str, ret: str, params: tuple[str, ...]) -> str:
@@ -113,18 +152,51 @@ def _rewrite(lines: list[str], start: int, inst: Instruction, dispatcher: str) -
     return i + 1
 
 
-def _dispatcher(name: str, ret: str, params: tuple[str, ...], targets: list[Function]) -> str:
+# Whether a function lies in the C++ library's shared object (libstdc++, libc++): a virtual call
+# reaching its out-of-line code (a `std::filebuf` deleted through its virtual destructor), which
+# moves characters and memory, never derivatives (as the library's calls by name, calls.py).
+_IN_LIBRARY = f"""define internal i1 @"{LIBRARY_IO}in"(ptr %f) {{
+entry:
+  %info = alloca [4 x ptr], align 8
+  %found = call i32 @dladdr(ptr %f, ptr %info)
+  %none = icmp eq i32 %found, 0
+  br i1 %none, label %no, label %named
+named:
+  %file = load ptr, ptr %info, align 8
+  %nameless = icmp eq ptr %file, null
+  br i1 %nameless, label %no, label %read
+read:
+  %gnu = call ptr @strstr(ptr %file, ptr @"{LIBRARY_IO}libstdc")
+  %llvm = call ptr @strstr(ptr %file, ptr @"{LIBRARY_IO}libcxx")
+  %not_gnu = icmp eq ptr %gnu, null
+  %not_llvm = icmp eq ptr %llvm, null
+  %neither = and i1 %not_gnu, %not_llvm
+  %either = xor i1 %neither, true
+  ret i1 %either
+no:
+  ret i1 false
+}}"""
+
+
+def _dispatcher(name: str, ret: str, params: tuple[str, ...], targets: list[Function], library: str) -> str:
     args = [f"{t} %a{k}" for k, t in enumerate(params)]
     call_args = ", ".join(args)
     body = [f"define internal {ret} {name}(ptr %f{', ' if args else ''}{call_args}) {{", "entry:"]
     for k, target in enumerate(targets):
-        body += [f"  %is{k} = icmp eq ptr %f, {target.name}", f"  br i1 %is{k}, label %call{k}, label %next{k}",
+        body.append(f"  %is{k} = icmp eq ptr %f, {target.name}")
+        if target.local:  # (or the user's copy of it)
+            body += [f"  %user{k} = icmp eq ptr %f, {_users_copy(target)}", f"  %either{k} = or i1 %is{k}, %user{k}"]
+        body += [f"  br i1 {f'%either{k}' if target.local else f'%is{k}'}, label %call{k}, label %next{k}",
                  f"call{k}:"]
         if ret == "void":
             body += [f"  call void {target.name}({call_args})", "  ret void"]
         else:
             body += [f"  %r{k} = call {ret} {target.name}({call_args})", f"  ret {ret} %r{k}"]
         body.append(f"next{k}:")
+    plain = f"call {ret} {library}(ptr %f{', ' if args else ''}{call_args})"
+    body += [f'  %library = call i1 @"{LIBRARY_IO}in"(ptr %f)', "  br i1 %library, label %plain, label %outside",
+             "plain:", *([f"  {plain}", "  ret void"] if ret == "void" else [f"  %rl = {plain}", f"  ret {ret} %rl"]),
+             "outside:"]
     body += [f'  %w = call i64 @write(i32 2, ptr @"adgen.dispatch.message", i64 {len(MESSAGE.encode())})',
              "  call void @abort()", "  unreachable", "}"]
     return "\n".join(body)

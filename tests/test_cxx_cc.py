@@ -603,11 +603,34 @@ int main() { return __enzyme_autodiff<double>((void *)run, 2.0) != 4.0; }
 def test_a_virtual_call_reads_no_shadow_of_the_table(tmp_path, level):
     """The function pointer of a virtual call is called through as the primal's (a dispatcher
     compares it): neither it nor the table it is read from needs a shadow, here one nothing
-    wrote. (The library's destructor is outside the sources: the derivative says so and aborts.)"""
+    wrote. The library's destructor, outside the sources but in the C++ library's object code,
+    is called as it is."""
     src = tmp_path / "table.cpp"
     src.write_text(UNWRITTEN_SHADOW_TABLE)
     adgen_cxx(level, src, "-o", tmp_path / "table", cwd=tmp_path)
     run = subprocess.run([str(tmp_path / "table")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, (run.returncode, run.stderr)
+
+
+OUTSIDE_THE_SOURCES = r"""
+extern "C" int enzyme_const;
+double __enzyme_autodiff(void *, ...);
+double (*pick())(double);  // another file's: a pointer to a function of its own
+double twice(double (*f)(double), double x) { return 2 * f(x); }
+double cube(double x) { return x * x * x; }  // (a function of the pointer's type: a dispatcher)
+int main() { return __enzyme_autodiff((void *)twice, enzyme_const, pick(), 0.5) > 0; }
+"""
+
+
+def test_a_pointer_to_a_function_outside_the_sources_aborts(tmp_path):
+    """A function pointer reaching a function of neither the file differentiated nor the C++
+    library's object code (another file's static function): the derivative says so and aborts,
+    never a silent zero."""
+    (tmp_path / "outside.cpp").write_text(OUTSIDE_THE_SOURCES)
+    (tmp_path / "other.cpp").write_text("static double hidden(double x) { return x * x; }\n"
+                                        "double (*pick())(double) { return hidden; }\n")
+    adgen_cxx("-O2", "outside.cpp", "other.cpp", "-o", "outside", cwd=tmp_path)
+    run = subprocess.run([str(tmp_path / "outside")], capture_output=True, text=True, timeout=60)
     assert run.returncode == -6 and "reached a function outside the sources" in run.stderr, (run.returncode, run.stderr)
 
 
@@ -879,3 +902,108 @@ def test_buffers_a_function_allocates_itself(tmp_path, level):
     stored = [line for line in plan.splitlines() if line.startswith("    per iteration of the loop at prog.cpp:")]
     assert stored and all("(8 bytes)" in line or "(1 bytes)" in line for line in stored), plan  # y[i - 1] alone
     assert "growing as it runs" not in plan, plan  # (the library's loops by pointer: counted when they start)
+
+
+LOCAL_FUNCTION_POINTERS = r"""
+#include <vector>
+#include <enzyme/enzyme>
+double __enzyme_autodiff(void *, ...);
+// Function pointers the file makes of its own local functions (a lambda's conversion, `+f`; a
+// static function), called through inside what is differentiated: the dispatcher recognizes the
+// file's own copies (Enzyme's gh_issue_1785).
+static double wave(double x, double k) { return k * std::sin(x); }
+double apply(double (*f)(double, double), double x) { return f(x, 2.0) * x; }
+int main() {
+    auto cubic = [](double x, double k) { return k * x * x * x; };
+    double (*fp)(double, double) = +cubic;
+    double x = 0.7, h = 1e-6;
+    for (auto f : {fp, &wave}) {
+        double d = __enzyme_autodiff((void *)apply, enzyme_const, f, x);
+        CHECK(d, (apply(f, x + h) - apply(f, x - h)) / (2 * h));
+    }
+    auto grow = [](const std::vector<double> &v, const double &k) {
+        std::vector<double> r(v);
+        for (double &e : r) e = e * e * k;
+        return r;
+    };
+    std::vector<double> v = {1.0, 2.0, 3.0}, dv = {1.0, 0.5, 0.0};
+    double k = 1.5;
+    auto got = enzyme::autodiff<enzyme::Forward, enzyme::Duplicated<std::vector<double>>>(
+        +grow, enzyme::Duplicated<std::vector<double> *>{&v, &dv}, enzyme::Const<double *>{&k});
+    std::vector<double> r = enzyme::get<0>(got), dr = enzyme::get<1>(got);
+    for (int i = 0; i < 3; i++) {
+        CHECK(r[i], v[i] * v[i] * k);
+        CHECK(dr[i], 2 * v[i] * dv[i] * k);
+    }
+    return 0;
+}
+"""
+
+
+@LEVELS
+def test_function_pointers_to_the_files_local_functions(tmp_path, level):
+    """A lambda made a function pointer and a static function, called through pointers inside
+    differentiated code, in reverse mode and through the header's forward mode returning a
+    vector. Against central differences and closed forms."""
+    build_and_run(tmp_path, LOCAL_FUNCTION_POINTERS, level)
+
+
+LIBRARY_OBJECTS = r"""
+#include <fstream>
+#include <sstream>
+#include <string>
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+// Strings longer than their inline buffer, grown, moved and destroyed by the C++ library's own
+// code (its shared object's), a string stream's text, and a file buffer deleted through the
+// library's virtual destructor, all inside a differentiated function (Enzyme's fbuff.cpp).
+double weight(double v) {
+    std::ostringstream out;
+    out << "a line longer than a string's inline buffer" << std::endl << "and another" << std::endl;
+    std::string text = out.str();
+    std::string twice = text + text + " and a tail of characters";
+    std::streambuf *buffer = new std::filebuf();
+    delete buffer;
+    double k = 1.0 + (double)(twice.size() % 5);
+    return k * v * v * std::sin(v);
+}
+int main() {
+    double v = 0.8, h = 1e-6;
+    double central = (weight(v + h) - weight(v - h)) / (2 * h);
+    CHECK(__enzyme_autodiff((void *)weight, v), central);
+    CHECK(__enzyme_fwddiff((void *)weight, v, 1.0), central);
+    return 0;
+}
+"""
+
+
+@LEVELS
+@EXCEPTIONS
+def test_the_libraries_strings_streams_and_buffers_inside(tmp_path, level, exceptions):
+    """The C++ library's objects made and changed by its shared object inside a differentiated
+    function: their shadows follow them (calls.library_objects), a string's buffer is freed as
+    characters (calls.frees_characters), a virtual call into the library's object code runs it
+    as it is (dispatch.py); with C++ exceptions off, as the program is built, the library's own
+    try and catch are not there to refuse. Reverse and forward mode against central differences."""
+    build_and_run(tmp_path, LIBRARY_OBJECTS, level, exceptions)
+
+
+COMPLEX_PRODUCTS = r"""
+#include <complex>
+double __enzyme_autodiff(void *, ...);
+// std::complex products and quotients call __muldc3 and __divdc3, which adgen defines in C: built
+// with the program's flags but its C++ standard (Enzyme's cmplx.cpp with -std=c++17).
+double norm_of(double a) {
+    std::complex<double> z(a, 2 * a), w(1 - a, a * a);
+    return std::abs(z * w / (w + 3.0));
+}
+int main() {
+    double a = 0.6, h = 1e-6;
+    CHECK(__enzyme_autodiff((void *)norm_of, a), (norm_of(a + h) - norm_of(a - h)) / (2 * h));
+    return 0;
+}
+"""
+
+
+def test_complex_products_with_a_cxx_standard(tmp_path):
+    build_and_run(tmp_path, COMPLEX_PRODUCTS, "-O2", "-std=c++17")

@@ -122,7 +122,13 @@ def lower_libc(compiler: Compiler, flags: list[str], extra: list[str], workdir: 
     path = workdir / "adgen-libc.c"
     path.write_text(render_text("libc.c.j2"))
     files = Files(SourceFile(path), own={os.path.realpath(path): "adgen's definitions of library functions"})
-    return _clang(compiler, path, flags, extra, workdir, files)
+    return _clang(compiler, path, _for_c(flags), _for_c(extra), workdir, files)
+
+
+def _for_c(flags: list[str]) -> list[str]:
+    """A C++ source's flags as a C file of adgen's takes them: without its C++ standard
+    (`-std=c++17`, which clang refuses for C) and C++ library."""
+    return [f for f in flags if not re.match(r"-std=(c|gnu)\+\+|-stdlib=", f)]
 
 
 def lower_stubs(compiler: Compiler, g: Generated, index: int, flags: list[str], extra: list[str],

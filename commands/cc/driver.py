@@ -68,7 +68,7 @@ _WITH_VALUE = {"-o", "-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iqu
 _LINK_ONLY = ("-l", "-L", "-Wl,", "-Xlinker", "-shared", "-static", "-rdynamic", "-nostdlib", "-nostartfiles",
               "-nodefaultlibs", "-pie", "-no-pie", "-s", "-T", "-u", "-z", "-fuse-ld=", "-rpath", "-e")
 # What the lowering for differentiation takes of the user's flags: the preprocessor's, the
-# language's, the target's. Optimization, debug information, warnings, dependency files,
+# language's (C++ exceptions on or off), the target's. Optimization, debug information, warnings, dependency files,
 # instrumentation and the value-changing floating-point flags (-ffast-math and its parts) are
 # the object's business only: derivatives are computed from the file as C evaluates it, so
 # their rounding does not depend on the order fast-math lets LLVM sum in.
@@ -76,7 +76,8 @@ _PREPROCESS = ("-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", 
                "-iwithprefix", "--sysroot", "-std=", "-ansi", "-target", "--target=", "-march=", "-mcpu=", "-mtune=",
                "-m32", "-m64", "-pthread", "-funsigned-char", "-fsigned-char", "-fgnu89-inline", "-fms-extensions",
                "-fcommon", "-fno-common", "-fwrapv", "-fno-strict-aliasing", "-fstrict-aliasing", "-fno-builtin",
-               "-fbuiltin", "-ffreestanding", "-w", "-fopenmp", "-stdlib=", "-nostdinc")
+               "-fbuiltin", "-ffreestanding", "-w", "-fopenmp", "-stdlib=", "-nostdinc", "-fno-exceptions",
+               "-fexceptions", "-fno-cxx-exceptions", "-fcxx-exceptions")  # (the library's try and catch as built)
 _HEADERS = {".h", ".hh", ".hpp", ".hxx", ".h++", ".H", ".tcc", ".ipp", ".inl"}  # (a precompiled header's input)
 _STOPS = {"-E", "-M", "-MM", "-fsyntax-only", "-###", "--version", "-dumpversion", "-dumpmachine", "-print-search-dirs"}
 

@@ -30,6 +30,7 @@ from adgen.base.toolchain import Compiler, cxx_command
 from adgen.frontend.languages import is_cxx
 
 from adgen.ir_ad import optimize
+from adgen.ir_ad.dispatch import USERS_COPY
 from adgen.commands.cc.adapters import TAPE_ALIGN, Kernel, kernel_types, rewrite, too_small
 from adgen.commands.build.pipeline import Prepared, _primals, differentiate, lower
 from adgen.ir_ad.diagnose import Unsupported, at_instruction
@@ -344,9 +345,14 @@ def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flag
         private = [g for g in final.global_variables if g.linkage == llvm.Linkage.internal]
         for g in private:  # for a moment, so that the derivatives' declarations of them bind to them
             g.linkage = llvm.Linkage.external
+        local = _local_targets(final, derivatives)
+        for name, f in local.items():  # (and their dispatchers' names of the file's own local functions)
+            f.name, f.linkage = USERS_COPY + name, llvm.Linkage.external
         final.link_in(derivatives)
         for g in private:
             g.linkage = llvm.Linkage.internal
+        for name, f in local.items():
+            f.name, f.linkage = name, llvm.Linkage.internal
     for fn in final.functions:
         if fn.name in {k.name.lstrip("@") for k in kernels.values()}:
             fn.linkage = llvm.Linkage.internal
@@ -361,6 +367,14 @@ def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flag
         final.triple = tm.triple
         return tm.emit_assembly(final).encode()
     return optimize.emit_object(final, tm)
+
+
+def _local_targets(user, derivatives) -> dict:
+    """The file's local functions that the derivatives' dispatchers compare a function pointer
+    with (ir_ad/dispatch.py: a lambda made a function pointer in the file), by name."""
+    wanted = {f.name[len(USERS_COPY):] for f in derivatives.functions
+              if f.is_declaration and f.name.startswith(USERS_COPY)}
+    return {f.name: f for f in user.functions if f.name in wanted and f.linkage == llvm.Linkage.internal}
 
 
 def _opt_level(flags: list[str]) -> int:

@@ -273,9 +273,9 @@ class ActivityAnalysis:
             elif inst.opcode != "load":
                 work += [o.value for o in inst.operands]
 
-    def holds_no_floats(self, *pointers: str, length: Operand | None = None, fields: str | None = None) -> bool:
+    def holds_no_floats(self, *pointers: str, length: Operand | None = None, copy: Instruction | None = None) -> bool:
         """See MemoryTypes.holds_no_floats."""
-        return self.types.holds_no_floats(*pointers, length=length, fields=fields)
+        return self.types.holds_no_floats(*pointers, length=length, copy=copy)
 
     def memtype(self, pointer: str) -> Type | None:
         """See MemoryTypes.memtype."""

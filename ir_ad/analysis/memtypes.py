@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from adgen.ir_ad.analysis import typed_bytes
 from adgen.ir_ad.analysis.flow import CFG, Memory
-from adgen.ir_ad.ir import PTR, Function, Module, Operand, Type, float_type, floating
+from adgen.base.cxx_names import cxx_library_header
+from adgen.ir_ad.ir import PTR, Function, Instruction, Module, Operand, Type, float_type, floating
 from adgen.ir_ad.shadows import points_nowhere
 
 # The floating types whose values C++ code may move as integers of their size, which TBAA still
@@ -15,6 +16,12 @@ from adgen.ir_ad.shadows import points_nowhere
 _FLOAT_BITS = {64: "double", 32: "float"}
 # TBAA's names of scalar types that hold no floating data (pointers are "any pointer", "p1 float"...).
 NOT_FLOATING = {"int", "long", "long long", "short", "_Bool", "bool", "any pointer", "unsigned int", "unsigned long"}
+
+
+def _copies_characters(module: Module, copy: Instruction) -> bool:
+    """A copy the C++ library's `char_traits` makes (inlined there: a string's characters)."""
+    where = module.location(copy.dbg)
+    return where is not None and cxx_library_header(where.file, "char_traits.h")
 
 
 def _not_floating(name: str) -> bool:
@@ -31,14 +38,17 @@ class MemoryTypes:
         self.arg_memtypes = arg_memtypes
         self._memtypes: dict[str, Type | None] = {}
 
-    def holds_no_floats(self, *pointers: str, length: Operand | None = None, fields: str | None = None) -> bool:
-        """Whether the memory at these pointers is known to hold no floating data: a copy's
+    def holds_no_floats(self, *pointers: str, length: Operand | None = None, copy: Instruction | None = None) -> bool:
+        """Whether the memory at these pointers is known to hold no floating data: a `copy` of the
+        C++ library's characters (its `char_traits`: a string's), a copy's
         fields (`!tbaa.struct`) all integers and pointers, the accesses through the same bases,
         none of a floating type, name (in their TBAA: a struct's members, or a scalar's type)
         integers and pointers only, or, for `length` bytes of a constant length, the types of
         the objects they lie in (typed_bytes.py). A copy between such memory has no adjoints to
         move."""
-        named = self.module.tbaa_struct_types(fields)
+        if copy is not None and _copies_characters(self.module, copy):
+            return True
+        named = self.module.tbaa_struct_types(copy.tbaa_struct if copy is not None else None)
         if named and all(_not_floating(n) for n in named) or self._tbaa_holds_no_floats(pointers):
             return True
         size = int(length.value) if length is not None and length.value.isdigit() else None

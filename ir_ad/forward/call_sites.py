@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import V
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, DEFINED, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, RULE, SET,
-                               callee_name, kind_of, no_derivative)
+                               callee_name, kind_of, library_objects, no_derivative)
 from adgen.ir_ad.custom import forward_refusal
 from adgen.ir_ad.forward.derived import Pattern
-from adgen.ir_ad.ir import Function
-from adgen.ir_ad.shadows import BY_HAND_ITSELF, points_nowhere
+from adgen.ir_ad.ir import I64, PTR, Function
+from adgen.ir_ad.shadows import BY_HAND_ITSELF, INTERLEAVED, points_nowhere
 
 
 class CallRules:
@@ -31,12 +31,20 @@ class CallRules:
         if kind == FREE:
             return self.release(inst)
         if (not any(self._on(a) for a in inst.operands) and inst.result not in self.active) or kind == INACTIVE:
-            return self.copy(inst)  # nothing flows in (nor memory allocated), or nothing flows out
+            self.copy(inst)  # nothing flows in (nor memory allocated), or nothing flows out
+            return self.own_shadows(inst)
         if kind == RULE:  # a libm function, or one with a derivative written by hand
             return self.elementwise(inst, inst.callee, inst.operands)
         if kind == DEFINED:
             return self.call_derivative(inst, module.functions[inst.callee])
         raise self.fail(no_derivative(inst))
+
+    def own_shadows(self, inst) -> None:
+        """The shadows of the C++ library's objects a call wrote made their copies (calls.library_objects)."""
+        for obj, size in library_objects(inst):
+            if self._on(obj) and self.layout.kind != INTERLEAVED:
+                for part in self.shadow(obj):
+                    self.b.memcpy(part, V(PTR, obj.value), V(I64, str(size)), move=True)
 
     def call_derivative(self, inst, target: Function):
         if target.variadic:

@@ -7,7 +7,7 @@ kept apart."""
 from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import V
-from adgen.ir_ad.calls import allocation_size
+from adgen.ir_ad.calls import allocation_size, frees_characters
 from adgen.ir_ad.analysis.uses import atomic_update_refusal
 from adgen.ir_ad.analysis.typed_bytes import holds_no_floats
 from adgen.ir_ad.diagnose import Unsupported
@@ -181,7 +181,10 @@ class MemoryRules:
     def release(self, inst):
         self.copy(inst)
         ptr = inst.operands[0]
-        if self._on(ptr):
+        if self._on(ptr) and frees_characters(self.mode.module, inst):  # (a string's: adgen's shadow, or none)
+            if self._tracked():
+                self.b.call('@"adgen.shadow.dispose.text"', VOID, [self.shadow(ptr)[0]])
+        elif self._on(ptr):
             self.b.call('@"adgen.shadow.dispose"' if self._tracked() else "@free", VOID, [self.shadow(ptr)[0]])
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 
 _INDIRECT_CALL = re.compile(r"\bcall\b[^\n]*?\s%[-\w.$\"]+\(")
-_ADDRESS = re.compile(r"\bptr (@[-\w.$]+|@\"[^\"]*\")")
+_ADDRESS = re.compile(r"\bptr (?:(?:noundef|nonnull|readonly|readnone|writeonly|nocapture|noalias|nofree|"
+                      r"dereferenceable(?:_or_null)?\(\d+\)|align \d+|captures\([^)]*\)) )*"
+                      r"(@[-\w.$]+|@\"[^\"]*\")")  # (a call's argument, with its attributes)
 _STORED_ADDRESS = re.compile(r"store ptr (@[-\w$.]+|@\"[^\"]*\")")
 _TARGET_ATTRIBUTES = re.compile(r' "(?:target-cpu|target-features|tune-cpu)"="[^"]*"')
 _COMDAT = re.compile(r"^\$[^\n]* = comdat \w+\n", re.M)

@@ -338,7 +338,7 @@ def _copied_type(d, inst):
     the bytes hold integers and pointers only; an error where neither is known."""
     activity, (dst, src, size) = d.activity, inst.operands[:3]
     t = activity.memtype(dst.value) or activity.memtype(src.value) or activity.types.copied_type(inst.tbaa_struct)
-    if t is None and not activity.holds_no_floats(dst.value, src.value, length=size, fields=inst.tbaa_struct):
+    if t is None and not activity.holds_no_floats(dst.value, src.value, length=size, copy=inst):
         raise d.fail("a copy between memory holding derivatives whose element type adgen cannot deduce "
                      "(give the pointers a float or double type in C)")
     return t

@@ -17,7 +17,8 @@ from adgen.ir_ad.reverse.plan.keys import CAME, CHOICE, GUARD, LOG, LOG_OWNER, M
     came_type, instruction_key
 from adgen.ir_ad.reverse.types import ReverseFacts, size_global
 from adgen.ir_ad.rules import rule_for
-from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, LIFETIME, MOVE, REALLOCATE, allocation_size, kind_of
+from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, LIFETIME, MOVE, REALLOCATE, allocation_size, kind_of, \
+    frees_characters, library_objects
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.reverse.sweeps.sites import SINK
 from adgen.ir_ad.shadows import (INTERLEAVED, MIXED_POINTER, SELF_STORE, Shadow, mask_name, points_nowhere, self_shadow,
@@ -111,7 +112,7 @@ class AugmentedWriter:
         dst, src, size = inst.operands[:3]
         activity = self.activity
         if dst.value not in activity.pointers or activity.memtype(dst.value) or activity.memtype(src.value) or \
-                not activity.holds_no_floats(dst.value, src.value, length=size, fields=inst.tbaa_struct):
+                not activity.holds_no_floats(dst.value, src.value, length=size, copy=inst):
             return
         length = V(size.type, size.value)
         if length.type.text != "i64":
@@ -272,7 +273,8 @@ class AugmentedWriter:
             self.out.append("  " + inst.text)
             return self._copy_pointer_shadows(inst, b)
         if kind == FREE and args[0].value in self.activity.pointers:  # the reverse sweep frees it
-            return b.call('@"adgen.shadow.drop"', VOID, [V(PTR, args[0].value), self.shadow(args[0])[0]])
+            drop = '@"adgen.shadow.drop.text"' if frees_characters(self.activity.module, inst) else '@"adgen.shadow.drop"'
+            return b.call(drop, VOID, [V(PTR, args[0].value), self.shadow(args[0])[0]])
         if kind == FREE:  # (kept while an undo log may write it again)
             return b.call('@"adgen.free.later"', VOID, [V(PTR, args[0].value)])
         if kind == REALLOCATE:
@@ -280,6 +282,10 @@ class AugmentedWriter:
             return b.emit(f"{inst.result} = call ptr @\"adgen.realloc.later\"({primal}, {size}, i64 -1)")
         if id(inst) not in self.d.calls:
             self.out.append("  " + inst.text)
+            for obj, size in library_objects(inst):  # (the C++ library's objects: their shadows their copies)
+                if obj.value in self.activity.pointers and self.layout.kind != INTERLEAVED:
+                    for part in self.shadow(obj):
+                        b.memcpy(part, V(PTR, obj.value), V(I64, str(size)), move=True)
             return
         call = self.d.calls[id(inst)]
         callee = call.derived
