@@ -1007,3 +1007,33 @@ int main() {
 
 def test_complex_products_with_a_cxx_standard(tmp_path):
     build_and_run(tmp_path, COMPLEX_PRODUCTS, "-O2", "-std=c++17")
+
+
+STD_FUNCTIONS = r"""
+#include <functional>
+#include <vector>
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+// std::function made and called inside a differentiated function (a call through its invoker,
+// its destructor `noexcept`: the landing pad that would call std::terminate is no catch).
+double apply(double x) {
+    std::function<double(double)> g = [](double v) { return std::sin(v) * v; };
+    double k = 3;
+    std::function<double(double)> h = [k](double v) { return k * v * v; };
+    std::vector<std::function<double(double)>> both = {g, h};
+    double s = 0;
+    for (auto &f : both) s += f(x);
+    return s;
+}
+int main() {
+    double x = 0.7, e = 1e-6, central = (apply(x + e) - apply(x - e)) / (2 * e);
+    CHECK(__enzyme_autodiff((void *)apply, x), central);
+    CHECK(__enzyme_fwddiff((void *)apply, x, 1.0), central);
+    return 0;
+}
+"""
+
+
+@LEVELS
+def test_std_function_made_and_called_inside(tmp_path, level):
+    build_and_run(tmp_path, STD_FUNCTIONS, level)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from adgen.ir_ad.calls import (ALLOCATE, allocates, callee_name, kind_by_name, writes_first_argument,
+from adgen.ir_ad.calls import (ALLOCATE, FREE, allocates, callee_name, kind_by_name, writes_first_argument,
                                writes_pointer_arguments_only)
 from adgen.ir_ad.ir import PTR, Function, Instruction, Operand
 from adgen.ir_ad.shadows import points_nowhere
@@ -299,9 +299,15 @@ class Memory:
                 result = self.base(inst.operands[0].value, depth + 1)
             elif inst.opcode in ("phi", "select"):
                 incoming = [v for v, _ in inst.incoming] if inst.opcode == "phi" else inst.operands[1:]
-                self._bases[value] = Base("unknown", value)  # cycles through phis
+                pending = Base("unknown", value)
+                self._bases[value] = pending  # cycles through phis: a pointer stepping from its own value
                 bases = {self.base(v.value, depth + 1) for v in incoming if not points_nowhere(v, self.cfg.defs)}
-                result = bases.pop() if len(bases) == 1 else Base("unknown", value)
+                bases.discard(pending)
+                result = bases.pop() if len(bases) == 1 else pending
+                if result != pending:  # (what the cycle left pending is this base too)
+                    for k, v in list(self._bases.items()):
+                        if v == pending:
+                            self._bases[k] = result
         self._bases[value] = result
         return result
 
@@ -350,13 +356,31 @@ class Memory:
                     continue
                 elif op == "call" and not self._call_keeps(user, value):
                     continue
+                elif op == "ptrtoint" and self._only_differences(user.result):
+                    continue  # (a size, `end - begin`)
                 else:
                     return True
         return False
 
+    def _only_differences(self, integer: str) -> bool:
+        """Whether a pointer made an integer is only subtracted from (or subtracts) another, in a
+        function that makes no integer a pointer: a size or a distance, not an address kept."""
+        if "inttoptr" in self.__dict__.setdefault("_opcodes", {i.opcode for i in self.fn.instructions()}):
+            return False
+        seen, work = {integer}, [integer]
+        while work:  # (through phis of integers: SROA's vector ends)
+            for u in self._users.get(work.pop(), ()):
+                if u.opcode == "phi" and u.result not in seen:
+                    seen.add(u.result)
+                    work.append(u.result)
+                elif u.opcode not in ("sub", "phi"):
+                    return False
+        return True
+
     def _call_keeps(self, call: Instruction, value: str) -> bool:
-        """Whether a call may keep a pointer it is passed as `value` (beyond the call)."""
-        if call.callee.lstrip("@").startswith("llvm."):
+        """Whether a call may keep a pointer it is passed as `value` (beyond the call): not an
+        intrinsic, nor `free` (operator delete)."""
+        if call.callee.lstrip("@").startswith("llvm.") or kind_by_name(self.module, callee_name(call)) == FREE:
             return False
         target = self.functions.get(call.callee)
         for k, (arg, attrs) in enumerate(call.call_args):
@@ -444,6 +468,44 @@ class Memory:
                 continue
             return False
         return True
+
+    def first_accesses(self, active) -> set[int]:
+        """The stores (and `memset`s) of values carrying no derivative (`active`: whether a value
+        does), by id, into memory this function allocated (an alloca, a malloc) and nothing
+        outside it can reach (it does not escape), before anything but such stores may have read
+        or written it: in the reverse sweep, nothing after their adjoints reads that memory's
+        shadow again, so those adjoints need not clear it (a vector's zeros, `std::fill` of a
+        buffer just made)."""
+        writes: dict[Base, list[Instruction]] = {}
+        for inst in self.fn.instructions():
+            if (inst.opcode == "store" and not active(inst.operands[0].value)) or \
+                    (inst.opcode == "call" and callee_name(inst).startswith("llvm.memset")):
+                base = self.base(inst.operands[0 if inst.opcode == "call" else 1].value)
+                if base.kind == "fresh" and not self.escapes(base.name):
+                    writes.setdefault(base, []).append(inst)
+        found: set[int] = set()
+        for base, candidates in writes.items():
+            touching = [inst for inst in self.fn.instructions() if inst.result != base.name and self._touches(inst, base)]
+            ok = {id(w) for w in candidates}
+            while True:  # (the greatest set whose writes only such writes may precede)
+                kept = {id(w) for w in candidates if id(w) in ok and
+                        not any(x is not w and id(x) not in ok and self.cfg.may_follow(x, w) for x in touching)}
+                if kept == ok:
+                    break
+                ok = kept
+            found |= ok
+        return found
+
+    def _touches(self, inst: Instruction, base: Base) -> bool:
+        """Whether an instruction may read or write memory of `base` (a call: through a pointer
+        argument; not a lifetime marker)."""
+        if inst.opcode in ("load", "store"):
+            return self.may_alias(self.base(_address(inst)), base)
+        if inst.opcode in ("atomicrmw", "cmpxchg"):
+            return self.may_alias(self.base(inst.operands[0].value), base)
+        if inst.opcode in ("call", "invoke") and not callee_name(inst).startswith("llvm.lifetime."):
+            return any(o.type.kind == "ptr" and self.may_alias(self.base(o.value), base) for o in inst.operands)
+        return False
 
     def clobbering(self, load: Instruction, among: set[int]) -> list[Instruction]:
         """The writes in `among` (by id) that may overwrite what `load` read (or a store

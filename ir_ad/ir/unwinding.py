@@ -88,12 +88,15 @@ def _function(lines: list[str], metadata: dict[str, str], defined: set[str], sou
 
 def _catching_pads(lines: list[str]) -> set[str]:
     """The labels of the function's landing pads with a `catch` or `filter` clause (not only
-    `cleanup`): where the source catches an exception."""
-    pads, label = set(), None
+    `cleanup`): where the source catches an exception. Not a `noexcept` function's (catching
+    all, to call `std::terminate`: the program ends there as the derivative's would)."""
+    pads, label, terminating = set(), None, set()
     for line in lines:
         m = _LABEL.match(line)
         if m:
             label = m.group(1)
         elif " landingpad " in line and re.search(r"\b(catch|filter) ", line.split(" landingpad ", 1)[1]):
             pads.add(label)
-    return pads
+        elif label in pads and re.search(r"call void @(__clang_call_terminate|_ZSt9terminatev)\(", line):
+            terminating.add(label)
+    return pads - terminating

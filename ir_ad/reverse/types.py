@@ -5,6 +5,7 @@ differentiated. It imports no stage, so that every stage (plan, sweeps) and the 
 
 from __future__ import annotations
 
+from functools import cached_property
 from dataclasses import dataclass, field
 
 from adgen.ir_ad.analysis.activity import ActivityAnalysis
@@ -123,6 +124,11 @@ class ReverseFacts:
     @property
     def pattern(self) -> RevPattern:
         return self.derived.pattern
+
+    @cached_property
+    def first_writes(self) -> set[int]:
+        """Stores whose adjoints need not clear the shadow they read (Memory.first_accesses)."""
+        return self.memory.first_accesses(self.activity.active)
 
     def fail(self, what: str) -> Unsupported:
         return Unsupported(self.fn.name, self.inst, what)

@@ -163,6 +163,8 @@ class Adjoints:
             activity.memtype(ptr.value) if value.type.kind == "int" and value.type.bits in (32, 64) else None)
         if t is None or (value.type.kind == "int" and t.bits != value.type.bits):
             return  # integers and pointers: nothing flows back
+        if not activity.active(value.value) and id(inst) in self.d.first_writes:
+            return  # (nothing flows back, nor reads the shadow after: Memory.first_access)
         p = self.needs.shadow(ptr, site)
         m = self.needs.real(ptr, p, site, b)
         if m is not None:
@@ -283,7 +285,7 @@ class Adjoints:
 
     def reverse_set(self, inst, site, b) -> None:
         dst, size = inst.operands[0], inst.operands[2]
-        if dst.value not in self.activity.pointers:
+        if dst.value not in self.activity.pointers or id(inst) in self.d.first_writes:
             return
         length = self.needs.value(size, site)
         if length.type.text != "i64":
