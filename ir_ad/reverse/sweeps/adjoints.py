@@ -161,10 +161,9 @@ class Adjoints:
             return
         t = value.type if floating(value.type) else activity.floaty.get(value.value) or (
             activity.memtype(ptr.value) if value.type.kind == "int" and value.type.bits in (32, 64) else None)
-        if t is None or (value.type.kind == "int" and t.bits != value.type.bits):
-            return  # integers and pointers: nothing flows back
-        if not activity.active(value.value) and id(inst) in self.d.first_writes:
-            return  # (nothing flows back, nor reads the shadow after: Memory.first_access)
+        if t is None or (value.type.kind == "int" and t.bits != value.type.bits) or \
+                (not activity.active(value.value) and id(inst) in self.d.first_writes):
+            return  # integers and pointers: nothing flows back (nor, after a first write, reads the shadow)
         p = self.needs.shadow(ptr, site)
         m = self.needs.real(ptr, p, site, b)
         if m is not None:
