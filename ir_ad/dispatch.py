@@ -5,9 +5,10 @@ differentiate the dispatcher like any function of the sources, each possible tar
 direct call. A pointer to a function the module does not hold (from a library, say) reaches
 the dispatcher's last branch, which says so on stderr and aborts: the derivative code never
 runs a function it has no derivative of; but for one of the C++ library's shared object (a
-virtual function of its streams), which it calls as it is, carrying no derivatives. A target with external linkage stays a (weak)
-definition of its symbol in the object, merged with the user's own: a pointer to it taken
-in the user's code is then the same pointer. A local target (a lambda's function made a
+virtual function of its streams, by `dladdr`), which it calls as it is, carrying no
+derivatives. A target with external linkage stays a (weak) definition of its symbol in the
+object, merged with the user's own: a pointer to it taken in the user's code is then the same
+pointer. A local target (a lambda's function made a
 function pointer, a static function) is also recognized by the address of the user's own copy,
 `adgen.user.NAME` (`extern_weak`: `adgen c++`, which links the file's object with the
 derivatives, binds it; elsewhere it is null). A call through a pointer in code inlined from the

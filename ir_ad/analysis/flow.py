@@ -365,7 +365,7 @@ class Memory:
     def _only_differences(self, integer: str) -> bool:
         """Whether a pointer made an integer is only subtracted from (or subtracts) another, in a
         function that makes no integer a pointer: a size or a distance, not an address kept."""
-        if "inttoptr" in self.__dict__.setdefault("_opcodes", {i.opcode for i in self.fn.instructions()}):
+        if self._makes_pointers_of_integers:
             return False
         seen, work = {integer}, [integer]
         while work:  # (through phis of integers: SROA's vector ends)
@@ -376,6 +376,10 @@ class Memory:
                 elif u.opcode not in ("sub", "phi"):
                     return False
         return True
+
+    @cached_property
+    def _makes_pointers_of_integers(self) -> bool:
+        return any(i.opcode == "inttoptr" for i in self.fn.instructions())
 
     def _call_keeps(self, call: Instruction, value: str) -> bool:
         """Whether a call may keep a pointer it is passed as `value` (beyond the call): not an
