@@ -45,13 +45,18 @@ def tests(root: Path, languages: tuple[str, ...] = ("c", "c++")) -> list[Path]:
         for folder in FOLDERS[lang]:
             for path in sorted((base / folder).glob("*" + SUFFIX[lang])):
                 text = path.read_text(errors="replace")
-                runs = " ".join(line for line in text.splitlines() if "RUN:" in line)
+                runs = " ".join(_run_lines(text))
                 omp = " openmp" if "#pragma omp" in text else ""
                 includes = " ".join(line for line in text.splitlines() if line.lstrip().startswith("#include")) \
                     if lang == "c++" else ""  # (Boost's, say)
                 if not EXCLUDED[lang].search(" ".join((path.name, runs, omp, includes))):
                     found.append(path)
     return found
+
+
+def _run_lines(text: str) -> list[str]:
+    """A file's RUN lines: how Enzyme's lit suite builds (and runs) it."""
+    return [line for line in text.splitlines() if "RUN:" in line]
 
 
 def _integration(root: Path) -> Path:
@@ -67,7 +72,7 @@ def _flags(path: Path, level: str) -> tuple[list[str], list[str]]:
     are those of its first RUN line at `level` (its language, floating-point and optimization
     flags: `-fno-vectorize`, say), else of its first RUN line."""
     text = path.read_text(errors="replace")
-    runs = [line for line in text.splitlines() if "RUN:" in line]
+    runs = _run_lines(text)
     every = " ".join(runs)
     if path.suffix == ".c":
         common = ["-std=c11"] + (["-fopenmp"] if "-fopenmp" in every or "#pragma omp" in text else [])
@@ -97,7 +102,7 @@ def executed(path: Path) -> bool:
     """Whether the file's RUN lines run what they build (`%lli`, or the executable): a test they
     only compile (`| %opt ... -S`) passes when it builds, whatever its own checks say when run
     (fbuff.cpp's expect a derivative its function does not have)."""
-    runs = [line for line in path.read_text(errors="replace").splitlines() if "RUN:" in line]
+    runs = _run_lines(path.read_text(errors="replace"))
     return any("%lli" in line or re.search(r"(;|&&)\s*%t\b", line) for line in runs)
 
 

@@ -126,19 +126,18 @@ def kind_of(module: Module, inst: Instruction) -> str:
     return RUNTIME if _runtime(name) else UNDEFINED
 
 
+def inlined_from(module: Module, inst: Instruction, *headers: str) -> bool:
+    """Whether an instruction is code of one of the C++ library's headers of these file names,
+    inlined there (at any depth): a string's free, `char_traits`' copy of characters."""
+    return any(where is not None and cxx_library_header(where.file, h)
+               for where, _ in module.inline_chain(inst.dbg) for h in headers)
+
+
 def frees_characters(module: Module, inst: Instruction) -> bool:
     """A free inlined from the C++ library's strings (a `std::string`'s buffer released): memory
     of characters, whatever shadow the analysis gave its pointer (the library moves buffers
     between strings where no shadow follows)."""
-    dbg = inst.dbg
-    for _ in range(32):
-        where = module.location(dbg)
-        if where is None:
-            return False
-        if any(cxx_library_header(where.file, h) for h in ("basic_string.h", "basic_string.tcc", "string")):
-            return True
-        dbg = module.inlined_at(dbg)
-    return False
+    return inlined_from(module, inst, "basic_string.h", "basic_string.tcc", "string")
 
 
 def library_objects(inst: Instruction) -> list[tuple[Operand, int]]:

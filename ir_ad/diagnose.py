@@ -175,14 +175,8 @@ def _in_derived_code(module: Module, exc: Unsupported, primal: str) -> tuple[str
 
 
 def _inlined(module: Module, dbg: str | None) -> list[tuple[Location, str]]:
-    """A debug location and those it was inlined at, innermost first."""
-    chain = []
-    while dbg and len(chain) < 64:
-        where = module.location(dbg)
-        if where is not None and where.line:
-            chain.append((where, dbg))
-        dbg = module.inlined_at(dbg)
-    return chain
+    """A debug location and those it was inlined at, innermost first (those with a line)."""
+    return [(where, d) for where, d in module.inline_chain(dbg) if where is not None and where.line]
 
 
 def _in_stubs(where: Location) -> bool:

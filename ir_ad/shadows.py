@@ -71,26 +71,46 @@ _SELF_MESSAGE = ("adgen: a value carrying derivatives was stored into memory adg
                  "argument's, or a global's, reached through memory holding derivatives): give that argument a shadow")
 
 
-def with_runtime_activity(derive, pattern, undo, decls: Declarations):
-    """`derive(pattern)`, both modes' derivation of an entry; where it meets a pointer without a
-    shadow where one is needed (Unsupported.shadowless), `undo()` what it made and derive again
-    with runtime activity (`pattern.runtime`). Returns the derived function and the definitions
-    of the run-time check it then needs (none the first way), for the caller to keep."""
+def with_runtime_activity(mode, pattern, undo):
+    """`mode._derive(pattern)`, both modes' outermost derivation (an entry's, with its callees);
+    where it meets a pointer without a shadow where one is needed (Unsupported.shadowless),
+    `undo()` what it made and derive again with runtime activity (`pattern.runtime`), keeping
+    the run-time check that then needs (its definitions) and the result in the mode's memo.
+    `mode._depth` counts the derivations under way, so that callees are derived directly."""
     from dataclasses import replace
 
     from adgen.ir_ad.diagnose import Unsupported
 
+    mode._depth += 1
     try:
-        return derive(pattern), []
-    except Unsupported as exc:
-        if not exc.shadowless or pattern.runtime or pattern.kind == INTERLEAVED:  # (no shadow is its own there)
-            raise
-        undo()
-        checks = self_store_runtime(decls)  # (known before the code written calls it)
         try:
-            return derive(replace(pattern, runtime=True)), checks
-        except Unsupported as second:
-            raise exc if second.shadowless else second from None
+            return mode._derive(pattern)
+        except Unsupported as exc:
+            if not exc.shadowless or pattern.runtime or pattern.kind == INTERLEAVED:  # (no shadow is its own there)
+                raise
+            undo()
+            checks = self_store_runtime(mode.decls)  # (known before the code written calls it)
+            try:
+                derived = mode._derive(replace(pattern, runtime=True))
+            except Unsupported as second:
+                raise exc if second.shadowless else second from None
+            mode.memo[pattern] = derived
+            mode.definitions += checks
+            return derived
+    finally:
+        mode._depth -= 1
+
+
+def own_copies(b: Builder, layout: Layout, objects: list[tuple[Operand, int]], shadow) -> None:
+    """The shadows (`shadow(pointer)`) of objects holding no derivatives but pointers made copies
+    of their bytes (`objects`: pointer and size, calls.library_objects: what the C++ library's
+    own code wrote), as runtime activity takes a pointer without a shadow for its own. Not with
+    interleaved lanes, whose shadows are not the objects' layout."""
+    if layout.kind == INTERLEAVED:
+        return
+    for obj, size in objects:
+        for part in shadow(obj):
+            b.memcpy(part, V(PTR, obj.value), V(I64, str(size)), move=True)
 
 
 def self_store_runtime(decls: Declarations) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from adgen.ir_ad.analysis import typed_bytes
 from adgen.ir_ad.analysis.flow import CFG, Memory
-from adgen.base.cxx_names import cxx_library_header
+from adgen.ir_ad.calls import inlined_from
 from adgen.ir_ad.ir import PTR, Function, Instruction, Module, Operand, Type, float_type, floating
 from adgen.ir_ad.shadows import points_nowhere
 
@@ -16,12 +16,6 @@ from adgen.ir_ad.shadows import points_nowhere
 _FLOAT_BITS = {64: "double", 32: "float"}
 # TBAA's names of scalar types that hold no floating data (pointers are "any pointer", "p1 float"...).
 NOT_FLOATING = {"int", "long", "long long", "short", "_Bool", "bool", "any pointer", "unsigned int", "unsigned long"}
-
-
-def _copies_characters(module: Module, copy: Instruction) -> bool:
-    """A copy the C++ library's `char_traits` makes (inlined there: a string's characters)."""
-    where = module.location(copy.dbg)
-    return where is not None and cxx_library_header(where.file, "char_traits.h")
 
 
 def _not_floating(name: str) -> bool:
@@ -46,7 +40,7 @@ class MemoryTypes:
         integers and pointers only, or, for `length` bytes of a constant length, the types of
         the objects they lie in (typed_bytes.py). A copy between such memory has no adjoints to
         move."""
-        if copy is not None and _copies_characters(self.module, copy):
+        if copy is not None and inlined_from(self.module, copy, "char_traits.h"):  # (a string's characters)
             return True
         named = self.module.tbaa_struct_types(copy.tbaa_struct if copy is not None else None)
         if named and all(_not_floating(n) for n in named) or self._tbaa_holds_no_floats(pointers):

@@ -10,8 +10,8 @@ from adgen.ir_ad.calls import (ALLOCATE, COPIES, DEFINED, FREE, IGNORED, INACTIV
                                callee_name, kind_of, library_objects, no_derivative)
 from adgen.ir_ad.custom import forward_refusal
 from adgen.ir_ad.forward.derived import Pattern
-from adgen.ir_ad.ir import I64, PTR, Function
-from adgen.ir_ad.shadows import BY_HAND_ITSELF, INTERLEAVED, points_nowhere
+from adgen.ir_ad.ir import Function
+from adgen.ir_ad.shadows import BY_HAND_ITSELF, own_copies, points_nowhere
 
 
 class CallRules:
@@ -40,11 +40,8 @@ class CallRules:
         raise self.fail(no_derivative(inst))
 
     def own_shadows(self, inst) -> None:
-        """The shadows of the C++ library's objects a call wrote made their copies (calls.library_objects)."""
-        for obj, size in library_objects(inst):
-            if self._on(obj) and self.layout.kind != INTERLEAVED:
-                for part in self.shadow(obj):
-                    self.b.memcpy(part, V(PTR, obj.value), V(I64, str(size)), move=True)
+        """The shadows of the C++ library's objects a call wrote made their copies (shadows.own_copies)."""
+        own_copies(self.b, self.layout, [(o, n) for o, n in library_objects(inst) if self._on(o)], self.shadow)
 
     def call_derivative(self, inst, target: Function):
         if target.variadic:

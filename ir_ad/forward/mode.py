@@ -52,15 +52,7 @@ class ForwardMode:
             del self.definitions[definitions:]
             self.uses_zeros, self.uses_runtime = flags
 
-        self._depth += 1
-        try:
-            derived, checks = with_runtime_activity(self._derive, pattern, undo, self.decls)
-        finally:
-            self._depth -= 1
-        if checks:
-            self.memo[pattern] = derived
-            self.definitions += checks
-        return derived
+        return with_runtime_activity(self, pattern, undo)
 
     def _derive(self, pattern: Pattern) -> Derived:
         if pattern in self.memo:

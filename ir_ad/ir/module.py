@@ -113,6 +113,14 @@ class Module:
         """The !DILocation where the code at `dbg` was inlined, if it was."""
         return debuginfo.inlined_at(self.metadata, dbg)
 
+    def inline_chain(self, dbg: str | None) -> list[tuple[Location | None, str]]:
+        """A debug location and those it was inlined at, innermost first: (location, !DILocation)."""
+        chain = []
+        while dbg and len(chain) < 64:
+            chain.append((self.location(dbg), dbg))
+            dbg = self.inlined_at(dbg)
+        return chain
+
     def subprogram(self, dbg: str) -> str | None:
         """The source name of the function the code at a debug location belongs to."""
         return debuginfo.subprogram(self.metadata, dbg)

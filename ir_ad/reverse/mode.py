@@ -107,15 +107,7 @@ class ReverseMode:
         if self._depth:
             return self._derive(pattern)
         before = _state(self)
-        self._depth += 1
-        try:
-            derived, checks = with_runtime_activity(self._derive, pattern, lambda: _restore(self, before), self.decls)
-        finally:
-            self._depth -= 1
-        if checks:
-            self.memo[pattern] = derived
-            self.definitions += checks
-        return derived
+        return with_runtime_activity(self, pattern, lambda: _restore(self, before))
 
     def _derive(self, pattern: RevPattern) -> RevDerived:
         if pattern in self.memo:
@@ -420,13 +412,7 @@ def _loop_line(module: Module, step: Function):
     loop's header holds code of its body; code inlined into it stands where it was called)."""
     lines = []
     for inst in (i for b in step.blocks for i in b.instructions if i.dbg):
-        dbg = inst.dbg
-        for _ in range(64):
-            outer = module.inlined_at(dbg)
-            if outer is None:
-                break
-            dbg = outer
-        where = module.location(dbg)
+        where = module.inline_chain(inst.dbg)[-1][0]  # (the outermost)
         if where is not None and where.line > 0:
             lines.append(where)
     return min(lines, key=lambda w: w.line, default=None)

@@ -21,8 +21,8 @@ from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, LIFETIME, MOVE, REALLOCATE
     frees_characters, library_objects
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.reverse.sweeps.sites import SINK
-from adgen.ir_ad.shadows import (INTERLEAVED, MIXED_POINTER, SELF_STORE, Shadow, mask_name, points_nowhere, self_shadow,
-                                 self_shadowed)
+from adgen.ir_ad.shadows import (INTERLEAVED, MIXED_POINTER, SELF_STORE, Shadow, mask_name, own_copies, points_nowhere,
+                                 self_shadow, self_shadowed)
 
 
 def write_augmented(d: ReverseFacts) -> str:
@@ -282,10 +282,8 @@ class AugmentedWriter:
             return b.emit(f"{inst.result} = call ptr @\"adgen.realloc.later\"({primal}, {size}, i64 -1)")
         if id(inst) not in self.d.calls:
             self.out.append("  " + inst.text)
-            for obj, size in library_objects(inst):  # (the C++ library's objects: their shadows their copies)
-                if obj.value in self.activity.pointers and self.layout.kind != INTERLEAVED:
-                    for part in self.shadow(obj):
-                        b.memcpy(part, V(PTR, obj.value), V(I64, str(size)), move=True)
+            shadowed = [(o, n) for o, n in library_objects(inst) if o.value in self.activity.pointers]
+            own_copies(b, self.layout, shadowed, self.shadow)  # (the C++ library's objects: shadows their copies)
             return
         call = self.d.calls[id(inst)]
         callee = call.derived
