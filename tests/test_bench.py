@@ -1,7 +1,8 @@
 """`python -m bench --quick` runs, its gradients agree with the hand-written ones (or with finite
 differences where there is none), its forward[8] lanes with width-1 calls and its Hessian-vector
-products with finite differences of the gradient, and --json writes
-the documented records. Enzyme's columns need its plugin, which the test suite does not build."""
+products with finite differences of the gradient, and --json writes the documented records, with
+the machine and commit they were measured on. Enzyme's columns need its plugin, which the test
+suite does not build."""
 
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ def test_quick_benchmark(tmp_path):
     done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--json", str(out), "-o", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    records = json.loads(out.read_text())
+    saved = json.loads(out.read_text())
+    assert saved["kind"] == "kernels" and saved["settings"] == {"quick": True, "only": None, "enzyme": False}
+    assert saved["machine"].endswith(" cores") and saved["commit"] and saved["os"] and saved["date"]
+    records = saved["records"]
     assert {r["kernel"] for r in records} == KERNELS
     assert {r["kernel"] for r in records if r["mode"] == "forward8"} == KERNELS
     assert {r["kernel"] for r in records if r["mode"] == "hvp"} == HVP

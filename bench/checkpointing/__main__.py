@@ -1,4 +1,4 @@
-"""`python -m bench.checkpointing [--quick] [--enzyme PLUGIN] [-o DIR]`: reverse mode over long
+"""`python -m bench.checkpointing [--quick] [--enzyme PLUGIN] [-o DIR] [--json FILE]`: reverse mode over long
 loops within a memory budget (specs/abi.md, "Memory budgets"). Three kernels of bench/checkpointing/
 kernels.c: a 2-D reaction-diffusion simulation (256 x 256 cells, 10,000 steps), a chain of 64
 pendulums integrated by RK4 (100,000 steps) and an Elman recurrent network (hidden size 256,
@@ -8,7 +8,8 @@ reports its time and its peak resident memory (VmHWM): the primal; adgen's gradi
 machine's memory; and with --enzyme, Enzyme's gradient of the same function (clang-19 with the
 plugin, -O2). The checkpointed gradient must agree with the unbounded one to 1e-12 (relative, its
 checksum), else the run fails. Writes DIR/checkpointing.md (default build/bench/checkpointing.md)
-and prints it. --quick uses a tenth of the steps."""
+and prints it; --json FILE writes the records (bench/records.py), for `python -m bench --report
+DIR --from FILE`. --quick uses a tenth of the steps."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from adgen.base.toolchain import bundled_cc
 from bench import check_enzyme
+from bench.records import envelope, write as write_records
 
 HERE = Path(__file__).resolve().parent
 KERNELS = {  # name -> (size, steps), what the table calls it
@@ -79,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--enzyme", type=Path, help="Enzyme's clang-19 plugin (ClangEnzyme-19.so)")
     parser.add_argument("--enzyme-cc", default="clang-19", help="the clang the plugin was built for")
     parser.add_argument("-o", type=Path, default=Path("build/bench"), help="where checkpointing.md goes")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="write the records as JSON, with the machine and commit they were measured on "
+                             "(for python -m bench --report DIR --from FILE)")
     args = parser.parse_args(argv)
     check_enzyme(parser, args)
     rows = []
@@ -105,7 +110,17 @@ def main(argv: list[str] | None = None) -> int:
     args.o.mkdir(parents=True, exist_ok=True)
     (args.o / "checkpointing.md").write_text(text)
     print(text)
+    if args.json:
+        found = [{"kernel": kernel, "what": what, "steps": steps, "results": results}
+                 for kernel, what, steps, results in rows]
+        write_records(args.json, envelope("checkpointing", found, {"quick": args.quick, "enzyme": "enzyme" in built}))
+        print(f"wrote {args.json}")
     return 0
+
+
+def rows_from(data: dict) -> list:
+    """A record file's rows, as `table` takes them."""
+    return [(r["kernel"], r["what"], r["steps"], r["results"]) for r in data["records"]]
 
 
 def table(rows, quick: bool) -> str:
@@ -128,7 +143,7 @@ def table(rows, quick: bool) -> str:
                          f"{r['seconds'] / primal:.1f} | {versus} | {r['peak_kb'] / 1024:.0f} |")
             if mode == "ckpt" and "schedule" in r:
                 notes.append(f"- {kernel}: {r['schedule'].removeprefix('adgen: ')}")
-    return "\n".join(lines + ["", "The checkpointed loops' schedules (ADGEN_CHECKPOINTS):", *notes]) + "\n"
+    return "\n".join(lines + ["", "The checkpointed loops' schedules (ADGEN_CHECKPOINTS):", "", *notes]) + "\n"
 
 
 if __name__ == "__main__":

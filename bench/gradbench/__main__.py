@@ -1,4 +1,5 @@
-"""`python -m bench.gradbench GRADBENCH_SRC [--enzyme PLUGIN] [--json-include DIR] [--only NAMES] [--reps N] [-o DIR]`:
+"""`python -m bench.gradbench GRADBENCH_SRC [--enzyme PLUGIN] [--json-include DIR] [--only NAMES] [--reps N] [-o DIR]
+[--json FILE]`:
 GradBench's twelve C++ programs written for Enzyme (GRADBENCH_SRC: a checkout of
 github.com/gradbench/gradbench, which adgen's developers bring with `fetch`; its tools/enzyme/*.cpp
 are built unchanged, never copied here), differentiated by adgen.
@@ -25,8 +26,9 @@ agreement is <= 1e-8.
 
 Writes the tables to --markdown FILE (default bench/results/gradbench.md) and prints them;
 work files (inputs, executables, build logs, results.json: one record per case and tool) go
-to -o DIR (default build/gradbench). The exit status is 1 if a program fails to build with
-adgen or a case of its disagrees."""
+to -o DIR (default build/gradbench); --json FILE writes the records with the machine and commit
+(bench/records.py), for `python -m bench --report DIR --from FILE`. The exit status is 1 if a
+program fails to build with adgen or a case of its disagrees."""
 
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import check_enzyme, machine
+from bench.records import envelope, write as write_records
 from bench.gradbench.inputs import LSTM_TEXT_NOTE, PROGRAMS, SIZES, Case, cases, lstm_text
 
 HERE = Path(__file__).resolve().parent
@@ -250,6 +253,26 @@ def table(size: str, chosen: list[Case], builds: dict, results: dict, enzyme: bo
     return lines
 
 
+def tables(data: dict) -> str:
+    """A record file's tables (one per input size), the other tools' build failures and the summary."""
+    chosen = [c for c in cases() if c.name in set(data["settings"].get("cases", []))]
+    builds = {(b["tool"], b["program"]): Build(**b) for b in data.get("builds", [])}
+    results = {(r["case"], r["tool"]): Result(**r) for r in data["records"]}
+    enzyme = data["settings"].get("enzyme", False)
+    text = []
+    for size in SIZES:
+        mine = [c for c in chosen if c.size == size]
+        if mine:
+            text += table(size, mine, builds, results, enzyme) + [""]
+    failed = sorted((b for b in builds.values() if not b.ok and b.tool != "adgen"), key=lambda b: TOOLS.index(b.tool))
+    if failed:
+        text += ["Build failures of the other tools:", ""]
+        text += [f"- {b.program}, {b.tool}: `{b.error}`" for b in failed] + [""]
+    if data.get("summary"):
+        text += [f"**{data['summary']}.**", ""]
+    return "\n".join(text)
+
+
 # --- the command -------------------------------------------------------------------------------
 
 def parse(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
@@ -276,6 +299,9 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, argpa
                         help="reuse the executables an earlier run left in DIR/bin instead of building again")
     parser.add_argument("-o", dest="out", type=Path, default=Path("build/gradbench"),
                         help="the folder for work files (default build/gradbench)")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="write the records as JSON, with the machine and commit they were measured on "
+                             "(for python -m bench --report DIR --from FILE)")
     parser.add_argument("--markdown", type=Path, default=ROOT / "bench" / "results" / "gradbench.md",
                         help="where to write the tables (default bench/results/gradbench.md)")
     args = parser.parse_args(argv)
@@ -383,24 +409,23 @@ def main(argv: list[str] | None = None) -> int:
                               f"checkout: {LSTM_TEXT_NOTE}") + ".",
         "- hello, particle and saddle have one input each (in the smallest table only); hello's input is a "
         "bare number, which carries no min_runs: it is evaluated once.", ""]
-    for size in SIZES:
-        mine = [c for c in chosen if c.size == size]
-        if mine:
-            text += table(size, mine, builds, results, bool(args.enzyme)) + [""]
-    failed = [(t, b) for t in tools for p in args.only if (b := builds.get((t, p))) and not b.ok and t != "adgen"]
-    if failed:
-        text += ["Build failures of the other tools:", ""]
-        text += [f"- {b.program}, {b.tool}: `{b.error}`" for _, b in failed] + [""]
-    text += [f"**{summary}.**", ""]
-    report = "\n".join(text)
-    print("\n" + report)
-    args.markdown.parent.mkdir(parents=True, exist_ok=True)
-    args.markdown.write_text(report)
     records = {"builds": [asdict(b) for b in builds.values()],
                "results": [asdict(r) | {"output": None} for r in results.values()],
                "summary": summary}
+    settings = {"reps": args.reps, "quick": args.quick, "enzyme": bool(args.enzyme), "programs": args.only,
+                "cases": [c.name for c in chosen], "gradbench_commit": _commit(src, "tools", "cpp"),
+                "manual_cxx": f"{args.manual_cxx} ({_version(args.manual_cxx)})",
+                "enzyme_cxx": f"{args.enzyme_cxx} ({_version(args.enzyme_cxx)})" if args.enzyme else None}
+    data = envelope("gradbench", records["results"], settings, builds=records["builds"], summary=summary)
+    report = "\n".join(text) + "\n" + tables(data)
+    print("\n" + report)
+    args.markdown.parent.mkdir(parents=True, exist_ok=True)
+    args.markdown.write_text(report)
     (work / "results.json").write_text(json.dumps(records, indent=1))
     print(f"wrote {args.markdown} and {work / 'results.json'}")
+    if args.json:
+        write_records(args.json, data)
+        print(f"wrote {args.json}")
     return 0 if all(p in agree["adgen"] for p in args.only) else 1
 
 

@@ -1,4 +1,5 @@
-"""`python -m bench.llmc LLMC_SRC [--enzyme PLUGIN] [--reps N] [--build-rounds N] [--quick] [-o DIR]`:
+"""`python -m bench.llmc LLMC_SRC [--enzyme PLUGIN] [--reps N] [--build-rounds N] [--quick] [-o DIR]
+[--json FILE]`:
 llm.c's GPT-2 as written (LLMC_SRC: a checkout of github.com/karpathy/llm.c, which adgen's
 developers bring with `fetch`; its train_gpt2.c is included unchanged by bench/llmc/llmc_loss.c).
 
@@ -12,7 +13,8 @@ step, adgen's gradient and Enzyme's, each the median of N timed calls (default 5
 with the process's peak resident memory (VmHWM). Every gradient is compared with llm.c's own; a
 relative error above 1e-4 fails the run. Two configurations: small (B=4 T=64 C=128 L=4 NH=4
 V=512, 867k parameters) and large (B=4 T=128 C=256 L=6 NH=8 V=512); --quick runs the small one
-only. Writes DIR/llmc.md (default build/bench) and prints it."""
+only. Writes DIR/llmc.md (default build/bench) and prints it; --json FILE writes the records
+(bench/records.py), for `python -m bench --report DIR --from FILE`."""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adgen.base.toolchain import bundled_cc, openmp_link_flags, select_compiler
-from bench import check_enzyme, machine
+from bench import check_enzyme
+from bench.records import envelope, write as write_records
 from bench.llmc import CONFIGS, HERE, Config
 from bench.programs import HERE as PROGRAMS
 from bench.programs.build import _timed
@@ -109,6 +112,48 @@ def _commit(path: Path) -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown commit"
 
 
+def _record(config: Config, openmp: bool, mode: str, threads: int | None, r: Run, error: float | None) -> dict:
+    return dict(config=config.name, sizes=list(config.sizes), openmp=openmp, mode=mode, threads=threads, loss=r.loss,
+                median_s=r.median_s, min_s=r.min_s, peak_bytes=r.peak_bytes, relative_error=error)
+
+
+def markdown(data: dict) -> str:
+    """llmc.md from a record file: one table per configuration (and build), then the build times."""
+    settings, found = data["settings"], data["records"]
+    enzyme = any(r["mode"] == "enzyme" for r in found)
+    text = [f"llm.c's train_gpt2.c ({settings.get('llmc_commit', 'unknown commit')}) as written, differentiated by "
+            f"adgen ({data['commit']}); {data['machine']}. Time: the median of {settings.get('reps', 5)} calls after "
+            "a warm-up, each way in a process of its own; peak MB: its resident memory (VmHWM); relative error: "
+            "against llm.c's gpt2_backward.", ""]
+    for openmp, name in dict.fromkeys((r["openmp"], r["config"]) for r in found):
+        mine = [r for r in found if r["openmp"] == openmp and r["config"] == name]
+        config = Config(name, tuple(mine[0]["sizes"]))
+        runs = {(r["mode"], r["threads"]): Run(r["mode"], r["loss"], r["median_s"], r["min_s"], r["peak_bytes"], None)
+                for r in mine}
+        if not openmp:
+            errors = {r["mode"]: r["relative_error"] for r in mine if r["relative_error"] is not None}
+            text += [f"### {config.name} ({config.describe()}), one thread", ""]
+            text += serial_table(config, {mode: r for (mode, _), r in runs.items()}, errors) + [""]
+        else:
+            errors = {f"{r['mode']} on {r['threads']}": r["relative_error"] for r in mine
+                      if r["relative_error"] is not None}
+            text += [f"### {config.name} ({config.describe()}), built with -fopenmp, teams of 1 and 2 threads", ""]
+            text += parallel_table(runs, errors, tuple(dict.fromkeys(r["mode"] for r in mine))) + [""]
+    text += [f"Build time of each tool on the file, seconds (median of {settings.get('build_rounds', 3)} rounds, the "
+             "tools in turn in each; clang: the one adgen bundles, -O2):", ""]
+    columns = ["build", "clang -O2", "adgen build"] + (
+        ["clang-19 -O2", "clang-19 -O2 + Enzyme", "adgen / (clang-19 + Enzyme)"] if enzyme else [])
+    text += [row(columns), "|" + "---|" * len(columns)]
+    for built in data.get("builds", []):
+        s = built["seconds"]
+        cells = ["-fopenmp" if built["openmp"] else "serial", f"{s['clang']:.2f}", f"{s['adgen']:.2f}"]
+        if enzyme:
+            cells += [f"{s['clang-19']:.2f}", f"{s['clang-19 + Enzyme']:.2f}",
+                      f"{s['adgen'] / s['clang-19 + Enzyme']:.2f}"]
+        text.append(row(cells))
+    return "\n".join(text) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.llmc", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -123,6 +168,9 @@ def main() -> int:
     parser.add_argument("--no-openmp", action="store_true", help="without the -fopenmp build (one thread only)")
     parser.add_argument("-o", dest="out", type=Path, default=Path("build/bench"),
                         help="where to write llmc.md (default: build/bench)")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="write the records as JSON, with the machine and commit they were measured on "
+                             "(for python -m bench --report DIR --from FILE)")
     args = parser.parse_args()
     check_enzyme(parser, args)
     src = args.llmc.resolve()
@@ -133,51 +181,40 @@ def main() -> int:
     enzyme = args.enzyme.resolve() if args.enzyme else None
     modes = ("primal", "hand", "adgen") + (("enzyme",) if enzyme else ())
     configs = CONFIGS[:1] if args.quick else CONFIGS
-    text = [f"llm.c's train_gpt2.c ({_commit(src)}) as written, differentiated by adgen ({_commit(HERE)}); "
-            f"{machine()}. Time: the median of {args.reps} calls after a warm-up, each way in a process of its "
-            "own; peak MB: its resident memory (VmHWM); relative error: against llm.c's gpt2_backward.", ""]
+    found: list[dict] = []
     wrong: list[str] = []
     builds = []
     with tempfile.TemporaryDirectory(prefix="adgen-llmc-") as tmp:
         for openmp in (False,) if args.no_openmp else (False, True):
             built = build(src, Path(tmp) / ("openmp" if openmp else "serial"), enzyme, args.enzyme_cc, openmp,
                           args.build_rounds)
-            builds.append((openmp, built))
+            builds.append({"openmp": openmp, "seconds": built.seconds})
             for config in configs:
                 work = Path(tmp) / f"{config.name}-{'openmp' if openmp else 'serial'}"
                 work.mkdir()
                 if not openmp:
                     runs = measure(built, config, modes, args.reps, work, None)
                     errors = {m: relative_error(runs[m].gradient, runs["hand"].gradient) for m in modes[2:]}
-                    text += [f"### {config.name} ({config.describe()}), one thread", ""]
-                    text += serial_table(config, runs, errors) + [""]
+                    found += [_record(config, False, m, None, r, errors.get(m)) for m, r in runs.items()]
                 else:
                     both = {(m, t): r for t in THREADS for m, r in measure(built, config, modes, args.reps, work,
                                                                             t).items()}
                     errors = {f"{m} on {t}": relative_error(both[m, t].gradient, both["hand", 1].gradient)
                               for m in modes[1:] for t in THREADS}
-                    text += [f"### {config.name} ({config.describe()}), built with -fopenmp, teams of 1 and 2 "
-                             "threads", ""]
-                    text += parallel_table(both, errors, modes) + [""]
+                    found += [_record(config, True, m, t, both[m, t], errors.get(f"{m} on {t}"))
+                              for m in modes for t in THREADS]
                 wrong += [f"{config.name}: {mode}'s gradient, relative error {e:.1e}"
                           for mode, e in errors.items() if not e <= TOLERANCE]
-    text += [f"Build time of each tool on the file, seconds (median of {args.build_rounds} rounds, the tools in turn "
-             "in each; clang: the one adgen bundles, -O2):", ""]
-    columns = ["build", "clang -O2", "adgen build"] + (
-        ["clang-19 -O2", "clang-19 -O2 + Enzyme", "adgen / (clang-19 + Enzyme)"] if enzyme else [])
-    text += [row(columns), "|" + "---|" * len(columns)]
-    for openmp, built in builds:
-        s = built.seconds
-        cells = ["-fopenmp" if openmp else "serial", f"{s['clang']:.2f}", f"{s['adgen']:.2f}"]
-        if enzyme:
-            cells += [f"{s['clang-19']:.2f}", f"{s['clang-19 + Enzyme']:.2f}",
-                      f"{s['adgen'] / s['clang-19 + Enzyme']:.2f}"]
-        text.append(row(cells))
-    report = "\n".join(text) + "\n"
+    data = envelope("llmc", found, {"reps": args.reps, "build_rounds": args.build_rounds, "quick": args.quick,
+                                    "enzyme": enzyme is not None, "llmc_commit": _commit(src)}, builds=builds)
+    report = markdown(data)
     print(report)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "llmc.md").write_text(report)
     print(f"wrote {args.out / 'llmc.md'}")
+    if args.json:
+        write_records(args.json, data)
+        print(f"wrote {args.json}")
     if wrong:
         print("wrong gradients:\n  " + "\n  ".join(wrong), file=sys.stderr)
         return 1

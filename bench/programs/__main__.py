@@ -1,4 +1,4 @@
-"""`python -m bench.programs [--enzyme PLUGIN] [--quick] [--reps N] [--build-rounds N] [-o DIR]`:
+"""`python -m bench.programs [--enzyme PLUGIN] [--quick] [--reps N] [--build-rounds N] [-o DIR] [--json FILE]`:
 programs of a real program's size (bench/programs: a small GPT-2 training loss and a three-layer
 perceptron, each with a backward pass written by hand), built with adgen, with clang and, given
 Enzyme's clang-19 plugin, with Enzyme, each tool's build time on the file measured (the median of
@@ -8,7 +8,8 @@ Enzyme's, each the median of N timed calls (default 5) after one warm-up, with t
 resident memory (VmHWM: the parameter and activation blocks, their shadows, and
 what the derivative allocates). adgen's and Enzyme's gradients are compared with the hand-written
 one; a relative error above 1e-4 fails the run. Writes DIR/programs.md (default
-build/bench/programs.md) and prints it. --quick uses smaller sizes. --openmp builds everything with
+build/bench/programs.md) and prints it; --json FILE writes the records (bench/records.py), for
+`python -m bench --report DIR --from FILE`. --quick uses smaller sizes. --openmp builds everything with
 -fopenmp (bench/programs/gpt2.c's matmuls, attention and softmax then run in parallel, and the
 hand-written matmul backward) and times each way on OpenMP teams of 1 and 2 threads
 (DIR/programs-openmp.md)."""
@@ -21,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from bench import check_enzyme
+from bench.records import envelope, write as write_records
 from bench.programs import PROGRAMS, Program
 from bench.programs.build import Built, build
 from bench.programs.measure import Run, mb, ms, relative_error, row, run
@@ -104,6 +106,49 @@ def tables(results: list[tuple[Program, tuple[int, ...], Built, dict[str, Run], 
     return "\n".join(lines) + "\n"
 
 
+def records(results, openmp: bool) -> tuple[list[dict], list[dict]]:
+    """The runs (one record per program, way and, with --openmp, team size) and the builds, as
+    --json writes them."""
+    runs, builds = [], []
+    for program, sizes, built, by_mode, errors in results:
+        for key, r in by_mode.items():
+            mode, threads = key if openmp else (key, None)
+            error = errors.get(f"{mode} on {threads}" if openmp else mode)
+            runs.append(dict(program=program.name, sizes=dict(zip(program.size_names, sizes)), mode=mode,
+                             threads=threads, loss=r.loss, median_s=r.median_s, min_s=r.min_s,
+                             peak_bytes=r.peak_bytes, relative_error=error))
+        builds.append(dict(program=program.name, seconds=built.seconds, adgen_stages=built.adgen_stages,
+                           rounds=built.rounds))
+    return runs, builds
+
+
+def results_from(data: dict) -> list:
+    """Saved records (a record file's) as `tables` and `parallel_table` take them."""
+    by_name = {p.name: p for p in PROGRAMS}
+    builds = {b["program"]: b for b in data.get("builds", [])}
+    openmp = data["settings"].get("openmp", False)
+    results = []
+    for name in dict.fromkeys(r["program"] for r in data["records"]):
+        mine = [r for r in data["records"] if r["program"] == name]
+        program = by_name.get(name) or Program(name, tuple(mine[0]["sizes"]), (), (), ())
+        sizes = tuple(mine[0]["sizes"][size] for size in program.size_names)
+        b = builds.get(name, {})
+        built = Built(Path(name), b.get("seconds", {}), [tuple(s) for s in b.get("adgen_stages", [])],
+                      b.get("rounds", 1))
+        runs = {(r["mode"], r["threads"]) if openmp else r["mode"]:
+                Run(r["mode"], r["loss"], r["median_s"], r["min_s"], r["peak_bytes"], None) for r in mine}
+        errors = {f"{r['mode']} on {r['threads']}" if openmp else r["mode"]: r["relative_error"]
+                  for r in mine if r["relative_error"] is not None}
+        results.append((program, sizes, built, runs, errors))
+    return results
+
+
+def markdown(data: dict) -> str:
+    """A record file's tables, as programs.md (or programs-openmp.md) has them."""
+    results, reps = results_from(data), data["settings"].get("reps", 5)
+    return parallel_table(results, reps) if data["settings"].get("openmp") else tables(results, reps)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.programs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -117,6 +162,9 @@ def main() -> int:
                              "(default 5)")
     parser.add_argument("-o", dest="out", type=Path, default=Path("build/bench"),
                         help="where to write programs.md (default: build/bench)")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="write the records as JSON, with the machine and commit they were measured on "
+                             "(for python -m bench --report DIR --from FILE)")
     parser.add_argument("--openmp", action="store_true",
                         help="build with -fopenmp and time each way on teams of 1 and 2 threads (writes "
                              "programs-openmp.md; needs libomp)")
@@ -138,6 +186,12 @@ def main() -> int:
     name = "programs-openmp.md" if args.openmp else "programs.md"
     (args.out / name).write_text(text)
     print(f"wrote {args.out / name}")
+    if args.json:
+        runs, builds = records(results, args.openmp)
+        settings = {"quick": args.quick, "reps": args.reps, "build_rounds": args.build_rounds, "openmp": args.openmp,
+                    "enzyme": args.enzyme is not None}
+        write_records(args.json, envelope("programs", runs, settings, builds=builds))
+        print(f"wrote {args.json}")
     if wrong:
         print("WRONG GRADIENTS (against the hand-written one, tolerance 1e-4):\n  " + "\n  ".join(wrong),
               file=sys.stderr)
