@@ -111,4 +111,13 @@ class Derivation:
         acts = ", ".join(a.word for a in self.activities)
         ret = f" -> {self.returns.word}" if self.returns else ""
         of = f" of {self.inner.name}" if self.inner else ""
-        return f"{self.mode.value}[{self.width}]{of} ({acts}){ret}"
+        within = f" within {_size(self.budget)}" if self.budget else ""
+        return f"{self.mode.value}[{self.width}]{of} ({acts}){ret}{within}"
+
+
+def _size(count: int) -> str:
+    """A budget as an annotation writes it: in the largest binary unit that divides it."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count % scale == 0:
+            return f"{count // scale}{unit}"
+    return str(count)

@@ -12,7 +12,7 @@ from adgen.base.diagnostics import AdgenError, Diagnostic, SourceFile, Span, err
 from adgen.base.naming import KERNEL_PREFIX
 from adgen.base.cxx_names import demangle
 
-from adgen.ir_ad.ir import Instruction, Location, Module, rust_path
+from adgen.ir_ad.ir import Instruction, Location, Module, intrinsic_family, rust_path
 
 
 class Unsupported(Exception):
@@ -61,7 +61,7 @@ def at_instruction(module: Module, function: str, inst: Instruction | None, mess
     if (where is None or where.line == 0) and function in module.functions:  # line 0: code of no line
         where = module.location(module.functions[function].dbg)
     notes = notes or []
-    if where is not None and _library(where.file):
+    if where is not None and in_library(where.file):
         reached = _reached_from(module, inst, function, primal)
         if reached is not None and _span(reached) is not None:
             inside = _span(where)
@@ -74,7 +74,7 @@ def at_instruction(module: Module, function: str, inst: Instruction | None, mess
     return error(message, span, notes)
 
 
-def _library(path: str) -> bool:
+def in_library(path: str) -> bool:
     """Whether a file is a library's the user did not write: the system's headers, the C and C++
     libraries zig ships, Rust's standard library."""
     path = os.path.abspath(path) if not path.startswith("/rustc/") else path
@@ -95,7 +95,7 @@ def _reached_from(module: Module, inst: Instruction | None, function: str, prima
     innermost where its code was inlined, else on the calls from `primal` to its function,
     innermost first."""
     def user(dbg: str | None) -> Location | None:
-        return next((w for w, _ in _inlined(module, dbg) if not _library(w.file) and not _in_stubs(w)), None)
+        return next((w for w, _ in _inlined(module, dbg) if not in_library(w.file) and not _in_stubs(w)), None)
 
     found = user(inst.dbg) if inst is not None else None
     if found is None and primal is not None:
@@ -153,7 +153,22 @@ def user_span(module: Module, inst: Instruction) -> Span | None:
 def user_location(module: Module, dbg: str | None) -> Location | None:
     """A debug location in the user's source: itself, or where code of a generated stub file
     was inlined (the call of a derived function), outward."""
-    return next((where for where, _ in _inlined(module, dbg) if not _in_stubs(where)), None)
+    return next((where for where, _ in user_chain(module, dbg)), None)
+
+
+def user_chain(module: Module, dbg: str | None) -> list[tuple[Location, str]]:
+    """A debug location and those it was inlined at, innermost first, in the user's sources (not
+    in a generated stub file): (location, its !DILocation)."""
+    return [(where, d) for where, d in _inlined(module, dbg) if not _in_stubs(where)]
+
+
+def called(callee: str) -> str:
+    """A call target as C names it: `@llvm.exp.f64` -> exp, `@llvm.maxnum.f64` -> fmax, `@mag` -> mag."""
+    family = intrinsic_family(callee)
+    if family is None:
+        return source_name(callee)
+    return {"maxnum": "fmax", "minnum": "fmin", "maximum": "fmax", "minimum": "fmin", "maximumnum": "fmax",
+            "minimumnum": "fmin", "fmuladd": "fma"}.get(family, family)
 
 
 def _in_derived_code(module: Module, exc: Unsupported, primal: str) -> tuple[str, Span | None] | None:

@@ -278,7 +278,7 @@ def test_nothing_is_stored_per_iteration_for_memory_allocated_in_the_call(tmp_pa
     src.write_text(SOURCE)
     done = adgen("build", src, "-o", tmp_path / "out", "--explain")
     assert done.status == 0, done.err
-    assert "a load of memory that may be written after it" not in done.out, done.out
+    assert "may overwrite its memory before the reverse sweep runs" not in done.out, done.out
 
 
 @pytest.mark.skipif(LIBOMP is None, reason="no OpenMP runtime (libomp) to run parallel code: install libomp-dev "

@@ -452,7 +452,8 @@ def test_explain_prints_the_schedule(adgen, c_file):
     result = adgen("build", src, "-o", src.parent / "out", "--explain")
     assert result.status == 0, result.err
     assert "heat: the loop at src.c:5, checkpointed within 64 MiB:" in result.out
-    assert "a snapshot holds the values it carries (16 bytes) and the memory it writes" in result.out
+    assert "a snapshot holds the values it carries (16 B) and the memory it writes" in result.out
+    assert "the record of the checkpointed loop at src.c:5: what its reverse sweep needs" in result.out
     assert "Griewank's binomial rule" in result.out
     assert "heat, one iteration of its loop at src.c:5:" in result.out
 

@@ -390,5 +390,5 @@ def test_check_and_explain_a_nested_source(adgen, tmp_path):
     result = adgen("build", src, "-o", tmp_path / "out", "--explain")
     assert result.status == 0, result.err
     line = SOURCE.splitlines().index("    pot_grad(x, g, p, n, 1.0);") + 1
-    assert f"nested.c:{line}  the record of a call to pot_grad: what its reverse sweep needs" in result.out + result.err
+    assert f"nested.c:{line}  the record of `pot_grad(x, g, p, n, 1.0)`: what its reverse sweep needs" in result.out
     assert "adgen.c:" not in result.out + result.err and "__adgen_kernel" not in result.out + result.err

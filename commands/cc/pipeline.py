@@ -33,7 +33,7 @@ from adgen.ir_ad import optimize
 from adgen.ir_ad.dispatch import USERS_COPY
 from adgen.commands.cc.adapters import TAPE_ALIGN, Kernel, kernel_types, rewrite, too_small
 from adgen.commands.build.pipeline import Prepared, _primals, differentiate, lower
-from adgen.ir_ad.diagnose import Unsupported, at_instruction
+from adgen.ir_ad.diagnose import Unsupported, at_instruction, source_name
 from adgen.ir_ad.reverse.plan.explain import explain as explain_plans
 from adgen.commands.cc.calls import (ByValue, Call, Declared, Registrations, Request, bare, differentiated,
                                      find_calls, hinted, iterated, registrations, shown, steering_calls)
@@ -286,7 +286,7 @@ def _what(unit: EnzymeRequests, request: Request) -> str:
     call = next(c for c in unit.calls if c.request == request)
     where = unit.probe.location(call.inst.dbg)
     at = f" at {Path(where.file).name}:{where.line}" if where else ""
-    return f"the {call.inst.callee.lstrip('@')} call{at}"
+    return f"the {source_name(call.inst.callee).split('(')[0]} call{at}"  # (a C++ declaration's, demangled)
 
 
 def _kernels(generated: Generated, names: dict[Request, str], text: str) -> dict:

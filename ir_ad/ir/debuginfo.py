@@ -68,3 +68,19 @@ def _file_of(metadata: dict[str, str], node: str, depth: int = 0) -> str | None:
     if m and depth < 20:
         return _file_of(metadata, m.group(1), depth + 1)
     return None
+
+
+_VARIABLE = re.compile(r"(?:#dbg_(?:value|declare)\(|@llvm\.dbg\.(?:value|declare)\(metadata )[^%!]*(%[-\w.$]+), "
+                       r"(?:metadata )?(![0-9]+), (?:metadata )?!DIExpression\(\)")
+
+
+def variables(metadata: dict[str, str], function_text: str) -> dict[str, str]:
+    """The source variables a function's values are, by its debug records (`#dbg_value`, and
+    `#dbg_declare` for a variable's memory; with -g, none with line tables only): the value
+    ("%x") -> the variable's name, the first where it is several."""
+    found: dict[str, str] = {}
+    for value, node in _VARIABLE.findall(function_text):
+        name = re.search(r'DILocalVariable\(name: "([^"]*)"', metadata.get(node, ""))
+        if name:
+            found.setdefault(value, name.group(1))
+    return found

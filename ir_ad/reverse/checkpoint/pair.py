@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from adgen.base.templates import render_text
-from adgen.ir_ad.diagnose import user_location
+from adgen.base.units import human_size
+from adgen.ir_ad.diagnose import source_name, user_location
 from adgen.ir_ad.custom import FixedRecord
 from adgen.ir_ad.ir import I1, I8, I64, PTR, VOID, Function, Module, struct
 from adgen.ir_ad.analysis.ranges import Node
@@ -41,8 +42,9 @@ class Checkpointed:
         for extents in by_pointer([e for group in self.extents.written.values() for e in group]):
             lines = sorted({w.line for e in extents if e.inst is not None
                             for w in [user_location(module, e.inst.dbg)] if w is not None and w.line > 0})
-            regions.append(f"line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}" if lines else "no line")
-        holds = f"  a snapshot holds the values it carries ({self.outlined.state_size} bytes)"
+            regions.append(f"line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}" if lines else
+                           f"in {source_name(self.function)}")
+        holds = f"  a snapshot holds the values it carries ({human_size(self.outlined.state_size)})"
         if regions:
             holds += (" and the memory it writes: for each pointer it writes through, the bytes from the lowest to "
                       "the highest address its accesses through it reach, as the loop's bounds give them when it "
@@ -50,12 +52,13 @@ class Checkpointed:
         else:
             holds += ": it writes no memory"
         return "\n".join([
-            f"{title}: the loop at {self.where or '(no line)'}, checkpointed within {_size(self.budget)}:", holds,
+            f"{title}: the loop {f'at {self.where}' if self.where else f'in {source_name(self.function)}'}, "
+            f"checkpointed within {_size(self.budget)}:", holds,
             "  the forward sweep keeps a snapshot of the loop's start and counts the iterations; the reverse sweep "
             "reverses them from the last, running each again from the nearest snapshot before it, snapshots taken "
             "by Griewank's binomial rule: with s snapshots (as many as the budget holds, at least 1) of T "
             "iterations, each runs again at most r times, r the least with C(s + r, s) >= T",
-            f"  at most the budget in snapshots, plus one iteration's record ({self.step_record} bytes) and the "
+            f"  at most the budget in snapshots, plus one iteration's record ({human_size(self.step_record)}) and the "
             "buffers of its loops (below); ADGEN_CHECKPOINTS=1 in the environment prints each reverse sweep's "
             "iterations, snapshots and iterations run again"])
 
@@ -173,4 +176,4 @@ def _size(n: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale and n % scale == 0:
             return f"{n // scale} {unit}"
-    return f"{n} bytes"
+    return f"{n} B"

@@ -18,7 +18,9 @@ from adgen.ir_ad.analysis.flow import PURE, CFG, Memory
 from adgen.ir_ad.ir import (I1, I64, PTR, Instruction, Module, Operand, Type, element_align, int_type, intrinsic_family,
                            slot_size)
 from adgen.ir_ad.analysis.loops import Induction, Loop, LoopForest
+from adgen.base.units import human_size
 from adgen.ir_ad.calls import is_intrinsic
+from adgen.ir_ad.diagnose import called
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.reverse.plan.costs import copied, expensive
 from adgen.ir_ad.shadows import INTERLEAVED, Layout
@@ -27,6 +29,7 @@ VALUE, SHADOW, MASK, CAME, EXIT, BLOB, DESC, OLD, CHOICE, LOG, GUARD, AGAIN = (
     "value", "shadow", "mask", "came", "exit", "blob", "desc", "old", "choice", "log", "guard", "again")
 LOG_OWNER = "%<log>"  # the key of the undo log a call opened (null where one was open)
 RETURNS = "%<return>"  # the pseudo-block after every return: its CAME says which return was taken
+OVERWRITTEN = "its memory may be overwritten before the reverse sweep runs"  # (a load's why: --explain names the store)
 # Intrinsics that are pure (no memory, no side effects) and so can be recomputed, by family.
 PURE_INTRINSICS = frozenset({
     "fmuladd", "fma", "fabs", "copysign", "minnum", "maxnum", "minimum", "maximum", "minimumnum", "maximumnum",
@@ -141,8 +144,11 @@ class Keys:
                 d.operands, d.shifted = self._operands([entry]), self.value(latch)
             elif (copy := copied(self.cfg, inst)) is not None:
                 d.recomputable, d.operands, d.copy = True, self._operands(copy.operands), copy
+            elif loop is not None and loop.header == d.block:
+                d.why = "it is carried from one iteration to the next: going backwards, the reverse sweep cannot " \
+                    "compute it again"
             else:
-                d.why = "a phi (a value carried from an earlier iteration, or merged from branches)"
+                d.why = "it is merged from branches, and the reverse sweep does not recompute which one ran"
         elif op in PURE and op != "inttoptr":
             d.recomputable, d.operands = True, self._operands(inst.operands)
         elif op == "call" and (intrinsic_family(inst.callee) in PURE_INTRINSICS or
@@ -150,29 +156,31 @@ class Keys:
                                 and rule_for(inst.callee).recompute
                                 and not any(o.type.kind == "ptr" for o in inst.operands))):  # frexp writes
             if key.name in self.live and expensive(self.cfg, key.name):  # (time against memory)
-                d.why = (f"a call to {inst.callee.lstrip('@')}: computing it again (about "
-                         f"{rule_for(inst.callee).cost} instructions) costs more than storing its "
-                         f"{slot_size(inst.type)} bytes")
+                d.why = (f"recomputing it would take about {rule_for(inst.callee).cost} instructions (a call "
+                         f"to {called(inst.callee)}); storing it takes {human_size(slot_size(inst.type))}")
             else:
                 d.recomputable, d.operands = True, self._operands(inst.operands)
         elif op == "load":
             base = self.memory.base(inst.operands[0].value)
             if " atomic " in inst.text or " volatile " in f" {inst.text} ":
-                d.why = "an atomic or volatile load"
+                d.why = "it is an atomic or volatile read, which must not be repeated"
             elif base.kind == "fresh" and base.name in self.stack:
-                d.why = "a load from a local array of the forward sweep (gone when the reverse sweep runs)"
+                d.why = "it is read from a local variable of the function, gone when the reverse sweep runs"
             elif id(inst) in self.overwritten and not self.memory.unchanged_after(
                     inst, self.ignored - self.overwritten[id(inst)]):
-                d.why = "a load of what a store after it overwrites in place (that store is not logged for it)"
+                d.why = "a store after it overwrites its memory in place (and is not undone through the undo log)"
             elif not self.memory.unchanged_after(inst, self.ignored):
-                d.why = "a load of memory that may be written after it"
+                d.why = OVERWRITTEN
             else:
                 d.recomputable, d.operands = True, self._operands(inst.operands)
                 d.clobbers = frozenset(id(w) for w in self.memory.clobbering(inst, self.undoable))
         elif op == "call":
-            d.why = f"the result of a call to {inst.callee.lstrip('@')}"
+            d.why = "the reverse sweep needs the storage it gave" if called(inst.callee).startswith("adgen.") else \
+                f"the reverse sweep does not call {called(inst.callee)} again (it may not give the same)"
+        elif op == "alloca":
+            d.why = "the reverse sweep needs the same memory"
         else:
-            d.why = f"the result of '{op}'"
+            d.why = "the reverse sweep cannot compute it again"
         return d
 
     # ------------------------------------------------------------------ shadows and masks
@@ -202,8 +210,11 @@ class Keys:
             d.operands = self.shadow(ind.start) if ind.start.value in self.activity.pointers else \
                 self._operands([ind.start]) if self.activity.runtime else ()  # (no shadow: null, or its own)
         else:
-            d.why = {"phi": "the shadow of a pointer phi", "load": "the shadow of a pointer loaded from memory",
-                     "call": "the shadow of allocated memory"}.get(op, f"the shadow of '{op}'")
+            d.why = {"phi": "a pointer carried from one iteration to the next, or merged from branches",
+                     "load": "a pointer read from memory, which may change",
+                     "call": "allocated along with it; the reverse sweep reads the derivatives there, then frees it",
+                     "alloca": "allocated along with it; the reverse sweep reads the derivatives there"
+                     }.get(op, "the reverse sweep cannot compute it again")
         return d
 
     def _pointer_induction(self, name: str) -> Induction | None:
@@ -225,7 +236,8 @@ class Keys:
             d.operands = self._operands(root.operands[:1]) + tuple(
                 Key(MASK, o.value) for o in root.operands[1:] if o.value in self.activity.maybe)
         else:
-            d.why = "whether a pointer phi has a shadow"
+            d.why = ("a pointer carried from one iteration to the next, or merged from branches, may point to "
+                     "memory without derivatives")
         return d
 
     def _choice(self, key: Key) -> Def:
@@ -243,7 +255,7 @@ class Keys:
             cond, _ = split
             d.recomputable, d.operands = True, self._operands([cond])
         else:
-            d.why = "which way the block was entered" if key.name != RETURNS else "which return was taken"
+            d.why = "the reverse sweep goes back the same way, and no condition it can recompute tells which"
         return d
 
     def splitting_branch(self, block: str) -> tuple[Operand, list[int]] | None:
@@ -289,30 +301,31 @@ class Keys:
         if loop.trip is not None and len(loop.exits) == 1 and loop.exits[0][1] == key.sub:
             d.recomputable, d.operands = True, self._operands(loop.trip.operands)
         else:
-            d.why = "the iteration count of a loop whose trip count is not known when it starts"
+            d.why = "its trip count is not known when it starts"
         return d
 
     # ------------------------------------------------------------------ the plan's own records
     def _blob(self, key: Key) -> Def:
         inst = self.instruction(key.name)
-        return Def(key, (), self.cfg.index_in_block[id(inst)][0], inst=inst, why="the record of a call")
+        return Def(key, (), self.cfg.index_in_block[id(inst)][0], inst=inst, why="what its reverse sweep needs")
 
     def _desc(self, key: Key) -> Def:
         """Stored around its loop: its block is the header of the loop around it."""
         loop = self.loops.by_header[key.name]
-        return Def(key, (), loop.parent.header if loop.parent else None, why="a loop's storage")
+        return Def(key, (), loop.parent.header if loop.parent else None, why="its buffer's address")
 
     def _old(self, key: Key) -> Def:
         inst = self.instruction(key.name)
         block = self.cfg.index_in_block[id(inst)][0]
         return Def(key, (inst.operands[0].type,), block, inst=inst,
-                   why="the value a store overwrites, put back while the reverse sweep runs")
+                   why="the store overwrites it; the reverse sweep puts it back")
 
     def _guard(self, key: Key) -> Def:
         inst = self.instruction(key.name)
         loop = self.guards[id(inst)]
         block = self.loops.entry_block(loop) if loop is not None else self.cfg.block_of_inst(inst)
-        return Def(key, (I1,), block, inst=inst, why="whether the store was logged this time")
+        return Def(key, (I1,), block, inst=inst,
+                   why="its run-time check said whether it may overwrite what is read again")
 
     def _again(self, key: Key) -> Def:
         """The value an undone store wrote, read back from its address where the reverse sweep
@@ -324,11 +337,12 @@ class Keys:
             d.recomputable, d.operands = True, self._operands(inst.operands[1:])
             d.clobbers = frozenset(id(w) for w in self.memory.clobbering(inst, self.undoable))
         else:
-            d.why = "a value an undone store wrote, where memory written after it is not undone"
+            d.why = "memory written after the store is not undone"
         return d
 
     def _log(self, key: Key) -> Def:
-        return Def(key, (PTR,), self.fn.blocks[0].label, why="the undo log this call opened")
+        return Def(key, (PTR,), self.fn.blocks[0].label,
+                   why="the log this call opened, if none was open: the reverse sweep closes it")
 
     def clobbered(self, key: Key, before: frozenset, shifted: bool, site_loop: Loop | None) -> bool:
         """Whether a load cannot be repeated at a site in `site_loop`, given the undone writes in
