@@ -76,7 +76,7 @@ def function(lib, entry: str, hvp: str | None = None):
                 grads = _first_order_only(sweeps.reverse(tape, shadows, float(seed.detach())), (seed, *args),
                                           f"{entry} gives first derivatives only: for double backward, pass "
                                           f"adgen.torch.function(lib, '{entry}', hvp=NAME), NAME a forward-over-"
-                                          f"reverse entry of {spec['of']} (README 'From Python')")
+                                          f"reverse entry of {spec['of']} (docs/tutorials/pytorch.md)")
             by_input = dict(zip(differentiable, grads))
             return tuple(_like(by_input.get(i), a) if ctx.needs_input_grad[i] else None for i, a in enumerate(args))
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adgen.base.zig_runtimes import quietly
 from adgen.frontend.annotations import size_items
 from adgen.frontend.languages import is_rust
 
@@ -505,7 +506,8 @@ def run(sources: list, flags: list[str], only: str | None, sizes: list[str], see
         if any(is_rust(Path(s)) for s in sources):
             raise CheckError("adgen check takes C sources; check a Rust source's derivatives from Rust, through the "
                              "wrappers `adgen build` writes (its .adgen.rs)")
-        lib = load(sources, flags=flags)
+        with quietly(quiet):  # (what zig builds on a first link, said unless -q: zig_runtimes.py)
+            lib = load(sources, flags=flags)
         size_map = parse_sizes(annotated_sizes(sources) + sizes)
         derived = [n for n in lib.functions if lib._specs[n]["kind"] in ("derived", "split")  # a split entry whole
                    and "part" not in lib._specs[n]]

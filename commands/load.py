@@ -30,6 +30,7 @@ from adgen.base.cxx_library import LIBSTDCXX, choose, without_stdlib
 from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, cxx_command, cxx_library_flags, cxx_link_flags,
                                   openmp_include_flags, openmp_link_flags, select_compiler, system_flags)
 from adgen.base.templates import render_text
+from adgen.base.zig_runtimes import run_link
 from adgen.commands.load_arguments import (argtype, argument, bind, check_derivative_arrays, check_lengths, from_c,
                                            lengths, pointered, structure, value_type)
 from adgen.commands.load_cache import cache_root, locked, record_digests, sweep, verified
@@ -143,7 +144,7 @@ def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> N
         objects.append(str(obj))
     _run([*(cxx if chosen else cc), "-shared", *objects, *(str(out / f"{s.stem}.adgen.o") for s in sources),
           *openmp_link_flags(compiler, flags), *(cxx_link_flags(compiler, chosen) if chosen else []),
-          "-o", str(library), "-lm"])
+          "-o", str(library), "-lm"], link=True)
 
 
 def _cxx_library(flags: list[str]):
@@ -207,7 +208,7 @@ def _from_build_dir(folder: Path) -> "Library":
     os.close(fd)
     try:  # (linked aside and renamed: another load of the folder may be opening it)
         _run([*(cxx_command(select_compiler(None)) if link else bundled_cc()), "-shared", *map(str, objects), *link,
-              "-o", aside, "-lm"])
+              "-o", aside, "-lm"], link=True)
         os.replace(aside, library)
     finally:
         if os.path.exists(aside):
@@ -215,8 +216,9 @@ def _from_build_dir(folder: Path) -> "Library":
     return Library(library, manifests, derived_only=True)
 
 
-def _run(command: list[str]) -> None:
-    done = subprocess.run(command, capture_output=True, text=True)
+def _run(command: list[str], link: bool = False) -> None:
+    """A compile, or a `link`: the first one to build a runtime zig caches says so (zig_runtimes.py)."""
+    done = (run_link if link else subprocess.run)(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise BuildError(done.stderr)
 

@@ -22,6 +22,21 @@ class Result:
     err: str
 
 
+def quick_first(argnames: str, values, kept: int = 1, **kwargs):
+    """`pytest.mark.parametrize(argnames, values, **kwargs)` with the values after the first
+    `kept` marked slow: the quick run (`pytest -m "not slow"`) tries the first, the full run all."""
+    many = "," in argnames
+    marked = []
+    for i, value in enumerate(values):
+        if i < kept:
+            marked.append(value)
+        elif isinstance(value, type(pytest.param())):  # (a pytest.param: its marks kept)
+            marked.append(pytest.param(*value.values, marks=[*value.marks, pytest.mark.slow], id=value.id))
+        else:
+            marked.append(pytest.param(*(value if many else (value,)), marks=pytest.mark.slow))
+    return pytest.mark.parametrize(argnames, marked, **kwargs)
+
+
 @pytest.fixture
 def adgen(capsys):
     """Runs `adgen ARGS…` in this process and returns its exit status and output."""

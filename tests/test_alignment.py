@@ -310,6 +310,7 @@ def test_every_pointer_one_element_past_an_aligned_block(driver, case):
             assert math.isclose(want[f"d_ret[{k}]"], slope * math.sin(2.0 + 0.7 * k), rel_tol=1e-12)
 
 
+@pytest.mark.slow
 def test_the_object_assumes_only_the_elements_alignment(tmp_path):
     """The issue's function: the tangents `const double *d_x` are read as `<4 x double>` with
     `align 8`, not the vector type's 32, in the optimized module (--emit-llvm)."""
@@ -387,6 +388,7 @@ fn main() {
 
 
 @pytest.mark.skipif(no_rustc() is not None, reason=f"no usable rustc: {no_rustc()}")
+@pytest.mark.slow
 def test_rust_tangents_and_slices_at_an_elements_offset(tmp_path):
     """A `&[f64; 4]` tangent and interleaved slices 8 bytes past a 64-byte boundary."""
     (tmp_path / "model.rs").write_text(MODEL)
@@ -436,6 +438,7 @@ int main(void)
 """
 
 
+@pytest.mark.slow
 def test_adgen_cc_tapes_at_any_byte_offset(tmp_path):
     """`enzyme_allocated` memory at any address (specs/enzyme.md: adgen aligns it up)."""
     (tmp_path / "prog.c").write_text(CC_SOURCE)

@@ -270,6 +270,7 @@ def test_memory_kept_by_the_caller(serial):
         assert dw == pytest.approx(_reference(serial)[1], rel=1e-12, abs=1e-14)
 
 
+@pytest.mark.slow
 def test_nothing_is_stored_per_iteration_for_memory_allocated_in_the_call(tmp_path, adgen):
     """--explain: the functions of allocated memory store what the reference does (the undo log
     keeps the overwritten activations); no load is stored for being in memory the call
@@ -284,6 +285,7 @@ def test_nothing_is_stored_per_iteration_for_memory_allocated_in_the_call(tmp_pa
 @pytest.mark.skipif(LIBOMP is None, reason="no OpenMP runtime (libomp) to run parallel code: install libomp-dev "
                                            "(.ci/run does)")
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.slow
 def test_parallel_layers_on_a_team(tmp_path_factory, threads, monkeypatch):
     from adgen.commands.cli import main
 
@@ -337,6 +339,7 @@ double local(const double *x, int n)
 }
 """
 
+@pytest.mark.slow
 def test_a_local_array_named_through_memory(tmp_path, adgen, c_file):
     """A local array reached through a global that a function marked @inactive sets (whose code
     adgen does not read): the stores rotating it are logged, its frame is the gradient's own

@@ -198,6 +198,7 @@ def work(tmp_path_factory):
     return work
 
 
+@pytest.mark.slow
 def test_several_batches_make_the_derivatives_of_one(adgen, work, monkeypatch):
     """The sources in one batch, then in four; each derivative as the one batch's, and its finite
     differences'."""
@@ -393,6 +394,7 @@ static double s(double x) { return x * x * stop(x) + clamp(x); }
 """
 
 
+@pytest.mark.slow
 def test_inactive_and_by_hand_in_every_batch(tmp_path, monkeypatch):
     """@inactive functions and derivatives written by hand hold in each batch (their arrays are
     kept in every batch's module); a static function is derived in its batch."""

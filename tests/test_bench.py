@@ -10,7 +10,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
+
+pytestmark = pytest.mark.slow  # (a benchmark run: a minute)
 
 KERNELS = {"rosenbrock", "norm/20000", "norm/80000", "logsumexp", "gmm", "gmm_objective/d10k25",
            "gmm_objective/d64k50", "ba", "reproj_error", "lstm", "nbody", "heat", "sinexp"}

@@ -14,6 +14,8 @@ import pytest
 from adgen.base.toolchain import openmp_library
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # (the programs built and run once, for every test: 10 s and more)
+
 ENZYME_PLUGIN = Path.home() / ".cache" / "enzyme" / "ClangEnzyme-19.so"
 HAS_ENZYME = ENZYME_PLUGIN.is_file() and shutil.which("clang-19") is not None
 

@@ -132,6 +132,7 @@ def test_page_from_saved_records(tmp_path):
     assert "gmm_objective/d10k25" in (site / "kernels_time.svg").read_text()
 
 
+@pytest.mark.slow
 def test_regenerating_gives_the_same_bytes(tmp_path):
     first = _write(tmp_path, synthetic(), "one")
     files = {p.name: p.read_bytes() for p in first.iterdir()}

@@ -164,6 +164,7 @@ def test_a_result_struct_of_any_name(tmp_path, by_hand):
     assert lib.f_fwd(a, 0.0, b, 1.0).d_ret == pytest.approx((_f(a, b + H) - _f(a, b - H)) / (2 * H), rel=1e-7)
 
 
+@pytest.mark.slow
 def test_a_library_function_without_source(tmp_path):
     """The function is only declared: its code comes from a library the user links; adgen
     calls the derivative written for it and never needs its body."""

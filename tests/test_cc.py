@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from conftest import adgen_compiler
+from conftest import adgen_compiler, quick_first
 
 CHECK = r"""
 #include <math.h>
@@ -40,7 +40,7 @@ def build_and_run(tmp_path: Path, source: str, level: str, *flags: str) -> str:
     return run.stdout
 
 
-LEVELS = pytest.mark.parametrize("level", ["-O0", "-O2"])
+LEVELS = pytest.mark.parametrize("level", ["-O0", pytest.param("-O2", marks=pytest.mark.slow)])
 
 REVERSE = r"""
 typedef struct { double dx, dy; } pair;
@@ -263,6 +263,7 @@ int main(void) {
 """
 
 
+@pytest.mark.slow
 def test_macros_and_wrappers_share_one_derivative(tmp_path):
     src = tmp_path / "prog.c"
     src.write_text(CHECK + SHARED)
@@ -382,6 +383,7 @@ def _write(tmp_path: Path, files: dict[str, str]) -> None:
         (tmp_path / name).write_text(text)
 
 
+@pytest.mark.slow
 def test_compile_then_link_with_dependency_files(tmp_path):
     _write(tmp_path, TWO)
     for name in ("main.c", "sq.c"):
@@ -392,6 +394,7 @@ def test_compile_then_link_with_dependency_files(tmp_path):
     assert subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True).stdout == "6\n"
 
 
+@pytest.mark.slow
 def test_several_files_in_one_command_and_the_other_outputs(tmp_path):
     _write(tmp_path, TWO)
     adgen_cc("-O1", "main.c", "sq.c", "-o", "prog", cwd=tmp_path)
@@ -405,6 +408,7 @@ def test_several_files_in_one_command_and_the_other_outputs(tmp_path):
     assert "usage: adgen cc" in adgen_cc(cwd=tmp_path).stdout
 
 
+@pytest.mark.slow
 def test_as_a_launcher_and_with_make(tmp_path):
     _write(tmp_path, TWO)
     compiler = "cc" if shutil.which("cc") else "true"  # any program on the PATH, as CMake names its compiler
@@ -417,6 +421,7 @@ def test_as_a_launcher_and_with_make(tmp_path):
     assert subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True).stdout == "6\n"
 
 
+@pytest.mark.slow
 def test_a_file_without_enzyme_calls_and_clang_errors_pass_through(tmp_path):
     (tmp_path / "plain.c").write_text("int main(void) { return 0; }\n")
     adgen_cc("-O2", "plain.c", "-o", "plain", cwd=tmp_path)
@@ -465,6 +470,7 @@ def test_functions_of_included_c_files(tmp_path, level):
     assert run.returncode == 0, run.stderr
 
 
+@pytest.mark.slow
 def test_an_error_in_an_included_c_file_is_located_there(tmp_path):
     _write(tmp_path, {"lib.c": "double ext(double);\ndouble f(double x) {\n    return ext(x) * x;\n}\n",
                       "main.c": "#include \"lib.c\"\nextern int enzyme_out;\ndouble __enzyme_autodiff(void *, ...);\n"
@@ -475,6 +481,7 @@ def test_an_error_in_an_included_c_file_is_located_there(tmp_path):
     assert "the __enzyme_autodiff call at main.c:4" in done.stderr and not (tmp_path / "main.o").exists()
 
 
+@pytest.mark.slow
 def test_a_file_that_is_not_utf8(tmp_path):
     """Latin-1 text in a string and a comment (found by tests/mutate.py: an internal error)."""
     (tmp_path / "latin.c").write_bytes(
@@ -508,7 +515,7 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("call, message, at", ERRORS, ids=[e[2] for e in ERRORS])
+@quick_first("call, message, at", ERRORS, 2, ids=[e[2] for e in ERRORS])
 def test_errors_at_the_call_naming_the_argument(tmp_path, call, message, at):
     text = (CHECK + "double __enzyme_autodiff(void *, ...);\ndouble __enzyme_fwdsplit(void *, ...);\n"
             "double f(double *x) { return x[0] * x[0]; }\n"
@@ -538,7 +545,7 @@ BY_VALUE_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("call, message", BY_VALUE_ERRORS, ids=["dup", "no marker", "returned", "split"])
+@quick_first("call, message", BY_VALUE_ERRORS, ids=["dup", "no marker", "returned", "split"])
 def test_structs_by_value_errors_at_the_call(tmp_path, call, message):
     """A struct by value is a constant only (its derivative has no place in Enzyme's API, which
     passes it as the target's ABI splits it), none is returned, and split mode takes none (its
@@ -555,6 +562,7 @@ def test_structs_by_value_errors_at_the_call(tmp_path, call, message):
     assert "Traceback" not in done.stderr and not (tmp_path / "s.o").exists()
 
 
+@pytest.mark.slow
 def test_a_tape_too_small(tmp_path):
     text = (CHECK + "void *__enzyme_augmentfwd(void *, ...);\n"
             "void f(double *x) { x[0] = sin(x[0]); }\n"
@@ -603,6 +611,7 @@ def _machine_has_avx() -> bool:
 
 
 @pytest.mark.skipif(not _machine_has_avx(), reason="needs an x86-64 machine with AVX, where 'native' differs")
+@pytest.mark.slow
 def test_the_baseline_cpu_unless_the_user_asks_for_another(tmp_path):
     src = tmp_path / "cpu.c"
     src.write_text(BASELINE_PROGRAM)

@@ -3,6 +3,8 @@ derivative is wrong."""
 
 from __future__ import annotations
 
+import pytest
+
 import adgen
 from adgen.commands.check import Checker
 from conftest import ROOT
@@ -232,6 +234,7 @@ def test_an_active_pointer_to_mixed_structs_is_refused_clearly(adgen, tmp_path):
     assert "points to elements that mix floating and other fields" in result.err
 
 
+@pytest.mark.slow
 def test_a_primal_that_never_returns_is_named_with_its_input(tmp_path):
     """In a process of its own: a hung call ends the process it runs in."""
     import subprocess
@@ -281,6 +284,7 @@ double height(wave s, double t) { return creal(s.z * cexp(I * t)) * s.w[0] + cim
 """
 
 
+@pytest.mark.slow
 def test_structs_and_complex_numbers_by_value(adgen, tmp_path):
     """Their floating fields are inputs and outputs like any others; integer fields are 4, or
     what --size (here @size) gives a field by its path."""
@@ -293,6 +297,7 @@ def test_structs_and_complex_numbers_by_value(adgen, tmp_path):
         assert row in result.out
 
 
+@pytest.mark.slow
 def test_a_primal_not_finite_at_the_random_input_is_no_mismatch(adgen, tmp_path):
     src = tmp_path / "log.c"
     src.write_text(BY_VALUE.replace("// @size(w.gamma=1.3, w.m=2)\n", ""))

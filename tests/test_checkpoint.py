@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from conftest import central_difference
+from conftest import central_difference, quick_first
 from test_forward import D, I, P, arr, fn
 
 # Explicit diffusion with a growth term, two nests per step (a temporary written, then `u`).
@@ -94,7 +94,7 @@ def _gradients(lib, name, arrays, ints, seed=1.0):
     return result, [list(x) for x in inputs], [list(s) for s in shadows]
 
 
-@pytest.mark.parametrize("budget, slots", [("256", 1), ("384", 2), ("512", 3), ("1MiB", None)])
+@quick_first("budget, slots", [("256", 1), ("384", 2), ("512", 3), ("1MiB", None)])
 def test_heat_within_budgets(build_lib, tmp_path, budget, slots):
     """One snapshot (each iteration run again from the start), a few, and one per iteration; the
     gradient equals the unbounded one and finite differences; the final loop (a sum) is
@@ -152,6 +152,7 @@ double settle(double *x, int n)
 """
 
 
+@pytest.mark.slow
 def test_trip_count_known_only_at_the_end(build_lib, tmp_path):
     lib = build_lib(CONVERGE)
     n, x0 = 5, [0.1, 0.4, -0.3, 0.8, 0.2]
@@ -183,6 +184,7 @@ double rk4(double x, double v, double k, int steps)
 """
 
 
+@pytest.mark.slow
 def test_carried_scalars_and_calls(build_lib, tmp_path):
     import ctypes as C
 
@@ -224,6 +226,7 @@ double wave(double *a, double *b, int n, int steps)
 """
 
 
+@pytest.mark.slow
 def test_ping_pong_buffers(build_lib):
     lib = build_lib(PING_PONG)
     n, steps = 5, 9
@@ -259,6 +262,7 @@ double g(double *u, double *v, int n)
 """
 
 
+@pytest.mark.slow
 def test_memory_read_by_the_loop_and_written_after_it(build_lib, tmp_path):
     lib = build_lib(READ_THEN_WRITTEN)
     u0, v0 = [0.3, 0.5, 0.2, 0.8, 0.1], [1.0, 0.4, 0.3, 0.2, 0.6]
@@ -285,6 +289,7 @@ double mix(double *u, const int *to, int n, int steps)
 """
 
 
+@pytest.mark.slow
 def test_a_length_given_by_size(build_lib, tmp_path):
     import ctypes as C
 
@@ -344,6 +349,7 @@ double loss(double *u, double *w, int n, int steps)
 
 
 @pytest.mark.parametrize("stem", ["sim", "loss"])
+@pytest.mark.slow
 def test_calls_kept_out_of_line(build_lib, tmp_path, stem):
     lib = build_lib(CALLS)
     n, steps = 7, 25
@@ -380,6 +386,7 @@ double det(const double *a, int n)
 """
 
 
+@pytest.mark.slow
 def test_a_local_array_filled_through_a_counter_and_recursion(build_lib, tmp_path):
     lib = build_lib(DETERMINANT)
     a0 = [0.3 + 0.1 * ((i * 7) % 5) + (i % 5 == 0) for i in range(16)]
@@ -389,6 +396,7 @@ def test_a_local_array_filled_through_a_counter_and_recursion(build_lib, tmp_pat
     _against_differences(lambda a: primal(arr(a), 4), a0, da)
 
 
+@pytest.mark.slow
 def test_split_mode(build_lib, tmp_path):
     """Split mode within a budget: the caller changes the memory between the sweeps; the reverse
     sweep still reverses the iterations the forward sweep ran, and leaves the caller's memory."""

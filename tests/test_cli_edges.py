@@ -33,6 +33,7 @@ def _leftovers(folder: Path) -> list[str]:
 
 # ------------------------------------------------------------------------- symbolic links (item 2)
 
+@pytest.mark.slow
 def test_adgen_cc_replaces_an_output_that_is_a_symlink(tmp_path):
     (tmp_path / "enzyme.c").write_text(ENZYME)
     (tmp_path / "victim.o").write_text("not to be overwritten\n")
@@ -54,6 +55,7 @@ def test_adgen_build_replaces_outputs_that_are_symlinks(adgen, c_file, tmp_path)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+@pytest.mark.slow
 def test_an_output_that_is_a_pipe_or_device_is_written_into_not_replaced(tmp_path):
     """As `-o /dev/null` (a configure script's): tried on a named pipe, which a mistake would
     not make into a file of the machine's /dev."""
@@ -125,6 +127,7 @@ def test_output_directory_without_write_permission(adgen, c_file, tmp_path, monk
     assert os.listdir(locked) == []
 
 
+@pytest.mark.slow
 def test_adgen_cc_output_in_a_missing_directory(tmp_path):
     (tmp_path / "enzyme.c").write_text(ENZYME)
     done = adgen_compiler("cc", "-c", "enzyme.c", "-o", "nowhere/a.o", cwd=tmp_path, check=False)
@@ -244,6 +247,7 @@ def _stopped_cleanly(run: subprocess.Popen, seen: set[int], marker: str, within:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads processes from /proc")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.slow
 def test_a_signal_during_compilation_ends_the_compilers_and_removes_temporaries(tmp_path, signum):
     private = tmp_path / "tmp"
     private.mkdir()
@@ -316,6 +320,7 @@ def test_sigterm_ends_the_children_of_worker_threads_and_theirs(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads processes from /proc")
+@pytest.mark.slow
 def test_sigterm_while_the_main_thread_is_busy_in_c_code(tmp_path):
     """Python runs a handler between bytecodes only: llvmlite's optimizer, or a derivative adgen
     check calls, may hold the main thread for long."""

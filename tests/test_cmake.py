@@ -54,6 +54,7 @@ def build(build: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_build_run_and_rebuild_only_what_depends(project, tmp_path):
     source, cc = project
     out = tmp_path / "build"
@@ -73,6 +74,7 @@ def test_build_run_and_rebuild_only_what_depends(project, tmp_path):
     assert "no work to do" in build(out)
 
 
+@pytest.mark.slow
 def test_compile_definitions_reach_adgen(project, tmp_path):
     source, cc = project
     out = tmp_path / "build"
@@ -82,6 +84,7 @@ def test_compile_definitions_reach_adgen(project, tmp_path):
     assert "-DSTIFFNESS_SCALE=2.5" in rsp and any(line.endswith("/include") for line in rsp if line.startswith("-I"))
 
 
+@pytest.mark.slow
 def test_errors_keep_their_location_in_cmake_builds(project, tmp_path):
     source, cc = project
     text = (source / "spring.c").read_text().replace("(dup, const, const)", "(dupp, const, const)")
@@ -93,6 +96,7 @@ def test_errors_keep_their_location_in_cmake_builds(project, tmp_path):
     assert re.search(r"spring\.c:5:31: error: unknown activity 'dupp'", done.stdout + done.stderr)
 
 
+@pytest.mark.slow
 def test_found_through_cmake_prefix_path(project, tmp_path):
     source, cc = project
     env = {**os.environ, "CMAKE_PREFIX_PATH": cmake_dir()}
@@ -119,6 +123,7 @@ ENZYME_PROJECT = {
 
 
 @pytest.mark.parametrize("how", ["launcher", "wrapper"])
+@pytest.mark.slow
 def test_code_written_for_enzyme_with_adgen_cc(tmp_path, how):
     """`adgen cc` as CMake's compiler launcher (the compiler CMake found is replaced), or as the
     compiler itself through a one-line wrapper script."""
@@ -185,6 +190,7 @@ def _openmp_compilers() -> list:
 
 
 @pytest.mark.parametrize("compiler", _openmp_compilers())
+@pytest.mark.slow
 def test_openmp_targets_build_and_link_the_runtime(tmp_path, compiler):
     """A target linking OpenMP::OpenMP_C (GCC's -fopenmp links libgomp, clang's libomp) gets
     derivatives built with -fopenmp and the runtime they call; with the bundled clang, which has
@@ -217,6 +223,7 @@ def test_openmp_targets_build_and_link_the_runtime(tmp_path, compiler):
     assert "squares 332.833500" in run.stdout, run.stdout
 
 
+@pytest.mark.slow
 def test_openmp_without_a_runtime_is_a_configure_error(tmp_path):
     source = tmp_path / "src"
     source.mkdir()
@@ -234,6 +241,7 @@ def test_openmp_without_a_runtime_is_a_configure_error(tmp_path):
            "libomp-dev)" in said, said
 
 
+@pytest.mark.slow
 def test_a_cpp_target(tmp_path):
     """A C++ project: adgen_add_derivatives on a .cpp source, the derived function called from C++."""
     source = tmp_path / "src"

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import zig_cc
+from conftest import quick_first, zig_cc
 
 NBODY = r"""
 #include <algorithm>
@@ -218,6 +218,7 @@ def _program(adgen, tmp_path, source: str, text: str, main: str, compiler: str =
 
 
 @pytest.mark.parametrize("compiler", ["g++", "bundled"])
+@pytest.mark.slow
 def test_header_and_object_link_with_gcc_and_clang(adgen, tmp_path, compiler):
     """The object, compiled against the program's C++ library, links into a program built by g++
     (libstdc++) or by the bundled clang (libc++)."""
@@ -226,6 +227,7 @@ def test_header_and_object_link_with_gcc_and_clang(adgen, tmp_path, compiler):
     _program(adgen, tmp_path, "nbody.cpp", NBODY, MAIN, compiler)
 
 
+@pytest.mark.slow
 def test_adgen_check_reads_cpp(adgen, c_file):
     src = c_file(NBODY, "nbody.cpp")
     result = adgen("check", src, "--size", "state=24", "--size", "mass=n", "--size", "n=4", "--size", "steps=10",
@@ -250,6 +252,7 @@ def test_annotation_before_what_is_not_supported_yet(adgen, c_file, tmp_path, wh
     assert "Traceback" not in result.err and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_throw_is_a_located_error(adgen, c_file, tmp_path):
     """A `throw` of the source where a derivative runs, and a `try`/`catch` around a call of a
     function outside the sources (which may really throw): errors at their lines."""
@@ -312,6 +315,7 @@ int main() {
 
 
 @pytest.mark.parametrize("compiler", ["g++", "bundled"])
+@pytest.mark.slow
 def test_exceptions_elsewhere_and_where_they_only_might_pass(adgen, tmp_path, compiler):
     """A source that throws and catches in a function no derivative runs builds; a differentiated
     function whose library code may throw (a vector's growth, `at`) and with a `try` around code
@@ -387,6 +391,7 @@ int main() {
 
 
 @pytest.mark.parametrize("compiler", ["g++", "bundled"])
+@pytest.mark.slow
 def test_vector_parameters_with_vector_shadows(adgen, tmp_path, compiler):
     """`std::vector<double> &` duplicated: the shadow is a vector of the same size, whatever C++
     library the program's vectors come from (libstdc++'s with g++)."""
@@ -397,6 +402,7 @@ def test_vector_parameters_with_vector_shadows(adgen, tmp_path, compiler):
            "std::vector<double> &d_x) {" in header
 
 
+@pytest.mark.slow
 def test_check_says_it_cannot_make_a_vector(adgen, c_file):
     result = adgen("check", c_file(VECTORS, "vectors.cpp"))
     assert result.status == 1 and "Traceback" not in result.err
@@ -474,6 +480,7 @@ int main() {
 """
 
 
+@pytest.mark.slow
 def test_member_functions_take_their_object_first(adgen, tmp_path):
     """A const member function (its object `const geo::Body *self`, shadow `geo::Body *d_self`), a
     non-const one defined outside its class, and a static one (no object): their derived
@@ -486,6 +493,7 @@ def test_member_functions_take_their_object_first(adgen, tmp_path):
     assert header.index("namespace geo {") < header.index("potential_grad") < header.index("} /* namespace geo */")
 
 
+@pytest.mark.slow
 def test_check_of_members(adgen, c_file):
     """adgen check checks a static member function defined outside its class, and says it cannot
     call a member function's primal yet."""
@@ -512,6 +520,7 @@ double horner(double x) { double p = 1; for (int i = 0; i < N; i++) p = p * x + 
 """
 
 
+@pytest.mark.slow
 def test_function_templates_by_instantiation(tmp_path):
     """Each entry names the instantiation it derives; adgen.load calls the instantiations too. The
     two instantiations' derived functions are overloads of one name in the header, which
@@ -534,13 +543,14 @@ def test_function_templates_by_instantiation(tmp_path):
     assert "inline double norm_grad(const double *v, double *d_v, int n, double d_ret) {" in header
 
 
+@pytest.mark.slow
 def test_check_of_templates(adgen, c_file):
     result = adgen("check", c_file(TEMPLATES, "templates.cpp"), "--size", "v=n")
     assert result.status == 0, result.out + result.err
     assert "3 of 3 checks pass" in result.out
 
 
-@pytest.mark.parametrize("entry, message", [
+@quick_first("entry, message", [
     ("norm_grad: (dup, const) -> active",
      "'norms::norm' is a function template: name the instantiation each entry derives, as `norm_grad<double>: ...`"),
     ("norm_grad<nosuch>: (dup, const) -> active", "cannot instantiate 'norms::norm<nosuch>': "),
@@ -612,6 +622,7 @@ int main() {
 
 @pytest.mark.skipif(EIGEN is None, reason="no Eigen headers (Debian's libeigen3-dev, which .ci/run installs)")
 @pytest.mark.parametrize("compiler", ["g++", "bundled"])
+@pytest.mark.slow
 def test_eigen_matrices_and_vectors_by_reference(adgen, tmp_path, compiler):
     """Eigen's dense matrices and vectors by reference (dynamic: their floats through a pointer;
     fixed-size: held), `dup` and `dual` with shadows of the same type, and `Eigen::Map` over a
@@ -640,6 +651,7 @@ double cabs2(const std::complex<double> &z, const std::array<double, 3> &w) { re
 """
 
 
+@pytest.mark.slow
 def test_complex_and_array_by_reference(adgen, tmp_path):
     """`std::complex<double>` and `std::array<double, 3>` by reference, `dup`: shadows of the same
     types, the gradient exact (a polynomial)."""
@@ -724,6 +736,7 @@ int main() {
 
 
 @pytest.mark.parametrize("compiler", ["g++", "bundled"])
+@pytest.mark.slow
 def test_classes_by_value_rvalue_references_and_overloads(adgen, tmp_path, compiler):
     """Classes by value as annotated parameters and results (active and dual, with the rules of
     C's structs by value; a `std::vector` by value const), an rvalue reference duplicated, a
@@ -739,6 +752,7 @@ def test_classes_by_value_rvalue_references_and_overloads(adgen, tmp_path, compi
     assert 'extern "C" float __adgen_c_total_grad__2(const float *v, float *d_v, int n, float d_ret);' in header
 
 
+@pytest.mark.slow
 def test_by_value_and_overloads_from_python(tmp_path):
     """adgen.load names derived functions declared in C++ with their namespaces, and overloads
     of one name with their parameter types too; a class by value is a ctypes structure."""
@@ -759,6 +773,7 @@ def test_by_value_and_overloads_from_python(tmp_path):
         getattr(lib, "geo::wsum_grad")
 
 
+@pytest.mark.slow
 def test_check_of_classes_by_value(adgen, c_file):
     """adgen check makes a class holding floats by value (its fields random), and says it cannot
     make one holding a std::vector."""
@@ -783,6 +798,7 @@ double rosen(const double *x, int n) {
 """
 
 
+@pytest.mark.slow
 def test_a_derivative_of_a_derived_function_declared_in_cxx(tmp_path):
     """`of` an entry whose derived function is declared in C++: forward over reverse gives
     Hessian-vector products, against central differences of the gradient."""
@@ -884,6 +900,7 @@ int check() {  /* here, where the program includes the header defining things: o
 
 
 @pytest.mark.parametrize("compiler", ["g++", "bundled"])
+@pytest.mark.slow
 def test_a_users_header_defining_functions_and_variables(adgen, tmp_path, compiler):
     """A derived function's parameter type from a header of the user's that also defines a
     function, a variable and a constructor out of its class (not inline): the stub file includes
@@ -961,6 +978,7 @@ def _global_symbols(path: Path) -> tuple[set[str], set[str]]:
 
 
 @pytest.mark.parametrize("compiler", ["g++", "bundled"])
+@pytest.mark.slow
 def test_a_class_with_constructors_and_a_virtual_destructor_out_of_it(adgen, tmp_path, compiler):
     """A class whose constructor and virtual destructor the source defines (out of the class:
     clang makes the complete ones aliases of the base ones) is differentiated, and the object
@@ -1016,7 +1034,7 @@ int main() {
 """
 
 
-@pytest.mark.parametrize("compiler", ["g++", "bundled"])
+@quick_first("compiler", ["g++", "bundled"])
 def test_a_class_with_a_constructor_by_value_as_parameters_and_result(adgen, tmp_path, compiler):
     """A class by value whose only constructor takes arguments, as active parameters and result:
     the stub file, which cannot initialize the result struct holding it with `{0}` or `{}`,

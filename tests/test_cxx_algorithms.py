@@ -139,6 +139,7 @@ def _input(n: int, seed: int = 0) -> np.ndarray:
 
 @pytest.mark.parametrize("name", DOUBLES)
 @pytest.mark.parametrize("n", [9, 200])  # (200: libc++'s introsort partitions, both stable sorts' merges)
+@pytest.mark.slow
 def test_reverse_against_finite_differences_and_forward(lib, name, n):
     x = _input(n, seed=n)
     f, grad, fwd = (getattr(lib, name + s) for s in ("", "_grad", "_fwd"))
@@ -159,6 +160,7 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("n", [9, 300])
+@pytest.mark.slow
 def test_float_sort_without_a_comparator(lib, n):
     x = _input(n, seed=3).astype(np.float32)
     g = np.zeros(n, dtype=np.float32)
@@ -169,6 +171,7 @@ def test_float_sort_without_a_comparator(lib, n):
 
 
 @pytest.mark.parametrize("n", [1100, 1500])
+@pytest.mark.slow
 def test_long_stable_sort_without_a_comparator(lib, n):
     """libc++ radix-sorts from 1024 doubles, moving them as integers of their bits."""
     x = _input(n, seed=n)
@@ -194,7 +197,7 @@ double into_global(const double *x, int n) {
 """
 
 
-@pytest.mark.parametrize("library", LIBRARIES)
+@pytest.mark.parametrize("library", [pytest.param("libc++", marks=pytest.mark.slow), "libstdc++"])
 def test_what_cannot_be_differentiated_inside_the_library_names_the_users_line(adgen, tmp_path, library):
     """A global sorted in place: the library's stores into it carry derivatives adgen keeps none
     of. The error stands at the line of the sources that calls the library."""

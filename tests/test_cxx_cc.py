@@ -102,6 +102,7 @@ int main() {
 
 @LEVELS
 @EXCEPTIONS
+@pytest.mark.slow
 def test_templates_streams_and_exceptions(tmp_path, level, exceptions):
     out = build_and_run(tmp_path, PROGRAM, level, exceptions, "-std=c++17")
     assert "energy 14" in out
@@ -164,6 +165,7 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_a_class_by_value_as_a_constant(tmp_path, level):
     """GradBench's gmm: a template instance taking a struct by value (enzyme_const) after eight
     arguments, which the call passes in memory and the function takes in registers or in
@@ -181,6 +183,7 @@ int main() { double d = __enzyme_autodiff((void *)f, 2.0); printf("%g\n", d); re
 
 
 @LEVELS
+@pytest.mark.slow
 def test_inline_assembly_on_integers_is_inactive(tmp_path, level):
     src = tmp_path / "asm.cpp"
     src.write_text(INTEGER_ASM)
@@ -209,11 +212,13 @@ def build_fails(tmp_path: Path, name: str, source: str) -> str:
     return done.stderr
 
 
+@pytest.mark.slow
 def test_inline_assembly_on_doubles_is_a_located_error(tmp_path):
     err = build_fails(tmp_path, "fasm", FLOAT_ASM)
     assert "fasm.cpp:5:" in err and "inline assembly" in err, err
 
 
+@pytest.mark.slow
 def test_a_template_instance_the_source_never_names_is_an_error_at_the_call(tmp_path):
     """An instantiation named only inside another template, with an argument libclang cannot
     spell (a lambda's type): an error at the call, not a wrong derivative."""
@@ -319,11 +324,13 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_enzyme_sugar_header(tmp_path, level):
     """adgen's own <enzyme/enzyme>: every mode, activity and return activity of its API."""
     build_and_run(tmp_path, SUGAR, level, "-std=c++17")
 
 
+@pytest.mark.slow
 def test_adgen_header_before_enzymes_on_the_include_path(tmp_path):
     """A build moving from Enzyme keeps Enzyme's `-I.../enzyme/include`: adgen's own
     <enzyme/enzyme> is read first (Enzyme's would expand to calls adgen does not read); the
@@ -384,6 +391,7 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_comparing_bytes_carries_no_derivative(tmp_path, level):
     build_and_run(tmp_path, BYTES, level)
 
@@ -422,6 +430,7 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_virtual_tables_and_function_pointers_in_shadows(tmp_path, level):
     """`__enzyme_virtualreverse(f)` is what the shadow holds where the primal holds f (a
     virtual table, a function pointer): adgen calls through the primal's, so f itself."""
@@ -462,6 +471,7 @@ int main() {
 """
 
 
+@pytest.mark.slow
 def test_copies_typed_by_the_objects_they_lie_in(tmp_path):
     """A copy whose floating type no access shows: the sizes an object copies (the bytes of a
     local object's type, at the call making it), the floats it copies through a `double *`
@@ -505,6 +515,7 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_pointers_to_read_only_data_are_their_own_shadows(tmp_path, level):
     """A string literal's address (a map's key, a name beside a value) stored into memory holding
     derivatives: its shadow is itself, read-only data holding no floats."""
@@ -526,6 +537,7 @@ int main() {
 """
 
 
+@pytest.mark.slow
 def test_a_pointer_to_floats_of_a_global_stored_with_derivatives_gets_runtime_activity(tmp_path):
     """Read-only floats stored where derivatives are kept: the derivation is made again with
     runtime activity (specs/cxx.md), the table its own shadow, checked at each access: the
@@ -565,6 +577,7 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_streams_made_inside_a_differentiated_function(tmp_path, level):
     """A `std::stringstream` made and read inside; `std::wcout.imbue`, whose virtual call is the
     C++ library calling itself: neither carries derivatives, as the library's named functions."""
@@ -600,6 +613,7 @@ int main() { return __enzyme_autodiff<double>((void *)run, 2.0) != 4.0; }
 
 
 @LEVELS
+@pytest.mark.slow
 def test_a_virtual_call_reads_no_shadow_of_the_table(tmp_path, level):
     """The function pointer of a virtual call is called through as the primal's (a dispatcher
     compares it): neither it nor the table it is read from needs a shadow, here one nothing
@@ -622,6 +636,7 @@ int main() { return __enzyme_autodiff((void *)twice, enzyme_const, pick(), 0.5) 
 """
 
 
+@pytest.mark.slow
 def test_a_pointer_to_a_function_outside_the_sources_aborts(tmp_path):
     """A function pointer reaching a function of neither the file differentiated nor the C++
     library's object code (another file's static function): the derivative says so and aborts,
@@ -676,6 +691,7 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_definitions_of_a_users_header_and_constructors_out_of_their_class(tmp_path, level):
     """A header of the user's that defines functions and a variable (not inline), included by
     the file and so by the stubs adgen makes for it, links once; constructors and destructors
@@ -729,6 +745,7 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_a_derivative_of_a_gradient_whose_tape_grows(tmp_path, level):
     """Reverse and forward mode over a gradient whose tape grows: the outer level takes the
     inner gradient's growth of its buffer for a realloc (ir_ad/calls.py), whatever the records
@@ -784,6 +801,7 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_an_inner_entry_point_reached_through_invokes(tmp_path, level):
     """A derivative of a function reaching an Enzyme call through functions using std::vector
     (calls made `invoke`s) is of the level after that call's: the inner call is an adapter's
@@ -840,6 +858,7 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_vectors_of_structs_growing(tmp_path, level):
     """Elements relocated as bytes when a vector grows, typed by the copy's `!tbaa.struct`:
     pointers (their shadows copied with them) and doubles (their adjoints moved back). Reverse
@@ -893,6 +912,7 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_buffers_a_function_allocates_itself(tmp_path, level):
     """Vectors a differentiated function makes (on either of two paths the optimizer made),
     filled by the library's pointer loops: the reverse sweep reads the arguments again rather
@@ -941,6 +961,7 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_function_pointers_to_the_files_local_functions(tmp_path, level):
     """A lambda made a function pointer and a static function, called through pointers inside
     differentiated code, in reverse mode and through the header's forward mode returning a
@@ -979,6 +1000,7 @@ int main() {
 
 @LEVELS
 @EXCEPTIONS
+@pytest.mark.slow
 def test_the_libraries_strings_streams_and_buffers_inside(tmp_path, level, exceptions):
     """The C++ library's objects made and changed by its shared object inside a differentiated
     function: their shadows follow them (calls.library_objects), a string's buffer is freed as
@@ -1005,6 +1027,7 @@ int main() {
 """
 
 
+@pytest.mark.slow
 def test_complex_products_with_a_cxx_standard(tmp_path):
     build_and_run(tmp_path, COMPLEX_PRODUCTS, "-O2", "-std=c++17")
 
@@ -1035,5 +1058,6 @@ int main() {
 
 
 @LEVELS
+@pytest.mark.slow
 def test_std_function_made_and_called_inside(tmp_path, level):
     build_and_run(tmp_path, STD_FUNCTIONS, level)

@@ -111,6 +111,7 @@ int main() {
 
 @needs_eigen
 @pytest.mark.parametrize("compiler", ["g++", "bundled"])
+@pytest.mark.slow
 def test_least_squares_and_mlp(adgen, tmp_path, compiler):
     """`lsq` with A and b const and x dup (its product expression holds pointers to A and x:
     runtime activity), both modes; `mlp` through Eigen's GEMM, its data const or dup, both modes;

@@ -97,6 +97,7 @@ def _run_program(command: list[str], folder: Path) -> None:
 
 
 @needs_gxx
+@pytest.mark.slow
 def test_a_config_of_library_classes_from_a_program_built_by_gxx(adgen, tmp_path, monkeypatch):
     """CXX=g++: compiled against libstdc++ (its headers, g++'s), as the program's objects are;
     gradient and tangents right; the manifest and the header say libstdc++."""
@@ -109,6 +110,7 @@ def test_a_config_of_library_classes_from_a_program_built_by_gxx(adgen, tmp_path
     _run_program(["g++", "-O2", "-I", str(tmp_path), str(main), str(loss), str(tmp_path / "loss.adgen.o")], tmp_path)
 
 
+@pytest.mark.slow
 def test_the_libcxx_choice_with_a_program_built_by_the_bundled_clang(adgen, tmp_path):
     """--cxx-library=libc++ (or -stdlib=libc++ after --): the bundled libc++, which a program the
     bundled clang builds uses."""
@@ -122,6 +124,7 @@ def test_the_libcxx_choice_with_a_program_built_by_the_bundled_clang(adgen, tmp_
 
 
 @needs_gxx
+@pytest.mark.slow
 def test_a_program_of_the_other_library_is_a_compile_error(adgen, tmp_path, monkeypatch):
     """The header stops a program built against the other C++ library at its compile, saying
     which library the object was compiled against and how to build it again."""
@@ -154,6 +157,7 @@ double scaled(const double *x, int n) {
 
 
 @needs_gxx
+@pytest.mark.slow
 def test_load_links_with_the_library_and_refuses_a_mix(tmp_path, monkeypatch):
     """adgen.load builds C++ against libstdc++ (CXX=g++) and links it; loading an output directory
     whose objects were compiled against both libraries is an error naming them."""
@@ -256,6 +260,7 @@ int main() {
 
 @needs_gxx
 @pytest.mark.parametrize("stdlib", [None, "libc++"])
+@pytest.mark.slow
 def test_adgen_cxx_compiles_and_links_as_this_machines_clangxx(tmp_path, monkeypatch, stdlib):
     """`adgen c++` with CXX=g++: libstdc++'s headers and its shared library (<iostream>'s
     initialization run, a static constructor once); -stdlib=libc++: the bundled libc++, no
@@ -273,6 +278,7 @@ def test_adgen_cxx_compiles_and_links_as_this_machines_clangxx(tmp_path, monkeyp
         _run_program(["g++", str(tmp_path / "prog.o")], tmp_path)
 
 
+@pytest.mark.slow
 def test_adgen_cc_runs_static_constructors_once(tmp_path):
     """A C file's constructors and destructors (`.init_array`, which the bundled clang's linker
     runs: not `.ctors`), once though the derivatives copy the file's code."""
@@ -296,6 +302,7 @@ def _tool(name: str) -> str | None:
 
 @needs_gxx
 @pytest.mark.skipif(_tool("cmake") is None or _tool("ninja") is None, reason="no cmake or ninja")
+@pytest.mark.slow
 def test_cmake_compiles_against_the_projects_cxx_library(tmp_path):
     """adgen_add_derivatives passes CMAKE_CXX_COMPILER (g++ here) on as --cxx: libstdc++."""
     loss, main = _sources(tmp_path / "src")

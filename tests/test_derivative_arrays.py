@@ -97,6 +97,7 @@ def _loss(X, W1, W2, w, a):
     return float((a * a * np.dot(Y.ravel(), w) + np.sum(Y * Y)) ** 2)
 
 
+@pytest.mark.slow
 def test_a_matmul_written_by_hand_matches_adgen_and_finite_differences(tmp_path):
     rng = np.random.default_rng(22)
     X, W1, W2, w = rng.normal(size=20), rng.normal(size=15) * 0.5, rng.normal(size=6), rng.normal(size=8)

@@ -5,15 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
-from conftest import ROOT
+from conftest import ROOT, quick_first
 
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").iterdir()
                   if (p / f"{p.name}.c").exists() or (p / f"{p.name}.cpp").exists())
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@quick_first("name", EXAMPLES)
 def test_example_runs(name, tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "run.py"), name, "-o", str(tmp_path)],
                           capture_output=True, text=True)

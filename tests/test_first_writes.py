@@ -8,8 +8,7 @@ differences."""
 
 from __future__ import annotations
 
-import pytest
-
+from conftest import quick_first
 from test_forward import D, I, P, _grad_fd, arr, close, fn
 from test_loops import optimized
 
@@ -72,7 +71,7 @@ def test_first_writes_found(tmp_path):
         assert all(id(i) not in found for i in later), name
 
 
-@pytest.mark.parametrize("n", [1, 2, 5, 9])
+@quick_first("n", [1, 2, 5, 9])
 def test_gradients_against_central_differences(build_lib, n):
     lib = build_lib(SOURCE)
     smooth, smooth_grad = fn(lib, "smooth", D, P, I), fn(lib, "smooth_grad", None, P, P, I, D)

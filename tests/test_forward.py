@@ -743,6 +743,7 @@ float gf(float x) { float s, c; sincosf(x, &s, &c); return s * c + c; }
 """
 
 
+@pytest.mark.slow
 def test_sincos_two_results_through_pointers(tmp_path):
     """From adgen's definition of it (templates/libc.c.j2), in both modes and precisions."""
     import adgen

@@ -10,6 +10,7 @@ import pytest
 import fuzzer
 
 
+@pytest.mark.slow
 def test_quick_fuzz_run():
     outcome = fuzzer.fuzz(programs=300, seed=20261121, batch_size=50, keep_failures=False)
     assert outcome.failures == []
@@ -19,12 +20,14 @@ def test_quick_fuzz_run():
 
 @pytest.mark.skipif(fuzzer.libomp() is None, reason="no OpenMP runtime (libomp) to run parallel code: "
                                                      "install libomp-dev (.ci/run does)")
+@pytest.mark.slow
 def test_quick_fuzz_run_of_parallel_loops():
     outcome = fuzzer.fuzz(programs=80, seed=20261125, batch_size=40, keep_failures=False, openmp=True)
     assert outcome.failures == []
     assert outcome.passed >= 70  # checked, not rejected: each with an OpenMP loop on three threads
 
 
+@pytest.mark.slow
 def test_quick_fuzz_run_in_cxx():
     """C++ bodies: classes with operators, templates, lambdas, std::complex, std::vector, new and
     delete, the functions in a namespace with C names."""
@@ -33,6 +36,7 @@ def test_quick_fuzz_run_in_cxx():
     assert outcome.passed >= 70
 
 
+@pytest.mark.slow
 def test_quick_fuzz_run_within_a_budget():
     """Each also differentiated within 512 bytes (its loops checkpointed): that gradient must equal
     reverse mode's; what cannot be checkpointed is a located error."""
@@ -41,11 +45,13 @@ def test_quick_fuzz_run_within_a_budget():
     assert outcome.passed >= 40
 
 
+@pytest.mark.slow
 def test_kept_regressions_pass(tmp_path):
     for path in fuzzer.regression_cases():
         assert fuzzer.check_regression(path, tmp_path) is None, path.name
 
 
+@pytest.mark.slow
 def test_minimizer_keeps_only_what_fails(tmp_path, monkeypatch):
     culprit = "y[2] = sin(x[1]) * a;"
     f = fuzzer.Function("f7", ["t0 = a * b;", culprit, "t1 = cos(t0);", "y[0] += t1;"])
@@ -82,6 +88,7 @@ def test_overflow_inside_the_primal_is_inconclusive_not_wrong(tmp_path):
     assert not fuzzer._overflows(primal("f43_449371"), z)
 
 
+@pytest.mark.slow
 def test_a_nan_gradient_after_an_overwritten_overflow_is_inconclusive(tmp_path):
     """An intermediate that overflows and is then overwritten (a running product squared, then
     assigned anew in a later loop): forward mode is finite, reverse mode's zero adjoint times
@@ -90,6 +97,7 @@ def test_a_nan_gradient_after_an_overwritten_overflow_is_inconclusive(tmp_path):
     assert fuzzer.check(lib, f, acts, random.Random(seed)) == "skip"
 
 
+@pytest.mark.slow
 def test_an_output_the_step_does_not_resolve_is_inconclusive_not_wrong(tmp_path):
     """One output oscillates within the finite-difference step while a much larger one makes
     the steps look settled together: the fuzzer must not call its derivative wrong, and the
@@ -106,6 +114,7 @@ def test_an_output_the_step_does_not_resolve_is_inconclusive_not_wrong(tmp_path)
     assert abs(jvp[4] - tiny[4]) < 1e-3 * abs(tiny[4]) and abs(jvp[4]) > 1e4
 
 
+@pytest.mark.slow
 def test_a_term_the_primal_rounds_away_is_inconclusive_not_wrong(tmp_path):
     """t0 + b * x[0] - t3 with t0 = t3 near 1e271 returns y[0]-ish values: b * x[0] is absorbed,
     so finite differences miss its derivative, which forward mode (rightly) keeps. Rounding the
@@ -129,6 +138,7 @@ def test_a_term_the_primal_rounds_away_is_inconclusive_not_wrong(tmp_path):
     assert not fuzzer._rounds_away(g, z, 1e-6)  # a well-conditioned primal
 
 
+@pytest.mark.slow
 def test_a_derivative_returning_through_a_tail_call_keeps_its_tangents(tmp_path):
     """A whole batch (40 functions, many called through pointers): the forward[4] derivative of
     the dispatcher of calls through pointers returned ret (extractvalue (call)); LLVM made that

@@ -71,6 +71,7 @@ def _run(command, cwd) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_a_prototype_annotated_in_a_header_is_made_once_by_its_defining_source(adgen, tmp_path):
     for name, text in {"model.h": MODEL_H, "model.c": MODEL_C, "other.c": OTHER_C, "main.c": MAIN_C}.items():
         (tmp_path / name).write_text(text)
@@ -133,6 +134,7 @@ int main()
 
 
 @pytest.mark.parametrize("compiler", ["g++", "bundled"])
+@pytest.mark.slow
 def test_member_functions_declared_in_a_class_of_a_header(adgen, tmp_path, compiler):
     if compiler == "g++" and shutil.which("g++") is None:
         pytest.skip("g++ is not installed")

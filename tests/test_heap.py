@@ -191,6 +191,7 @@ int main(void)
 """
 
 
+@pytest.mark.slow
 def test_nothing_leaks(built, adgen):
     """The memory the primal frees, and its shadow, are freed by the reverse sweep: 200 more
     calls of every derivative leave the heap as it was (glibc's count of bytes in use)."""

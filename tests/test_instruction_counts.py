@@ -56,6 +56,7 @@ def test_growth_is_reported(instructions):
 @pytest.mark.skipif(shutil.which("valgrind") is None,
                     reason="valgrind is not installed (.ci/run installs Debian's valgrind): the instruction counts "
                            "cannot be taken")
+@pytest.mark.slow
 def test_no_gradient_executes_more_instructions_than_its_baseline(instructions, tmp_path):
     baseline = instructions.load_baseline()
     now = instructions.counts(tmp_path)

@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 
 import adgen
+from adgen.base.toolchain import zig
+from adgen.base.zig_runtimes import zig_env
 from conftest import compile_c
 
 SOURCE = r"""
@@ -41,9 +43,11 @@ SQUARE = "// @diff(sq_grad: (active) -> active)\ndouble sq(double x) { return RO
 
 def _environment(root) -> dict:
     """This process's environment with adgen.load's cache (and the temporary directory, where
-    it once was) under `root`."""
+    it once was) under `root`; zig's global cache, which XDG_CACHE_HOME moves too, stays where
+    it is (a new one would build zig's compiler runtime again: 20 s a test)."""
     (root / "tmp").mkdir(parents=True, exist_ok=True)
-    return {**os.environ, "XDG_CACHE_HOME": str(root / "cache"), "TMPDIR": str(root / "tmp")}
+    return {**os.environ, "XDG_CACHE_HOME": str(root / "cache"), "TMPDIR": str(root / "tmp"),
+            "ZIG_GLOBAL_CACHE_DIR": str(zig_env(zig())[0])}
 
 
 PINNED = "tests"  # adgen's fingerprint in the cache keys: files edited during a run would change them
@@ -78,6 +82,7 @@ def lib(built, monkeypatch):
     return adgen.load(src)
 
 
+@pytest.mark.slow
 def test_a_folder_planted_where_the_cache_once_was_is_not_run(tmp_path):
     """The cache was `$TMPDIR/adgen-load-HASH`, HASH computable by anyone: a library planted
     there ran. It is now in the user's cache directory, mode 0700, and the planted one is never
@@ -134,6 +139,7 @@ def test_a_cache_others_could_write_or_read_is_refused(tmp_path, monkeypatch):
         adgen.load(src, flags=["-DROUND=1"])
 
 
+@pytest.mark.slow
 def test_a_truncated_library_is_rebuilt(tmp_path):
     """A cached library cut short made every later load crash; its digest no longer matches, so
     it is built again."""
@@ -148,6 +154,7 @@ def test_a_truncated_library_is_rebuilt(tmp_path):
     assert _python(load, env).stdout.split() == [path, "18.0"]
 
 
+@pytest.mark.slow
 def test_concurrent_loads_of_one_source_all_succeed(tmp_path):
     """Processes building one source into one cache at once failed (`cannot open shared object
     file`, `cannot open …/sq.o`: about one round in three of four processes, before the fix):
@@ -172,6 +179,7 @@ def test_concurrent_loads_of_one_source_all_succeed(tmp_path):
     assert len(leftovers) == 6 and not any(".build-" in name for name in leftovers)  # three builds, three locks
 
 
+@pytest.mark.slow
 def test_a_build_dir_is_built_aside(tmp_path):
     """An explicit build_dir keeps the build; nothing of a failed one is left there."""
     src = tmp_path / "sq.c"
@@ -314,6 +322,7 @@ def test_builds_no_load_opened_for_a_month_are_swept(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy", "busy.lock", "fresh", "kept", "stale.build-x"]
 
 
+@pytest.mark.slow
 def test_a_vector_parameter_refuses_a_numpy_array(tmp_path):
     """A `std::vector<double> &` is three pointers, not the doubles: a NumPy array for it gave a
     zero gradient or an abort; it is refused as adgen check refuses to make one."""

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import central_difference
+from conftest import central_difference, quick_first
 from test_forward import D, I, P, arr, fn
 from test_undo_log import _aliased, _check, _values
 
@@ -39,7 +39,7 @@ double slices(double *acts, double *w, int n, int first, int second)
 """
 
 
-@pytest.mark.parametrize("first, second", [(4, 8), (1, 2), (2, 1), (0, 0), (4, 0)])
+@quick_first("first, second", [(4, 8), (1, 2), (2, 1), (0, 0), (4, 0)])
 def test_slices_of_one_block_apart_and_overlapping(build_lib, first, second):
     lib = build_lib(SLICES)
     n = 4
@@ -70,6 +70,7 @@ double outer_read(double *a, double *b, int n, int m)
 """
 
 
+@pytest.mark.slow
 def test_a_load_in_an_outer_loop_and_a_store_checked_inside(build_lib):
     lib = build_lib(OUTER_READ)
     n, m = 3, 4
@@ -100,12 +101,14 @@ double outside(double *a, double *b, int n)
 """
 
 
+@pytest.mark.slow
 def test_a_store_outside_loops_and_stores_in_a_loop(build_lib):
     lib = build_lib(OUTSIDE)
     n = 4
     _check(lib, "outside", "outside_grad", [_values(n, 3), _values(n, 4)], [n])
 
 
+@pytest.mark.slow
 def test_a_store_outside_loops_into_what_was_read(build_lib):
     _aliased(build_lib(OUTSIDE), "outside", "outside_grad", _values(4, 5), [], [4])
 
@@ -142,6 +145,7 @@ double after(double *a, double *b, const double *c, int n)
 """
 
 
+@pytest.mark.slow
 def test_what_a_derivative_written_by_hand_reads_is_logged(build_lib):
     _aliased(build_lib(BY_HAND), "after", "after_grad", _values(4, 6), [_values(4, 7)], [4])
 
@@ -186,6 +190,7 @@ def test_a_load_through_an_index_makes_later_stores_logged(build_lib):
         assert da[j] == pytest.approx(central_difference(along, start_a[j], 1e-6), rel=1e-5, abs=1e-7), j
 
 
+@pytest.mark.slow
 def test_explain_says_where_stores_are_checked(adgen, c_file):
     result = adgen("build", "--explain", c_file(SLICES), "-o", c_file("", "out/x").parent)
     assert result.status == 0, result.err
@@ -232,7 +237,7 @@ double soft(double *a, int rows, int n, int first, int second)
 """
 
 
-@pytest.mark.parametrize("first, second", [(0, 6), (6, 0), (0, 3), (2, 2)])
+@quick_first("first, second", [(0, 6), (6, 0), (0, 3), (2, 2)])
 def test_loops_after_loops_are_checked_before_themselves(build_lib, first, second):
     lib = build_lib(SOFT_ROWS)
     _check(lib, "soft", "soft_grad", [_values(18, 3)], [2, 3, first, second])

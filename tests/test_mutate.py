@@ -6,9 +6,12 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 import mutate
 
 
+@pytest.mark.slow
 def test_quick_mutation_run():
     outcome = mutate.fuzz(40, seed=20261124, jobs=2)
     assert [f"{m.index} ({m.kind}, {m.seed.name}): {v.reason}\n{v.output}" for m, v in outcome.bad] == []
@@ -75,6 +78,7 @@ def test_the_judge_on_setups(tmp_path):
         assert not written or v.reason == "wrote through a symlink into another file"
 
 
+@pytest.mark.slow
 def test_every_setup_applies():
     """Each mutation of the command line or the file system is drawn, and changes the command or
     plants something."""
@@ -88,6 +92,7 @@ def test_every_setup_applies():
         assert m.setup.args or m.setup.plant or m.setup.name or m.setup.out != "out", m.setup
 
 
+@pytest.mark.slow
 def test_every_mutation_applies_to_an_annotated_source_or_enzyme_code():
     annotated = next(s for s in mutate.seeds("c") if s.name == "rosenbrock.c" and "examples" in str(s.home))
     enzyme = next(s for s in mutate.seeds("cc") if s.name == "enzyme.c")
@@ -97,6 +102,7 @@ def test_every_mutation_applies_to_an_annotated_source_or_enzyme_code():
         assert any(c is not None and c != seed.text and c != seed.text.encode() for c in changed), kind
 
 
+@pytest.mark.slow
 def test_the_seeds_include_rust_where_rustc_is():
     sources = mutate.seeds()
     assert sum(not s.rust for s in sources) >= 50

@@ -67,6 +67,7 @@ def test_adgen_build(adgen, tmp_path, ndebug):
 
 @pytest.mark.parametrize("source", [ENZYME, PLAIN], ids=["Enzyme's API", "no derivatives"])
 @pytest.mark.parametrize("ndebug", [False, True], ids=["asserts kept", "-DNDEBUG"])
+@pytest.mark.slow
 def test_adgen_cc_at_O2(tmp_path, source, ndebug):
     """As gcc and clang: -O2 keeps assert(), -DNDEBUG drops it."""
     (tmp_path / "prog.c").write_text(source)
@@ -81,6 +82,7 @@ def test_adgen_cc_at_O2(tmp_path, source, ndebug):
         assert _aborted(done), done
 
 
+@pytest.mark.slow
 def test_adgen_load(tmp_path):
     """adgen.load (and so adgen check) builds with asserts kept: an out-of-range index aborts."""
     (tmp_path / "at.c").write_text(AT)

@@ -196,6 +196,7 @@ def _grad(lib, name, p):
 
 
 @pytest.mark.parametrize("name", ["particle", "in_loop", "by_dir", "by_dir4", "by_split"])
+@pytest.mark.slow
 def test_gradient_through_a_derived_function(lib, name):
     """Reverse and forward mode of a function descending with a gradient adgen made."""
     primal = getattr(lib, name)
@@ -208,6 +209,7 @@ def test_gradient_through_a_derived_function(lib, name):
     assert directions == pytest.approx(dp, rel=1e-11, abs=1e-13)  # forward against reverse
 
 
+@pytest.mark.slow
 def test_wider_and_split_outer_entries(lib):
     """forward[4] (a direction a lane) and split mode of the particle, against its gradient."""
     dp = _grad(lib, "particle", P)
@@ -221,6 +223,7 @@ def test_wider_and_split_outer_entries(lib):
     assert lib.pot_split_tape_size() <= 512  # by_split's tape
 
 
+@pytest.mark.slow
 def test_hessian_vector_product_of_a_nested_gradient(lib):
     """forward of particle_grad (three levels: pot_grad, particle_grad, particle_hvp)."""
     v = np.array([0.3, -0.7, 0.2, 0.5])
@@ -232,6 +235,7 @@ def test_hessian_vector_product_of_a_nested_gradient(lib):
     assert slope == pytest.approx(_grad(lib, "particle", P) @ v, rel=1e-11)
 
 
+@pytest.mark.slow
 def test_saddle_point_three_levels_deep(lib):
     """saddle_grad differentiates best_dx (of best, which calls h_dy, of h): the gradient in
     the parameters of where min over x of max over y ends."""
@@ -265,6 +269,7 @@ double far(const double *x0, const double *p, int n)
 """
 
 
+@pytest.mark.slow
 def test_a_derived_function_of_another_source(tmp_path):
     """A source calling the derived functions of another one built with it, through its header."""
     first, second = tmp_path / "nested.c", tmp_path / "other.c"
@@ -378,6 +383,7 @@ def test_what_cannot_be_differentiated_in_a_derived_function_is_at_its_call(adge
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_check_and_explain_a_nested_source(adgen, tmp_path):
     """`adgen check` builds a source that includes its own header and calls its derived
     functions; --explain names the derived function where the user's code calls it."""

@@ -544,6 +544,7 @@ def test_reverse_sweeps_fork_unless_their_adds_are_atomic(lib, monkeypatch):
         assert sorted(set(who)) == (list(range(threads)) if forked else [0]), (setting, threads, name)
 
 
+@pytest.mark.slow
 def test_collapsed_loop_indexed_by_quotient_and_remainder(team, adgen, c_file, tmp_path):
     library, _ = team
     n, m, rng = 7, 9, np.random.default_rng(8)
@@ -663,6 +664,7 @@ int main(void) {
 
 
 @pytest.mark.parametrize("level", ["-O0", "-O2"])
+@pytest.mark.slow
 def test_adgen_cc_differentiates_openmp_code_written_for_enzyme(tmp_path, level):
     import subprocess
     import sys
@@ -679,6 +681,7 @@ def test_adgen_cc_differentiates_openmp_code_written_for_enzyme(tmp_path, level)
         assert ran.returncode == 0 and f"threads {threads}" in ran.stdout, ran.stdout + ran.stderr
 
 
+@pytest.mark.slow
 def test_adgen_check_builds_and_checks_openmp_code(adgen, c_file):
     src = c_file("#include <math.h>\n"
                  "#include <omp.h>  /* (the bundled clang has none: adgen adds the system's) */\n"

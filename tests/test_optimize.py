@@ -114,6 +114,7 @@ double g(const double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s +
 """
 
 
+@pytest.mark.slow
 def test_another_clang_gives_the_gradient_llvmlite_optimizes(tmp_path_factory):
     """With --cc naming a clang other than the bundled one, llvmlite optimizes and emits: the
     gradient is the one the bundled clang's cc1 gives (up to reassociation), and right."""

@@ -10,6 +10,8 @@ import sys
 import tomllib
 import zipfile
 
+import pytest
+
 from conftest import ROOT
 
 
@@ -19,6 +21,7 @@ def _left_out(folder: str, names: list[str]) -> set[str]:
     return {n for n in names if n.startswith(".") or n.endswith(".egg-info") or n == "__pycache__" or n in top}
 
 
+@pytest.mark.slow
 def test_wheel_layout(tmp_path):
     source = tmp_path / "src"  # a copy, so the build leaves nothing in the checkout
     shutil.copytree(ROOT, source, ignore=_left_out)

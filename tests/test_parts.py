@@ -146,6 +146,7 @@ def test_modules_parts_cannot_copy_or_split_are_compiled_whole():
 
 
 @pytest.mark.skipif(not LINUX, reason="parts are joined by ELF's relocatable link")
+@pytest.mark.slow
 def test_the_joined_object_computes_what_the_whole_module_computes(tmp_path, monkeypatch):
     chosen = optimize.machine(None, None)
     tm, cc1 = optimize.create(chosen), Cc1.bundled(select_compiler(None), chosen)
@@ -182,6 +183,7 @@ def _has(tool: str) -> bool:
 
 
 @pytest.mark.skipif(not LINUX, reason="parts are joined by ELF's relocatable link")
+@pytest.mark.slow
 def test_gpt2_built_in_parts_gives_the_gradient_built_whole(tmp_path):
     """bench/programs/gpt2.c (a derivative of some 16,000 instructions) in two parts, one or
     two at a time (the same object), and whole (as --emit-llvm compiles it): the same gradient,

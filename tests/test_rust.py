@@ -214,6 +214,7 @@ def _build_model(tmp_path: Path, adgen, model: str = MODEL) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_forward_reverse_and_batched_against_finite_differences(tmp_path, adgen):
     out = _build_model(tmp_path, adgen)
     assert {p.name for p in out.iterdir()} >= {"model.adgen.rs", "model.adgen.o", "model.adgen.c"}
@@ -228,6 +229,7 @@ def test_forward_reverse_and_batched_against_finite_differences(tmp_path, adgen)
     assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
 
 
+@pytest.mark.slow
 def test_the_wrappers_follow_std_autodiff(tmp_path, adgen):
     """A slice's shadow is a slice (mutable in reverse mode), checked for length; active scalars'
     gradients come after the primal result in a tuple; width N gives N shadows."""
@@ -338,6 +340,7 @@ def test_a_source_that_is_not_utf8_is_an_error_at_its_first_such_byte(tmp_path, 
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_cargo_example_builds_and_runs(tmp_path):
     """examples/rust: a cargo project whose build.rs runs adgen (found as $ADGEN, else on the PATH)."""
     cargo = shutil.which("cargo", path=os.environ.get("PATH", "") + os.pathsep + str(Path.home() / ".cargo" / "bin"))
@@ -435,6 +438,7 @@ def rustc_named(monkeypatch):
 
 @pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
                          else "")
+@pytest.mark.slow
 def test_the_wrappers_compile_without_warnings_in_every_edition(tmp_path, adgen, rustc_named, rustc, version):
     """`unsafe extern "C"` where the rustc takes it (edition 2024 requires it), `extern "C"` where
     it cannot parse it (1.63); `-D warnings`, and clippy's where it is installed beside the rustc."""
@@ -470,6 +474,7 @@ def _cargo(minimum: tuple[int, int]) -> str:
     return cargo
 
 
+@pytest.mark.slow
 def test_an_edition_2024_crate_builds_and_runs_without_warnings(tmp_path, rustc_named):
     """examples/rust as `cargo new` makes a crate today: edition 2024, the source lowered in that
     edition too (ADGEN_RUSTFLAGS), no warnings from rustc or clippy."""
@@ -552,6 +557,7 @@ fn main() {
 """
 
 
+@pytest.mark.slow
 def test_loops_checkpointed_within_a_budget(tmp_path, adgen):
     """`within SIZE` on a Rust function (specs/abi.md, "Memory budgets"): its loops' bounds
     checks panic out of them, and their addresses are still bounded."""

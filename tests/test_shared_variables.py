@@ -77,6 +77,7 @@ int main()
 """
 
 
+@pytest.mark.slow
 def test_cxx_variables_initialized_once_by_the_program(adgen, tmp_path):
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")

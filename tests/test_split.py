@@ -180,6 +180,7 @@ int main(void)
 """
 
 
+@pytest.mark.slow
 def test_tapes_never_reversed_leak_nothing(built, adgen):
     """`NAME_free` releases what the forward sweep allocated (loop storage, a recursive call's
     records, the local array moved to the heap, the list the primal freed): 50 more rounds of
@@ -285,6 +286,7 @@ def test_a_failed_reverse_call_keeps_the_tape(built):
     assert d == pytest.approx(dx, rel=1e-13) and dk == pytest.approx(r.d_k, rel=1e-13)
 
 
+@pytest.mark.slow
 def test_threads_race_for_one_tape(built):
     """ctypes lets other threads run during a C call: of eight threads reversing one tape, one
     does and seven get TapeError, for each of 200 tapes; tapes of their own, forward and reverse

@@ -151,7 +151,7 @@ except RuntimeError as e:
 """)
     assert out.strip() == ("energy_split gives first derivatives only: for double backward, pass "
                            "adgen.torch.function(lib, 'energy_split', hvp=NAME), NAME a forward-over-reverse entry "
-                           "of energy (README 'From Python')")
+                           "of energy (docs/tutorials/pytorch.md)")
 
 
 def test_the_hvp_entry_is_checked(lib):

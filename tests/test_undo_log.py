@@ -13,7 +13,7 @@ import numpy as np
 
 import pytest
 
-from conftest import central_difference
+from conftest import central_difference, quick_first
 from test_forward import D, I, P, arr, fn
 
 TILED = r"""
@@ -143,6 +143,7 @@ def _values(n, seed):
     return [math.sin(1.7 * (k + 1) * seed) * 0.8 for k in range(n)]
 
 
+@pytest.mark.slow
 def test_tiled_matmuls_over_slices_of_one_block(build_lib):
     lib = build_lib(TILED)
     bt, c = 8, 3
@@ -155,12 +156,13 @@ def test_an_output_overlapping_the_input(build_lib, n):
     _check(lib, "shifted", "shifted_grad", [_values(n + 1, 4), _values(n * n, 5)], [n])
 
 
-@pytest.mark.parametrize("n", [2, 3, 6])
+@quick_first("n", [2, 3, 6])
 def test_a_loop_writing_what_its_inner_loop_reads(build_lib, n):
     lib = build_lib(IN_PLACE)
     _check(lib, "relax", "relax_grad", [_values(n, 6), _values(1, 7)], [n])
 
 
+@pytest.mark.slow
 def test_the_plan_stores_none_of_the_loads_the_log_protects(adgen, c_file):
     result = adgen("build", "--explain", c_file(TILED), "-o", c_file("", "out/x").parent)
     assert result.status == 0, result.err
@@ -187,11 +189,12 @@ double rounds(double *a, double *b, int n, int m)
 """
 
 
-@pytest.mark.parametrize("n", [1, 4])
+@quick_first("n", [1, 4])
 def test_a_load_of_what_the_same_iteration_wrote(build_lib, n):
     _check(build_lib(WRITE_THEN_READ), "rounds", "rounds_grad", [_values(n, 10), _values(n, 11)], [n, 3])
 
 
+@pytest.mark.slow
 def test_a_load_of_what_the_same_iteration_wrote_aliasing_its_input(build_lib):
     _aliased(build_lib(WRITE_THEN_READ), "rounds", "rounds_grad", _values(3, 12), [], [3, 3])  # b is a
 
@@ -276,7 +279,7 @@ double rewritten(double *x, double *w, double *out, int n, int rounds)
 """
 
 
-@pytest.mark.parametrize("n", [1, 4])
+@quick_first("n", [1, 4])
 def test_a_value_read_back_where_the_first_round_was_not_logged(build_lib, n):
     _check(build_lib(REWRITTEN), "rewritten", "rewritten_grad", [_values(n, 20), _values(n, 21), _values(n, 22)],
            [n, 3])
@@ -289,7 +292,7 @@ def test_read_back_of_a_checked_store_stores_nothing_per_iteration(adgen, c_file
                      r"loop at \S*src\.c:10\)", result.out) and "`exp(-t * t)`" not in result.out, result.out
 
 
-@pytest.mark.parametrize("hid", [1, 3])
+@quick_first("hid", [1, 3])
 def test_an_elman_network_reads_back_what_it_stored(build_lib, hid):
     steps, inputs = 4, 2
     _check(build_lib(ELMAN), "elman", "elman_grad",
@@ -304,11 +307,12 @@ def test_an_elman_network_stores_nothing_per_unit_but_the_log(adgen, c_file):
     assert "`tanh(s)`" not in result.out, result.out
 
 
-@pytest.mark.parametrize("n", [1, 3])
+@quick_first("n", [1, 3])
 def test_a_value_read_back_that_is_used_after_its_store_too(build_lib, n):
     _check(build_lib(BEFORE_AND_AFTER), "both", "both_grad", [_values(n, 17), _values(n, 18)], [n, 3])
 
 
+@pytest.mark.slow
 def test_a_value_read_back_from_memory_its_input_aliases(build_lib):
     _aliased(build_lib(BEFORE_AND_AFTER), "both", "both_grad", _values(3, 19), [], [3, 2])
 
@@ -338,6 +342,7 @@ double mix(const double *x, int n, int m)
 """
 
 
+@pytest.mark.slow
 def test_split_mode_beside_a_gradient_that_logs(tmp_path):
     import adgen as api
 
@@ -371,6 +376,7 @@ def test_split_mode_beside_a_gradient_that_logs(tmp_path):
         assert d == pytest.approx(expected[index][0], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_threads_each_have_their_own_log(build_lib):
     import threading
 
@@ -444,6 +450,7 @@ double outer(double *a, double *w, int n)
 """
 
 
+@pytest.mark.slow
 def test_a_gradient_called_inside_another_gradients_sweeps(build_lib):
     lib = build_lib(NESTED, name="nest.c")
     n = 4

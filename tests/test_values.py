@@ -364,6 +364,7 @@ void gmm_objective(int d, int k, int n, const double *alphas, const double *mean
 """
 
 
+@pytest.mark.slow
 def test_adbench_gmm_objective_as_written(tmp_path):
     src = tmp_path / "gmm.c"
     src.write_text(GMM)

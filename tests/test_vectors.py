@@ -115,6 +115,7 @@ def _check(adgen, c_file, source: str, n: int = 6) -> str:
     return result.out
 
 
+@pytest.mark.slow
 def test_vector_values_in_both_modes_against_finite_differences(adgen, c_file):
     out = _check(adgen, c_file, VECTORS)
     for name in ("lanes_grad", "lanes_fwd2", "lanes_grad2", "lanes_split", "energy_hvp", "broadcast_grad",

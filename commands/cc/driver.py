@@ -19,6 +19,7 @@ from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import Stages
 from adgen.commands.outputs import write_all
 from adgen.base.cxx_library import CxxLibrary, choose, without_stdlib
+from adgen.base.zig_runtimes import run_link
 from adgen.base.toolchain import (USERS_NDEBUG, Compiler, cxx_command, cxx_library_flags, cxx_link_flags,
                                   enzyme_include_flags, openmp_include_flags, openmp_link_flags, select_compiler,
                                   system_flags)
@@ -280,8 +281,9 @@ def _write_dependencies(driver: tuple[str, ...], flags: list[str], deps: list[st
 
 
 def _clang(driver: tuple[str, ...], args: list[str]) -> int:
-    """The compiler run as gcc or clang would be: NDEBUG only from the user's flags."""
-    return subprocess.run([*driver, *USERS_NDEBUG, *args]).returncode
+    """The compiler run as gcc or clang would be: NDEBUG only from the user's flags. A link that
+    is the first to build a runtime zig caches says so first (zig_runtimes.py)."""
+    return run_link([*driver, *USERS_NDEBUG, *args]).returncode
 
 
 __all__ = ["main", "parse", "CommandLine", "HELP"]
