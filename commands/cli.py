@@ -31,7 +31,8 @@ Annotate a function in a comment directly above it:
 
 then `adgen generate` writes rosen.adgen.h (the derivative functions' declarations) and
 rosen.adgen.c (the stubs `adgen build` fills), and `adgen build` also writes rosen.adgen.o.
-The annotation language and the generated C ABI are specified in specs/ of the source tree."""
+The documentation (docs/ of the source tree: tutorials, how-to guides, every error message with
+its fix) and the specification (specs/) say more."""
 
 EXAMPLES = """\
 examples:
