@@ -707,3 +707,61 @@ def test_linking_openmp_code_without_a_runtime_says_so(monkeypatch):
         toolchain.openmp_link_flags(bundled, ["-fopenmp"])
     assert "the bundled clang has no OpenMP runtime, and none was found on this machine (install libomp-dev" in \
         raised.value.diagnostics[0].message
+
+
+NULL_BIAS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <math.h>
+#include "layer.adgen.h"
+int omp_get_max_threads(void);  /* (omp.h: the bundled clang has none) */
+
+/* llm.c's matmul_forward: every row reads all of weight (its adjoints gathered in private buffers,
+   sharing.py) and the bias, which may be NULL (the logits' matmul has none) */
+// @diff(layer_grad: (dup, dup, dup, dup, const, const, const))
+void layer(float *out, const float *inp, const float *weight, const float *bias, int n, int c, int oc) {
+    #pragma omp parallel for
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < oc; o++) {
+            float val = (bias != NULL) ? bias[o] : 0.0f;
+            for (int k = 0; k < c; k++) val += inp[i * c + k] * weight[o * c + k];
+            out[i * oc + o] = val;
+        }
+}
+
+int main(void) {
+    enum { N = 24, C = 8, OC = 6 };
+    float out[N * OC], d_out[N * OC], inp[N * C], d_inp[N * C] = {0}, w[OC * C], d_w[OC * C] = {0};
+    for (int i = 0; i < N * C; i++) inp[i] = sinf(i);
+    for (int i = 0; i < OC * C; i++) w[i] = cosf(i);
+    for (int i = 0; i < N * OC; i++) d_out[i] = 0.01f * (i % 7);
+    float seed[N * OC];
+    for (int i = 0; i < N * OC; i++) seed[i] = d_out[i];
+    layer_grad(out, d_out, inp, d_inp, w, d_w, NULL, NULL, N, C, OC);
+    for (int o = 0; o < OC; o++)
+        for (int k = 0; k < C; k++) {
+            double want = 0;
+            for (int i = 0; i < N; i++) want += seed[i * OC + o] * inp[i * C + k];
+            if (fabs(d_w[o * C + k] - want) > 1e-4) { printf("d_w[%d][%d] = %g, want %g\n", o, k, d_w[o * C + k], want); return 1; }
+        }
+    printf("threads %d\n", omp_get_max_threads());
+    return 0;
+}
+"""
+
+
+def test_private_adjoints_of_an_array_passed_null(tmp_path, adgen, monkeypatch):
+    """A shared array every thread reads gets its adjoints in private buffers; passed NULL (read on
+    a branch not taken, as llm.c's bias), it has none to add, and no shadow to add them to."""
+    import subprocess
+
+    src = tmp_path / "layer.c"
+    src.write_text(NULL_BIAS)
+    assert adgen("build", "-q", src, "-o", tmp_path / "out", "--", "-fopenmp").status == 0
+    exe = tmp_path / "layer"
+    compile_c("-O2", "-fopenmp", f"-I{tmp_path / 'out'}", src, tmp_path / "out" / "layer.adgen.o", LIBOMP,
+              f"-Wl,-rpath,{os.path.dirname(LIBOMP)}", "-lm", "-o", exe)
+    for threads in THREADS:
+        ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, OMP_NUM_THREADS=str(threads), ADGEN_PARALLEL_REVERSE="always"))
+        assert ran.returncode == 0 and f"threads {threads}" in ran.stdout, (threads, ran.returncode, ran.stdout)
