@@ -33,10 +33,12 @@ NAMES = {COMPILER_RT: "clang's compiler runtime", LIBCXX: "the bundled libc++"}
 _NO_LINK = {"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only", "-###", "--version", "-dumpversion", "-dumpmachine",
             "-print-search-dirs", "--help", "-help"}
 
-# Flags whose value is the next argument (no input, then).
-_WITH_VALUE = {"-o", "-x", "-I", "-D", "-U", "-L", "-l", "-MF", "-MT", "-MQ", "-target", "--target", "-include",
-               "-imacros", "-isystem", "-iquote", "-idirafter", "-isysroot", "--sysroot", "-Xlinker", "-Xclang",
-               "-Xpreprocessor", "-Xassembler", "-mllvm", "-T", "-u", "-z", "-e", "-rpath", "--param", "-arch"}
+# Flags whose value is the next argument (no input, then): adgen cc's driver reads them so too.
+WITH_VALUE = frozenset({
+    "-o", "-x", "-I", "-D", "-U", "-L", "-l", "-MF", "-MT", "-MQ", "-target", "--target", "-include", "-imacros",
+    "-isystem", "-iquote", "-idirafter", "-isysroot", "-iprefix", "-iwithprefix", "--sysroot", "-Xlinker", "-Xclang",
+    "-Xpreprocessor", "-Xassembler", "-mllvm", "-T", "-u", "-z", "-e", "-rpath", "--param", "-arch", "-aux-info",
+    "--serialize-diagnostics"})
 
 _quiet = [False]
 
@@ -124,7 +126,7 @@ def links(args: Sequence[str]) -> bool:
     """Whether a C driver's arguments make it link: an input, and no flag that stops it before."""
     if any(a in _NO_LINK or a.startswith("-print-") for a in args):
         return False
-    return any(not a.startswith("-") and (i == 0 or args[i - 1] not in _WITH_VALUE) for i, a in enumerate(args))
+    return any(not a.startswith("-") and (i == 0 or args[i - 1] not in WITH_VALUE) for i, a in enumerate(args))
 
 
 def zig_env(prefix: Sequence[str]) -> tuple[Path, str] | None:

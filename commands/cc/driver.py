@@ -19,7 +19,7 @@ from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import Stages
 from adgen.commands.outputs import write_all
 from adgen.base.cxx_library import CxxLibrary, choose, without_stdlib
-from adgen.base.zig_runtimes import run_link
+from adgen.base.zig_runtimes import WITH_VALUE, run_link
 from adgen.base.toolchain import (USERS_NDEBUG, Compiler, cxx_command, cxx_library_flags, cxx_link_flags,
                                   enzyme_include_flags, openmp_include_flags, openmp_link_flags, select_compiler,
                                   system_flags)
@@ -60,11 +60,6 @@ environment:
   ADGEN_CC   the clang to use instead of the one bundled with adgen
   CXX        the C++ compiler whose C++ library C++ files are compiled against"""
 
-# Flags whose value is the next argument.
-_WITH_VALUE = {"-o", "-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", "-idirafter", "-isysroot",
-               "-iprefix", "-iwithprefix", "-MF", "-MT", "-MQ", "-x", "-L", "-l", "-target", "-Xclang", "-Xlinker",
-               "-Xpreprocessor", "-Xassembler", "-T", "-u", "-z", "--param", "-arch", "-rpath", "--sysroot",
-               "-mllvm", "-aux-info", "-e", "--serialize-diagnostics"}
 # Flags that only concern the link (the compile of a file does not get them).
 _LINK_ONLY = ("-l", "-L", "-Wl,", "-Xlinker", "-shared", "-static", "-rdynamic", "-nostdlib", "-nostartfiles",
               "-nodefaultlibs", "-pie", "-no-pie", "-s", "-T", "-u", "-z", "-fuse-ld=", "-rpath", "-e")
@@ -106,7 +101,7 @@ def parse(argv: list[str]) -> CommandLine:
     args, language, i = line.argv, None, 0
     while i < len(args):
         a = args[i]
-        value = args[i + 1] if a in _WITH_VALUE and i + 1 < len(args) else None
+        value = args[i + 1] if a in WITH_VALUE and i + 1 < len(args) else None
         width = 2 if value is not None else 1
         if a == "-o":
             line.output = value
