@@ -5,7 +5,7 @@ Builds bench/kernels.c with adgen (reverse gradient, width-1 and width-8 forward
 of each kernel), bench/hand.c (hand-written gradients, the reference where there is one) and
 bench/driver.c, all with --march native, then runs them in one process. With --enzyme, the
 same kernels are also differentiated by Enzyme (bench/enzyme.c, compiled by clang-19 with the
-plugin: `../shared/tools/build-enzyme.sh` builds it) and timed in the same run. Timing is in
+plugin: ClangEnzyme-19.so, built from github.com/EnzymeAD/Enzyme against LLVM 19) and timed in the same run. Timing is in
 C: each measurement is the best of several repetitions. For each kernel it reports
 
   reverse:  the primal, adgen's gradient, the hand-written and Enzyme's gradients, and each
