@@ -39,7 +39,11 @@ def _missing(requirement: str) -> str | None:
     return None if shutil.which(requirement, path=_PATH) else requirement
 
 
-@pytest.mark.parametrize("path", RUNNABLE, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
+QUICK = {ROOT / "README.md", ROOT / "docs" / "tutorials" / "c.md"}  # (the quick run's: -m "not slow")
+
+
+@pytest.mark.parametrize("path", [p if p in QUICK else pytest.param(p, marks=pytest.mark.slow) for p in RUNNABLE],
+                         ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
 def test_example_runs_as_shown(path, tmp_path):
     page = read_page(path)
     missing = [m for m in map(_missing, page.requires) if m]
@@ -129,6 +133,7 @@ def _more_errors():
     return tomllib.loads((ROOT / "docs" / "reference" / "error_fixes.toml").read_text())["more"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", _more_errors(), ids=lambda case: case["file"])
 def test_error_reference_examples_print_as_shown(case, tmp_path):
     """The error page's examples of the other stages: the command prints what the page shows,
