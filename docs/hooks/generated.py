@@ -58,9 +58,10 @@ def error_examples() -> str:
         parts.append(f"### {stage}\n")
         for case in cases:
             message = case["output"].split("error: ", 1)[1].split("\n", 1)[0]
+            language = {".rs": "rust", ".cpp": "cpp"}.get(Path(case["file"]).suffix, "c")
             fixed = (f"```console\n$ {case['fixed_command']}\n```\n" if "fixed_command" in case else
-                     f'```c\n{case["fixed"].lstrip()}```\n')
-            parts += [f"#### {message}\n", f'```c title="{case["file"]}"\n{case["source"].lstrip()}```\n',
+                     f'```{language}\n{case["fixed"].lstrip()}```\n')
+            parts += [f"#### {message}\n", f'```{language} title="{case["file"]}"\n{case["source"].lstrip()}```\n',
                       f"```\n$ {case['command']}\n{case['output'].lstrip()}```\n",
                       f"**Fix.** {case['fix']}\n", fixed]
     return "\n".join(parts)
