@@ -29,9 +29,11 @@ COMPILER_RT, LIBCXX = "compiler-rt", "libc++"
 ARTEFACTS = {COMPILER_RT: "libcompiler_rt.a", LIBCXX: "libc++.a"}  # (zig's names, in its cache's o/HASH/)
 NAMES = {COMPILER_RT: "clang's compiler runtime", LIBCXX: "the bundled libc++"}
 
-# What stops a driver before it links (a compile, a preprocess, a question).
-_NO_LINK = {"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only", "-###", "--version", "-dumpversion", "-dumpmachine",
-            "-print-search-dirs", "--help", "-help"}
+# What stops a C driver before it makes any object (a preprocess, a question): adgen cc's driver
+# reads them so too; and, with a compile (-c) or an assembly (-S), what stops it before it links.
+STOPS = frozenset({"-E", "-M", "-MM", "-fsyntax-only", "-###", "--version", "-dumpversion", "-dumpmachine",
+                   "-print-search-dirs"})
+_NO_LINK = STOPS | {"-c", "-S", "--help", "-help"}
 
 # Flags whose value is the next argument (no input, then): adgen cc's driver reads them so too.
 WITH_VALUE = frozenset({

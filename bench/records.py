@@ -31,13 +31,14 @@ def os_name() -> str:
     return f"{release}, {system}" if release else system
 
 
-def commit(path: Path = ROOT) -> str:
-    """HEAD's short hash, with "+changes" where the tracked files differ from it."""
+def commit(path: Path = ROOT, *within: str) -> str:
+    """HEAD's short hash (of this checkout, or of another's: llm.c's, GradBench's), with "+changes"
+    where the tracked files (those `within`, where given) differ from it."""
     head = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     if head.returncode != 0:
         return UNKNOWN
-    dirty = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no", "--",
+                            *(within or ["."])], capture_output=True, text=True).stdout.strip()
     return head.stdout.strip() + ("+changes" if dirty else "")
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from adgen.frontend.abi import Signature, signature, signatures
 from adgen.frontend.annotations import Annotation, Entry, Word, following, size_items
 from adgen.base.diagnostics import Collector, Span, error, note
+from adgen.base.units import BINARY
 from adgen.frontend.model import ACTIVITY_WORDS, MAX_WIDTH, MODE_WORDS, Activity, Derivation, Mode
 from adgen.frontend.prototypes import Prototype, Unit, describe_declared
 
@@ -185,8 +186,7 @@ def _declared_sizes(text: str, f: Prototype) -> tuple[tuple[int, int | str, int]
     return tuple(out.values())
 
 
-_UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
-          "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12}
+_UNITS = {"": 1, "B": 1, **dict(BINARY), "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12}
 
 
 def _budget(word: Word, mode: Mode, problems: Collector) -> int | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
 
+from adgen.base.units import exact_size
 from adgen.frontend.annotations import Entry
 from adgen.frontend.ctype import CType
 from adgen.frontend.prototypes import Prototype
@@ -111,13 +112,5 @@ class Derivation:
         acts = ", ".join(a.word for a in self.activities)
         ret = f" -> {self.returns.word}" if self.returns else ""
         of = f" of {self.inner.name}" if self.inner else ""
-        within = f" within {_size(self.budget)}" if self.budget else ""
+        within = f" within {exact_size(self.budget, space='')}" if self.budget else ""
         return f"{self.mode.value}[{self.width}]{of} ({acts}){ret}{within}"
-
-
-def _size(count: int) -> str:
-    """A budget as an annotation writes it: in the largest binary unit that divides it."""
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if count % scale == 0:
-            return f"{count // scale}{unit}"
-    return str(count)

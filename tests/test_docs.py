@@ -42,6 +42,17 @@ def _missing(requirement: str) -> str | None:
 QUICK = {ROOT / "README.md", ROOT / "docs" / "tutorials" / "c.md"}  # (the quick run's: -m "not slow")
 
 
+def _shell(command: str, cwd: Path) -> tuple[int, list[str], str]:
+    """A page's command run as a reader's shell runs it, with adgen's venv first on the PATH: its
+    status, the lines it printed (stdout, then stderr) but the one-time runtime line, all it printed."""
+    env = dict(os.environ, PATH=_PATH, COLUMNS="100", LC_ALL="C.UTF-8", PYTHONWARNINGS="ignore")
+    env.pop("ADGEN_TRACEBACK", None)
+    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    printed = done.stdout + done.stderr
+    lines = [line for line in printed.rstrip("\n").split("\n") if not _ONE_TIME.match(line)]
+    return done.returncode, lines if any(line.strip() for line in lines) else [], printed
+
+
 @pytest.mark.parametrize("path", [p if p in QUICK else pytest.param(p, marks=pytest.mark.slow) for p in RUNNABLE],
                          ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
 def test_example_runs_as_shown(path, tmp_path):
@@ -49,8 +60,6 @@ def test_example_runs_as_shown(path, tmp_path):
     missing = [m for m in map(_missing, page.requires) if m]
     if missing:
         pytest.skip(f"{path.relative_to(ROOT)} needs {', '.join(missing)}, which this machine lacks")
-    env = dict(os.environ, PATH=_PATH, COLUMNS="100", LC_ALL="C.UTF-8", PYTHONWARNINGS="ignore")
-    env.pop("ADGEN_TRACEBACK", None)
     for step in page.steps:
         where = f"{path.relative_to(ROOT)}:{step.line}"
         if step.path:
@@ -58,13 +67,8 @@ def test_example_runs_as_shown(path, tmp_path):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(step.text)
             continue
-        done = subprocess.run(["bash", "-c", step.command], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=600)
-        actual = [line for line in (done.stdout + done.stderr).rstrip("\n").split("\n") if not _ONE_TIME.match(line)]
-        actual = actual if any(line.strip() for line in actual) else []
-        assert done.returncode == step.status, (
-            f"{where}: `{step.command}` exited with {done.returncode}, not {step.status}:\n"
-            f"{done.stdout}{done.stderr}")
+        status, actual, printed = _shell(step.command, tmp_path)
+        assert status == step.status, f"{where}: `{step.command}` exited with {status}, not {step.status}:\n{printed}"
         assert matches(step.expected, actual), (
             f"{where}: the output differs from the page's.\nThe page shows:\n{shown(step)}\n"
             f"It printed:\n" + "\n".join(actual))
@@ -141,15 +145,11 @@ def test_error_reference_examples_print_as_shown(case, tmp_path):
     missing = _missing(case.get("requires", "cc"))
     if missing:
         pytest.skip(f"the example needs {missing}, which this machine lacks")
-    env = dict(os.environ, PATH=_PATH, COLUMNS="100")
-    env.pop("ADGEN_TRACEBACK", None)
     (tmp_path / case["file"]).write_text(case["source"].lstrip())
-    done = subprocess.run(["bash", "-c", case["command"]], cwd=tmp_path, env=env, capture_output=True, text=True)
-    actual = [line for line in (done.stdout + done.stderr).rstrip("\n").split("\n") if not _ONE_TIME.match(line)]
-    assert done.returncode == case["status"], done.stdout + done.stderr
+    status, actual, printed = _shell(case["command"], tmp_path)
+    assert status == case["status"], printed
     assert matches(case["output"].strip("\n").split("\n"), actual), "\n".join(actual)
     if "fixed" in case:
         (tmp_path / case["file"]).write_text(case["fixed"].lstrip())
-    done = subprocess.run(["bash", "-c", case.get("fixed_command", case["command"])], cwd=tmp_path, env=env,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
+    status, _, printed = _shell(case.get("fixed_command", case["command"]), tmp_path)
+    assert status == 0, printed

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import check_enzyme, machine
-from bench.records import envelope, write as write_records
+from bench.records import commit, envelope, write as write_records
 from bench.gradbench.inputs import LSTM_TEXT_NOTE, PROGRAMS, SIZES, Case, cases, lstm_text
 
 HERE = Path(__file__).resolve().parent
@@ -95,15 +95,6 @@ def first_error(text: str) -> str:
     line = next((x for x in lines if "error" in x.lower()), lines[-1] if lines else "(no output)")
     return line[:240]
 
-
-def _commit(path: Path, *within: str) -> str:
-    """HEAD's short hash, and whether the tracked files (those `within`, where given) differ from it."""
-    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    if done.returncode != 0:
-        return "unknown commit"
-    dirty = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no", "--",
-                            *(within or ["."])], capture_output=True, text=True).stdout.strip()
-    return done.stdout.strip() + (" with uncommitted changes" if dirty else "")
 
 
 def _version(command: str) -> str:
@@ -388,8 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         else "Enzyme not run (no --enzyme)")
     _, from_eval = lstm_text(src, 8192) if "lstm" in args.only else ("", True)
     text = [
-        f"GradBench's C++ programs for Enzyme (gradbench {_commit(src, 'tools', 'cpp')}, tools/enzyme/*.cpp "
-        f"unchanged), built by `adgen c++` (adgen {_commit(ROOT)}); {machine()}.", "",
+        f"GradBench's C++ programs for Enzyme (gradbench {commit(src, 'tools', 'cpp')}, tools/enzyme/*.cpp "
+        f"unchanged), built by `adgen c++` (adgen {commit(ROOT)}); {machine()}.", "",
         f"- adgen: `adgen c++ {' '.join(AD_FLAGS)}`; Enzyme: `{args.enzyme_cxx} -fplugin=ClangEnzyme-19.so "
         f"{' '.join(AD_FLAGS)}` (Enzyme's clang plugin, not the Makefile's -flto with LLDEnzyme-19.so), "
         + (f"{_version(args.enzyme_cxx)}" if args.enzyme else "not run") + f"; manual (GradBench's hand-written "
@@ -413,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
                "results": [asdict(r) | {"output": None} for r in results.values()],
                "summary": summary}
     settings = {"reps": args.reps, "quick": args.quick, "enzyme": bool(args.enzyme), "programs": args.only,
-                "cases": [c.name for c in chosen], "gradbench_commit": _commit(src, "tools", "cpp"),
+                "cases": [c.name for c in chosen], "gradbench_commit": commit(src, "tools", "cpp"),
                 "manual_cxx": f"{args.manual_cxx} ({_version(args.manual_cxx)})",
                 "enzyme_cxx": f"{args.enzyme_cxx} ({_version(args.enzyme_cxx)})" if args.enzyme else None}
     data = envelope("gradbench", records["results"], settings, builds=records["builds"], summary=summary)

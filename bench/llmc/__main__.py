@@ -28,7 +28,7 @@ from pathlib import Path
 
 from adgen.base.toolchain import bundled_cc, openmp_link_flags, select_compiler
 from bench import check_enzyme
-from bench.records import envelope, write as write_records
+from bench.records import commit, envelope, write as write_records
 from bench.llmc import CONFIGS, HERE, Config
 from bench.programs import HERE as PROGRAMS
 from bench.programs.build import _timed
@@ -106,10 +106,6 @@ def parallel_table(runs: dict[tuple[str, int], Run], errors: dict[str, float], m
                            f"{errors[f'{mode} on 2']:.1e}" if f"{mode} on 2" in errors else ""]))
     return lines
 
-
-def _commit(path: Path) -> str:
-    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else "unknown commit"
 
 
 def _record(config: Config, openmp: bool, mode: str, threads: int | None, r: Run, error: float | None) -> dict:
@@ -206,7 +202,7 @@ def main() -> int:
                 wrong += [f"{config.name}: {mode}'s gradient, relative error {e:.1e}"
                           for mode, e in errors.items() if not e <= TOLERANCE]
     data = envelope("llmc", found, {"reps": args.reps, "build_rounds": args.build_rounds, "quick": args.quick,
-                                    "enzyme": enzyme is not None, "llmc_commit": _commit(src)}, builds=builds)
+                                    "enzyme": enzyme is not None, "llmc_commit": commit(src)}, builds=builds)
     report = markdown(data)
     print(report)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import Stages
 from adgen.commands.outputs import write_all
 from adgen.base.cxx_library import CxxLibrary, choose, without_stdlib
-from adgen.base.zig_runtimes import WITH_VALUE, run_link
+from adgen.base.zig_runtimes import STOPS, WITH_VALUE, run_link
 from adgen.base.toolchain import (USERS_NDEBUG, Compiler, cxx_command, cxx_library_flags, cxx_link_flags,
                                   enzyme_include_flags, openmp_include_flags, openmp_link_flags, select_compiler,
                                   system_flags)
@@ -75,7 +75,6 @@ _PREPROCESS = ("-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", 
                "-fbuiltin", "-ffreestanding", "-w", "-fopenmp", "-stdlib=", "-nostdinc", "-fno-exceptions",
                "-fexceptions", "-fno-cxx-exceptions", "-fcxx-exceptions")  # (the library's try and catch as built)
 _HEADERS = {".h", ".hh", ".hpp", ".hxx", ".h++", ".H", ".tcc", ".ipp", ".inl"}  # (a precompiled header's input)
-_STOPS = {"-E", "-M", "-MM", "-fsyntax-only", "-###", "--version", "-dumpversion", "-dumpmachine", "-print-search-dirs"}
 
 
 @dataclass
@@ -111,7 +110,7 @@ def parse(argv: list[str]) -> CommandLine:
             line.compile_only = True
         elif a == "-S":
             line.assemble_only = True
-        elif a in _STOPS:
+        elif a in STOPS:
             line.stops_early = True
         elif not a.startswith("-") or a == "-":
             if _source_language(a, language):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from adgen.base.templates import render_text
-from adgen.base.units import human_size
+from adgen.base.units import exact_size, human_size
 from adgen.ir_ad.diagnose import source_name, user_location
 from adgen.ir_ad.custom import FixedRecord
 from adgen.ir_ad.ir import I1, I8, I64, PTR, VOID, Function, Module, struct
@@ -53,7 +53,7 @@ class Checkpointed:
             holds += ": it writes no memory"
         return "\n".join([
             f"{title}: the loop {f'at {self.where}' if self.where else f'in {source_name(self.function)}'}, "
-            f"checkpointed within {_size(self.budget)}:", holds,
+            f"checkpointed within {exact_size(self.budget)}:", holds,
             "  the forward sweep keeps a snapshot of the loop's start and counts the iterations; the reverse sweep "
             "reverses them from the last, running each again from the nearest snapshot before it, snapshots taken "
             "by Griewank's binomial rule: with s snapshots (as many as the budget holds, at least 1) of T "
@@ -169,11 +169,3 @@ def _shadow_pointers(fn: Function, ck: Checkpointed, pattern: RevPattern, layout
 def _beside(name: str, suffix: str) -> str:
     """The name of a function or global that goes with `name` (`@"f'3.aug"` -> `@"f'3.aug.advance"`)."""
     return "@" + local(f"{bare('%' + name[1:])}.{suffix}")[1:]
-
-
-def _size(n: int) -> str:
-    """A budget as its annotation would write it."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale} {unit}"
-    return f"{n} B"
