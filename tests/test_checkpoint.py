@@ -538,3 +538,13 @@ def test_a_select_in_a_checkpointed_loop_masks_what_the_loop_is_given(build_lib,
     assert all(math.isfinite(g) for g in grad) and value == full
     assert grad == pytest.approx(want, rel=1e-12)
     assert want[0] == 0.0 and want[1] != 0.0
+
+
+def test_the_headers_comment_keeps_the_entrys_budget(adgen, c_file, tmp_path):
+    """The generated header repeats each entry as its annotation reads, the budget included."""
+    src = c_file("// @diff(f_grad: (dup, const) -> active within 64MiB; f_grad2: (dup, const) -> active within 1000)\n"
+                 "double f(const double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s += x[i]; return s; }\n")
+    assert adgen("generate", "-q", src, "-o", tmp_path / "out").status == 0
+    header = (tmp_path / "out" / "src.adgen.h").read_text()
+    assert "@diff(f_grad: reverse[1] (dup, const) -> active within 64MiB)" in header
+    assert "@diff(f_grad2: reverse[1] (dup, const) -> active within 1000B)" in header
