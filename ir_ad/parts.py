@@ -12,7 +12,10 @@ single calls from its top (the exported function, then its kernel): a kernel cal
 sweep and its reverse sweep once each, so they part at no cost, the kernel going with the first.
 Further down, a callee parts from its caller only where it has several call sites (and is not
 small): LLVM inlines a function called once, whatever its size, and only small ones otherwise.
-Units are then placed largest first, each in the part with least so far."""
+A function whose address is taken (an OpenMP region's, passed to the runtime) parts from
+wherever it is named: LLVM keeps it out of line, and inlines into it what it alone calls.
+Units are then placed largest first, each in the part with least so far; while a part is over
+its share, the largest unit not yet cut is cut, and the units placed again."""
 
 from __future__ import annotations
 
@@ -41,12 +44,12 @@ class Plan:
 
 def plan(pieces: list[Piece], count: int | None = None) -> Plan | None:
     """How to cut a module (its live pieces: split.live) into parts, `count` or one per `PART`
-    instructions (at most MAX_PARTS): the module alone decides, not the machine, so that a build
-    writes the same object wherever it runs; None where it is compiled whole (a small module, one
-    unit that cannot be cut)."""
+    instructions (a power of two, at most MAX_PARTS): the module alone decides, not the machine,
+    so that a build writes the same object wherever it runs; None where it is compiled whole (a
+    small module, one unit that cannot be cut)."""
     functions = {p.name: p for p in pieces if p.kind == "define"}
     total = sum(p.cost for p in functions.values())
-    wanted = count or min(MAX_PARTS, int(total // PART))
+    wanted = count or _power_of_two(min(MAX_PARTS, int(total // PART)))
     if wanted < 2:
         return None
     copied = _copied(pieces, functions)
@@ -56,35 +59,49 @@ def plan(pieces: list[Piece], count: int | None = None) -> Plan | None:
     for p in pieces:
         for name, n in p.called.items():
             sites[name] = sites.get(name, 0) + n
+    addressed = {name for p in pieces for name in p.addressed}
     units = _units(heavy, reach)
     share = sum(p.cost for p in heavy.values()) / wanted
     for _ in range(len(heavy)):  # (each cut makes its unit's pieces smaller, or marks it uncut)
-        cuttable = [u for u in units if u.top is not None and u.size(heavy) > share * SLACK]
-        if not cuttable:
+        parts, sizes = _placed(units, heavy, wanted)
+        cuttable = [u for u in units if u.top is not None]
+        if max(sizes) <= share * SLACK or not cuttable:
             break
-        largest = max(cuttable, key=lambda u: u.size(heavy))
-        cut = largest.cut(reach, sites)
+        oversized = [u for u in cuttable if u.size(heavy) > share * SLACK]
+        largest = max(oversized or cuttable, key=lambda u: u.size(heavy))  # (else placing finer may balance)
+        cut = largest.cut(reach, sites, addressed)
         largest.top = None  # cut once: its pieces are the units now, or it cannot be cut
         if cut is not None:
             units.remove(largest)
             units += cut
     if len(units) < 2:
         return None
+    parts, sizes = _placed(units, heavy, wanted)
+    return Plan(parts, copied, sizes)
+
+
+def _placed(units: list["_Unit"], heavy: dict[str, Piece], wanted: int) -> tuple[list[list[str]], list[int]]:
+    """Units placed largest first, each in the part with least so far: the parts' functions and
+    sizes."""
     parts: list[list[str]] = [[] for _ in range(min(wanted, len(units)))]
     sizes = [0] * len(parts)
     for unit in sorted(units, key=lambda u: -u.size(heavy)):
         k = sizes.index(min(sizes))
         parts[k] += unit.members
         sizes[k] += unit.size(heavy)
-    return Plan(parts, copied, sizes)
+    return parts, sizes
+
+
+def _power_of_two(n: int) -> int:
+    """At most `n`, a power of two: cores come in powers of two, and three parts on two cores
+    take as long as four (llm.c's derivative with -fopenmp: 1.57 s in three parts, 1.2 s in two)."""
+    return 1 << (n.bit_length() - 1) if n > 0 else 0
 
 
 def _copied(pieces: list[Piece], functions: dict[str, Piece]) -> set[str]:
     """Internal functions small enough to copy, whose address nothing takes: a copy in each
     part is then the same function to every caller."""
-    addressed = set()
-    for p in pieces:
-        addressed |= p.references.keys() - p.called
+    addressed = {name for p in pieces for name in p.addressed}
     copied = {name for name, p in functions.items() if p.internal and name not in addressed and p.size <= COPY_LIMIT}
     while True:  # and that call nothing but each other and declared functions (a copy is a leaf of the cut)
         calling_out = {name for name in copied if any(r in functions and r not in copied
@@ -119,13 +136,15 @@ class _Unit:
     def size(self, heavy: dict[str, Piece]) -> int:
         return round(sum(heavy[m].cost for m in self.members))
 
-    def cut(self, reach: dict[str, list[str]], sites: dict[str, int]) -> list["_Unit"] | None:
+    def cut(self, reach: dict[str, list[str]], sites: dict[str, int], addressed: set[str]) -> list["_Unit"] | None:
         """The unit cut below the chain of single calls from its top into what each callee of
         the first function with several reaches (merged where they share functions), the chain
         with the first; below a whole derivative's kernel, only callees called from several
-        sites part from it. None where it cannot be cut."""
+        sites part from it. Functions whose address is taken part too, with what they reach
+        (not through another such): LLVM keeps them out of line. None where it cannot be cut."""
         inside = set(self.members)
-        within = {name: [c for c in reach[name] if c in inside] for name in self.members}
+        loose = {m for m in self.members if m in addressed and m != self.top}
+        within = {name: [c for c in reach[name] if c in inside and c not in loose] for name in self.members}
         chain, at = [self.top], self.top
         while len(within[at]) == 1 and within[at][0] not in chain and sites.get(within[at][0], 0) <= 1:
             at = within[at][0]
@@ -134,6 +153,7 @@ class _Unit:
         if any(set(chain) & _closure(c, within) for c in callees):
             return None  # a callee calling back up the chain
         parting = [c for c in callees if self.first or sites.get(c, 0) > 1]
+        parting += [m for m in self.members if m in loose and self.top not in _closure(m, within)]
         going = [(_closure(c, within), [c]) for c in parting]
         staying = inside.difference(*(members for members, _ in going))  # the chain, and what it keeps
         groups = _merged([(staying, [self.top])] + going)

@@ -111,6 +111,52 @@ def test_a_callee_with_one_call_site_stays_with_its_caller():
     assert len({owner["@callee"], owner["@rev"], owner["@aug"]}) == 3
 
 
+def test_parts_come_in_powers_of_two(monkeypatch):
+    """Three parts on two cores take as long as four: a module of three parts' size is cut in two."""
+    monkeypatch.setattr(parts, "PART", 1400)  # (some 4,300 instructions: three parts' worth)
+    assert len(parts.plan(_pieces()).parts) == 2
+
+
+# An OpenMP region's reverse sweep as a derivative holds it: the reverse sweep calls its team
+# function once (one thread) and passes its address to the runtime (a team); the team function
+# calls the large region sweep once. The region may go to a part of its own, with its team
+# function: its caller cannot inline it.
+REGION = "\n".join([
+    "declare void @fork(ptr)",
+    _straight_line("aug", 1500),
+    _straight_line("region", 1500),
+    _straight_line("sweep", 1500),
+    "define internal double @team(double %x) {",
+    "  %r = call double @region(double %x)",
+    "  ret double %r",
+    "}",
+    "define internal double @rev(double %x) {",
+    "  call void @fork(ptr @team)",
+    "  %r = call double @team(double %x)",
+    "  %s = call double @sweep(double %r)",
+    "  ret double %s",
+    "}",
+    "define internal double @kernel(double %x) {",
+    "  %a = call double @aug(double %x)",
+    "  %r = call double @rev(double %a)",
+    "  ret double %r",
+    "}",
+    "define double @entry(double %x) {",
+    "  %k = call double @kernel(double %x)",
+    "  ret double %k",
+    "}",
+])
+
+
+def test_a_function_whose_address_is_taken_parts_from_its_caller():
+    pieces = _pieces(REGION)
+    assert {p.name for p in pieces if "@team" in p.addressed} == {"@rev"}  # (a call names it too)
+    owner = parts.plan(pieces, count=3).owner()
+    assert owner["@team"] == owner["@region"]  # LLVM inlines the region into its team function
+    assert owner["@sweep"] == owner["@rev"]  # and a function called once into its caller
+    assert len({owner["@aug"], owner["@rev"], owner["@region"]}) == 3
+
+
 def test_each_part_is_valid_ir_and_what_parts_share_is_defined_once():
     pieces = _pieces()
     cut = parts.plan(pieces, count=2)

@@ -33,6 +33,7 @@ from adgen.ir_ad.dispatch import devirtualize
 from adgen.ir_ad.reverse.plan.explain import explain
 from adgen.ir_ad.forward.mode import ZEROS, ForwardMode
 from adgen.ir_ad.ir import Module, count_instructions
+from adgen.ir_ad.ir import identical
 from adgen.ir_ad.ir.edit import rename_locals, without_tail_calls
 from adgen.ir_ad.ir.parallel import fork_again
 from adgen.commands.build import batches
@@ -390,7 +391,8 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
                     decls.scopes.definitions())
     if level > 1:  # its own runtime: the optimizer may have changed an earlier level's (dropped a parameter)
         new = new.replace('@"adgen.', f'@"adgen{level}.')
-    text = "\n".join(lines) + "\n" + new + "\n"
+    new, rest, _ = identical.merged(new, "\n".join(lines))
+    text = rest + "\n" + new + "\n"
     plans = [(f"{', '.join(dict.fromkeys(top[d.aug]))}: reverse mode of {primal_of[d.aug]}", plan)
              for d, plan in reverse.explained if d.aug in top]
     steps = {ck.outlined.step.name: ck for ck in module.checkpointed.values()}

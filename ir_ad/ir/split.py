@@ -40,6 +40,7 @@ class Piece:
     lines: list[str]
     references: dict[str, None] = field(default_factory=dict)  # the globals it names ("@name"), in order
     called: dict[str, int] = field(default_factory=dict)  # those of them it calls directly: how many times
+    addressed: set[str] = field(default_factory=set)  # those it names other than as a call's callee
     size: int = 0  # a function's instructions
     memory: int = 0  # of which loads, stores and address arithmetic (getelementptr)
 
@@ -107,6 +108,8 @@ def _note_references(piece: Piece, line: str) -> None:
         piece.references.setdefault(name)
         if m.group(2) and re.search(r"\b(call|invoke)\b", line[:m.start()]):
             piece.called[name] = piece.called.get(name, 0) + 1
+        else:
+            piece.addressed.add(name)
 
 
 def live(pieces: list[Piece]) -> list[Piece]:
