@@ -27,13 +27,19 @@ PART = 5000  # instructions (about: split.Piece.cost) of a part: a module of few
 MAX_PARTS = 8
 COPY_LIMIT = 200  # instructions: a function only called, this small or smaller, is copied into every part
 SLACK = 1.05  # a unit up to this many times its share is not cut
+# What a copy inlined at each of its call sites adds to the caller's cost, per instruction of the
+# copy: fitted to the times of llm.c's -fopenmp derivative in eight parts (clang at -O3, each
+# alone), whose forward sweeps push to the undo log at many sites (the error of the times
+# predicted from the parts' costs went from 38 ms to 22 ms, of 150-480 ms). Its two parts then
+# took 1.06 and 1.07 s (0.93 and 1.2 s without); bench/kernels.c's 0.90 and 0.99 (0.84, 1.07).
+INLINED = 0.45
 
 
 @dataclass
 class Plan:
     parts: list[list[str]]  # the functions each part defines, by IR name
     copied: set[str]  # the functions every part defines
-    sizes: list[int]  # each part's cost (split.Piece.cost), copies left out
+    sizes: list[int]  # each part's cost (split.Piece.cost, and INLINED of the copies it calls)
 
     def owner(self) -> dict[str, int]:
         return {name: k for k, names in enumerate(self.parts) for name in names}
@@ -61,14 +67,16 @@ def plan(pieces: list[Piece], count: int | None = None) -> Plan | None:
             sites[name] = sites.get(name, 0) + n
     addressed = {name for p in pieces for name in p.addressed}
     units = _units(heavy, reach)
-    share = sum(p.cost for p in heavy.values()) / wanted
+    weights = {name: p.cost + INLINED * sum(functions[c].cost * n for c, n in p.called.items() if c in copied)
+               for name, p in heavy.items()}
+    share = sum(weights.values()) / wanted
     for _ in range(len(heavy)):  # (each cut makes its unit's pieces smaller, or marks it uncut)
-        parts, sizes = _placed(units, heavy, wanted)
+        parts, sizes = _placed(units, weights, wanted)
         cuttable = [u for u in units if u.top is not None]
         if max(sizes) <= share * SLACK or not cuttable:
             break
-        oversized = [u for u in cuttable if u.size(heavy) > share * SLACK]
-        largest = max(oversized or cuttable, key=lambda u: u.size(heavy))  # (else placing finer may balance)
+        oversized = [u for u in cuttable if u.size(weights) > share * SLACK]
+        largest = max(oversized or cuttable, key=lambda u: u.size(weights))  # (else placing finer may balance)
         cut = largest.cut(reach, sites, addressed)
         largest.top = None  # cut once: its pieces are the units now, or it cannot be cut
         if cut is not None:
@@ -76,19 +84,19 @@ def plan(pieces: list[Piece], count: int | None = None) -> Plan | None:
             units += cut
     if len(units) < 2:
         return None
-    parts, sizes = _placed(units, heavy, wanted)
+    parts, sizes = _placed(units, weights, wanted)
     return Plan(parts, copied, sizes)
 
 
-def _placed(units: list["_Unit"], heavy: dict[str, Piece], wanted: int) -> tuple[list[list[str]], list[int]]:
+def _placed(units: list["_Unit"], weights: dict[str, float], wanted: int) -> tuple[list[list[str]], list[int]]:
     """Units placed largest first, each in the part with least so far: the parts' functions and
     sizes."""
     parts: list[list[str]] = [[] for _ in range(min(wanted, len(units)))]
     sizes = [0] * len(parts)
-    for unit in sorted(units, key=lambda u: -u.size(heavy)):
+    for unit in sorted(units, key=lambda u: -u.size(weights)):
         k = sizes.index(min(sizes))
         parts[k] += unit.members
-        sizes[k] += unit.size(heavy)
+        sizes[k] += unit.size(weights)
     return parts, sizes
 
 
@@ -133,8 +141,8 @@ class _Unit:
     top: str | None  # where a cut starts: the unit's single root, None where it has several
     first: bool = False  # a whole derivative: its kernel's callees may part
 
-    def size(self, heavy: dict[str, Piece]) -> int:
-        return round(sum(heavy[m].cost for m in self.members))
+    def size(self, weights: dict[str, float]) -> int:
+        return round(sum(weights[m] for m in self.members))
 
     def cut(self, reach: dict[str, list[str]], sites: dict[str, int], addressed: set[str]) -> list["_Unit"] | None:
         """The unit cut below the chain of single calls from its top into what each callee of
