@@ -3,8 +3,11 @@ never does, and the module still reads."""
 
 from __future__ import annotations
 
+import subprocess
+
 from adgen.ir_ad import optimize
 from adgen.ir_ad.ir.identical import merged
+from conftest import adgen_compiler
 
 
 def _pair(n: int, size: str = "48") -> str:
@@ -74,3 +77,26 @@ def test_variables_and_visible_functions_are_never_merged():
                       "define double @g(double %x) {", "  ret double %x", "}",
                       "define double @h(double %x) {", "  ret double %x", "}"])
     assert merged(text) == (text, "", 0)
+
+
+
+def test_entries_that_came_out_the_same_are_each_kept(tmp_path):
+    """Enzyme's calls on two functions written the same (`adgen cc`): their kernels are the same
+    code but each is found by its name, so only the derived functions behind them merge."""
+    (tmp_path / "two.c").write_text(r"""
+#include <stdio.h>
+extern int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+double f(const double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s += x[i] * x[i] * x[i]; return s; }
+double g(const double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s += x[i] * x[i] * x[i]; return s; }
+int main(void) {
+    double x[3] = {1, 2, 3}, a[3] = {0}, b[3] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, a, enzyme_const, 3);
+    __enzyme_autodiff((void *)g, enzyme_dup, x, b, enzyme_const, 3);
+    printf("%g %g %g %g %g %g\n", a[0], a[1], a[2], b[0], b[1], b[2]);
+    return 0;
+}
+""")
+    adgen_compiler("cc", "-O2", "two.c", "-o", "two", cwd=tmp_path)
+    run = subprocess.run([str(tmp_path / "two")], capture_output=True, text=True)
+    assert run.stdout.split() == ["3", "12", "27"] * 2, run.stdout + run.stderr
