@@ -340,17 +340,31 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     return without_poison_lanes(without_comdats(without_target_attributes(str(module))))
 
 
+# C++'s inline functions and template instances (linkonce_odr), and explicit instantiations
+# (weak_odr): LLVM infers nothing of a function whose definition another module may replace
+# (readonly, nocapture, what memory it writes), though the language makes every definition the
+# same. Internal while the sources are optimized for differentiation, so that it does (their
+# linkage given back after: ir_ad/dispatch.py tells functions called through pointers by it):
+# GradBench's gmm passed `const T*` arrays to a template it called, whose parameters were then
+# not read-only, and reverse mode stored what they pointed to once per point where nothing
+# writes it.
+_ODR = (llvm.Linkage.linkonce_odr, llvm.Linkage.weak_odr)
+
+
 def _optimized(module, tm, calls: set[str], interposable: set[str], derivatives: bool, timings: list | None,
                cc1: Cc1 | None, level: int):
     """`prepare`'s optimization: functions in `calls` not inlined, those in `interposable` weak
     meanwhile."""
-    linkages = {}
+    linkages, odr = {}, {}
     for fn in module.functions:
         if fn.name in calls:  # @inactive, or with a derivative written by hand: calls to it stay calls
             fn.add_function_attribute("noinline")
             if fn.name in interposable:
                 linkages[fn.name] = fn.linkage
                 fn.linkage = llvm.Linkage.weak_any
+        elif not fn.is_declaration and fn.linkage in _ODR:
+            odr[fn.name] = fn.linkage
+            fn.linkage = llvm.Linkage.internal  # (see _ODR)
     inline_aggregates(module)
     options = [*_partial_unrolling(False),
                f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}", "-disable-loop-idiom-all=true"]
@@ -368,6 +382,9 @@ def _optimized(module, tm, calls: set[str], interposable: set[str], derivatives:
             llvm.set_option("adgen", "-disable-loop-idiom-all=false")
     for name, kept in linkages.items():
         module.get_function(name).linkage = kept
+    defined = {fn.name for fn in module.functions if not fn.is_declaration}
+    for name in odr.keys() & defined:  # (what is left of them: a virtual function the program's
+        module.get_function(name).linkage = odr[name]  # vtables name is its own object's, ir_ad/dispatch.py)
     return module
 
 
