@@ -338,7 +338,7 @@ def test_a_class_of_a_namespace_by_reference_declared_ahead(adgen, tmp_path):
         '#include "ns.adgen.h"\nnamespace geo { struct vec3 { double x, y, z; }; double len2(const vec3 &v); }\n'
         "int main() { geo::vec3 v{1, 2, 3}, d{}; double r = len2_grad(v, d, 1.0);\n"
         "  return !(r == 14 && d.x == 2 && d.y == 4 && d.z == 6 && geo::len2(v) == 14); }\n")
-    assert "namespace geo { struct vec3; };" in header
+    assert "namespace geo { struct vec3; }\n" in header
     assert "inline double len2_grad(const geo::vec3 &v, geo::vec3 &d_v, double d_ret) {" in header
 
 
