@@ -58,14 +58,14 @@ def plan(pieces: list[Piece], count: int | None = None) -> Plan | None:
     wanted = count or _power_of_two(min(MAX_PARTS, int(total // PART)))
     if wanted < 2:
         return None
-    copied = _copied(pieces, functions)
+    addressed = {name for p in pieces for name in p.addressed}
+    copied = _copied(functions, addressed)
     heavy = {name: p for name, p in functions.items() if name not in copied}
     reach = {name: _reached(p, heavy, functions, copied) for name, p in heavy.items()}
     sites: dict[str, int] = {}
     for p in pieces:
         for name, n in p.called.items():
             sites[name] = sites.get(name, 0) + n
-    addressed = {name for p in pieces for name in p.addressed}
     units = _units(heavy, reach)
     weights = {name: p.cost + INLINED * sum(functions[c].cost * n for c, n in p.called.items() if c in copied)
                for name, p in heavy.items()}
@@ -106,10 +106,9 @@ def _power_of_two(n: int) -> int:
     return 1 << (n.bit_length() - 1) if n > 0 else 0
 
 
-def _copied(pieces: list[Piece], functions: dict[str, Piece]) -> set[str]:
-    """Internal functions small enough to copy, whose address nothing takes: a copy in each
-    part is then the same function to every caller."""
-    addressed = {name for p in pieces for name in p.addressed}
+def _copied(functions: dict[str, Piece], addressed: set[str]) -> set[str]:
+    """Internal functions small enough to copy, whose address nothing takes (`addressed`): a
+    copy in each part is then the same function to every caller."""
     copied = {name for name, p in functions.items() if p.internal and name not in addressed and p.size <= COPY_LIMIT}
     while True:  # and that call nothing but each other and declared functions (a copy is a leaf of the cut)
         calling_out = {name for name in copied if any(r in functions and r not in copied

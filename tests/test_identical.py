@@ -46,13 +46,13 @@ CALLER = "\n".join([
 def test_the_same_derivative_twice_is_kept_once_cycles_and_constants_too():
     text, around, gone = merged(_pair(3) + "\n" + _pair(7) + "\n" + CALLER)
     assert gone == 3  # the second pair's sweeps and its constant
-    assert '"f.l1.7.' not in text and around == ""
+    assert '"f.l1.7.' not in text and around == []
     assert '%b = call double @"f.l1.3.rev"(double %x, i1 true)' in text
     optimize.parse(text)  # (reads, and verifies)
 
 
 def test_references_from_the_rest_of_the_module_are_renamed():
-    text, around, gone = merged(_pair(3) + "\n" + _pair(7), CALLER)
+    text, (around,), gone = merged(_pair(3) + "\n" + _pair(7), [CALLER])
     assert gone == 3 and '"f.l1.7.' not in around and around.count('@"f.l1.3.rev"') == 2
     optimize.parse(around + "\n" + text)
 
@@ -76,7 +76,7 @@ def test_variables_and_visible_functions_are_never_merged():
     text = "\n".join(["@a = internal global i64 0", "@b = internal global i64 0",
                       "define double @g(double %x) {", "  ret double %x", "}",
                       "define double @h(double %x) {", "  ret double %x", "}"])
-    assert merged(text) == (text, "", 0)
+    assert merged(text) == (text, [], 0)
 
 
 

@@ -38,6 +38,10 @@ def _straight_line(name: str, n: int, callee: str | None = None, calls: int = 1)
     return "\n".join(lines)
 
 
+# A derivative's kernel: its forward sweep, then its reverse sweep, each called once.
+KERNEL = "\n".join(["define internal double @kernel(double %x) {", "  %a = call double @aug(double %x)",
+                     "  %r = call double @rev(double %a)", "  ret double %r", "}"])
+
 # What a reverse-mode derivative looks like to the cut: an exported entry, its kernel calling the
 # forward sweep and the reverse sweep once each, the reverse sweep calling a large callee from two
 # sites, and a small runtime function (`push`) they all call, writing a global the parts share.
@@ -54,11 +58,7 @@ MODULE = "\n".join([
     _straight_line("rev", 1800, callee="callee", calls=2),
     _straight_line("callee", 700),
     _straight_line("unused", 900),  # a source function nothing visible calls: dropped, in no part
-    "define internal double @kernel(double %x) {",
-    "  %a = call double @aug(double %x)",
-    "  %r = call double @rev(double %a)",
-    "  ret double %r",
-    "}",
+    KERNEL,
     "define double @entry(double %x) {",
     "  store double 0.0, ptr @state, align 8",
     "  %k = call double @kernel(double %x)",
@@ -136,11 +136,7 @@ REGION = "\n".join([
     "  %s = call double @sweep(double %r)",
     "  ret double %s",
     "}",
-    "define internal double @kernel(double %x) {",
-    "  %a = call double @aug(double %x)",
-    "  %r = call double @rev(double %a)",
-    "  ret double %r",
-    "}",
+    KERNEL,
     "define double @entry(double %x) {",
     "  %k = call double @kernel(double %x)",
     "  ret double %k",

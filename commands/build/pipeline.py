@@ -387,14 +387,13 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
         runtime.append(ZEROS)
     replaced = {kernel_name(s) for s in signatures}
     lines = [line for line in module.text.split("\n") if not _dropped(line, replaced, kept)]
-    parts = ["\n".join(lines), "\n".join(decls.added), "\n".join(forward.definitions + reverse.definitions),
-             "\n".join(runtime + kernels + decls.scopes.definitions())]
+    added, derived, tail = ("\n".join(t) for t in (decls.added, forward.definitions + reverse.definitions,
+                                                    runtime + kernels + decls.scopes.definitions()))
     if level > 1:  # its own runtime: the optimizer may have changed an earlier level's (dropped a parameter)
-        parts[1:] = [part.replace('@"adgen.', f'@"adgen{level}.') for part in parts[1:]]
+        added, derived, tail = (t.replace('@"adgen.', f'@"adgen{level}.') for t in (added, derived, tail))
     # the derived functions that came out the same kept once (not the kernels: found by their names)
-    parts[2], around, _ = identical.merged(parts[2], _APART.join(parts[:2] + parts[3:]))
-    parts[:2], parts[3:] = around.split(_APART)[:2], around.split(_APART)[2:]
-    text = "\n".join(parts) + "\n"
+    derived, (source, added, tail), _ = identical.merged(derived, ["\n".join(lines), added, tail])
+    text = "\n".join([source, added, derived, tail]) + "\n"
     plans = [(f"{', '.join(dict.fromkeys(top[d.aug]))}: reverse mode of {primal_of[d.aug]}", plan)
              for d, plan in reverse.explained if d.aug in top]
     steps = {ck.outlined.step.name: ck for ck in module.checkpointed.values()}
@@ -406,9 +405,6 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
     loops = {id(ck): ck for _, ck in reverse.checkpoints}  # (one loop may get two pairs: see ReverseMode._calls)
     plans += [(source_name(ck.function), ck) for ck in loops.values()]
     return text, plans, tapes
-
-
-_APART = "\n; (adgen: apart)\n"  # (a comment line: what identical.merged renames in, kept apart)
 
 
 def _rules_by_hand(linked, generated: list[Generated]) -> dict:

@@ -17,26 +17,24 @@ from __future__ import annotations
 
 import re
 
-from adgen.ir_ad.ir.reach import bare
+from adgen.ir_ad.ir.reach import REFERENCE, bare
 
-_REFERENCE = re.compile(r'@("(?:[^"\\]|\\[0-9A-Fa-f]{2})*"|[-a-zA-Z$._0-9]+)')
 # an internal function's definition, to its closing line; an internal constant's line
 _CANDIDATE = re.compile(r'^define (?:internal|private) [^\n]*\n(?:[^\n]*\n)*?\}$'
                         r'|^@[^\n=]+ = (?:internal|private) (?:unnamed_addr )?constant [^\n]*$', re.M)
 
 
-def merged(text: str, around: str = "") -> tuple[str, str, int]:
+def merged(text: str, around: list[str] = ()) -> tuple[str, list[str], int]:
     """`text` (adgen's definitions) with each group of identical candidates kept once, the
-    first; references to the others, in `text` and in `around` (the rest of the module),
-    renamed to it. Returns both texts and how many definitions went."""
+    first; references to the others, in `text` and in each of `around` (the rest of the module),
+    renamed to it. Returns the texts and how many definitions went."""
     spans: dict[str, tuple[int, int]] = {}
     spellings: dict[str, str] = {}  # each as its definition spells it
     for m in _CANDIDATE.finditer(text):
-        own = _REFERENCE.search(m.group()).group()  # (a function's header names no global before its own)
-        spans[bare(own)] = (m.start(), m.end())
-        spellings[bare(own)] = own
+        own = REFERENCE.search(m.group()).group()  # (a function's header names no global before its own)
+        spans[bare(own)], spellings[bare(own)] = (m.start(), m.end()), own
     if len(spans) < 2:
-        return text, around, 0
+        return text, list(around), 0
     shapes: dict[str, str] = {}
     names: dict[str, tuple[str, ...]] = {}
     for name, (start, end) in spans.items():
@@ -51,7 +49,7 @@ def merged(text: str, around: str = "") -> tuple[str, str, int]:
                 return "@\x00"
             return m.group()
 
-        shapes[name] = _REFERENCE.sub(blank, text[start:end])
+        shapes[name] = REFERENCE.sub(blank, text[start:end])
         names[name] = tuple(refs)
     classes = _classes(shapes, names)
     kept: dict[int, str] = {}
@@ -59,9 +57,9 @@ def merged(text: str, around: str = "") -> tuple[str, str, int]:
     for name in spans:  # (in the text's order: the first of each class stays)
         first = kept.setdefault(classes[name], name)
         if first != name:
-            renamed[name] = first
+            renamed[name] = spellings[first]
     if not renamed:
-        return text, around, 0
+        return text, list(around), 0
     out, at = [], 0
     for name in sorted(renamed, key=lambda n: spans[n][0]):
         start, end = spans[name]
@@ -70,10 +68,9 @@ def merged(text: str, around: str = "") -> tuple[str, str, int]:
     out.append(text[at:])
 
     def rename(m: re.Match) -> str:
-        first = renamed.get(bare(m.group()))
-        return m.group() if first is None else spellings[first]
+        return renamed.get(bare(m.group()), m.group())
 
-    return _REFERENCE.sub(rename, "".join(out)), _REFERENCE.sub(rename, around) if around else around, len(renamed)
+    return REFERENCE.sub(rename, "".join(out)), [REFERENCE.sub(rename, t) for t in around], len(renamed)
 
 
 def _classes(shapes: dict[str, str], names: dict[str, tuple[str, ...]]) -> dict[str, int]:

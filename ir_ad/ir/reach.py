@@ -15,7 +15,7 @@ from adgen.ir_ad.ir.functions import parse_header
 from adgen.ir_ad.ir.instructions import parse_instruction
 from adgen.ir_ad.ir.text import may_call_through_pointer
 
-_REFERENCE = re.compile(r'@("(?:[^"\\]|\\[0-9A-Fa-f]{2})*"|[-a-zA-Z$._0-9]+)')
+REFERENCE = re.compile(r'@("(?:[^"\\]|\\[0-9A-Fa-f]{2})*"|[-a-zA-Z$._0-9]+)')  # a global's name as text spells it
 # a function's definition (its header line, then its body up to the line `}`) or a global's line
 _TOP = re.compile(r"^define [^\n]*|^@[^\n]*|^\}$", re.M)
 _LOCAL_DEFINE = re.compile(r"define (?:internal|private) ")
@@ -68,9 +68,9 @@ def definitions(text: str) -> dict[str, Definition]:
             if start is not None:
                 header_end = text.index("\n", start)
                 header = text[start:header_end]
-                name = bare(_REFERENCE.search(header, header.index("@")).group())
+                name = bare(REFERENCE.search(header, header.index("@")).group())
                 body = text[header_end:m.end()]
-                names = tuple(n for n in dict.fromkeys(bare(r) for r in _REFERENCE.findall(text, start, m.end()))
+                names = tuple(n for n in dict.fromkeys(bare(r) for r in REFERENCE.findall(text, start, m.end()))
                               if n != name)
                 local = _LOCAL_DEFINE.match(header) is not None
                 out[name] = Definition(name, True, local, False, body.count("\n  "), names,
@@ -80,13 +80,13 @@ def definitions(text: str) -> dict[str, Definition]:
         elif line.startswith("define "):
             start = m.start()
         elif start is None:  # a global's definition (`@name = ...`)
-            head = _REFERENCE.match(line)
+            head = REFERENCE.match(line)
             name = bare(head.group())
             rest = line[head.end():]
             linkage = _GLOBAL_LINKAGE.match(rest)
             if linkage is None or linkage.group(1) in ("external", "extern_weak"):
                 continue  # a declaration
-            names = tuple(n for n in dict.fromkeys(bare(r) for r in _REFERENCE.findall(rest)) if n != name)
+            names = tuple(n for n in dict.fromkeys(bare(r) for r in REFERENCE.findall(rest)) if n != name)
             out[name] = Definition(name, False, linkage.group(1) in ("private", "internal"), linkage.group(1) is None,
                                    0, names)
     return out
