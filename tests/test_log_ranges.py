@@ -49,9 +49,19 @@ define i1 @overlaps(i64 %lo, i64 %hi, i1 %valid) {
 
 
 class Log(C.Structure):
+    """The whole log, 168 bytes (the runtime writes its hints at the end)."""
     _fields_ = [("entries", C.c_void_p), ("top", C.c_int64), ("room", C.c_int64), ("cursor", C.c_int64),
                 ("reads", C.POINTER(C.c_int64)), ("count", C.c_int64), ("capacity", C.c_int64),
-                ("poisoned", C.c_int64), ("below", C.c_void_p)]
+                ("poisoned", C.c_int64), ("below", C.c_void_p), ("frees", C.c_void_p), ("freed", C.c_int64),
+                ("room_for_frees", C.c_int64), ("stack", C.c_void_p), ("last", C.c_void_p), ("next", C.c_void_p),
+                ("size", C.c_int64), ("left", C.c_int64), ("hints", C.c_int64 * 4)]
+
+
+def test_the_log_is_laid_out_as_the_runtime_allocates_it(runtime):
+    from adgen.base.templates import render_text
+    from adgen.ir_ad.reverse.plan.undo import LOGGED
+
+    assert f"@calloc(i64 1, i64 {C.sizeof(Log)})" in render_text("undo_log.ll.j2", LOGGED=LOGGED)
 
 
 def _kept(log: Log) -> list[tuple[int, int]]:
@@ -79,6 +89,8 @@ def test_ranges_merge_and_answer_like_a_model(runtime, seed):
         for step in range(300):
             lo = rng.randrange(0, 2000)
             hi = lo + rng.choice([0, 1, 2, 8, 30, 100, 400])
+            if added and rng.random() < 0.3:  # (what a loop nest read before: found through the hints)
+                lo, hi = rng.choice(added[-6:])
             if rng.random() < 0.5:
                 reads(lo, hi, True)
                 added.append((lo, hi))
