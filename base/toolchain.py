@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import os
+import platform
 import re
 import shlex
 import subprocess
@@ -92,6 +93,41 @@ def zig() -> tuple[str, ...]:
 # to 32 bytes where AVX is on, 16 where not) unlike the same classes in the user's objects. adgen's
 # compiles take the baseline, as clang does; the user's -march or -mcpu, coming after, wins.
 BASELINE = ("-mcpu=baseline",)
+
+
+# zig's driver reads -march, -mcpu and -mtune in its own spelling of CPU names, with underscores
+# (`x86_64_v3`, `skylake_avx512`): clang's `-march=x86-64-v3` it reads as the CPU `x86` less the
+# features `64` and `v3`, and fails. Users write clang's (and gcc's) names; commands run by the
+# bundled clang get them respelled (`zig_spelling`), x86's only (elsewhere -march names an
+# architecture and its extensions, `armv8.2-a+crypto`, which zig reads otherwise), and without
+# `-mtune=generic`, which zig's clang refuses (tuning for no CPU in particular is the default).
+_CPU_FLAGS = ("-march=", "-mcpu=", "-mtune=")
+
+
+def zig_spelling(command: Sequence[str]) -> list[str]:
+    """A command line with clang's CPU names in zig's spelling, where it runs zig's driver (the
+    bundled clang) for x86 (no -target, on an x86 machine, or an x86 -target)."""
+    prefix = zig()
+    command = list(command)
+    if tuple(command[:len(prefix)]) != prefix or not _x86_target(command):
+        return command
+    out = []
+    for a in command:
+        flag = next((f for f in _CPU_FLAGS if a.startswith(f)), None)
+        name = a[len(flag):] if flag else ""
+        if flag == "-mtune=" and name == "generic":
+            continue
+        if flag and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            a = flag + name.replace("-", "_")
+        out.append(a)
+    return out
+
+
+def _x86_target(command: list[str]) -> bool:
+    triple = next((command[i + 1] for i, a in enumerate(command[:-1]) if a in ("-target", "--target")), None)
+    triple = next((a.split("=", 1)[1] for a in command if a.startswith(("--target=", "-target="))), triple)
+    arch = triple.split("-", 1)[0] if triple else platform.machine().lower()
+    return arch in ("x86_64", "amd64", "x86", "i386", "i486", "i586", "i686")
 
 
 def bundled_cc() -> tuple[str, ...]:

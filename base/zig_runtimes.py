@@ -61,12 +61,15 @@ def run_link(command: Sequence[str], **run: Any) -> subprocess.CompletedProcess:
     may stop before: -c, -E... are told apart): where it is the bundled zig's and is to build a
     runtime it has not built yet, one line on stderr first, and the runtime remembered once the
     link succeeded."""
+    from adgen.base.toolchain import zig_spelling
+
+    command = zig_spelling(command)
     found = pending(command)
     if found is not None:
         markers, line = found
         if line and not _quiet[0]:
             print(line, file=sys.stderr, flush=True)
-    done = subprocess.run(list(command), **run)
+    done = subprocess.run(command, **run)
     if found is not None and done.returncode == 0:
         remember(found[0])
     return done

@@ -158,3 +158,29 @@ def test_adgen_cc_builds_the_runtime_in_a_fresh_cache_and_says_so_once(tmp_path)
     assert said == [f"adgen: building clang's compiler runtime for this machine once (a few seconds; zig caches it "
                     f"in {tmp_path / 'zig'})\n", ""]
     assert list(Path(tmp_path / "zig", "o").glob("*/libcompiler_rt.a"))
+
+
+def test_clang_cpu_names_reach_zig_in_its_spelling():
+    """zig reads `-march=x86-64-v3` as the CPU `x86` less features `64` and `v3` (and refuses
+    `-mtune=generic`): commands of the bundled clang get clang's names respelled, x86's only."""
+    from adgen.base.toolchain import zig_spelling
+
+    assert zig_spelling(_cc("-march=x86-64-v3", "-mtune=generic", "-mcpu=skylake-avx512", "-O2")) == \
+        _cc("-march=x86_64_v3", "-mcpu=skylake_avx512", "-O2")
+    assert zig_spelling(_cc("-march=native", "-mtune=icelake-server")) == _cc("-march=native", "-mtune=icelake_server")
+    arm = _cc("-target", "aarch64-linux-gnu", "-march=armv8.2-a+crypto")
+    assert zig_spelling(arm) == arm  # (an architecture and its extensions: zig's own reading)
+    assert zig_spelling(["clang", "-march=x86-64-v3"]) == ["clang", "-march=x86-64-v3"]  # (a clang of the user's)
+
+
+@pytest.mark.parametrize("cpu", ["x86-64-v3", "skylake-avx512"])
+def test_a_build_for_a_cpu_named_as_clang_names_it(tmp_path, cpu):
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("x86 CPU names: this machine is not x86")
+    (tmp_path / "f.c").write_text(SOURCE)
+    done = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "build", str(tmp_path / "f.c"), "-o", str(tmp_path / "out"),
+                           "--", "-O2", f"-march={cpu}", "-mtune=generic"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "f.adgen.o").is_file()

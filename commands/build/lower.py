@@ -24,7 +24,8 @@ from adgen.frontend.generate import Generated
 from adgen.base.naming import BY_ADDRESS_PREFIX, MEMBER_PREFIX
 from adgen.frontend.render import render_text
 from adgen.base.cxx_library import choose
-from adgen.base.toolchain import USERS_NDEBUG, Compiler, RustCompiler, cxx_command, cxx_library_flags
+from adgen.base.toolchain import (USERS_NDEBUG, Compiler, RustCompiler, cxx_command, cxx_library_flags,
+                                  zig_spelling)
 from adgen.frontend.languages import is_cxx
 
 from adgen.base.compiler_errors import Files, compiler_errors, rustc_errors
@@ -195,8 +196,8 @@ def _clang(compiler: Compiler, path: Path, flags: list[str], extra: list[str], w
     base = [*CXX_FLAGS, *BASE_FLAGS[2:]] if cxx else BASE_FLAGS
     driver = cxx_command(compiler) if cxx else compiler.command
     library = cxx_library_flags(compiler, choose([*flags, *extra]), [*flags, *extra]) if cxx else []
-    command = [*driver, *base, f"-fdebug-prefix-map={workdir}=adgen", *flags, *extra, *library, str(path), "-o",
-               str(target)]
+    command = zig_spelling([*driver, *base, f"-fdebug-prefix-map={workdir}=adgen", *flags, *extra, *library,
+                            str(path), "-o", str(target)])
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise AdgenError(compiler_errors(done.stderr, files, compiler.description))

@@ -22,7 +22,7 @@ from adgen.base.cxx_library import CxxLibrary, choose, without_stdlib
 from adgen.base.zig_runtimes import STOPS, WITH_VALUE, run_link
 from adgen.base.toolchain import (USERS_NDEBUG, Compiler, cxx_command, cxx_library_flags, cxx_link_flags,
                                   enzyme_include_flags, openmp_include_flags, openmp_link_flags, select_compiler,
-                                  system_flags)
+                                  system_flags, zig_spelling)
 from adgen.frontend.languages import Language, language
 
 HELP = """\
@@ -234,7 +234,7 @@ def _compile(compiler: Compiler, line: CommandLine, source: Path, out: Path, imp
 def _mentions_enzyme(driver: tuple[str, ...], source: Path, flags: list[str]) -> str:
     """Whether the preprocessed file names anything of Enzyme's API (cheap: no compile): "" if
     not, "attributes" if it uses the attributes of Enzyme's plugin too, else "calls"."""
-    done = subprocess.run([*driver, "-E", "-P", *USERS_NDEBUG, *flags, str(source)], capture_output=True,
+    done = subprocess.run(zig_spelling([*driver, "-E", "-P", *USERS_NDEBUG, *flags, str(source)]), capture_output=True,
                           text=True, errors="replace")  # a C file's bytes need not be UTF-8 (a Latin-1 comment)
     if done.returncode == 0 and "enzyme_" not in done.stdout:
         return ""

@@ -26,7 +26,7 @@ from adgen.frontend.model import Derivation
 from adgen.frontend.prototypes import Prototype, instances_referenced, read_unit
 from adgen.frontend.render import output_names, render
 from adgen.base.timing import Stages, plural
-from adgen.base.toolchain import Compiler, cxx_command
+from adgen.base.toolchain import Compiler, cxx_command, zig_spelling
 from adgen.frontend.languages import is_cxx
 
 from adgen.ir_ad import optimize
@@ -319,7 +319,7 @@ def _compile(source: Path, user_flags: list[str], compiler: Compiler, work: Path
     """The file compiled as the user's flags say, to LLVM bitcode, parsed."""
     out = work / "user.bc"
     driver = cxx_command(compiler) if is_cxx(source) else compiler.command
-    command = [*driver, *user_flags, "-c", "-emit-llvm", str(source), "-o", str(out)]
+    command = zig_spelling([*driver, *user_flags, "-c", "-emit-llvm", str(source), "-o", str(out)])
     done = subprocess.run(command, capture_output=True, text=True, errors="replace")  # it may quote bytes not UTF-8
     if done.returncode != 0:
         raise AdgenError(error(f"{compiler.description} could not compile {source}:\n{done.stderr.rstrip()}"))
