@@ -156,6 +156,7 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
     Enzyme's requests among them), which take most of the reading where they are many (llm.c's
     train_gpt2.c, included by a wrapper)."""
     _real.cache_clear()
+    _bytes.cache_clear()
     flags = _absolute_includes(flags)  # clang looks for "DIR/name": the stand-ins must match
     cxx = is_cxx(source.path)
     library = None
@@ -167,9 +168,12 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
         library = chosen.name
         flags = [*cxx_read_flags(chosen), *flags]
     unsaved = _virtual_headers(source, flags, made, generated_headers or {})
+    given = unsaved + _as_text(source.path)
+    _given.clear()
+    _given.update((path, text.encode()) for path, text in given)
     try:
         tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c++" if cxx else "c", *flags],
-                                  unsaved_files=unsaved + _as_text(source.path),
+                                  unsaved_files=given,
                                   options=TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)  # (skipped_ranges)
     except Exception as exc:  # libclang raises a bare TranslationUnitLoadError
         raise AdgenError(error(f"libclang could not read {source.name}: {exc}"))
@@ -354,7 +358,7 @@ def instances_referenced(unit: Unit, symbols: set[str]) -> dict[str, Prototype]:
                               unsaved_files=unsaved + _as_text(source.path))
     main = _real(source.path)
     found: dict[str, Prototype] = {}
-    for c in tu.cursor.walk_preorder():
+    for c in _walked_in(tu, main):
         if c.kind != CursorKind.DECL_REF_EXPR or c.location.file is None or \
                 _real(c.location.file.name) != main:
             continue
@@ -381,6 +385,15 @@ def instances_referenced(unit: Unit, symbols: set[str]) -> dict[str, Prototype]:
         if isinstance(made, Prototype) and made.symbol == symbol:
             found[symbol] = made
     return found
+
+
+def _walked_in(tu, main: str):
+    """The cursors of the file read: its top-level declarations walked whole; those of the
+    headers it includes are not walked (a C++ file including a large header has millions)."""
+    for top in tu.cursor.get_children():
+        file = top.location.file or top.extent.start.file
+        if file is not None and _real(file.name) == main:
+            yield from top.walk_preorder()
 
 
 def _demangled_instance(symbol: str) -> tuple[str, str] | None:
@@ -434,9 +447,34 @@ def _template_arguments(instance) -> str | None:
     return "<" + ", ".join(spelled) + ">"
 
 
+# The bytes of the files read, for a look at a declaration's text before its tokens are asked
+# for (`_attributes`): what libclang is given in place of a file (unsaved), else the file's.
+_given: dict[str, bytes] = {}
+
+
+@functools.lru_cache(maxsize=None)
+def _bytes(path: str) -> bytes | None:
+    """A file's bytes, once per file while a unit is read (emptied by each read); None where it
+    cannot be read."""
+    if path in _given:
+        return _given[path]
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
 def _attributes(cursor) -> tuple[str, ...]:
     """The attributes in `__attribute__((...))` of a declaration, each as its tokens joined:
-    clang drops those it does not know (Enzyme's plugin's `enzyme_inactive`) from the AST."""
+    clang drops those it does not know (Enzyme's plugin's `enzyme_inactive`) from the AST. A
+    declaration whose text does not spell `__attribute__` has none, and its tokens (a function's
+    body among them: all of a header's inline code, where a header is read) are not asked for."""
+    extent = cursor.extent
+    start, end = extent.start, extent.end
+    if start.file is not None and end.file is not None and start.file.name == end.file.name:
+        text = _bytes(start.file.name)
+        if text is not None and b"__attribute__" not in text[start.offset:end.offset]:
+            return ()
     words: list[str] = []
     tokens = [t.spelling for t in cursor.get_tokens()]
     i = 0

@@ -138,3 +138,25 @@ def test_errors_inside_an_annotation_say_nothing_of_prose():
     with pytest.raises(AdgenError) as info:
         _parse("// @diff(f_grad (active) -> active)\n")
     assert info.value.diagnostics[0].notes == []
+
+
+def test_attributes_are_read_from_declarations_that_spell_them_only(tmp_path, monkeypatch):
+    """A declaration whose text holds no `__attribute__` has none: its tokens (a function's body,
+    all of a large header's inline code where headers are read) are never asked of libclang."""
+    from clang.cindex import Cursor
+
+    from adgen.base.diagnostics import SourceFile
+    from adgen.frontend.prototypes import read_unit
+
+    (tmp_path / "helpers.h").write_text("static inline double twice(double x) {\n" + "  x = x + 1;\n" * 200 +
+                                        "  return 2 * x;\n}\n")
+    source = tmp_path / "f.c"
+    source.write_text('#include "helpers.h"\n__attribute__((enzyme_inactive)) double quiet(double x) { return x; }\n'
+                      "double plain(double x) { return twice(x); }\n")
+    asked = []
+    tokens = Cursor.get_tokens
+    monkeypatch.setattr(Cursor, "get_tokens", lambda self: asked.append(self.spelling) or tokens(self))
+    unit = read_unit(SourceFile(source), [f"-I{tmp_path}"], included=True)
+    attributes = {f.name: f.attributes for f in [*unit.functions, *unit.included]}
+    assert attributes == {"twice": (), "quiet": ("enzyme_inactive",), "plain": ()}
+    assert asked == ["quiet"]
