@@ -106,6 +106,8 @@ class Unit:
     cxx_library: str | None = None  # C++: the C++ library it was read against (base/cxx_library.py)
     # the project's headers it includes (not system headers) that hold annotations, by real path
     headers: dict[str, "Header"] = field(default_factory=dict)
+    # libclang's reading of it, kept for `instances_referenced` (not compared, not printed)
+    tu: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -181,7 +183,7 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
     virtual = {_real(p) for p, _ in unsaved}
     files: dict[str, SourceFile] = {main: source}
     unit = Unit(source, [], {}, {}, [], cxx=cxx, read_with=(flags, unsaved), skipped=skipped_ranges(tu, source, main),
-                cxx_library=library)
+                cxx_library=library, tu=tu if cxx else None)
     for d in tu.diagnostics:
         if d.severity >= 3 and not (cxx and _in_system_header(d)):
             unit.errors.append(_clang_error(d, files))
@@ -351,11 +353,12 @@ def instances_referenced(unit: Unit, symbols: set[str]) -> dict[str, Prototype]:
     """The function template instantiations the source refers to by these mangled names (as
     `(void *)f<double>` in a call to Enzyme's API), each as a function of the source named with
     its template arguments as the reference spells them (`f<double>`): libclang lists them
-    nowhere else, so the source is read again and its references to functions walked."""
+    nowhere else, so its references to functions are walked (in libclang's reading of it, where
+    the unit keeps it; else the source is read again)."""
     flags, unsaved = unit.read_with
     source = unit.source
-    tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c++", *flags],
-                              unsaved_files=unsaved + _as_text(source.path))
+    tu = unit.tu or Index.create().parse(str(source.path.absolute()), args=["-x", "c++", *flags],
+                                         unsaved_files=unsaved + _as_text(source.path))
     main = _real(source.path)
     found: dict[str, Prototype] = {}
     for c in _walked_in(tu, main):

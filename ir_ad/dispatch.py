@@ -38,7 +38,10 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
     library: dict[tuple, str] = {}  # calls inside the C++ library's I/O: plain calls, carrying no derivatives
     targets: dict[tuple, list[Function]] = {}
     at = 0  # functions and instructions come in the order of the text: each search goes on from the last
-    for fn in module.functions.values():
+    for name in module.functions:
+        if not may_call_through_pointer(module.functions.text(name)):
+            continue  # (read only where some call may go through a pointer)
+        fn = module.functions[name]
         defs = None
         for inst in fn.instructions():
             if inst.opcode != "call" or not inst.callee.startswith("%") or "(" in inst.type.text:
@@ -133,9 +136,10 @@ def _candidates(module: Module, text: str) -> list[Function]:
         if line.startswith(("@__adgen_", "@llvm.", "declare", "define")):
             continue
         taken.update(global_addresses(line))
-    return [f for name, f in module.functions.items() if not f.variadic and not is_intrinsic(name) and
-            (name in taken or (not f.declaration and not f.local)) and
-            not name.lstrip("@").strip('"').startswith("__adgen")]
+    headers = (module.functions.signature(name) for name in module.functions)
+    return [f for f in headers if not f.variadic and not is_intrinsic(f.name) and
+            (f.name in taken or (not f.declaration and not f.local)) and
+            not f.name.lstrip("@").strip('"').startswith("__adgen")]
 
 
 def _matches(f: Function, ret: str, params: tuple[str, ...]) -> bool:

@@ -120,6 +120,9 @@ class Call:
     ir_params: tuple[int, ...] | None = None  # a parameter's first IR parameter, by its index (None: the same)
 
 
+_NAMED = (*ENTRY_POINTS, *NOT_IMPLEMENTED)  # (parts of names: a function naming none calls none)
+
+
 def entry_point(name: str) -> str | None:
     """Which entry point a called name is, "" for one adgen does not implement, None for none."""
     for part, entry in ENTRY_POINTS.items():
@@ -157,8 +160,12 @@ def differentiated(module: Module) -> set[str]:
 
 
 def _entry_calls(module: Module):
-    """(function, call, entry point, its _Defs) for each call to one of Enzyme's entry points."""
-    for fn in module.functions.values():
+    """(function, call, entry point, its _Defs) for each call to one of Enzyme's entry points (in
+    the functions whose text names one: the others are not read)."""
+    for name in module.functions:
+        if not any(part in module.functions.text(name) for part in _NAMED):
+            continue
+        fn = module.functions[name]
         defs = None
         for inst in fn.instructions():
             if inst.opcode not in ("call", "invoke") or not inst.callee.startswith("@"):
@@ -288,7 +295,7 @@ def hinted(text: str, steering: bool = True) -> str:
 
 def steering_calls(module: Module) -> set[str]:
     """The IR names of the declared functions `hinted` leaves as calls (inactive ones)."""
-    return {n for n, f in module.functions.items() if f.declaration and any(p in n for p in PASS_THROUGH)}
+    return {n for n in module.functions if any(p in n for p in PASS_THROUGH) and module.functions[n].declaration}
 
 
 def iterated(text: str, before: set[str]) -> str:

@@ -177,9 +177,9 @@ def _like(function: str, name: str, unit: EnzymeRequests):
 def _levels(module: Module, calls: list[Call]) -> dict[Request, int]:
     """Each request's level: 1 when the function it differentiates reaches no call to Enzyme's
     API, else one more than the highest level among the calls it reaches."""
-    callees = {name: {i.callee for i in fn.instructions()  # (C++: `invoke` where a vector's destructor must run)
-                      if i.opcode in ("call", "invoke") and i.callee in module.functions}
-               for name, fn in module.functions.items()}
+    def callees(name: str) -> set[str]:  # (C++: `invoke` where a vector's destructor must run; the module's
+        return {i.callee for i in module.functions[name].instructions()  # functions read as they are reached)
+                if i.opcode in ("call", "invoke") and i.callee in module.functions}
     asked: dict[str, list[Call]] = {}
     for c in calls:
         asked.setdefault(c.caller, []).append(c)
@@ -197,7 +197,7 @@ def _levels(module: Module, calls: list[Call]) -> dict[Request, int]:
             if name in seen:
                 continue
             seen.add(name)
-            todo += callees.get(name, ())
+            todo += callees(name) if name in module.functions else ()
             deepest = max([deepest] + [level(c.request, path + (request,)) for c in asked.get(name, [])])
         levels[request] = deepest + 1
         return deepest + 1

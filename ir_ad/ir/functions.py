@@ -13,6 +13,14 @@ from adgen.ir_ad.ir.types import VOID, Type, parse_type
 _DEFINE = re.compile(r"^(define|declare)\b(.*?)(@(?:\"[^\"]*\"|[-a-zA-Z$._0-9]+))\((.*)$")
 
 
+def defined_name(line: str) -> str:
+    """The IR name of the function a `define` or `declare` line names, without reading the rest."""
+    m = _DEFINE.match(line)
+    if not m:
+        raise IRError(f"cannot read function header {line[:80]!r}")
+    return m.group(3)
+
+
 class Header(NamedTuple):
     """What a `define` or `declare` line says of its function."""
 

@@ -5,17 +5,80 @@ their members, function attributes, TBAA tags and debug locations."""
 from __future__ import annotations
 
 import re
+from collections.abc import MutableMapping
 
 import adgen.ir_ad.ir.debuginfo as debuginfo
 import adgen.ir_ad.ir.tbaa as tbaa
 from adgen.ir_ad.ir.debuginfo import Location
-from adgen.ir_ad.ir.functions import declaration, parse_function
+from adgen.ir_ad.ir.functions import declaration, defined_name, parse_function, parse_header
 from adgen.ir_ad.ir.model import Function
 from adgen.ir_ad.ir.tokens import Cursor
 from adgen.ir_ad.ir.types import Type, parse_type
 
 
 _CONTINUED = re.compile(r"\n[ \t]+(to label )")
+
+
+class Functions(MutableMapping):
+    """A module's functions by IR name, in the text's order, each definition parsed the first
+    time it is asked for: a C++ file's module holds thousands of functions of the headers it
+    includes (a JSON library's), of which a build looks into a few."""
+
+    def __init__(self, parse):
+        self._parse = parse
+        self._items: dict[str, Function | None] = {}
+        self._lines: dict[str, list[str]] = {}  # definitions not parsed yet -> their lines
+
+    def add_text(self, name: str, lines: list[str]) -> None:
+        self._items[name] = None
+        self._lines[name] = lines
+
+    def text(self, name: str) -> str:
+        """A definition's text as the module has it, without parsing it (its instructions as
+        printed, where it has been parsed)."""
+        lines = self._lines.get(name)
+        return "\n".join(lines) if lines is not None else self[name].text
+
+    def signature(self, name: str) -> Function:
+        """A function's name, linkage, return and parameter types (its blocks not read where it has
+        not been parsed: a Function without blocks, not kept)."""
+        lines = self._lines.get(name)
+        if lines is None:
+            return self[name]
+        header = parse_header(lines[0])
+        return Function(header.name, header.ret, header.params, [], False, header.dbg, "", header.variadic,
+                        header.linkage)
+
+    def instruction_count(self, name: str) -> int:
+        lines = self._lines.get(name)
+        if lines is None:
+            return sum(len(b.instructions) for b in self[name].blocks)
+        return sum(1 for line in lines[1:-1] if line.startswith("  ") and line.strip()
+                   and not line.lstrip().startswith((";", "#dbg_")))
+
+    def __getitem__(self, name: str) -> Function:
+        fn = self._items[name]
+        if fn is None:
+            fn = self._items[name] = self._parse(self._lines.pop(name))
+        return fn
+
+    def __setitem__(self, name: str, fn: Function) -> None:
+        self._items[name] = fn
+        self._lines.pop(name, None)
+
+    def __delitem__(self, name: str) -> None:
+        del self._items[name]
+        self._lines.pop(name, None)
+
+    def __contains__(self, name) -> bool:
+        return name in self._items
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
 
 class Module:
     """The functions, named types, globals and debug locations of a module's text."""
@@ -27,7 +90,7 @@ class Module:
         self.checkpointed: dict = {}  # loop functions outlined for checkpointing (reverse/checkpoint/) by IR name
         text = _CONTINUED.sub(r" \1", text)  # an `invoke`'s labels, printed on a line of their own
         self.text = text
-        self.functions: dict[str, Function] = {}
+        self.functions = Functions(lambda lines: parse_function(lines, self.member_type))
         self.named_types: dict[str, str] = {}
         self.globals: dict[str, str] = {}
         self.metadata: dict[str, str] = {}
@@ -54,8 +117,7 @@ class Module:
                 j = i
                 while lines[j].rstrip() != "}":
                     j += 1
-                fn = parse_function(lines[i:j + 1], self.member_type)
-                self.functions[fn.name] = fn
+                self.functions.add_text(defined_name(line), lines[i:j + 1])
                 i = j
             i += 1
 
@@ -69,7 +131,8 @@ class Module:
         return parse_type(Cursor(body))
 
     def instruction_count(self) -> int:
-        return sum(len(b.instructions) for f in self.functions.values() for b in f.blocks)
+        """Its functions' instructions (those not parsed yet counted from their text)."""
+        return sum(self.functions.instruction_count(name) for name in self.functions)
 
     def member_type(self, t: Type, indices: list[int]) -> Type:
         for i in indices:
