@@ -1,4 +1,6 @@
-"""The IR package's edits of IR text (adgen.ir_ad.ir.edit), on small snippets."""
+"""The IR package's edits of IR text (adgen.ir_ad.ir.edit), on small snippets; and its reading of a module."""
+
+import pytest
 
 from adgen.ir_ad.ir.edit import (body_mentions, c_string, declare_globals, define_line, define_weak_globals,
                                  defined_functions, drop_dead_loads, edit_declarations, int_as_pointer,
@@ -151,3 +153,24 @@ def test_vectors_undefined_lanes_are_made_zeros():
         "  %i = insertelement <2 x double> zeroinitializer, double %a, i64 0",
         "  %w = shufflevector <4 x float> %a, <4 x float> zeroinitializer, <4 x i32> <i32 4, i32 4, i32 4, i32 4>",
         "  %t = shufflevector <2 x double> %a, <2 x double> %b, <2 x i32> <i32 0, i32 3>", ""]
+
+
+def test_a_modules_functions_are_parsed_when_asked_for():
+    """A module reads each definition the first time it is asked for (a C++ file's module holds
+    thousands of its headers' functions); in the text's order; its signature, text and count of
+    instructions without parsing it; a malformed body only an error when it is read."""
+    from adgen.ir_ad.ir import IRError, Module
+
+    text = ("declare double @sin(double)\n\n"
+            "define double @f(double %x) {\nentry:\n  %y = fmul double %x, %x\n  ret double %y\n}\n\n"
+            "define internal i32 @g(ptr %p, i32 %n) {\nentry:\n  %v = add i32 (\n  ret i32 %n\n}\n")
+    module = Module(text)
+    functions = module.functions
+    assert list(functions) == ["@sin", "@f", "@g"] and "@g" in functions and len(functions) == 3
+    g = functions.signature("@g")
+    assert (g.ret.text, [p.type.text for p in g.params], g.local) == ("i32", ["ptr", "i32"], True)
+    assert functions.instruction_count("@g") == 2 and "add i32 (" in functions.text("@g")
+    assert [i.opcode for i in functions["@f"].instructions()] == ["fmul", "ret"]
+    assert module.instruction_count() == 4
+    with pytest.raises(IRError):
+        functions["@g"]  # (read only now)
