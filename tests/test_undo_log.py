@@ -455,3 +455,69 @@ def test_a_gradient_called_inside_another_gradients_sweeps(build_lib):
     lib = build_lib(NESTED, name="nest.c")
     n = 4
     _check(lib, "outer", "outer_grad", [_values(n + 1, 8), _values(n * n, 9)], [n])
+
+
+# GradBench's gmm in small: each (i, k) centers a point into `xc`, multiplies it by a lower
+# triangle into `qx` (whose second loop sums into what the first wrote: `qx[j] = qx[j] + l * xc[i]`)
+# and sums squares, both buffers allocated by the call. The reverse sweep reads `xc` again (the
+# store centering it is undone), never the `qx[j]` summed into: the store of the first loop is not
+# logged for its sake (a check every iteration that always said no).
+CENTERED = r"""
+#include <math.h>
+#include <stdlib.h>
+// @diff(centered_grad: (dup, dup, dup, const, const) -> activeonly)
+double centered(double *x, double *mu, double *l, int n, int d)
+{
+    double *xc = malloc(d * sizeof(double)), *qx = malloc(d * sizeof(double)), s = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) {
+            for (int j = 0; j < d; j++) xc[j] = x[i * d + j] - mu[k * d + j];
+            for (int j = 0; j < d; j++) qx[j] = exp(mu[j]) * xc[j];
+            int at = 0;
+            for (int a = 0; a < d; a++)
+                for (int b = a + 1; b < d; b++) qx[b] = qx[b] + l[k * d * d + at++] * xc[a];
+            for (int j = 0; j < d; j++) s += sin(qx[j]) * qx[j];
+        }
+    free(xc);
+    free(qx);
+    return s;
+}
+"""
+
+
+@quick_first("d", [2, 3])
+def test_buffers_of_the_call_summed_into_and_read_again(build_lib, d):
+    lib = build_lib(CENTERED)
+    n = 3
+    _check(lib, "centered", "centered_grad", [_values(n * d, 8), _values(2 * d, 9), _values(2 * d * d, 10)], [n, d])
+
+
+def test_a_value_only_summed_and_stored_is_not_read_by_the_reverse_sweep():
+    from adgen.ir_ad.ir import Module
+    from adgen.ir_ad.reverse.plan.undo import unread_values
+
+    text = """define void @f(ptr %out, ptr %l, ptr %x, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %acc = phi double [ 0.0, %entry ], [ %acc1, %loop ]
+  %po = getelementptr double, ptr %out, i64 %i
+  %o = load double, ptr %po
+  %a = load double, ptr %l
+  %b = load double, ptr %x
+  %m = fmul double %a, %b
+  %s = fadd double %o, %m
+  store double %s, ptr %po
+  %q = load double, ptr %x
+  %acc1 = fadd double %acc, %q
+  %i1 = add i64 %i, 1
+  %c = icmp eq i64 %i1, %n
+  br i1 %c, label %exit, label %loop
+exit:
+  %sq = fmul double %acc1, %acc1
+  store double %sq, ptr %out
+  ret void
+}
+"""
+    assert unread_values(Module(text).functions["@f"]) == {"%o"}  # (%q reaches a product through the sum)
