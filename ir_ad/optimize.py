@@ -366,7 +366,7 @@ def _optimized(module, tm, calls: set[str], interposable: set[str], derivatives:
             odr[fn.name] = fn.linkage
             fn.linkage = llvm.Linkage.internal  # (see _ODR)
     inline_aggregates(module)
-    options = [*_partial_unrolling(False),
+    options = [*_partial_unrolling(),
                f"-jump-threading-threshold={0 if derivatives else JUMP_THREADING}", "-disable-loop-idiom-all=true"]
     if cc1 is not None:
         module = llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), options, timings, level=level, vectorize=False),
@@ -403,16 +403,15 @@ def with_captures_by_value(text: str, tm, calls: set[str] = frozenset(), timings
     return prepare(parse(promoted), tm, calls, timings=timings, cc1=cc1, level=1)
 
 
-def _partial_unrolling(on: bool) -> list[str]:
-    """LLVM's options for unrolling. Off: loops are unrolled fully where their trip count is a small constant, never partially
-    nor by a run-time count (x86's default unrolls every small loop so). Before differentiation,
-    for the reverse sweep's sake; after it, for build time: on bench/programs/gpt2.c runtime and
-    partial unrolling made 47% more code (13,305 instructions against 9,034) and took 0.7 s of
-    its 4-5 s build, with the gradient's time the same (200 and 202 ms), as was every kernel's
-    of bench/kernels.c within the machine's noise. On: as x86's clang has it, for the code a
-    user compiles with `adgen cc` (LLVM's options cannot be unset, only set either way)."""
-    value = "true" if on else "false"
-    return [f"-unroll-runtime={value}", f"-unroll-allow-partial={value}"]
+def _partial_unrolling() -> list[str]:
+    """LLVM's options for unrolling, set for every pipeline adgen runs: loops are unrolled fully
+    where their trip count is a small constant, never partially nor by a run-time count (x86's
+    default unrolls every small loop so). Before differentiation, for the reverse sweep's sake;
+    after it, for build time: on bench/programs/gpt2.c runtime and partial unrolling made 47% more
+    code (13,305 instructions against 9,034) and took 0.7 s of its 4-5 s build, with the
+    gradient's time the same (200 and 202 ms), as was every kernel's of bench/kernels.c within
+    the machine's noise; and the speed of loops of few iterations (`reoptimize`)."""
+    return ["-unroll-runtime=false", "-unroll-allow-partial=false"]
 
 
 def inline_aggregates(module) -> None:
@@ -520,7 +519,7 @@ def _internalize(module, exported: set[str], shared: set[str]) -> None:
 # of an inner loop assume the outer loop steps upward and always fail for these, leaving the
 # vectorized inner loop dead (bench/programs/gpt2.c: the reverse sweep of its matrix product was
 # scalar).
-_FINAL_OPTIONS = [f"-slp-max-vf={SLP_MAX_LANES}", "-hoist-runtime-checks=false", *_partial_unrolling(False)]
+_FINAL_OPTIONS = [f"-slp-max-vf={SLP_MAX_LANES}", "-hoist-runtime-checks=false", *_partial_unrolling()]
 
 
 def inline_always(module, tm) -> None:
@@ -536,8 +535,12 @@ def inline_always(module, tm) -> None:
 def reoptimize(module, tm, level: int) -> None:
     """The optimization a C compiler runs at -O`level`, on a module whose own code clang has
     optimized already: what is new (the calls of Enzyme's API, now calls of adapters) is
-    inlined and simplified with it."""
-    for option in _partial_unrolling(True):
+    inlined and simplified with it. Without partial or run-time unrolling (`_partial_unrolling`),
+    as after differentiation in `adgen build`: clang unrolled the file's own loops already, and
+    derivatives' loops of a few iterations ran all of them in the remainder of a loop unrolled
+    by 4 (GradBench's ht, 4-by-4 matrices: 188 ms, against 159 ms without, and Enzyme's 159;
+    its kmeans, whose loops run 8 times, lost 4%: 78 against 82 µs)."""
+    for option in _partial_unrolling():
         llvm.set_option("adgen", option)
     _run(module, tm, level, vectorize=level >= 2)
 
