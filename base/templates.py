@@ -3,6 +3,8 @@ lowering wrapper, the reverse-mode runtime)."""
 
 from __future__ import annotations
 
+import os
+import stat
 from functools import cache
 from pathlib import Path
 
@@ -25,12 +27,21 @@ def environment(**filters) -> jinja2.Environment:
 @cache
 def _compiled() -> jinja2.BytecodeCache | None:
     """Jinja's cache of compiled templates (each build used to compile its templates again: 60 ms
-    and more), in Jinja's own folder for this user, which Jinja makes mode 0700 and refuses where
-    another user owns it or may write it; none where it cannot be had."""
+    and more): `$XDG_CACHE_HOME/adgen/templates` (`~/.cache/adgen/templates`), mode 0700, Python
+    code this process runs, so only where that folder is the user's alone and its parent is
+    closed to others' writes; else none (templates compiled at each build). Not in the temporary
+    directory, where a build leaves nothing."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    folder = (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "adgen" / "templates"
     try:
-        return jinja2.FileSystemBytecodeCache()
-    except (OSError, RuntimeError):
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mine, parent = os.lstat(folder), os.lstat(folder.parent)
+    except (OSError, RuntimeError):  # (RuntimeError: no home folder to be found)
         return None
+    if not stat.S_ISDIR(mine.st_mode) or mine.st_uid != os.geteuid() or stat.S_IMODE(mine.st_mode) & 0o077 or \
+            parent.st_uid != os.geteuid() or parent.st_mode & 0o022:
+        return None
+    return jinja2.FileSystemBytecodeCache(str(folder))
 
 
 @cache

@@ -1,6 +1,6 @@
 """Builds leave nothing of the user's sources in zig's cache (issue 42, item 3): zig stored the
 bitcode of every build's compiles there, never to be used again. And what builds do keep, their
-compiled templates, stays in a folder of the user's alone."""
+compiled templates, stay in a folder of the user's alone (not in the temporary directory)."""
 
 from __future__ import annotations
 
@@ -37,31 +37,31 @@ def test_a_second_build_stores_no_more_bitcode_in_zigs_cache(tmp_path):
     assert len(list(temporary.glob("adgen-zig-*"))) <= 1
 
 
-def test_templates_compile_once_into_a_folder_of_this_users_alone(monkeypatch):
+def test_templates_compile_once_into_a_folder_of_this_users_alone(tmp_path, monkeypatch):
     """Each build compiled its templates again (60 ms of a 3 s build): Jinja's cache of compiled
-    templates keeps them, in Jinja's folder for this user (mode 0700, refused where another user
-    owns it); where none can be had, templates compile as before."""
+    templates keeps them in `$XDG_CACHE_HOME/adgen/templates`, mode 0700; a folder others may
+    write (or whose parent they may) is not used, and templates compile as before."""
     import stat
 
     import jinja2
 
     from adgen.base import templates
 
-    cache = templates._compiled()
-    assert isinstance(cache, jinja2.FileSystemBytecodeCache)
-    info = os.lstat(cache.directory)
-    assert info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) == 0o700
-    assert templates.render_text("libc.c.j2")
-    assert templates.environment().bytecode_cache is cache
-
-    def unsafe(*args, **kwargs):
-        raise RuntimeError("Cannot determine safe temp directory.")
-
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     templates._compiled.cache_clear()
-    monkeypatch.setattr(jinja2, "FileSystemBytecodeCache", unsafe)
     try:
-        assert templates._compiled() is None
-        env = templates.environment()
-        assert env.bytecode_cache is None and env.get_template("libc.c.j2").render(version="x")
+        cache = templates._compiled()
+        assert isinstance(cache, jinja2.FileSystemBytecodeCache)
+        assert cache.directory == str(tmp_path / "cache" / "adgen" / "templates")
+        info = os.lstat(cache.directory)
+        assert info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) == 0o700
+        environment = templates.environment()
+        assert environment.bytecode_cache is cache and environment.get_template("libc.c.j2").render(version="x")
+        assert os.listdir(cache.directory)  # (kept for the next build)
+        for folder, mode in ((cache.directory, 0o770), (str(tmp_path / "cache" / "adgen"), 0o777)):
+            os.chmod(folder, mode)
+            templates._compiled.cache_clear()
+            assert templates._compiled() is None and templates.environment().bytecode_cache is None
+            os.chmod(folder, 0o700)
     finally:
         templates._compiled.cache_clear()
