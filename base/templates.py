@@ -3,14 +3,13 @@ lowering wrapper, the reverse-mode runtime)."""
 
 from __future__ import annotations
 
-import os
-import stat
 from functools import cache
 from pathlib import Path
 
 import jinja2
 
 from adgen.base import __version__
+from adgen.base.user_cache import NotPrivate, private_folder
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -27,21 +26,14 @@ def environment(**filters) -> jinja2.Environment:
 @cache
 def _compiled() -> jinja2.BytecodeCache | None:
     """Jinja's cache of compiled templates (each build used to compile its templates again: 60 ms
-    and more): `$XDG_CACHE_HOME/adgen/templates` (`~/.cache/adgen/templates`), mode 0700, Python
-    code this process runs, so only where that folder is the user's alone and its parent is
-    closed to others' writes; else none (templates compiled at each build). Not in the temporary
-    directory, where a build leaves nothing."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    folder = (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "adgen" / "templates"
+    and more): `~/.cache/adgen/templates`, Python code this process runs, so only where that
+    folder is the user's alone and its parent closed to others' writes (base/user_cache.py);
+    else none (templates compiled at each build). Not in the temporary directory, where a build
+    leaves nothing."""
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        mine, parent = os.lstat(folder), os.lstat(folder.parent)
-    except (OSError, RuntimeError):  # (RuntimeError: no home folder to be found)
+        return jinja2.FileSystemBytecodeCache(str(private_folder("templates", close_parent=False)))
+    except (OSError, RuntimeError, NotPrivate):  # (RuntimeError: no home folder to be found)
         return None
-    if not stat.S_ISDIR(mine.st_mode) or mine.st_uid != os.geteuid() or stat.S_IMODE(mine.st_mode) & 0o077 or \
-            parent.st_uid != os.geteuid() or parent.st_mode & 0o022:
-        return None
-    return jinja2.FileSystemBytecodeCache(str(folder))
 
 
 @cache

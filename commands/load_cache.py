@@ -10,52 +10,28 @@ import fcntl
 import hashlib
 import os
 import shutil
-import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from adgen.base.user_cache import NotPrivate, cache_folder, private_folder
 from adgen.commands.load_errors import CacheError
 
 
 def cache_root() -> Path:
     """`$XDG_CACHE_HOME/adgen/load` (`~/.cache/adgen/load`), made mode 0700 and checked at each
-    load: never a shared temporary directory, where another user may prepare the folder whose
-    library this process would run. Its parent, `adgen`, which other parts of adgen make too,
-    is the user's and closed to others' writes (then no one else can swap `load`)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    root = base / "adgen" / "load"
+    load (base/user_cache.py): never a shared temporary directory, where another user may
+    prepare the folder whose library this process would run."""
     try:
-        base.mkdir(parents=True, exist_ok=True)
-        for folder in (root.parent, root):
-            try:
-                folder.mkdir(mode=0o700)
-                os.chmod(folder, 0o700)  # (whatever the umask)
-            except FileExistsError:
-                pass
-            info = os.lstat(folder)
-            if folder != root and stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o022:
-                os.chmod(folder, stat.S_IMODE(info.st_mode) & ~0o022)  # (adgen's, made under a lax umask)
-            _check_private(folder, everyone=0o022 if folder != root else 0o077)
+        return private_folder("load")
+    except NotPrivate as exc:
+        raise CacheError(f"adgen: error: adgen.load's cache {exc.folder} {exc.why}; adgen.load runs the code it finds "
+                         f"there, so it must be yours alone (remove it, or `chmod 700` it if it is yours; or set "
+                         "XDG_CACHE_HOME elsewhere, or pass build_dir=)\n") from exc
     except OSError as exc:
-        raise CacheError(f"adgen: error: cannot make adgen.load's cache {root}: {exc.strerror or exc} (set "
+        raise CacheError(f"adgen: error: cannot make adgen.load's cache {cache_folder('load')}: "
+                         f"{exc.strerror or exc} (set "
                          "XDG_CACHE_HOME to a folder of yours, or pass build_dir=)\n") from exc
-    return root
-
-
-def _check_private(folder: Path, everyone: int) -> None:
-    """Refuses `folder` unless it is a real directory of this user's that no one else may write
-    (nor, with `everyone` 0o077, read or enter)."""
-    info = os.lstat(folder)
-    why = ("is not a directory" if not stat.S_ISDIR(info.st_mode) else
-           f"belongs to user {info.st_uid}, not to you ({os.geteuid()})" if info.st_uid != os.geteuid() else
-           f"has mode {stat.S_IMODE(info.st_mode):04o}: others may {'write' if info.st_mode & 0o022 else 'read'} it"
-           if info.st_mode & everyone else "")
-    if why:
-        raise CacheError(f"adgen: error: adgen.load's cache {folder} {why}; adgen.load runs the code it finds there, "
-                         f"so it must be yours alone (remove it, or `chmod 700` it if it is yours; or set "
-                         "XDG_CACHE_HOME elsewhere, or pass build_dir=)\n")
 
 
 @contextmanager

@@ -494,7 +494,7 @@ def test_buffers_of_the_call_summed_into_and_read_again(build_lib, d):
 
 def test_a_value_only_summed_and_stored_is_not_read_by_the_reverse_sweep():
     from adgen.ir_ad.ir import Module
-    from adgen.ir_ad.reverse.plan.undo import unread_values
+    from adgen.ir_ad.analysis.uses import unread_values
 
     text = """define void @f(ptr %out, ptr %l, ptr %x, i64 %n) {
 entry:

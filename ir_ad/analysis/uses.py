@@ -1,5 +1,6 @@
 """What the optimizer's code says of values before the activity analyses decide: pointers whose
-shadows nothing reads, integers holding floats' bits that neither mode follows, and atomic
+shadows nothing reads, floats whose values no derivative reads (terms of sums stored: the undo
+log need not protect them), integers holding floats' bits that neither mode follows, and atomic
 updates whose old value nothing reads (the ones both modes differentiate).
 
 Pointers whose shadows nothing reads: a function pointer loaded from an object's virtual
@@ -17,16 +18,21 @@ from adgen.ir_ad.ir import Function, Instruction, Type, atomic_operation, floati
 _THROUGH = ("getelementptr", "bitcast", "addrspacecast", "phi", "select")
 
 
-def unread_shadows(fn: Function) -> set[str]:
-    """The function's pointer values every use of which is one needing no shadow."""
+def uses_of(fn: Function) -> dict[str, list[tuple[Instruction, int]]]:
+    """Each value's uses in the function: (instruction, operand index), a phi's by incoming."""
     uses: dict[str, list[tuple[Instruction, int]]] = {}
-    candidates = []
     for inst in fn.instructions():
         values = [v for v, _ in inst.incoming] if inst.opcode == "phi" else inst.operands
         for k, o in enumerate(values):
             uses.setdefault(o.value, []).append((inst, k))
-        if inst.result and inst.type.kind == "ptr" and inst.opcode in (*_THROUGH, "load"):
-            candidates.append(inst.result)
+    return uses
+
+
+def unread_shadows(fn: Function) -> set[str]:
+    """The function's pointer values every use of which is one needing no shadow."""
+    uses = uses_of(fn)
+    candidates = [inst.result for inst in fn.instructions()
+                  if inst.result and inst.type.kind == "ptr" and inst.opcode in (*_THROUGH, "load")]
     free: set[str] = set()
     changed = True
     while changed:
@@ -54,6 +60,38 @@ def _needs_none(inst: Instruction, k: int, free: set[str]) -> bool:
     if op in ("phi", "select"):
         return (op == "phi" or k > 0) and inst.result in free
     return False
+
+
+# Uses through which a float's value reaches no derivative: terms of a sum (`out[j] = out[j] +
+# ltri[k] * x[i]`: the reverse sweep adds the adjoint to each term, whatever they hold), the
+# addend of a fused multiply-add, a negation, merges; and stores of it (into memory, whose
+# loads are values of their own).
+_SUMMED = ("fadd", "fsub", "fneg", "phi", "select")
+_FUSED = ("@llvm.fmuladd.", "@llvm.fma.")
+
+
+def unread_values(fn: Function) -> set[str]:
+    """The floating loads of `fn` whose values the reverse sweep never reads: every use of them,
+    and of what they are summed into, is a term of a sum (a select's condition excepted) or a
+    stored value. A store overwriting them need not be undone for their sake (the cache plan
+    still stores any it finds it needs: this only spares the undo log its work)."""
+    uses = uses_of(fn)
+
+    def passes(inst: Instruction, k: int) -> bool:  # (a use that needs no value, its result aside)
+        if inst.opcode == "select":
+            return k > 0
+        return inst.opcode in _SUMMED or (inst.opcode == "call" and inst.callee.startswith(_FUSED) and k == 2)
+
+    unread = {i.result for i in fn.instructions() if i.result and floating(i.type)}
+    changed = True
+    while changed:  # (the largest set closed under its uses: sums in loops, through phis, included)
+        changed = False
+        for value in list(unread):
+            if any(not (inst.opcode == "store" and k == 0) and
+                   (not passes(inst, k) or inst.result not in unread) for inst, k in uses.get(value, [])):
+                unread.discard(value)
+                changed = True
+    return {i.result for i in fn.instructions() if i.opcode == "load" and i.result in unread}
 
 
 _BIT_MOVES = ("trunc", "lshr", "ashr", "shl", "zext", "or", "and", "xor", "bitcast", "freeze", "shufflevector",

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from adgen.ir_ad.analysis.flow import CFG, Memory
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
 from adgen.ir_ad.analysis.ranges import Ranges
-from adgen.ir_ad.ir import Function, Instruction, Module, floating
+from adgen.ir_ad.analysis.uses import unread_values
+from adgen.ir_ad.ir import Function, Instruction, Module
 
 # The types a logged store may write, and their sizes (a pointer's: the target's).
 LOGGED = (("float", 4), ("double", 8), ("i8", 1), ("i16", 2), ("i32", 4), ("i64", 8), ("ptr", None))
@@ -247,42 +248,6 @@ def _worth_logging(store: Instruction, fn: Function, module: Module, cfg: CFG, l
                 any(memory.may_alias(memory.base(a.value), base) for a in inst.operands if a.type.kind == "ptr"):
             return True
     return False
-
-
-# Uses through which a float's value reaches no derivative: terms of a sum (`out[j] = out[j] +
-# ltri[k] * x[i]`: the reverse sweep adds the adjoint to each term, whatever they hold), the
-# addend of a fused multiply-add, a negation, merges; and stores of it (into memory, whose
-# loads are values of their own).
-_SUMMED = ("fadd", "fsub", "fneg", "phi", "select")
-_FUSED = ("@llvm.fmuladd.", "@llvm.fma.")
-
-
-def unread_values(fn: Function) -> set[str]:
-    """The floating loads of `fn` whose values the reverse sweep never reads: every use of them,
-    and of what they are summed into, is a term of a sum (a select's condition excepted) or a
-    stored value. A store overwriting them need not be undone for their sake (the cache plan
-    still stores any it finds it needs: this only spares the undo log its work)."""
-    uses: dict[str, list[tuple[Instruction, int]]] = {}
-    for inst in fn.instructions():
-        values = [v for v, _ in inst.incoming] if inst.opcode == "phi" else inst.operands
-        for k, o in enumerate(values):
-            uses.setdefault(o.value, []).append((inst, k))
-
-    def passes(inst: Instruction, k: int) -> bool:  # (a use that needs no value, its result aside)
-        if inst.opcode == "select":
-            return k > 0
-        return inst.opcode in _SUMMED or (inst.opcode == "call" and inst.callee.startswith(_FUSED) and k == 2)
-
-    unread = {i.result for i in fn.instructions() if i.result and floating(i.type)}
-    changed = True
-    while changed:  # (the largest set closed under its uses: sums in loops, through phis, included)
-        changed = False
-        for value in list(unread):
-            if any(not (inst.opcode == "store" and k == 0) and
-                   (not passes(inst, k) or inst.result not in unread) for inst, k in uses.get(value, [])):
-                unread.discard(value)
-                changed = True
-    return {i.result for i in fn.instructions() if i.opcode == "load" and i.result in unread}
 
 
 def _defined(module: Module, call: Instruction) -> bool:
