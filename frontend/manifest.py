@@ -91,6 +91,8 @@ def _primal_param(p) -> dict:
     entry = {"name": p.name, "role": "", **_value(p.ctype.ffi, p.ctype.fields)}
     if p.ctype.is_pointer:
         entry["element"] = {"size": p.ctype.element_size, "floating": p.ctype.element_float}
+        if p.ctype.shadow_spelling != p.ctype.spelling:  # (a pointer to const: the function reads it only)
+            entry["element"]["const"] = True
     if p.ctype.reference:  # (one element)
         entry["reference"] = True
     if p.ctype.through_pointers:  # (a std::vector: adgen check cannot make one)
