@@ -37,7 +37,8 @@ def test_wheel_layout(tmp_path):
     assert {"adgen.base", "adgen.commands", "adgen.frontend", "adgen.ir_ad"} <= set(code_packages)
     for package in code_packages:  # every package of the source tree is in the wheel
         assert package.replace(".", "/") + "/__init__.py" in names, package
-    for needed in ("adgen/torch.py", "adgen/commands/cli.py", "adgen/commands/load.py", "adgen/commands/check.py",
+    for needed in ("adgen/torch.py", "adgen/jax.py", "adgen/tensorflow.py", "adgen/bridge.py",
+                   "adgen/templates/xla_ffi.c.j2", "adgen/commands/cli.py", "adgen/commands/load.py", "adgen/commands/check.py",
                    "adgen/frontend/annotations.lark", "adgen/frontend/rust.lark",
                    "adgen/templates/header.h.j2", "adgen/templates/stubs.c.j2",
                    "adgen/templates/declarations.h.j2", "adgen/templates/runtime.ll.j2",
@@ -62,3 +63,12 @@ def test_bundled_example_generates(adgen, tmp_path):
     header = (tmp_path / "rosenbrock.adgen.h").read_text()
     assert "rosen_grad_result rosen_grad(double a, double b, double x, double y, double d_ret);" in header
     assert "rosen_tangent4_result rosen_tangent4(" in header
+
+
+def test_import_adgen_needs_no_framework():
+    """`import adgen` (and adgen.load) imports neither JAX nor TensorFlow nor PyTorch: the bridges
+    are modules of their own, imported by who uses them."""
+    done = subprocess.run([sys.executable, "-c", "import sys, adgen; adgen.load; adgen.Library\n"
+                           "print(sorted(m for m in ('jax', 'tensorflow', 'torch') if m in sys.modules))"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
