@@ -13,11 +13,13 @@ from pathlib import Path
 from bench.records import KINDS, PROVENANCE
 
 TITLES = {"kernels": "Kernels", "programs": "Programs", "llmc": "llm.c's GPT-2", "gradbench": "GradBench",
-          "checkpointing": "Long loops in bounded memory (checkpointing)"}
+          "checkpointing": "Long loops in bounded memory (checkpointing)",
+          "bridges": "One call through the JAX and TensorFlow bridges"}
 COMMANDS = {"kernels": "python -m bench --json FILE", "programs": "python -m bench.programs --json FILE",
             "llmc": "python -m bench.llmc LLMC_SRC --json FILE",
             "gradbench": "python -m bench.gradbench GRADBENCH_SRC --json FILE",
-            "checkpointing": "python -m bench.checkpointing --json FILE"}
+            "checkpointing": "python -m bench.checkpointing --json FILE",
+            "bridges": "python -m bench.bridges --json FILE"}
 FIGURES = ("kernels_time", "kernels_ratio", "kernels_memory", "programs_time", "programs_memory", "llmc_time",
            "llmc_memory", "gradbench_time", "checkpointing_time", "checkpointing_memory")
 
@@ -256,5 +258,14 @@ def checkpointing(data: dict, figures: Figures) -> list[str]:
     return text + [table(rows_from(data), data["settings"].get("quick", False))]
 
 
+def bridges(data: dict, figures: Figures) -> list[str]:
+    from bench.bridges import table
+
+    return ["The cost of one call of a C function (and of its gradient) through `adgen.jax` and "
+            "`adgen.tensorflow`, beside a raw ctypes call of the same compiled code and `adgen.load`'s checked "
+            "call, for 4 elements (the call's cost) and 100,000 (the C code's); median of "
+            f"{data['settings'].get('reps', '?')} loops of calls (`bench/bridges.py`).", "", table(data["records"])]
+
+
 SECTIONS = {"kernels": kernels, "programs": programs, "llmc": llmc, "gradbench": gradbench,
-            "checkpointing": checkpointing}
+            "checkpointing": checkpointing, "bridges": bridges}

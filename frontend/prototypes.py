@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from clang.cindex import CursorKind, Index, TemplateArgumentKind, TranslationUnit, TypeKind
+from clang.cindex import CursorKind, TemplateArgumentKind, TranslationUnit, TypeKind
 
 from adgen.frontend.annotations import MARKERS
+from adgen.frontend.libclang import index
 from adgen.frontend.ctype import CType, enclosing_namespaces, from_clang, from_clang_cxx, object_cxx
 from adgen.frontend.languages import is_cxx
 from adgen.frontend.skipped import skipped_ranges
@@ -173,10 +174,11 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
     given = unsaved + _as_text(source.path)
     _given.clear()
     _given.update((path, text.encode()) for path, text in given)
+    reader = index()  # (an error of its own where libclang is not libclang-ng's)
     try:
-        tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c++" if cxx else "c", *flags],
-                                  unsaved_files=given,
-                                  options=TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)  # (skipped_ranges)
+        tu = reader.parse(str(source.path.absolute()), args=["-x", "c++" if cxx else "c", *flags],
+                          unsaved_files=given,
+                          options=TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)  # (skipped_ranges)
     except Exception as exc:  # libclang raises a bare TranslationUnitLoadError
         raise AdgenError(error(f"libclang could not read {source.name}: {exc}"))
     main = _real(source.path)
@@ -324,8 +326,8 @@ def instantiate(unit: Unit, template: Template, arguments: str) -> Prototype | s
     source = unit.source
     name = f"{template.name}{arguments}"
     text = source.text + f"\nauto *__adgen_instance = &{name};\n"
-    tu = Index.create().parse(str(source.path.absolute()), args=["-x", "c++", *flags],
-                              unsaved_files=[*unsaved, (str(source.path.absolute()), text)])
+    tu = index().parse(str(source.path.absolute()), args=["-x", "c++", *flags],
+                       unsaved_files=[*unsaved, (str(source.path.absolute()), text)])
     main = _real(source.path)
     problems = [d.spelling for d in tu.diagnostics if d.severity >= 3 and not _in_system_header(d)
                 and d.location.file is not None and _real(d.location.file.name) == main
@@ -357,8 +359,8 @@ def instances_referenced(unit: Unit, symbols: set[str]) -> dict[str, Prototype]:
     the unit keeps it; else the source is read again)."""
     flags, unsaved = unit.read_with
     source = unit.source
-    tu = unit.tu or Index.create().parse(str(source.path.absolute()), args=["-x", "c++", *flags],
-                                         unsaved_files=unsaved + _as_text(source.path))
+    tu = unit.tu or index().parse(str(source.path.absolute()), args=["-x", "c++", *flags],
+                                  unsaved_files=unsaved + _as_text(source.path))
     main = _real(source.path)
     found: dict[str, Prototype] = {}
     for c in _walked_in(tu, main):

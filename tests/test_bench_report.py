@@ -81,6 +81,9 @@ def synthetic() -> list[dict]:
          "summary": "adgen builds 2 of 2, agrees on 2; Enzyme builds 2 (agrees on 2)"},
         {"kind": "checkpointing", **HERE, "settings": {"quick": True, "enzyme": True},
          "records": [{"kernel": "heat2d", "what": "2-D reaction-diffusion", "steps": 1000, "results": heat}]},
+        {"kind": "bridges", **HERE, "settings": {"reps": 7, "sizes": [4, 100000]},
+         "records": [{"framework": f, "n": 4, "what": "value", "how": h, "seconds": t}
+                     for f, h, t in (("ctypes", "raw ctypes", 5e-7), ("jax", "jax.jit", 7.5e-6))]},
     ]
 
 
@@ -106,7 +109,8 @@ def test_page_from_saved_records(tmp_path):
     assert "**Tapenade:** not measured" in head
     sections = re.findall(r"^## (.+)$", page, re.M)
     assert sections == ["Kernels", "Programs", "llm.c's GPT-2", "GradBench",
-                        "Long loops in bounded memory (checkpointing)"]
+                        "Long loops in bounded memory (checkpointing)",
+                        "One call through the JAX and TensorFlow bridges"]
     llmc = page.split("## llm.c's GPT-2")[1].split("\n## ")[0]
     assert "commit `def5678+changes`" in llmc  # (measured at another commit: the section says so)
     assert "commit `abc1234`" not in page.split("## Programs")[1].split("\n## ")[0]
@@ -117,6 +121,7 @@ def test_page_from_saved_records(tmp_path):
     assert "| gpt2 (B=4 T=64 C=128 L=4 NH=4 V=512) | primal (the loss) | 36.8 |" in page
     assert "| adgen's gradient | 140.0 | 0.97 | 43.8 | 0.86 | 7.3e-07 |" in page
     assert "| ba | jacobian ba1_n49_m7776_p31843 | 9.09 | 13.6 | 12.2 | 1.11 |" in page
+    assert "| 4 | value | jax: jax.jit | 7.5 | +7.0 µs (15.0x) |" in page
     assert ("| 2-D reaction-diffusion | primal | 0.456 | 1.0 | 0.11 | 3 |\n"
             "|  | adgen within 64 MiB | 4.890 | 10.7 |") in page
     # the figures: each link an SVG file beside the page, and nothing else there
