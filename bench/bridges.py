@@ -129,7 +129,8 @@ def table(records: list[dict]) -> str:
     lines = ["| n | what | bridge | µs per call | over raw ctypes |", "|---|---|---|---|---|"]
     for r in sorted(records, key=lambda r: (r["n"], r["what"], r["seconds"])):
         base = direct.get((r["n"], r["what"]))
-        over = f"{(r['seconds'] - base) * 1e6:+.1f} µs ({r['seconds'] / base:.1f}x)" if base else "—"
+        over = "— (no C code)" if "for scale" in r["how"] else \
+            f"{(r['seconds'] - base) * 1e6:+.1f} µs ({r['seconds'] / base:.1f}x)" if base else "—"
         lines.append(f"| {r['n']:,} | {r['what']} | {r['framework']}: {r['how']} | {r['seconds'] * 1e6:.1f} | "
                      f"{over} |")
     return "\n".join(lines) + "\n"
