@@ -13,7 +13,7 @@ for those linear in their last operands, its transpose, and its batching (vmap) 
 | primitive | computes | entry | jvp | transpose | vmap |
 |---|---|---|---|---|---|
 | call | f(x) | the function | lin | — | loop |
-| lin | f'(x)·ẋ | forward | lin + hvp | rev | forward[N] / loop |
+| lin | f'(x)·ẋ | forward (else reverse, dotted) | lin + hvp | rev | forward[N] / loop |
 | rev | c·∇f(x) | reverse | rev + hvp | lin | reverse[N] / loop |
 | hvp | c·∇²f(x)·v | forward of reverse | — | hvp (symmetric) | loop |
 
@@ -26,6 +26,8 @@ traced. Pointer parameters take arrays of their C element type (float64 needs
 
 from __future__ import annotations
 
+import ctypes
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,6 +37,7 @@ from jax.interpreters import ad, batching, mlir
 from adgen.bridge import Signature
 from adgen.commands.entry_layout import FLOATS, output_shape
 from adgen.commands.xla_ffi import handler_library
+
 
 def function(lib, name: str, *, forward: str | None = None, reverse: str | None = None, hvp: str | None = None,
              forward_batch: str | None = None, reverse_batch: str | None = None):
@@ -85,8 +88,6 @@ class _Handlers:
     """A library's handlers, compiled and registered with XLA once per process."""
 
     def __init__(self, lib, path):
-        import ctypes
-
         self.lib, self.dll, self.key = lib, ctypes.CDLL(str(path)), path.stem
         self.registered = set()
 
@@ -99,8 +100,6 @@ class _Handlers:
         return name
 
     def address(self, symbol: str) -> int:
-        import ctypes
-
         return ctypes.cast(getattr(self.lib._dll, symbol), ctypes.c_void_p).value
 
 
@@ -327,10 +326,12 @@ def _rev_transpose(cts, *operands, c, ints, batch):
     xs = operands[:-1]
     if any(ad.is_undefined_primal(x) for x in xs):
         raise NotImplementedError("adgen.jax: a gradient is linear in its seed only")
-    live = _live(cts)
+    # (the gradient of a parameter the reverse entry makes const is zero: its cotangent adds nothing)
+    live = tuple(on and _takes(c, "reverse", [n]) for on, n in zip(_live(cts), c.floats))
     if not any(live):
         return [None] * len(operands)
-    return [None] * len(xs) + [lin_p.bind(*xs, *_given(cts), c=c, ints=ints, live=live, batch=batch)]
+    given = [ct for ct, on in zip(cts, live) if on]
+    return [None] * len(xs) + [lin_p.bind(*xs, *given, c=c, ints=ints, live=live, batch=batch)]
 
 
 def _hvp_jvp(primals, tangents, **_):

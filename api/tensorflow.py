@@ -252,7 +252,9 @@ def _reverse_rule(kernels: _Kernels, ints: tuple):
         tracked = _tracked(xs)
 
         def gradient(*w):
-            w = [tf.zeros_like(x) if g is None else g for g, x in zip(w, xs)]
+            # (a parameter the reverse entry makes const has a zero gradient: its cotangent adds nothing)
+            w = [tf.zeros_like(x) if g is None or sig.activities["reverse"].get(name, "const") == "const" else g
+                 for g, x, name in zip(w, xs, sig.floats)]
             ds = _linear(kernels, ints, [*xs, *w])
             return [*_second(kernels, ints, tracked, xs, s, w, "a second derivative"), ds]
 

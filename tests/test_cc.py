@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from conftest import adgen_compiler, quick_first
+from conftest import adgen_compiler, compile_c, quick_first
 
 CHECK = r"""
 #include <math.h>
@@ -211,6 +211,29 @@ int main(void) {
 @LEVELS
 def test_registrations_and_attributes(tmp_path, level):
     build_and_run(tmp_path, CUSTOM, level, "-Wall")
+
+
+ELSEWHERE = r"""
+double __enzyme_autodiff(void *, ...);
+void scale3(const double *x, double *y);  /* defined in another object: no body here */
+void *aug_scale3(const double *x, const double *d_x, double *y, double *d_y) { scale3(x, y); return 0; }
+void rev_scale3(const double *x, double *d_x, const double *y, double *d_y, void *tape) { *d_x += 3 * *d_y; *d_y = 0; }
+void *__enzyme_register_gradient_scale3[] = {(void *)scale3, (void *)aug_scale3, (void *)rev_scale3};
+double f(double x) { double y; scale3(&x, &y); return y * y; }
+int main(void) {
+    CHECK(__enzyme_autodiff((void *)f, 2.0), 2 * 6.0 * 3);
+    return 0;
+}
+"""
+
+
+def test_a_gradient_by_hand_of_a_function_defined_elsewhere(tmp_path):
+    """A function whose body the sources do not hold (a library's, MPI's) with its gradient
+    registered: its summaries take it as reading and masking every argument (an internal error,
+    IndexError, before)."""
+    (tmp_path / "scale3.c").write_text("void scale3(const double *x, double *y) { *y = 3 * *x; }\n")
+    compile_c("-O2", "-c", tmp_path / "scale3.c", "-o", tmp_path / "scale3.o")
+    build_and_run(tmp_path, ELSEWHERE, "-O2", str(tmp_path / "scale3.o"))
 
 
 NESTED = r"""

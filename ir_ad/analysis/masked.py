@@ -189,6 +189,8 @@ def unread_params(module: Module, fn: Function) -> frozenset[int]:
     (`_maybe_unused` of the parameters, tame or not: whether their partials may be infinite is
     the caller's to say). A caller passing a value there does not read it on that path (a complex
     product's recovery of infinities hoisted before a checkpointed loop, its step the callee)."""
+    if fn.declaration:  # (its derivative written by hand, no body here: it reads them all)
+        return frozenset()
     done = _SUMMARIES.setdefault(module, {})
     key = (fn.name, "unread")
     if key not in done:
@@ -203,7 +205,10 @@ def maskable_params(module: Module, fn: Function, ret_masked: bool) -> frozenset
     """The positions of `fn`'s floating parameters that its masked slice holds: where a caller
     passes a value there, that value's adjoint may be a masked zero. Every floating value of `fn`
     counts (no activity analysis); a function called while its own summary is being made (a
-    recursion) is taken to mask every floating parameter."""
+    recursion), or one declared only (its derivative written by hand), is taken to mask every
+    floating parameter."""
+    if fn.declaration:  # (a function with a derivative by hand and no body here: any of them, as for a recursion)
+        return frozenset(k for k, p in enumerate(fn.params) if floating(p.type))
     done = _SUMMARIES.setdefault(module, {})
     key = (fn.name, ret_masked)
     if key not in done:
