@@ -19,6 +19,7 @@ from adgen.commands.report import diagnostics_text, internal_error_text
 from adgen.base.timing import Stages, plural
 from adgen.base.zig_cache import remove_scratch_cache
 from adgen.base.cxx_library import NAMES, compiler_named
+from adgen.base.mpi_wrapper import mpi_include_flags
 from adgen.base.toolchain import openmp_include_flags, select_compiler, system_flags
 
 DESCRIPTION = """\
@@ -265,6 +266,7 @@ def _command(args, extra: list[str], stages: Stages) -> int:
         compiler = select_compiler(args.cc, lambda: [importlib.import_module(m) for m in _MODULES[args.command]])
         user = [*(f"-I{d}" for d in args.includes), *(f"-D{d}" for d in args.defines)]
         user += openmp_include_flags(compiler, extra)
+        user += mpi_include_flags(args.sources, [*user, *extra])  # (mpi.h, where the wrapper knows it)
         flags = [*system_flags(compiler), *user]  # libclang needs the compiler's header paths spelled out
     if args.command == "check":
         from adgen.commands.check import run

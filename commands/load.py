@@ -25,6 +25,7 @@ from pathlib import Path
 
 from adgen.base import __version__
 from adgen.base.diagnostics import AdgenError, error
+from adgen.base.mpi_wrapper import mpi_include_flags
 from adgen.base.timing import Stages
 from adgen.base.cxx_library import LIBSTDCXX, choose, without_stdlib
 from adgen.base.toolchain import (USERS_NDEBUG, bundled_cc, cxx_command, cxx_library_flags, cxx_link_flags,
@@ -130,6 +131,7 @@ def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> N
     linked into `library`."""
     compiler = select_compiler(None)
     flags = [*flags, *openmp_include_flags(compiler, flags)]
+    flags += mpi_include_flags(sources, flags)
     _derive(sources, out, flags)
     cc = list(bundled_cc())
     cxx = list(cxx_command(compiler))  # (C++ sources: their library's headers, and linked with it)

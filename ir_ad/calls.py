@@ -15,6 +15,7 @@ from adgen.base.cxx_names import cxx_library_header, cxx_library_io, cxx_library
 from adgen.ir_ad.ir.builder import Builder, V
 from adgen.ir_ad.ir import I64, Instruction, Module, Operand, Type
 from adgen.ir_ad.ir.unwinding import CATCHES
+from adgen.ir_ad import mpi
 from adgen.ir_ad.rules import rule_for
 
 LIFETIME, INERT = "lifetime", "inert"
@@ -114,8 +115,9 @@ def kind_of(module: Module, inst: Instruction) -> str:
     if named is not None:
         return named
     if name in INACTIVE_CALLS or inst.callee in module.inactive or module.noreturn(inst.callee) or \
-            cxx_library_io(name) or name.startswith(LIBRARY_IO):
-        return INACTIVE  # (a function marked `@inactive`; one that never returns: a panic, abort; C++'s I/O)
+            cxx_library_io(name) or name.startswith(LIBRARY_IO) or (mpi.is_mpi(name) and mpi.inactive(name, inst)):
+        return INACTIVE  # (a function marked `@inactive`; one that never returns: a panic, abort; C++'s I/O;
+        # MPI's queries and its communications of integers, mpi.py)
     if rule_for(inst.callee) is not None:
         return RULE
     if is_intrinsic(name):
@@ -255,7 +257,7 @@ def no_derivative(inst: Instruction) -> str:
     construct = _openmp_construct(name)
     if construct is not None:
         return f"{construct}: OpenMP's '{name}' is not differentiated yet (specs/openmp.md)"
-    return f"a call to '{name}', which is not defined in the sources and has no derivative rule"
+    return mpi.refusal(name) or f"a call to '{name}', which is not defined in the sources and has no derivative rule"
 
 
 # What OpenMP's runtime calls adgen cannot differentiate are made of, by prefix, for errors.
