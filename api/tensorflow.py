@@ -117,6 +117,12 @@ class _Kernels:
                 if p.owner and p.name != p.owner:
                     values[p.name] = tangents[p.owner]
             return np.asarray(call_numpy(sig, "forward", values, ints)[sig.prefix("forward") + "ret"], self.dtype)
+        for name, v in zip(sig.floats, vs):  # (the gradient leaves out what the reverse entry makes const)
+            if np.any(v) and ("reverse" not in sig.entries or sig.activities["reverse"].get(name) == "const"):
+                sig.needs("forward", "tf.autodiff.ForwardAccumulator")
+                sig.differentiable("forward", name, "tf.autodiff.ForwardAccumulator")
+        if "reverse" not in sig.entries:  # (every tangent zero)
+            return np.asarray(0.0, self.dtype)
         grads = self.reverse([*xs, 1.0], ints)
         return np.asarray(sum(np.vdot(g, v) for g, v in zip(grads, vs)), self.dtype)
 

@@ -17,7 +17,7 @@ FLOATS = {"double": ("double", "F64", "float64"), "float": ("float", "F32", "flo
 
 @dataclass(frozen=True)
 class Param:
-    """One C parameter of an entry as the handler passes it."""
+    """One C parameter of an entry, as a bridge passes it."""
     name: str
     kind: str  # "in", "out" or "int"
     ctype: str  # the C type the handler passes: "double", "const double *", "int"...
@@ -31,7 +31,7 @@ class Param:
 
 @dataclass(frozen=True)
 class Layout:
-    """An entry as an FFI call: its parameters, its return value's fields (name, float, count)."""
+    """An entry as a pure function: its parameters, its return value's fields (name, float, count)."""
     entry: str
     symbol: str
     params: tuple[Param, ...]
@@ -62,7 +62,7 @@ class Unsupported(ValueError):
 
 def layout(specs: dict, entry: str, primal: str) -> Layout:
     """How `entry` (a function of `specs`, the library's manifest, derived from `primal` at
-    some depth) is called through XLA."""
+    some depth) is called as a pure function."""
     spec = specs[entry]
     own = {p["name"]: p for p in specs[primal]["params"]}
     inner_shadows = _shadows_of_inner(specs, spec)
@@ -77,8 +77,8 @@ def layout(specs: dict, entry: str, primal: str) -> Layout:
             continue
         element = ffi.removeprefix("ptr:")
         if element not in FLOATS:
-            raise Unsupported(f"'{p['name']}' of {entry} is passed as {ffi}: adgen.jax passes arrays and scalars of "
-                              "float or double, and integers")
+            raise Unsupported(f"'{p['name']}' of {entry} is passed as {ffi}: the framework bridges pass arrays and "
+                              "scalars of float or double, and integers")
         array = ffi.startswith("ptr:")
         writes = role.startswith("shadow") or p["name"] in inner_shadows or \
             (role.startswith("tangent") and owner in outs)
@@ -96,7 +96,8 @@ def layout(specs: dict, entry: str, primal: str) -> Layout:
     out = []
     for f in fields:
         if f["ffi"] not in FLOATS:
-            raise Unsupported(f"{entry} returns {f.get('name', 'its value')} as {f['ffi']}: adgen.jax takes float or double returns")
+            raise Unsupported(f"{entry} returns {f.get('name', 'its value')} as {f['ffi']}: the framework bridges take "
+                              "float or double results")
         out.append((f.get("name", "ret"), f["ffi"], f.get("count", 1)))
     return Layout(entry, spec.get("symbol", entry), tuple(params), tuple(out), returns.get("struct", ""))
 

@@ -76,5 +76,5 @@ def test_call_numpy_matches_the_library(lib):
     lanes = call_numpy(sig, "forward_batch", {"x": x, "a": 1.5, "d_x": np.eye(3, 4).reshape(-1),
                                               **{f"d_a_{k}": 0.0 for k in range(4)}}, {"n": 3})
     assert np.allclose(lanes["d_ret"], [4.5 * 0.25, 4.5 * 1.0, 4.5 * 4.0, 0.0])
-    with pytest.raises(ValueError, match=r"adgen.jax cannot call h: 'k' of h is passed as ptr:int"):
+    with pytest.raises(ValueError, match=r"adgen.jax cannot call h: 'k' of h is passed as ptr:int: the framework bridges pass"):
         Signature(lib, "h", "adgen.jax", {})

@@ -163,6 +163,9 @@ def test_missing_entries_and_const_parameters_are_errors(lib):
         y = norm(tf.ones(2), scale, 2)
     with pytest.raises(NotImplementedError, match=r"with respect to 'scale' of norm: norm_grad makes it const"):
         tape.gradient(y, scale)
+    with pytest.raises(NotImplementedError, match=r"with respect to 'scale' of norm: norm_grad makes it const"):
+        with tf.autodiff.ForwardAccumulator(scale, tf.constant(1.0)) as acc:
+            acc.jvp(norm(tf.ones(2), scale, 2))
     with pytest.raises(TypeError, match=r"'n' is an integer, fixed when the function is traced"):
         tf.function(lambda n: rosen(x, n))(tf.constant(3))
     with pytest.raises(ValueError, match=r"'x' has 2 elements; @size\(x=n\) says it holds 5"):
