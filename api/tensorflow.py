@@ -48,6 +48,7 @@ def function(lib, name: str, *, forward: str | None = None, reverse: str | None 
     sig = Signature(lib, name, "adgen.tensorflow", dict(forward=forward, reverse=reverse, hvp=hvp))
     kernels = _Kernels(sig, batched)
 
+    @tf.autograph.experimental.do_not_convert  # (plain Python: nothing for AutoGraph to rewrite)
     def apply(*args, **kwargs):
         floats, ints = sig.bind(args, kwargs)
         ints = {n: sig.static(v, sig.param(n), tf.is_tensor(v)) for n, v in ints.items()}
