@@ -107,7 +107,7 @@ _HANDLERS: dict = {}
 
 
 def _registered(lib, layouts: list) -> _Handlers:
-    path = handler_library(layouts, jax.ffi.include_dir())
+    path = handler_library(layouts, jax.ffi.include_dir(), jax.__version__)  # (headers of this jaxlib)
     key = (id(lib), str(path))
     if key not in _HANDLERS:
         _HANDLERS[key] = _Handlers(lib, path)

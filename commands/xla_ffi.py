@@ -20,11 +20,12 @@ from adgen.commands.entry_layout import Layout
 from adgen.commands.load_errors import BuildError, CacheError
 
 
-def handler_library(layouts: list[Layout], include_dir: str) -> Path:
+def handler_library(layouts: list[Layout], include_dir: str, version: str = "") -> Path:
     """A shared library of one handler per layout (`adgen_xla_ENTRY`), compiled once and kept in
-    the user's private cache (`~/.cache/adgen/xla`) under the digest of its source."""
+    the user's private cache (`~/.cache/adgen/xla`) under the digest of its source, the headers'
+    folder and the `version` of the library that holds them."""
     source = render_text("xla_ffi.c.j2", layouts=layouts)
-    key = hashlib.sha256((source + include_dir).encode()).hexdigest()[:24]
+    key = hashlib.sha256((source + include_dir + version).encode()).hexdigest()[:24]
     try:
         folder = private_folder("xla")
     except NotPrivate as exc:
