@@ -16,8 +16,8 @@ _RETURNS = {"forward": ("dual", "dualonly"), "reverse": ("active", "activeonly")
 
 class Signature:
     """`name` of `lib` and its entries, each found by mode, width and return activity (the one
-    making most parameters differentiable, then the widest, if several) or named by the caller: `forward`
-    (width 1: jvp), `reverse` (width 1: grad), `hvp` (`forward of REVERSE`: second
+    making most parameters differentiable, then the widest, if several) or named by the caller:
+    `forward` (width 1: jvp), `reverse` (width 1: grad), `hvp` (`forward of REVERSE`: second
     derivatives), `forward_batch` and `reverse_batch` (width N: N tangents or seeds a call)."""
 
     def __init__(self, lib, name: str, bridge: str, named: dict[str, str | None]):
