@@ -152,3 +152,45 @@ def test_communication_of_floating_data_is_refused_at_its_line(adgen, c_file, tm
     assert f"{src}:7:5: error: cannot differentiate MPI's 'MPI_Allreduce' on data that is not integers: adgen does " \
         "not differentiate MPI communication yet" in result.err, result.err
     assert not (tmp_path / "out").exists()
+
+
+CMAKE_MAIN = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include "local.adgen.h"
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double x[2] = {1.0, 2.0}, dx[2] = {0, 0};
+    local_grad(x, dx, 2, 1.0);
+    double c = 3.0 * (rank + 1) / (size * 2 * size);  /* d/dx of (rank + 1) x^3 / (size * total) */
+    int right = dx[0] == c * 1.0 && dx[1] == c * 4.0;
+    printf("rank %d: %s\n", rank, right ? "ok" : "WRONG");
+    MPI_Finalize();
+    return right ? 0 : 1;
+}
+"""
+
+
+def test_cmake_with_find_package_mpi(tmp_path):
+    """`find_package(MPI)` and `MPI::MPI_C` beside `adgen_add_derivatives`: mpi.h reaches adgen."""
+    from test_cmake import cmake_dir, tool
+
+    (tmp_path / "local.c").write_text(LOCAL)
+    (tmp_path / "main.c").write_text(CMAKE_MAIN)
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(mpidemo C)\nfind_package(MPI REQUIRED COMPONENTS C)\n"
+        "find_package(adgen REQUIRED)\nadd_executable(demo main.c local.c)\n"
+        "target_link_libraries(demo PRIVATE MPI::MPI_C m)\nadgen_add_derivatives(TARGET demo SOURCES local.c)\n")
+    build = tmp_path / "build"
+    done = subprocess.run([tool("cmake"), "-S", str(tmp_path), "-B", str(build), "-G", "Ninja",
+                           f"-DCMAKE_MAKE_PROGRAM={tool('ninja')}", f"-Dadgen_DIR={cmake_dir()}",
+                           f"-DADGEN_EXECUTABLE={tool('adgen')}"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run([tool("cmake"), "--build", str(build)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = _mpirun(build / "demo", 2)
+    assert run.returncode == 0 and run.stdout.count(": ok") == 2, run.stdout + run.stderr
