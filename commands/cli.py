@@ -127,6 +127,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"adgen {__version__}")
     parser.add_argument("--cmake-dir", action=_CMakeDir, nargs=0,
                         help="print the directory of adgen's CMake package (for -Dadgen_DIR=...) and exit")
+    parser.add_argument("--rust-crate-dir", action=_RustCrateDir, nargs=0,
+                        help="print the directory of adgen's Rust crate of attributes (`#[adgen::diff(...)]`: a "
+                             "path dependency, or a proc-macro crate for rustc's --extern adgen=...) and exit")
     parser.add_argument("--openmp-library", action=_OpenMPLibrary, nargs=0,
                         help="print the OpenMP runtime (libomp) that objects built with -fopenmp need, "
                              "nothing where this machine has none, and exit")
@@ -178,6 +181,12 @@ def _positive(text: str) -> int:
 class _CMakeDir(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         print(Path(__file__).resolve().parent.parent / "cmake")
+        parser.exit()
+
+
+class _RustCrateDir(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(Path(__file__).resolve().parent.parent / "include" / "rust" / "adgen")
         parser.exit()
 
 

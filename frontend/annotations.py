@@ -105,8 +105,9 @@ class _ToEntries(Transformer):
 def size_items(text: str) -> list[str]:
     """The `NAME=VALUE` items of every `@size(x=n, n=16)` in a source's text: the lengths of
     pointer parameters (a number, or an integer parameter's name) that `adgen check` fills and a
-    checkpointed loop's snapshot holds where its accesses cannot be bounded (specs/abi.md)."""
-    return [item.strip() for body in re.findall(r"@size\(([^)]*)\)", text) for item in body.split(",")
+    checkpointed loop's snapshot holds where its accesses cannot be bounded (specs/abi.md); in
+    Rust, `#[adgen::size(x = n)]` too."""
+    return [item.strip() for body in re.findall(r"(?:@|#\[adgen::)size\(([^)]*)\)", text) for item in body.split(",")
             if item.strip()]
 
 

@@ -14,12 +14,16 @@ class Comment:
     start: int  # offset of the opening `//` or `/*`
     end: int  # offset just past the comment
     block: bool
+    attribute: bool = False  # Rust's `#[adgen::diff(...)]`: the annotation as an attribute
 
     def body(self, text: str) -> str:
         """The comment's text with its delimiters blanked, offsets unchanged: a position in the
         body is a position in the file. A leading `*` on a continuation line of a block comment
-        (the usual decoration) is blanked too, as is the code between a run's `//` lines."""
+        (the usual decoration) is blanked too, as is the code between a run's `//` lines. An
+        attribute `#[adgen::diff(...)]` reads as the annotation `@diff(...)`."""
         inner = text[self.start : self.end]
+        if self.attribute:  # (`#[adgen::` blanked but its last `:`, which becomes the marker's `@`; `]` blanked)
+            return " " * (len(ATTRIBUTE) - 1) + "@" + inner[len(ATTRIBUTE) : -1] + " "
         if not self.block:
             return re.sub(r"(^|\n)[ \t]*//", lambda m: m.group(0).replace("/", " "), inner)
         closed = inner.endswith("*/") and len(inner) >= 4
@@ -85,10 +89,14 @@ def _skip_literal(text: str, i: int) -> int:
     return j
 
 
+ATTRIBUTE = "#[adgen::"  # (the attribute spelling of an annotation, from adgen's crate of attributes: specs/annotations.md)
+
+
 def find_rust_comments(text: str) -> list[Comment]:
     """Rust's comments: `//` runs as in C, block comments that nest, and literals Rust's way
     (raw strings `r#"…"#`; a `'` starts a character literal only if one closes it, else it is
-    a lifetime)."""
+    a lifetime); and the attributes `#[adgen::diff(...)]`, `#[adgen::inactive]`,
+    `#[adgen::derivative(...)]`, which hold annotations as comments do."""
     comments: list[Comment] = []
     i, n = 0, len(text)
     while i < n:
@@ -104,6 +112,10 @@ def find_rust_comments(text: str) -> list[Comment]:
             i += char.end() if char else 1  # else a lifetime, `'a`
         elif text.startswith("//", i):
             i = _line_comment(text, i, comments, continued=False)
+        elif text.startswith(ATTRIBUTE, i):
+            j = _attribute_end(text, i)
+            comments.append(Comment(i, j, block=False, attribute=True))
+            i = j
         elif text.startswith("/*", i):
             depth, j = 1, i + 2
             while j < n and depth:
@@ -118,6 +130,17 @@ def find_rust_comments(text: str) -> list[Comment]:
         else:
             i += 1
     return comments
+
+
+def _attribute_end(text: str, at: int) -> int:
+    """Just past the `]` closing the attribute at `at` (its brackets and parentheses balanced),
+    or the end of the text."""
+    depth = 0
+    for j in range(at + 1, len(text)):  # (from its `[`)
+        depth += (text[j] in "([") - (text[j] in ")]")
+        if depth == 0:
+            return j + 1
+    return len(text)
 
 
 def _word(ch: str) -> bool:

@@ -38,7 +38,8 @@ def test_wheel_layout(tmp_path):
     for package in code_packages:  # every package of the source tree is in the wheel
         assert package.replace(".", "/") + "/__init__.py" in names, package
     for needed in ("adgen/torch.py", "adgen/jax.py", "adgen/tensorflow.py", "adgen/bridge.py",
-                   "adgen/templates/xla_ffi.c.j2", "adgen/commands/cli.py", "adgen/commands/load.py", "adgen/commands/check.py",
+                   "adgen/templates/xla_ffi.c.j2", "adgen/include/rust/adgen/Cargo.toml",
+                   "adgen/include/rust/adgen/src/lib.rs", "adgen/commands/cli.py", "adgen/commands/load.py", "adgen/commands/check.py",
                    "adgen/frontend/annotations.lark", "adgen/frontend/rust.lark",
                    "adgen/templates/header.h.j2", "adgen/templates/stubs.c.j2",
                    "adgen/templates/declarations.h.j2", "adgen/templates/runtime.ll.j2",

@@ -571,3 +571,52 @@ def test_loops_checkpointed_within_a_budget(tmp_path, adgen):
     run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True, env=env)
     assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
     assert "adgen: checkpointed loop at model.rs:6: 40 iterations, " in run.stderr, run.stderr
+
+
+ATTRIBUTES = r"""
+#[adgen::diff(loss_grad: (dup, active) -> active;
+              loss_dir: forward (dual, const) -> dualonly)]
+#[inline(never)]
+pub fn loss(w: &[f64], scale: f64) -> f64 {
+    w.iter().map(|x| scale * x * x * x).sum::<f64>()
+}
+"""
+
+ATTRIBUTES_MAIN = r"""
+mod model;
+use model::loss;
+include!("model.adgen.rs");
+
+fn main() {
+    let w = [0.5, -1.0, 2.0];
+    let mut d_w = [0.0; 3];
+    let (_, d_scale) = loss_grad(&w, &mut d_w, 2.0, 1.0);
+    let want: Vec<f64> = w.iter().map(|x| 6.0 * x * x).collect();
+    let along = loss_dir(&w, &[1.0, 0.0, 0.0], 2.0);
+    let right = d_w.iter().zip(&want).all(|(g, e)| (g - e).abs() < 1e-12) && (along - want[0]).abs() < 1e-12
+        && (d_scale - w.iter().map(|x| x * x * x).sum::<f64>()).abs() < 1e-12;
+    println!("{}", if right { "ok" } else { "WRONG" });
+}
+"""
+
+
+def test_annotations_as_attributes(tmp_path, adgen):
+    """`#[adgen::diff(...)]` (adgen's crate of attributes, which rustc takes by `--extern
+    adgen=...` or cargo as a path dependency) reads as the comment does, beside other
+    attributes; an error in one is located at its line and column in the Rust source."""
+    (tmp_path / "model.rs").write_text(ATTRIBUTES)
+    (tmp_path / "main.rs").write_text(ATTRIBUTES_MAIN)
+    assert adgen("build", "-q", tmp_path / "model.rs", "-o", tmp_path).status == 0
+    rustc = select_rustc().command
+    crate = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "--rust-crate-dir"], capture_output=True,
+                           text=True, check=True).stdout.strip()
+    subprocess.run([*rustc, "--edition", "2018", "--crate-type", "proc-macro", "--crate-name", "adgen",
+                    os.path.join(crate, "src", "lib.rs"), "-o", str(tmp_path / "libadgen.so")], check=True)
+    done = subprocess.run([*rustc, "-O", "--edition", "2021", str(tmp_path / "main.rs"), "--extern",
+                           f"adgen={tmp_path / 'libadgen.so'}", "-C", f"link-arg={tmp_path / 'model.adgen.o'}",
+                           "-o", str(tmp_path / "main")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert subprocess.run([str(tmp_path / "main")], capture_output=True, text=True).stdout.strip() == "ok"
+    (tmp_path / "bad.rs").write_text("#[adgen::diff(f_grad: (dup) -> bogus)]\npub fn f(x: &[f64]) -> f64 { x[0] }\n")
+    result = adgen("build", tmp_path / "bad.rs", "-o", tmp_path / "out")
+    assert result.status == 1 and f"{display_path(tmp_path / 'bad.rs')}:1:32: error:" in result.err, result.err

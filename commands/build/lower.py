@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from adgen.base.diagnostics import AdgenError, SourceFile
+from adgen.frontend.comments import find_rust_comments
 from adgen.frontend.generate import Generated
 from adgen.base.naming import BY_ADDRESS_PREFIX, MEMBER_PREFIX
 from adgen.frontend.render import render_text
@@ -67,6 +68,15 @@ def primal_functions(g: Generated) -> list:
                  if s.derivation.inner is None}.values())
 
 
+def without_annotation_attributes(text: str) -> str:
+    """Rust source with its `#[adgen::...]` attributes blanked (lines and columns kept): adgen's
+    own compile needs no macro crate for them (the user's build takes adgen's, specs/annotations.md)."""
+    for c in find_rust_comments(text):
+        if c.attribute:
+            text = text[:c.start] + re.sub(r"[^\n]", " ", text[c.start:c.end]) + text[c.end:]
+    return text
+
+
 def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, workdir: Path) -> bytes:
     """A Rust source compiled on its own as a library crate (rustc at -O2 with LLVM's passes
     left to adgen, line tables for errors, panics aborting: no unwinding edges), its annotated
@@ -76,7 +86,7 @@ def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, work
     folder = workdir / f"rust{index}"
     folder.mkdir()
     copy = folder / source.name
-    copy.write_text(source.read_text(encoding="utf-8") + render_text(
+    copy.write_text(without_annotation_attributes(source.read_text(encoding="utf-8")) + render_text(
         "lowering.rs.j2", source=source.name, primals=primal_functions(g), keep=keep_array(index),
         unsafe_spellings=rustc.unsafe_spellings))
     edition = () if any(f.startswith("--edition") for f in rustc.flags) else ("--edition=2021",)  # theirs, else 2021
