@@ -66,8 +66,12 @@ def at_instruction(module: Module, function: str, inst: Instruction | None, mess
         if reached is not None and _span(reached) is not None:
             inside = _span(where)
             at = "" if inside is not None else f" ({where.file}:{where.line}:{where.column})"
+            threads = [note("this line runs code on another thread (Rust's std::thread): adgen does not "
+                            "differentiate across threads; differentiate each thread's work on its own, or keep "
+                            "the threads outside the differentiated function")] \
+                if _through_threads(module, inst, function, primal) else []
             return error(message, _span(reached), [note(f"in the library's code here{at}, which this line reaches",
-                                                         inside), *notes])
+                                                         inside), *threads, *notes])
     span = _span(where) if where else None
     if span is None and where is not None:
         message = f"{where.file}:{where.line}:{where.column}: {message}"
@@ -101,6 +105,18 @@ def _reached_from(module: Module, inst: Instruction | None, function: str, prima
     if found is None and primal is not None:
         found = next((w for call in reversed(_call_path(module, primal, function)) if (w := user(call.dbg))), None)
     return found
+
+
+_THREADS = ("/library/std/src/thread/",)  # (Rust's threads: std::thread::spawn, scope)
+
+
+def _through_threads(module: Module, inst: Instruction | None, function: str, primal: str | None) -> bool:
+    """Whether the instruction's code, or a call on the way to it, is Rust's threads' (inlined or called)."""
+    chain = _inlined(module, inst.dbg) if inst is not None else []
+    if primal is not None:
+        for call in _call_path(module, primal, function):
+            chain += _inlined(module, call.dbg)
+    return any(part in where.file for where, _ in chain for part in _THREADS)
 
 
 def source_name(function: str) -> str:

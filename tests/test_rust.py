@@ -620,3 +620,28 @@ def test_annotations_as_attributes(tmp_path, adgen):
     (tmp_path / "bad.rs").write_text("#[adgen::diff(f_grad: (dup) -> bogus)]\npub fn f(x: &[f64]) -> f64 { x[0] }\n")
     result = adgen("build", tmp_path / "bad.rs", "-o", tmp_path / "out")
     assert result.status == 1 and f"{display_path(tmp_path / 'bad.rs')}:1:32: error:" in result.err, result.err
+
+
+@pytest.mark.parametrize("body, line", [
+    ("    let (a, b) = x.split_at(x.len() / 2);\n"
+     "    let (sa, sb) = std::thread::scope(|s| {\n"
+     "        let h = s.spawn(|| a.iter().map(|v| v * v).sum::<f64>());\n"
+     "        let sb: f64 = b.iter().map(|v| v * v).sum();\n"
+     "        (h.join().unwrap(), sb)\n"
+     "    });\n"
+     "    sa + sb\n", 5),
+    ("    let v: Vec<f64> = x.to_vec();\n"
+     "    let h = std::thread::spawn(move || v.iter().map(|t| t * t).sum::<f64>());\n"
+     "    h.join().unwrap() + x[0]\n", 4),
+])
+def test_threads_are_a_located_error_that_says_so(tmp_path, adgen, body, line):
+    """Rust's threads (std::thread::scope, spawn) where a derivative would meet them: an error at
+    the user's line, with a note saying that derivatives do not cross threads."""
+    src = tmp_path / "par.rs"
+    src.write_text("// @diff(par_grad: (dup) -> active)\npub fn par(x: &[f64]) -> f64 {\n" + body + "}\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1 and "Traceback" not in result.err
+    assert f"{display_path(src)}:{line}:" in result.err, result.err
+    assert "this line runs code on another thread (Rust's std::thread): adgen does not differentiate across " \
+        "threads" in result.err, result.err
+    assert not (tmp_path / "out").exists()
