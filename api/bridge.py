@@ -96,6 +96,23 @@ class Signature:
             self._raw[key] = (f._c, f._result)
         return self._raw[key]
 
+    def inputs(self, key: str, values: dict, tangents: dict | None = None, seed=None, zeros=np.zeros_like) -> dict:
+        """What the entry of kind `key` reads, by parameter name: the function's own `values`, the
+        tangents of its float parameters (`tangents` by parameter, `zeros` of its value where not
+        given), and `seed` where it takes one (the adjoint of the result; in the hvp entry the
+        reverse entry's seed, whose own tangent is zero)."""
+        given = dict(values)
+        tangents = tangents or {}
+        hvp = self.prefix("hvp") if key == "hvp" else None
+        for p in self.layouts[key].inputs:
+            if p.name in given:
+                continue
+            if p.owner:
+                given[p.name] = tangents[p.owner] if p.owner in tangents else zeros(values[p.owner])
+            else:
+                given[p.name] = zeros(seed) if hvp and p.name.startswith(hvp) else seed
+        return given
+
     def prefix(self, key: str) -> str:
         return self.lib._all[self.entries[key]]["prefix"]
 

@@ -167,10 +167,7 @@ def _lin(*operands, c, ints, live, batch):
         if not _takes(c, "forward_batch", names):
             return jax.lax.map(lambda t: _lin(*values.values(), *t, c=c, ints=ints, live=live, batch=False), tangents)
         return _lanes(c, "forward_batch", values, dict(zip(names, tangents)), ints)
-    given = dict(zip(names, tangents))
-    for p in c.layouts["forward"].inputs:
-        if p.owner and p.name != p.owner:
-            values[p.name] = given.get(p.owner, jnp.zeros_like(values[p.owner]))
+    values = c.inputs("forward", values, dict(zip(names, tangents)), zeros=jnp.zeros_like)
     return c.call("forward", values, ints)[c.prefix("forward") + "ret"]
 
 
@@ -186,7 +183,7 @@ def _rev(*operands, c, ints, batch):
         if "reverse_batch" not in c.entries:
             return jax.lax.map(lambda s: _rev(*values.values(), s, c=c, ints=ints, batch=False), seed)
         return _lanes(c, "reverse_batch", values, {"": seed}, ints)
-    values.update({p.name: seed for p in c.layouts["reverse"].inputs if p.name not in values})
+    values = c.inputs("reverse", values, seed=seed, zeros=jnp.zeros_like)
     out = c.call("reverse", values, ints)
     return [c.gradient("reverse", out, n, lambda: jnp.zeros_like(values[n])) for n in c.floats]
 
@@ -234,11 +231,7 @@ def _hvp(*operands, c, ints, live):
     c.needs("hvp", "a second derivative")
     values, (seed, *tangents) = _split(c, operands)
     given = dict(zip([n for n, on in zip(c.floats, live) if on], tangents))
-    hprefix = c.prefix("hvp")
-    for p in c.layouts["hvp"].inputs:
-        if p.name not in values:
-            values[p.name] = given.get(p.owner, jnp.zeros_like(values[p.owner])) if p.owner else \
-                jnp.zeros_like(seed) if p.name.startswith(hprefix) else seed
+    values = c.inputs("hvp", values, given, seed, zeros=jnp.zeros_like)
     out = c.call("hvp", values, ints)
     return [c.hvp_outputs(out, n, np.ndim(values[n]) == 0, lambda: jnp.zeros_like(values[n])) for n in c.floats]
 

@@ -58,7 +58,7 @@ def function(lib, name: str, *, forward: str | None = None, reverse: str | None 
         ints = tuple(sorted(ints.items()))
         if tf.executing_eagerly() and not _recording():  # (no derivative can be asked of it: the value alone)
             return _numpy(kernels, "value", xs, ints, many=False)
-        return _value(kernels, ints, xs)
+        return _run(kernels, "value", ints, xs)
 
     apply.__doc__ = f"{name} as a TensorFlow op, with derivatives from " + \
         (", ".join(f"{k} {v}" for k, v in sig.entries.items()) or "no entries")
@@ -101,8 +101,7 @@ class _Kernels:
     def reverse(self, xs_s, ints):
         *xs, seed = xs_s
         sig = self.sig
-        values = dict(zip(sig.floats, xs))
-        values.update({p.name: seed for p in sig.layouts["reverse"].inputs if p.name not in values})
+        values = sig.inputs("reverse", dict(zip(sig.floats, xs)), seed=seed)
         out = call_numpy(sig, "reverse", values, ints)
         return [np.asarray(sig.gradient("reverse", out, n, lambda: np.zeros_like(values[n])), d)
                 for n, d in zip(sig.floats, self.dtypes)]
@@ -112,11 +111,7 @@ class _Kernels:
         sig = self.sig
         xs, vs = xs_v[:len(sig.floats)], xs_v[len(sig.floats):]
         if "forward" in sig.entries and all(sig.activities["forward"].get(n) != "const" for n in sig.floats):
-            values = dict(zip(sig.floats, xs))
-            tangents = dict(zip(sig.floats, vs))
-            for p in sig.layouts["forward"].inputs:
-                if p.owner and p.name != p.owner:
-                    values[p.name] = tangents[p.owner]
+            values = sig.inputs("forward", dict(zip(sig.floats, xs)), dict(zip(sig.floats, vs)))
             return np.asarray(call_numpy(sig, "forward", values, ints)[sig.prefix("forward") + "ret"], self.dtype)
         for name, v in zip(sig.floats, vs):  # (the gradient leaves out what the reverse entry makes const)
             if np.any(v) and ("reverse" not in sig.entries or sig.activities["reverse"].get(name) == "const"):
@@ -131,12 +126,7 @@ class _Kernels:
         sig = self.sig
         n = len(sig.floats)
         xs, seed, vs = xs_s_v[:n], xs_s_v[n], xs_s_v[n + 1:]
-        values = dict(zip(sig.floats, xs))
-        tangents = dict(zip(sig.floats, vs))
-        h = sig.prefix("hvp")
-        for p in sig.layouts["hvp"].inputs:
-            if p.name not in values:
-                values[p.name] = tangents[p.owner] if p.owner else 0.0 if p.name.startswith(h) else seed
+        values = sig.inputs("hvp", dict(zip(sig.floats, xs)), dict(zip(sig.floats, vs)), seed)
         out = call_numpy(sig, "hvp", values, ints)
         return [np.asarray(sig.hvp_outputs(out, k, np.ndim(values[k]) == 0, lambda: np.zeros_like(values[k])), d)
                 for k, d in zip(sig.floats, self.dtypes)]
@@ -202,7 +192,7 @@ def _second(kernels, ints, tracked: str, xs, seed, vs, why: str) -> list:
     if "hvp" not in kernels.sig.entries and tracked in ("accumulator", "graph"):
         return _nans(xs)
     kernels.sig.needs("hvp", why)
-    return [_scale(kernels, seed, h) for h in _hessian(kernels, ints, [*xs, tf.ones_like(seed), *vs])]
+    return [_scale(kernels, seed, h) for h in _run(kernels, "hessian", ints, [*xs, tf.ones_like(seed), *vs])]
 
 
 def _nans(xs) -> list:
@@ -216,17 +206,13 @@ def _scale(kernels, s, t):
     return tf.reshape(s, [-1] + [1] * (len(t.shape) - 1)) * t
 
 
-def _op(kernels: _Kernels, name: str, ints: tuple, rule):
-    """The op `name` at these integers: its custom-gradient function, made once (TensorFlow's
-    decorator costs more than the C call)."""
+def _run(kernels: _Kernels, name: str, ints: tuple, inputs: list):
+    """The op `name` (a row of the module's table: `_RULES`) on `inputs` at these integers; its
+    custom-gradient function made once (TensorFlow's decorator costs more than the C call)."""
     key = (name, ints)
     if key not in kernels.ops:
-        kernels.ops[key] = tf.custom_gradient(rule(kernels, ints))
-    return kernels.ops[key]
-
-
-def _value(kernels: _Kernels, ints: tuple, xs: list):
-    return _op(kernels, "value", ints, _value_rule)(*xs)
+        kernels.ops[key] = tf.custom_gradient(_RULES[name](kernels, ints))
+    return kernels.ops[key](*inputs)
 
 
 def _value_rule(kernels: _Kernels, ints: tuple):
@@ -240,14 +226,10 @@ def _value_rule(kernels: _Kernels, ints: tuple):
             for name, by in zip(sig.floats, tracked):
                 if by in ("tape", "accumulator"):  # (in a graph: None, TensorFlow's "no gradient")
                     sig.differentiable("reverse", name, "tape.gradient")
-            return _reverse(kernels, ints, [*xs, s])
+            return _run(kernels, "reverse", ints, [*xs, s])
         return _numpy(kernels, "value", list(xs), ints, many=False), gradient
 
     return value
-
-
-def _reverse(kernels: _Kernels, ints: tuple, xs_s: list):
-    return _op(kernels, "reverse", ints, _reverse_rule)(*xs_s)
 
 
 def _reverse_rule(kernels: _Kernels, ints: tuple):
@@ -262,16 +244,12 @@ def _reverse_rule(kernels: _Kernels, ints: tuple):
             # (a parameter the reverse entry makes const has a zero gradient: its cotangent adds nothing)
             w = [tf.zeros_like(x) if g is None or sig.activities["reverse"].get(name, "const") == "const" else g
                  for g, x, name in zip(w, xs, sig.floats)]
-            ds = _linear(kernels, ints, [*xs, *w])
+            ds = _run(kernels, "linear", ints, [*xs, *w])
             return [*_second(kernels, ints, tracked, xs, s, w, "a second derivative"), ds]
 
         return _numpy(kernels, "reverse", [*xs, s], ints, many=True), gradient
 
     return reverse
-
-
-def _linear(kernels: _Kernels, ints: tuple, xs_v: list):
-    return _op(kernels, "linear", ints, _linear_rule)(*xs_v)
 
 
 def _linear_rule(kernels: _Kernels, ints: tuple):
@@ -283,16 +261,12 @@ def _linear_rule(kernels: _Kernels, ints: tuple):
         tracked = _tracked(xs)
 
         def gradient(u):
-            dvs = _reverse(kernels, ints, [*xs, u])
+            dvs = _run(kernels, "reverse", ints, [*xs, u])
             return [*_second(kernels, ints, tracked, xs, u, vs, "a second derivative"), *dvs]
 
         return _numpy(kernels, "linear", [*xs, *vs], ints, many=False), gradient
 
     return linear
-
-
-def _hessian(kernels: _Kernels, ints: tuple, xs_s_v: list):
-    return _op(kernels, "hessian", ints, _hessian_rule)(*xs_s_v)
 
 
 def _hessian_rule(kernels: _Kernels, ints: tuple):
@@ -310,11 +284,14 @@ def _hessian_rule(kernels: _Kernels, ints: tuple):
                                           "gives second ones)")
             third = _nans(xs) if tracked else [None] * n
             u = [tf.zeros_like(x) if g is None else g for g, x in zip(u, xs)]
-            unit = _hessian(kernels, ints, [*xs, tf.ones_like(s), *vs])
+            unit = _run(kernels, "hessian", ints, [*xs, tf.ones_like(s), *vs])
             ds = tf.add_n([tf.reduce_sum(tf.reshape(a * b, [tf.shape(a)[0], -1]) if kernels.batched else a * b,
                                          axis=-1 if kernels.batched else None) for a, b in zip(unit, u)])
-            return [*third, ds, *_hessian(kernels, ints, [*xs, s, *u])]
+            return [*third, ds, *_run(kernels, "hessian", ints, [*xs, s, *u])]
 
         return _numpy(kernels, "hessian", [*xs, s, *vs], ints, many=True), gradient
 
     return hessian
+
+
+_RULES = {"value": _value_rule, "reverse": _reverse_rule, "linear": _linear_rule, "hessian": _hessian_rule}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"measuring {framework}...", file=sys.stderr)
             done = subprocess.run([sys.executable, "-m", "bench.bridges", "--measure", framework, "--source",
                                    str(source), "--reps", str(args.reps)], capture_output=True, text=True,
-                                  cwd=ROOT, env={**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+                                  cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
             if done.returncode != 0:
                 print(f"{framework} left out: {done.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
                 continue

@@ -113,7 +113,7 @@ def find_rust_comments(text: str) -> list[Comment]:
         elif text.startswith("//", i):
             i = _line_comment(text, i, comments, continued=False)
         elif text.startswith(ATTRIBUTE, i):
-            j = _attribute_end(text, i)
+            j = closing(text, i + 1)  # (from its `[`)
             comments.append(Comment(i, j, block=False, attribute=True))
             i = j
         elif text.startswith("/*", i):
@@ -132,14 +132,14 @@ def find_rust_comments(text: str) -> list[Comment]:
     return comments
 
 
-def _attribute_end(text: str, at: int) -> int:
-    """Just past the `]` closing the attribute at `at` (its brackets and parentheses balanced),
-    or the end of the text."""
+def closing(text: str, at: int) -> int:
+    """Just past the bracket closing the one at `at` (brackets and parentheses balanced), or
+    the end of the text."""
     depth = 0
-    for j in range(at + 1, len(text)):  # (from its `[`)
-        depth += (text[j] in "([") - (text[j] in ")]")
+    for i in range(at, len(text)):
+        depth += (text[i] in "[(") - (text[i] in "])")
         if depth == 0:
-            return j + 1
+            return i + 1
     return len(text)
 
 

@@ -17,6 +17,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 
 from adgen.frontend.annotations import Annotation, Entry, Word, following
+from adgen.frontend.comments import closing
 from adgen.frontend.ctype import CType
 from adgen.base.diagnostics import Collector, SourceFile, Span, error, note
 from adgen.frontend.languages import is_rust
@@ -111,7 +112,7 @@ def _signature(source: SourceFile, start: int, problems: Collector):
     """The item's parsed signature, from past its attributes (at `start`) to its body."""
     text, at = source.text, start
     while text.startswith("#[", at) or text.startswith("#![", at):
-        at = _balanced(text, text.index("[", at))
+        at = closing(text, text.index("[", at))
         while at < len(text) and text[at].isspace():
             at += 1
         at = _skip_comments(text, at)
@@ -141,16 +142,6 @@ def _skip_comments(text: str, at: int) -> int:
         while at < len(text) and text[at].isspace():
             at += 1
     return at
-
-
-def _balanced(text: str, at: int) -> int:
-    """Just past the bracket closing the one at `at`."""
-    depth = 0
-    for i in range(at, len(text)):
-        depth += (text[i] in "[(") - (text[i] in "])")
-        if depth == 0:
-            return i + 1
-    return len(text)
 
 
 def _structs(source: SourceFile, problems: Collector) -> dict[str, tuple[bool, list, Span]]:
