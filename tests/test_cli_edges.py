@@ -324,7 +324,10 @@ def test_sigterm_ends_the_children_of_worker_threads_and_theirs(tmp_path):
 def test_sigterm_while_the_main_thread_is_busy_in_c_code(tmp_path):
     """Python runs a handler between bytecodes only: llvmlite's optimizer, or a derivative adgen
     check calls, may hold the main thread for long."""
-    (tmp_path / "spin.c").write_text("void spin(void) { for (;;) __asm__ volatile(\"\"); }\n")
+    # The C code says it has started (a signal sent before would be handled in Python, as it should)
+    (tmp_path / "spin.c").write_text(
+        "#include <unistd.h>\n"
+        "void spin(void) { write(1, \"started\\n\", 8); for (;;) __asm__ volatile(\"\"); }\n")
     compile_c("-shared", "-fPIC", "-O1", tmp_path / "spin.c", "-o", tmp_path / "libspin.so")
     marker = f"{os.getpid()}{time.time_ns() % 100000}"
     program = textwrap.dedent(f"""
@@ -332,7 +335,6 @@ def test_sigterm_while_the_main_thread_is_busy_in_c_code(tmp_path):
         from adgen.commands import stopping
         stopping.install()
         subprocess.Popen(["sleep", "63.{marker}"])
-        print("started", flush=True)
         ctypes.CDLL({str(tmp_path / "libspin.so")!r}).spin()
         """)
     run = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
