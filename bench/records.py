@@ -1,5 +1,5 @@
 """Record files: what `--json FILE` of each benchmark writes, and `python -m bench --report DIR
---from FILE` reads. One JSON object: `kind` (kernels, programs, llmc, gradbench, checkpointing, bridges),
+--from FILE` reads. One JSON object: `kind` (kernels, programs, llmc, gradbench, checkpointing, bridges, mpi),
 where and when it was measured (`machine`: the CPU's model and cores, `os`, `commit`: adgen's
 `git rev-parse --short HEAD`, with "+changes" where tracked files differ from it, `date`), the
 run's `settings`, its `records` and, for some kinds, `builds`. A bare list is an older
@@ -16,7 +16,7 @@ from pathlib import Path
 from bench import machine
 
 ROOT = Path(__file__).resolve().parent.parent
-KINDS = ("kernels", "programs", "llmc", "gradbench", "checkpointing", "bridges")
+KINDS = ("kernels", "programs", "llmc", "gradbench", "checkpointing", "bridges", "mpi")
 PROVENANCE = ("machine", "os", "commit", "date")
 UNKNOWN = "unknown"
 

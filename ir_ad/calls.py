@@ -118,6 +118,8 @@ def kind_of(module: Module, inst: Instruction) -> str:
             cxx_library_io(name) or name.startswith(LIBRARY_IO) or (mpi.is_mpi(name) and mpi.inactive(name, inst)):
         return INACTIVE  # (a function marked `@inactive`; one that never returns: a panic, abort; C++'s I/O;
         # MPI's queries and its communications of integers, mpi.py)
+    if mpi.is_mpi(name) and inst.callee in module.custom and not mpi.every_rank(name, inst):
+        return UNDEFINED  # (a datatype the rules refuse: mpi.refusal says which)
     if rule_for(inst.callee) is not None:
         return RULE
     if is_intrinsic(name):
@@ -126,6 +128,12 @@ def kind_of(module: Module, inst: Instruction) -> str:
     if target is not None and (not target.declaration or inst.callee in module.custom):
         return DEFINED
     return RUNTIME if _runtime(name) else UNDEFINED
+
+
+def every_rank(module: Module, inst: Instruction) -> bool:
+    """A call each rank differentiates whatever flows through it here (MPI's communications: the
+    derivative messages of one rank meet those of another, mpi.py)."""
+    return inst.opcode == "call" and inst.callee in module.custom and mpi.every_rank(callee_name(inst), inst)
 
 
 def inlined_from(module: Module, inst: Instruction, *headers: str) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adgen.ir_ad.ir.builder import local
+from adgen.ir_ad.mpi import RECORD, rule_names
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import VOID, Function, Instruction, Module, Type, struct
 
@@ -50,11 +51,17 @@ class HandDerivatives:
     augmented: str = ""
     gradient: str = ""
     reverse: ReverseByHand | None = None
+    communication: tuple[int, ...] | None = None  # MPI's: the positions of the buffers its rules take (mpi.py)
 
     @property
     def reverses(self) -> bool:
-        """Whether reverse mode calls the user's code for it."""
-        return bool(self.gradient) or self.reverse is not None
+        """Whether reverse mode calls the user's code for it (or MPI's rules)."""
+        return bool(self.gradient) or self.reverse is not None or self.communication is not None
+
+    @property
+    def forwards(self) -> bool:
+        """Whether forward mode calls a wrapper for it (the user's derivative, or MPI's rule)."""
+        return bool(self.forward) or self.communication is not None
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,8 @@ def forward_wrapper(module: Module, custom: HandDerivatives, fn: Function, name:
                     width: int) -> tuple[str, Type, bool]:
     """A forward-mode derived function of `fn` calling `df`: its text, return type, and whether
     it returns a tangent of the result."""
+    if custom.communication is not None:
+        return communication_forward(fn, custom.communication, name, active, width), fn.ret, False
     if width != 1:
         raise _fail(fn, "a derivative written by hand at width > 1 (Enzyme's convention takes one shadow each)")
     user = _user(module, custom.forward, custom, "derivative")
@@ -224,6 +233,8 @@ def reverse_wrappers(module: Module, custom: HandDerivatives, fn: Function, name
                      ) -> tuple[list[str], ReversePair]:
     """The augmented forward sweep, reverse sweep and release of `fn` as adgen's reverse mode
     calls them (see ReverseMode.aug_params and rev_params), calling the user's pair."""
+    if custom.communication is not None:
+        return communication_reverse(fn, custom.communication, names, pattern)
     if custom.reverse is not None:  # (a call was checked at the call: this is an entry of f itself, split mode's)
         refused = reverse_refusal(module, pattern)
         if refused is not None:
@@ -283,6 +294,48 @@ def reverse_wrappers(module: Module, custom: HandDerivatives, fn: Function, name
     free = [f"define internal void {free_name}({', '.join(params + ['ptr %rec'])}) {{", "entry:", "  ret void", "}"]
     record = FixedRecord(_size(tape) if tape is not None else 0)
     pair = ReversePair(aug_name, rev_name, free_name, aug_ret, rev_ret, scalars, record)
+    return ["\n".join(aug), "\n".join(rev), "\n".join(free)], pair
+
+
+def _communication_parameters(fn: Function, buffers: tuple[int, ...], active: tuple[bool, ...], width: int
+                              ) -> tuple[list[str], list[str], list[str]]:
+    """A wrapper's parameters for MPI's call `fn` (its own, then a shadow of each parameter that has
+    one), the call's arguments, and the shadows of its buffers in order (null where a buffer has
+    none: the rule takes zeros, and drops the adjoint that comes back)."""
+    if width != 1:
+        raise _fail(fn, f"a communication at width {width} (MPI's calls are differentiated one tangent at a time)")
+    own = [f"{p.type.text} %a{i}" for i, p in enumerate(fn.params)]
+    shadows = [f"ptr %d{i}" for i, (p, on) in enumerate(zip(fn.params, active)) if on and p.type.kind == "ptr"]
+    return own + shadows, own, [f"ptr %d{i}" if active[i] else "ptr null" for i in buffers]
+
+
+def communication_forward(fn: Function, buffers: tuple[int, ...], name: str, active: tuple[bool, ...],
+                          width: int) -> str:
+    """Forward mode's derived function of MPI's call `fn`: its rule (mpi.py), the call's result returned."""
+    params, args, shadows = _communication_parameters(fn, buffers, active, width)
+    forward = rule_names(bare_name(fn.name))[0]
+    return "\n".join([f"define internal {fn.ret.text} {name}({', '.join(params)}) {{", "entry:",
+                      f"  %r = call {fn.ret.text} {forward}({', '.join(args + shadows)})", f"  ret {fn.ret.text} %r",
+                      "}"])
+
+
+def communication_reverse(fn: Function, buffers: tuple[int, ...], names: tuple[str, str, str], pattern
+                          ) -> tuple[list[str], ReversePair]:
+    """Reverse mode's pair for MPI's call `fn`: the augmented rule, which communicates and keeps what
+    the adjoint communication needs in the call's record, and the reverse rule (mpi.py)."""
+    params, args, shadows = _communication_parameters(fn, buffers, pattern.active, pattern.width)
+    aug_name, rev_name, free_name = names
+    _, aug_rule, rev_rule = rule_names(bare_name(fn.name))
+    aug_ret = fn.ret if pattern.ret_needed and fn.ret.kind != "void" else VOID
+    called = ", ".join(args + shadows + ["ptr %rec"])
+    aug = [f"define internal {aug_ret.text} {aug_name}({', '.join(params + ['ptr %rec'])}) {{", "entry:",
+           f"  %r = call {fn.ret.text} {aug_rule}({called})",
+           f"  ret {fn.ret.text} %r" if aug_ret.kind != "void" else "  ret void", "}"]
+    seed = [f"{fn.ret.text} %seed"] if pattern.ret_active else []
+    rev = [f"define internal void {rev_name}({', '.join(params + seed + ['ptr %rec'])}) {{", "entry:",
+           f"  call void {rev_rule}({called})", "  ret void", "}"]
+    free = [f"define internal void {free_name}({', '.join(params + ['ptr %rec'])}) {{", "entry:", "  ret void", "}"]
+    pair = ReversePair(aug_name, rev_name, free_name, aug_ret, VOID, [], FixedRecord(RECORD))
     return ["\n".join(aug), "\n".join(rev), "\n".join(free)], pair
 
 

@@ -1,13 +1,18 @@
 """MPI's calls, as calls.py classifies them (specs/mpi.md): a table of what each call is.
 
 - The queries and bookkeeping (`MPI_Comm_rank`, `MPI_Comm_size`, `MPI_Wtime`, communicator and
-  datatype management, `MPI_Barrier`, the completion of requests) carry no derivatives.
+  datatype management, `MPI_Barrier`) carry no derivatives.
 - A communication carries none either where every datatype it is given is one of the MPI
   library's integer (or boolean) types, as the IR shows it: a constant, Open MPI's
   `@ompi_mpi_int` and its kin. A count, a flag or an index reduced over the ranks is such.
-- A communication of anything else (floating data, a byte or packed buffer, a datatype held in a
-  variable) is a located error naming the call: adgen does not differentiate MPI communication
-  yet (its tangents and adjoint communication are this table's next columns)."""
+- The communications of DIFFERENTIATED, and the completions of requests, have derivatives written
+  in C (templates/mpi_rules.c.j2: each call's tangent communication and adjoint communication),
+  which custom.py's wrappers call in both modes, the shadows of the buffers after the call's own
+  arguments. Every rank takes part in each of them in a derivative whatever its own activity
+  (`every_rank`): the tangents and adjoints one rank sends, another receives.
+- A communication of another datatype the IR names (`MPI_BYTE`, a derived datatype's handle kept
+  in a constant) is a located error where derivatives flow through it; a datatype held in a
+  variable is checked when the call runs (MPI_DOUBLE and MPI_FLOAT carry derivatives)."""
 
 from __future__ import annotations
 
@@ -23,9 +28,7 @@ QUERIES = {
     "MPI_Cart_create", "MPI_Cart_coords", "MPI_Cart_rank", "MPI_Cart_shift", "MPI_Cart_get", "MPI_Dims_create",
     "MPI_Type_size", "MPI_Type_get_extent", "MPI_Type_contiguous", "MPI_Type_vector", "MPI_Type_commit",
     "MPI_Type_free", "MPI_Get_count", "MPI_Error_string", "MPI_Comm_set_errhandler",
-    # (completing a request: its communication, the call that made it, is this table's to judge)
-    "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Testany",
-    "MPI_Request_free", "MPI_Start", "MPI_Startall", "MPI_Probe", "MPI_Iprobe",
+    "MPI_Probe", "MPI_Iprobe",
 }
 
 # Communications -> the positions of their datatype arguments.
@@ -51,6 +54,51 @@ INTEGER_DATATYPES = {f"@ompi_mpi_{t}" for t in (
     "logical", "logical1", "logical2", "logical4", "logical8")}
 
 
+# The communications with derivatives (templates/mpi_rules.c.j2) -> the positions of their buffers.
+DIFFERENTIATED = {
+    **{name: (0,) for name in ("MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Recv", "MPI_Isend",
+                               "MPI_Issend", "MPI_Irecv", "MPI_Sendrecv_replace", "MPI_Bcast")},
+    **{name: (0, 1) for name in ("MPI_Reduce", "MPI_Allreduce")},
+    **{name: (0, 3) for name in ("MPI_Gather", "MPI_Scatter", "MPI_Allgather", "MPI_Alltoall")},
+    "MPI_Sendrecv": (0, 5),
+}
+# Completing requests: MPI_Wait and MPI_Waitall finish a request's derivatives; the others refuse,
+# when the program runs, a request that carries derivatives (they take none).
+COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Waitany", "MPI_Waitsome",
+               "MPI_Request_free"}
+RULES = set(DIFFERENTIATED) | COMPLETIONS
+FLOATING_DATATYPES = {"@ompi_mpi_double", "@ompi_mpi_float"}
+RECORD = 16  # the bytes of the caller's record each call's rule keeps (a match, or a pointer to more)
+
+
+# Queries that involve no other rank: a loop that calls them may run again (checkpointing).
+LOCAL = {"MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_remote_size", "MPI_Comm_test_inter", "MPI_Comm_compare",
+         "MPI_Wtime", "MPI_Wtick", "MPI_Initialized", "MPI_Finalized", "MPI_Query_thread", "MPI_Is_thread_main",
+         "MPI_Get_processor_name", "MPI_Get_version", "MPI_Get_library_version", "MPI_Group_rank", "MPI_Group_size",
+         "MPI_Cart_coords", "MPI_Cart_rank", "MPI_Cart_shift", "MPI_Cart_get", "MPI_Dims_create", "MPI_Type_size",
+         "MPI_Type_get_extent", "MPI_Get_count", "MPI_Error_string"}
+
+
+def communicating_call(module, inst: Instruction, seen: set[str] | None = None) -> str | None:
+    """The call of MPI's, other than a local query, that a call makes (itself, or a function of
+    the sources it calls, at any depth), or None: code that cannot run twice on one rank alone."""
+    name = inst.callee.lstrip("@").strip('"')
+    if is_mpi(name):
+        return None if _bare(name) in LOCAL else _bare(name)
+    target = module.functions.get(inst.callee)
+    seen = set() if seen is None else seen
+    if target is None or target.declaration or inst.callee in seen:
+        return None
+    seen.add(inst.callee)
+    return next((found for i in target.instructions() if i.opcode in ("call", "invoke")
+                 for found in [communicating_call(module, i, seen)] if found), None)
+
+
+def rule_names(name: str) -> tuple[str, str, str]:
+    """The C functions of a call's derivatives: forward mode, augmented forward sweep, reverse sweep."""
+    return tuple(f"@__adgen_mpi_{part}_{name}" for part in ("fwd", "aug", "rev"))
+
+
 def is_mpi(name: str) -> bool:
     return name.startswith(("MPI_", "PMPI_"))
 
@@ -59,22 +107,38 @@ def _bare(name: str) -> str:
     return name[1:] if name.startswith("PMPI_") else name
 
 
+def _datatypes(name: str, inst: Instruction) -> list[str]:
+    arguments = [a for a, _ in inst.call_args]
+    return [arguments[k].value for k in COMMUNICATIONS.get(_bare(name), ()) if k < len(arguments)]
+
+
 def inactive(name: str, inst: Instruction) -> bool:
     """Whether this call of MPI carries no derivatives: a query, or a communication of integers."""
     name = _bare(name)
     if name in QUERIES:
         return True
-    positions = COMMUNICATIONS.get(name)
-    if positions is None:
-        return False
-    arguments = [a for a, _ in inst.call_args]
-    return all(k < len(arguments) and arguments[k].value in INTEGER_DATATYPES for k in positions)
+    types = _datatypes(name, inst)
+    return name in COMMUNICATIONS and len(types) == len(COMMUNICATIONS[name]) and \
+        all(t in INTEGER_DATATYPES for t in types)
+
+
+def every_rank(name: str, inst: Instruction) -> bool:
+    """Whether each rank differentiates this call, whether or not derivatives flow through it
+    here: a communication of floating data (or of a datatype only the running program knows)
+    with a rule, and the completions of requests."""
+    if name in COMPLETIONS:
+        return True
+    return name in DIFFERENTIATED and all(t in FLOATING_DATATYPES or t.startswith("%") for t in _datatypes(name, inst))
 
 
 def refusal(name: str) -> str | None:
-    """What to say of a call of MPI that carries derivatives, which adgen does not differentiate yet."""
+    """What to say of a call of MPI that carries derivatives, which adgen does not differentiate."""
     name = _bare(name)
+    if name in DIFFERENTIATED:
+        return (f"MPI's '{name}' of a datatype other than MPI_DOUBLE and MPI_FLOAT (or integers, which carry none): "
+                "adgen differentiates communications of those, as Open MPI's mpi.h names them (derived datatypes, "
+                "and MPI libraries whose datatypes are numbers, such as MPICH, are not differentiated yet)")
     if name in COMMUNICATIONS:
-        return (f"MPI's '{name}' on data that is not integers: adgen does not differentiate MPI communication yet "
-                "(it differentiates the code between communications; specs/mpi.md)")
+        return (f"MPI's '{name}' on data that is not integers: adgen does not differentiate this communication "
+                "(specs/mpi.md lists those it does)")
     return f"MPI's '{name}': adgen has no derivative rule for it (specs/mpi.md)" if is_mpi(name) else None

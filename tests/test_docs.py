@@ -45,7 +45,8 @@ QUICK = {ROOT / "README.md", ROOT / "docs" / "tutorials" / "c.md"}  # (the quick
 def _shell(command: str, cwd: Path) -> tuple[int, list[str], str]:
     """A page's command run as a reader's shell runs it, with adgen's venv first on the PATH: its
     status, the lines it printed (stdout, then stderr) but the one-time runtime line, all it printed."""
-    env = dict(os.environ, PATH=_PATH, COLUMNS="100", LC_ALL="C.UTF-8", PYTHONWARNINGS="ignore")
+    env = dict(os.environ, PATH=_PATH, COLUMNS="100", LC_ALL="C.UTF-8", PYTHONWARNINGS="ignore",
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")  # (Open MPI's mpirun, run as root)
     env.pop("ADGEN_TRACEBACK", None)
     done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     printed = done.stdout + done.stderr

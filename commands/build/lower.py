@@ -136,6 +136,14 @@ def lower_libc(compiler: Compiler, flags: list[str], extra: list[str], workdir: 
     return _clang(compiler, path, _for_c(flags), _for_c(extra), workdir, files)
 
 
+def lower_mpi(compiler: Compiler, flags: list[str], extra: list[str], workdir: Path) -> bytes:
+    """The derivatives of MPI's calls (ir_ad/mpi.py), compiled against the sources' own mpi.h."""
+    path = workdir / "adgen-mpi.c"
+    path.write_text(render_text("mpi_rules.c.j2"))
+    files = Files(SourceFile(path), own={os.path.realpath(path): "adgen's derivatives of MPI's calls"})
+    return _clang(compiler, path, _for_c(flags), _for_c(extra), workdir, files)
+
+
 def _for_c(flags: list[str]) -> list[str]:
     """A C++ source's flags as a C file of adgen's takes them: without its C++ standard
     (`-std=c++17`, which clang refuses for C) and C++ library."""

@@ -25,7 +25,7 @@ from adgen.frontend.languages import is_cxx
 from adgen.base.naming import BY_ADDRESS_PREFIX
 from adgen.base.toolchain import Compiler, cores, select_rustc
 
-from adgen.ir_ad import optimize
+from adgen.ir_ad import mpi, optimize
 from adgen.ir_ad.cc1 import Cc1
 from adgen.ir_ad.ir.builder import Declarations
 from adgen.ir_ad.diagnose import IrreducibleLoop, Unsupported, located, source_name
@@ -39,7 +39,7 @@ from adgen.ir_ad.ir.parallel import fork_again
 from adgen.commands.build import batches
 from adgen.commands.build.kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel, tape_size
 from adgen.commands.build.levels import entry_levels, primal_ir_name
-from adgen.commands.build.lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_rust, lower_source,
+from adgen.commands.build.lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_mpi, lower_rust, lower_source,
                     lower_stubs, partials_function, primal_functions)
 from adgen.ir_ad.reverse.mode import ReverseMode
 from adgen.ir_ad.custom import HandDerivatives, ReverseByHand
@@ -256,10 +256,14 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
         linked = optimize.link(bitcode, own)
         if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
             optimize.link_into(linked, lower_libc(compiler, flags, extra, work))
+        communicates = optimize.declared(linked) & mpi.RULES
+        if communicates:  # the derivatives of MPI's calls, which derived code calls
+            optimize.link_into(linked, lower_mpi(compiler, flags, extra, work))
         if tm is not None:
             arrays = (keep_array, inactive_array, custom_array)  # (globals in C, functions in Rust)
             optimize.drop_unneeded(linked, {s.linker_name for g in generated for s in g.signatures} |
-                                   {array(i) for i in range(len(generated)) for array in arrays}, tm)
+                                   {array(i) for i in range(len(generated)) for array in arrays} |
+                                   {r.lstrip("@") for name in communicates for r in mpi.rule_names(name)}, tm)
     return linked
 
 
@@ -283,7 +287,7 @@ class Prepared:
         self.tm, self.cc1 = tm, cc1
         self.inactive = {n for i in range(len(generated)) for n in optimize.kept(linked, inactive_array(i))} | inactive
         self.by_hand = _rules_by_hand(linked, generated) | (rules or {})
-        self.custom = _reverse_by_hand(linked, generated) | (custom or {})
+        self.custom = _communications(linked) | _reverse_by_hand(linked, generated) | (custom or {})
         self.threading = True  # jump threading when preparing derivative code again (see `levels`)
         self.timings: list | None = None  # (what, seconds) of `again`'s work, for -v
         self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
@@ -417,6 +421,13 @@ def _rules_by_hand(linked, generated: list[Generated]) -> dict:
             rules["@" + name] = hand_rule("@" + name, "@" + partials_function(i) + str(k), c.active,
                                           [p.name for p in c.primal.params], f"'{c.function.name}'")
     return rules
+
+
+def _communications(linked) -> dict[str, HandDerivatives]:
+    """MPI's calls whose derivatives are linked in (ir_ad/mpi.py), by IR name."""
+    defined = {fn.name for fn in linked.functions if not fn.is_declaration}
+    return {"@" + name: HandDerivatives("@" + name, communication=mpi.DIFFERENTIATED.get(name, ()))
+            for name in mpi.RULES if mpi.rule_names(name)[0].lstrip("@") in defined}
 
 
 def _reverse_by_hand(linked, generated: list[Generated]) -> dict[str, HandDerivatives]:

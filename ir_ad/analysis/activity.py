@@ -15,7 +15,7 @@ from adgen.ir_ad.analysis.memtypes import NOT_FLOATING, MemoryTypes
 from adgen.ir_ad.analysis.uses import atomic_update_refusal, floats_as_integer_vectors, floats_as_wide_integers, \
     unread_shadows
 from adgen.ir_ad.rules import rule_for
-from adgen.ir_ad.calls import DEFINED, allocates, callee_name, kind_of, refused
+from adgen.ir_ad.calls import DEFINED, allocates, callee_name, every_rank, kind_of, refused
 from adgen.ir_ad.shadows import carries, mask_name, points_nowhere, wide_integer
 from adgen.ir_ad.vectors import LANE_OPS
 
@@ -101,7 +101,8 @@ class ActivityAnalysis:
 
     def derived_callee(self, inst: Instruction) -> Function | None:
         """The function of the sources a call differentiates into, when derivatives flow into it."""
-        if inst.opcode != "call" or not (any(self.on(a) for a in inst.operands) or inst.result in self.pointers):
+        if inst.opcode != "call" or not (any(self.on(a) for a in inst.operands) or inst.result in self.pointers or
+                                         every_rank(self.module, inst)):
             return None
         return self._source_callee(inst)
 

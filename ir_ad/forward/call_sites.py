@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import V
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, DEFINED, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, RULE, SET,
-                               callee_name, kind_of, library_objects, no_derivative)
+                               callee_name, every_rank, kind_of, library_objects, no_derivative)
 from adgen.ir_ad.custom import forward_refusal
 from adgen.ir_ad.forward.derived import Pattern
 from adgen.ir_ad.ir import Function
@@ -30,7 +30,8 @@ class CallRules:
             return self.reallocate(inst)
         if kind == FREE:
             return self.release(inst)
-        if (not any(self._on(a) for a in inst.operands) and inst.result not in self.active) or kind == INACTIVE:
+        if (not any(self._on(a) for a in inst.operands) and inst.result not in self.active and
+                not every_rank(module, inst)) or kind == INACTIVE:
             self.copy(inst)  # nothing flows in (nor memory allocated), or nothing flows out
             return self.own_shadows(inst)
         if kind == RULE:  # a libm function, or one with a derivative written by hand

@@ -59,7 +59,7 @@ class ForwardMode:
             return self.memo[pattern]
         fn = self.module.functions[pattern.function]
         custom = self.module.custom.get(pattern.function)
-        if custom is not None and custom.forward:  # written by hand: a wrapper calls it
+        if custom is not None and custom.forwards:  # written by hand (or MPI's rules): a wrapper calls it
             name = "@" + local(f"{bare(fn.name)}'fwd{self.tag}.custom.{len(self.memo)}")[1:]
             text, ret, returns_tangent = forward_wrapper(self.module, custom, fn, name, pattern.active, pattern.width)
             self.memo[pattern] = derived = Derived(name, pattern, returns_tangent, ret)

@@ -15,6 +15,7 @@ from adgen.ir_ad.analysis.flow import CFG, Base, Memory
 from adgen.ir_ad.analysis.loops import Loop, LoopForest
 from adgen.ir_ad.analysis.ranges import Node, Ranges, known_values
 from adgen.ir_ad.calls import RULE, callee_name, kind_of
+from adgen.ir_ad.mpi import communicating_call
 from adgen.ir_ad.ir import I8, I64, PTR, Function, Instruction, Module, Operand, Type, array
 from adgen.ir_ad.ir.builder import local
 from adgen.ir_ad.ir.names import intrinsic_family
@@ -138,6 +139,11 @@ def loop_extents(module: Module, fn: Function, cfg: CFG, loops: LoopForest, loop
     written: dict[Base, list[Extent]] = {}
     reads: dict[Base, list[tuple[Instruction, Extent | None]]] = {}
     for inst in inside:
+        talks = communicating_call(module, inst) if inst.opcode in ("call", "invoke") else None
+        if talks:
+            raise NotCheckpointed(inst, f"MPI's '{talks}' in a loop checkpointed to keep the gradient within its memory "
+                                  "budget (its iterations would run again on this rank alone, communicating again: "
+                                  "specs/mpi.md)")
         targets = [t for t in memory.written_by(inst) if not fresh_here(t)]
         if inst.opcode == "call" and kind_of(module, inst) == RULE and all(a.type.kind != "ptr" for a in inst.operands):
             targets = []  # a math function of numbers: what it writes (errno, signgam) it writes again alike

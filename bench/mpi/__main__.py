@@ -1,0 +1,155 @@
+"""`python -m bench.mpi [--ranks 1,2,4] [--enzyme PLUGIN] [--reps N] [--json FILE] [--markdown FILE]`:
+gradients of an MPI program over ranks (specs/mpi.md), beside its primal and Enzyme's plugin.
+
+The program is bench/mpi/heat.c, a 2-D heat equation whose rows are split over the ranks: a halo
+row exchanged with each neighbour by Isend/Irecv at every step (MPI_PROC_NULL at the domain's
+edges), and the global energy's root reduced by Allreduce; the gradient is with respect to the
+initial field and the diffusion coefficient. For each rank count:
+
+- **check**: one grid (64 x 64, 20 steps) split over the ranks; the gradient gathered on rank 0
+  must equal the one-rank program's (largest difference relative to the largest entry) and d kappa
+  its central difference;
+- **time** (weak scaling): each rank 128 rows of 256, 50 steps; the primal's and the gradient's
+  seconds (median over --reps, the slowest rank's), their ratio, and that ratio over one rank's.
+
+Built with `adgen build` (and `mpicc`); with --enzyme PLUGIN also with Enzyme's clang plugin
+(`OMPI_CC="clang-19 -fplugin=PLUGIN" mpicc`, the driver calling `__enzyme_autodiff`), and the
+same file with `OMPI_CC="adgen cc" mpicc`, the build times side by side. Ranks beyond the cores
+are oversubscribed: on a 2-core machine, 4 ranks share 2 cores (the ratios, measured in one run,
+still compare). Writes a Markdown table (default bench/results/mpi.md) and, with --json FILE, a
+record file (bench/records.py, kind "mpi"). Needs Open MPI's mpicc and mpirun."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.records import envelope, write as write_records
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CHECK = (64, 64, 20)  # nx, the whole grid's rows, steps
+WEAK = (256, 128, 50)  # nx, each rank's rows, steps
+
+
+def _run(command: list[str], env: dict | None = None, cwd: Path | None = None) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
+    if done.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(map(str, command))}\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def _timed(command: list[str], env: dict | None = None, cwd: Path | None = None) -> float:
+    start = time.perf_counter()
+    _run(command, env, cwd)
+    return time.perf_counter() - start
+
+
+def _mpirun(exe: Path, ranks: int, *args) -> str:
+    return _run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), str(exe), *map(str, args)])
+
+
+def build(work: Path, plugin: str | None) -> tuple[dict[str, Path], dict[str, float]]:
+    """The programs (adgen's, and Enzyme's and adgen cc's of the Enzyme-API driver with a plugin)
+    and the seconds each build took."""
+    adgen = [sys.executable, "-m", "adgen.commands.cli"]
+    exes, seconds = {}, {}
+    seconds["adgen build"] = _timed([*adgen, "build", "-q", str(HERE / "heat.c"), "-o", str(work / "out")])
+    _run(["mpicc", "-O2", "-I", str(work / "out"), str(HERE / "heat_main.c"), str(HERE / "heat.c"),
+          str(work / "out" / "heat.adgen.o"), "-lm", "-o", str(work / "adgen")])
+    exes["adgen"] = work / "adgen"
+    if plugin:
+        both = work / "enzyme_heat.c"  # (Enzyme differentiates what the file that calls it defines)
+        both.write_text(f'#include "{HERE / "heat.c"}"\n#include "{HERE / "heat_main.c"}"\n')
+        for name, cc in (("enzyme", f"clang-19 -fno-math-errno -fplugin={plugin}"), ("adgen cc", " ".join(adgen) + " cc")):
+            env = {**os.environ, "OMPI_CC": cc}
+            exe = work / name.replace(" ", "_")
+            seconds[name] = _timed(["mpicc", "-O2", "-DENZYME", str(both), "-o", str(exe), "-lm"], env, work)
+            exes[name] = exe
+    return exes, seconds
+
+
+def check(exe: Path, ranks: list[int]) -> list[dict]:
+    """The gradient at each rank count against one rank's, and d kappa against central differences."""
+    nx, rows, steps = CHECK
+    one = None
+    out = []
+    for p in ranks:
+        values = [float(v) for v in _mpirun(exe, p, "check", nx, rows, steps).split()]
+        grad, fd = values[:-1], values[-1]
+        one = grad if one is None else one
+        scale = max(abs(v) for v in one)
+        out.append({"ranks": p, "vs_one_rank": max(abs(a - b) for a, b in zip(grad, one)) / scale,
+                    "d_kappa": grad[-1], "d_kappa_fd_rel": abs(grad[-1] - fd) / abs(fd)})
+    return out
+
+
+def times(exe: Path, ranks: list[int], reps: int) -> list[dict]:
+    nx, rows, steps = WEAK
+    out = []
+    for p in ranks:
+        got = json.loads(_mpirun(exe, p, "time", nx, rows, steps, reps).strip().splitlines()[-1])
+        out.append({"ranks": p, "primal_s": got["primal_s"], "gradient_s": got["gradient_s"],
+                    "ratio": got["gradient_s"] / got["primal_s"]})
+    for r in out:
+        r["ratio_vs_one_rank"] = r["ratio"] / out[0]["ratio"]
+    return out
+
+
+def markdown(results: dict, seconds: dict[str, float]) -> str:
+    lines = ["# MPI: a heat equation's gradient over ranks (python -m bench.mpi)", "",
+             f"Check: a {CHECK[0]} x {CHECK[1]} grid, {CHECK[2]} steps, split over the ranks. Weak scaling: "
+             f"each rank {WEAK[1]} rows of {WEAK[0]}, {WEAK[2]} steps. Ranks beyond the machine's cores share them.", "",
+             "| tool | ranks | gradient vs one rank's (relative) | d kappa vs central differences | primal | gradient | "
+             "gradient / primal | ratio vs one rank's |", "|---|---|---|---|---|---|---|---|"]
+    for tool, rows in results.items():
+        for c, t in zip(rows["check"], rows["time"]):
+            lines.append(f"| {tool} | {c['ranks']} | {c['vs_one_rank']:.1e} | {c['d_kappa_fd_rel']:.1e} | "
+                         f"{t['primal_s'] * 1e3:.1f} ms | {t['gradient_s'] * 1e3:.1f} ms | {t['ratio']:.2f}x | "
+                         f"{t['ratio_vs_one_rank']:.2f} |")
+    lines += ["", "Build (seconds): " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items())]
+    if "enzyme" in seconds:
+        lines.append(f"(adgen cc over Enzyme's plugin, the same file: {seconds['adgen cc'] / seconds['enzyme']:.2f}x)")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.mpi", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ranks", default="1,2,4", help="rank counts (default 1,2,4)")
+    parser.add_argument("--enzyme", metavar="PLUGIN", help="Enzyme's ClangEnzyme-19.so, to build and run beside")
+    parser.add_argument("--reps", type=int, default=5, help="timed repetitions (the median is kept)")
+    parser.add_argument("--json", metavar="FILE", help="a record file (bench/records.py)")
+    parser.add_argument("--markdown", metavar="FILE", default=str(ROOT / "bench" / "results" / "mpi.md"))
+    args = parser.parse_args(argv)
+    if not (shutil.which("mpicc") and shutil.which("mpirun")):
+        print("bench.mpi: needs Open MPI's mpicc and mpirun (apt-get install libopenmpi-dev openmpi-bin)",
+              file=sys.stderr)
+        return 1
+    ranks = [int(r) for r in args.ranks.split(",")]
+    with tempfile.TemporaryDirectory(prefix="adgen-bench-mpi-") as tmp:
+        exes, seconds = build(Path(tmp), args.enzyme)
+        results = {}
+        for tool, exe in exes.items():
+            print(f"{tool}: checking and timing on {args.ranks} ranks", file=sys.stderr)
+            results[tool] = {"check": check(exe, ranks), "time": times(exe, ranks, args.reps)}
+    text = markdown(results, seconds)
+    Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.markdown).write_text(text)
+    print(text)
+    if args.json:
+        records = [{"tool": tool, **c, **t} for tool, rows in results.items()
+                   for c, t in zip(rows["check"], rows["time"])]
+        write_records(Path(args.json), envelope("mpi", records, {"check": CHECK, "weak": WEAK, "reps": args.reps},
+                                                builds=seconds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
