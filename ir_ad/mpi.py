@@ -68,6 +68,7 @@ COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Test", "MPI_Testall", "MPI_Testan
                "MPI_Request_free"}
 RULES = set(DIFFERENTIATED) | COMPLETIONS
 FLOATING_DATATYPES = {"@ompi_mpi_double", "@ompi_mpi_float"}
+RULE_PREFIX = "__adgen_mpi_"
 RECORD = 16  # the bytes of the caller's record each call's rule keeps (a match, or a pointer to more)
 
 
@@ -96,7 +97,7 @@ def communicating_call(module, inst: Instruction, seen: set[str] | None = None) 
 
 def rule_names(name: str) -> tuple[str, str, str]:
     """The C functions of a call's derivatives: forward mode, augmented forward sweep, reverse sweep."""
-    return tuple(f"@__adgen_mpi_{part}_{name}" for part in ("fwd", "aug", "rev"))
+    return tuple(f"@{RULE_PREFIX}{part}_{name}" for part in ("fwd", "aug", "rev"))
 
 
 def is_mpi(name: str) -> bool:

@@ -254,6 +254,14 @@ def regroup_keep_arrays(module, arrays: set[str], groups: dict[str, list[str]]) 
         value.linkage = kept
 
 
+def only(module, prefix: str, needed: set[str]) -> None:
+    """The functions defined under a prefix (a runtime linked in whole) other than those `needed`
+    made internal: the first global optimization drops them."""
+    for fn in module.functions:
+        if fn.name.startswith(prefix) and not fn.is_declaration and fn.name not in needed:
+            fn.linkage = llvm.Linkage.internal
+
+
 def drop_unneeded(module, roots: set[str], tm) -> None:
     """Make internal every function the `roots` (by name; and the globals the module keeps, such
     as the lowering's arrays of annotated functions) cannot reach through calls or addresses, so

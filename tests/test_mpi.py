@@ -557,3 +557,13 @@ def test_cmake_with_find_package_mpi(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     run = _mpirun(build / "demo", 2)
     assert run.returncode == 0 and run.stdout.count(": ok") == 2, run.stdout + run.stderr
+
+
+@pytest.mark.slow
+def test_quick_fuzz_run_of_mpi_programs():
+    """tests/mpi_fuzzer.py at a fixed seed: random halo exchanges, reductions, moves, on 2 and 3 ranks."""
+    import mpi_fuzzer
+
+    failures, inconclusive = mpi_fuzzer.fuzz(programs=40, seed=20261130, ranks=[2, 3], batch=20)
+    assert failures == [], failures[0][:4000]
+    assert inconclusive <= 4

@@ -1,4 +1,5 @@
-"""`python -m bench.mpi [--ranks 1,2,4] [--enzyme PLUGIN] [--reps N] [--json FILE] [--markdown FILE]`:
+"""`python -m bench.mpi [--ranks 1,2,4] [--enzyme PLUGIN] [--enzyme-src DIR] [--reps N] [--json FILE]
+[--markdown FILE]`:
 gradients of an MPI program over ranks (specs/mpi.md), beside its primal and Enzyme's plugin.
 
 The program is bench/mpi/heat.c, a 2-D heat equation whose rows are split over the ranks: a halo
@@ -16,7 +17,9 @@ Built with `adgen build` (and `mpicc`); with --enzyme PLUGIN also with Enzyme's 
 (`OMPI_CC="clang-19 -fplugin=PLUGIN" mpicc`, the driver calling `__enzyme_autodiff`), and the
 same file with `OMPI_CC="adgen cc" mpicc`, the build times side by side. Ranks beyond the cores
 are oversubscribed: on a 2-core machine, 4 ranks share 2 cores (the ratios, measured in one run,
-still compare). Writes a Markdown table (default bench/results/mpi.md) and, with --json FILE, a
+still compare). With --enzyme-src DIR (a clone of Enzyme's repository), Enzyme's four MPI
+integration tests are built unchanged at -O0 to -O3 and run on each rank count but one, the
+derivatives they print checked (they check nothing themselves). Writes a Markdown table (default bench/results/mpi.md) and, with --json FILE, a
 record file (bench/records.py, kind "mpi"). Needs Open MPI's mpicc and mpirun."""
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 CHECK = (64, 64, 20)  # nx, the whole grid's rows, steps
 WEAK = (256, 128, 50)  # nx, each rank's rows, steps
+failed: dict[str, str] = {}  # the builds that failed -> why
 
 
 def _run(command: list[str], env: dict | None = None, cwd: Path | None = None) -> str:
@@ -61,6 +65,7 @@ def build(work: Path, plugin: str | None) -> tuple[dict[str, Path], dict[str, fl
     and the seconds each build took."""
     adgen = [sys.executable, "-m", "adgen.commands.cli"]
     exes, seconds = {}, {}
+    failed.clear()
     seconds["adgen build"] = _timed([*adgen, "build", "-q", str(HERE / "heat.c"), "-o", str(work / "out")])
     _run(["mpicc", "-O2", "-I", str(work / "out"), str(HERE / "heat_main.c"), str(HERE / "heat.c"),
           str(work / "out" / "heat.adgen.o"), "-lm", "-o", str(work / "adgen")])
@@ -71,7 +76,13 @@ def build(work: Path, plugin: str | None) -> tuple[dict[str, Path], dict[str, fl
         for name, cc in (("enzyme", f"clang-19 -fno-math-errno -fplugin={plugin}"), ("adgen cc", " ".join(adgen) + " cc")):
             env = {**os.environ, "OMPI_CC": cc}
             exe = work / name.replace(" ", "_")
-            seconds[name] = _timed(["mpicc", "-O2", "-DENZYME", str(both), "-o", str(exe), "-lm"], env, work)
+            start = time.perf_counter()
+            done = subprocess.run(["mpicc", "-O2", "-DENZYME", str(both), "-o", str(exe), "-lm"], capture_output=True,
+                                  text=True, env=env, cwd=work)
+            if done.returncode != 0:  # (Enzyme's plugin, on what it cannot differentiate: said, not fatal)
+                failed[name] = (done.stderr.strip().splitlines() or ["failed"])[-1][:200]
+                continue
+            seconds[name] = time.perf_counter() - start
             exes[name] = exe
     return exes, seconds
 
@@ -103,6 +114,50 @@ def times(exe: Path, ranks: list[int], reps: int) -> list[dict]:
     return out
 
 
+# Enzyme's MPI integration tests (test/Integration at fba597f6): they print their derivatives and
+# check nothing (Enzyme marks them XFAIL); what each must print, on rank r of p ranks.
+ENZYME_TESTS = {
+    "ReverseMode/mpi_bcast.c": lambda r, p: {"res": p if r == 0 else 0},
+    "ReverseMode/mpi_reduce.c": lambda r, p: {"dsum": 0 if r == 0 else 123456789, "db": 1},
+    "ForwardMode/mpi/mpi_bcast.c": lambda r, p: {"res": 1},
+    "ForwardMode/mpi/mpi_reduce.c": lambda r, p: {"dsum": 0 if r == 0 else 123456789, "db": 0},
+}
+
+
+def enzyme_tests(src: Path, plugin: str | None, ranks: list[int], work: Path) -> list[dict]:
+    """Enzyme's four MPI integration tests built unchanged at -O0 to -O3 (`OMPI_CC="adgen cc"
+    mpicc`, and Enzyme's plugin where given), run on each rank count, their printed values checked."""
+    base = src / "enzyme" / "test" / "Integration" if (src / "enzyme").is_dir() else src / "test" / "Integration"
+    tools = {"adgen cc": " ".join([sys.executable, "-m", "adgen.commands.cli", "cc"])}
+    if plugin:
+        tools["enzyme"] = f"clang-19 -fno-math-errno -fplugin={plugin}"
+    out = []
+    for name, want in ENZYME_TESTS.items():
+        for tool, cc in tools.items():
+            for level in ("-O0", "-O1", "-O2", "-O3"):
+                exe = work / f"{Path(name).stem}-{tool.replace(' ', '_')}{level}"
+                built = subprocess.run(["mpicc", level, "-std=c11", f"-I{base / 'ForwardMode'}", str(base / name),
+                                        "-o", str(exe), "-lm"], capture_output=True, text=True,
+                                       env={**os.environ, "OMPI_CC": cc}, cwd=work)
+                right = built.returncode == 0
+                why = "" if right else (built.stderr.strip().splitlines() or ["build failed"])[-1][:160]
+                for p in ranks if right else []:
+                    run = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(p), str(exe),
+                                          "1"], capture_output=True, text=True, timeout=120)
+                    printed = {}
+                    for line in run.stdout.splitlines():
+                        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+                        if "rank" in fields:
+                            printed[int(fields["rank"])] = {k: float(v) for k, v in fields.items() if k != "rank"}
+                    wrong = [r for r in range(p) if r not in printed or
+                             any(abs(printed[r].get(k, float("nan")) - v) > 1e-9 for k, v in want(r, p).items())]
+                    if run.returncode != 0 or wrong:
+                        right, why = False, f"{p} ranks: exit {run.returncode}, wrong on ranks {wrong}"
+                        break
+                out.append({"test": name, "tool": tool, "level": level, "right": right, "why": why})
+    return out
+
+
 def markdown(results: dict, seconds: dict[str, float]) -> str:
     lines = ["# MPI: a heat equation's gradient over ranks (python -m bench.mpi)", "",
              f"Check: a {CHECK[0]} x {CHECK[1]} grid, {CHECK[2]} steps, split over the ranks. Weak scaling: "
@@ -115,7 +170,8 @@ def markdown(results: dict, seconds: dict[str, float]) -> str:
                          f"{t['primal_s'] * 1e3:.1f} ms | {t['gradient_s'] * 1e3:.1f} ms | {t['ratio']:.2f}x | "
                          f"{t['ratio_vs_one_rank']:.2f} |")
     lines += ["", "Build (seconds): " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items())]
-    if "enzyme" in seconds:
+    lines += [f"{k} did not build the program: {why}" for k, why in failed.items()]
+    if "enzyme" in seconds and "adgen cc" in seconds:
         lines.append(f"(adgen cc over Enzyme's plugin, the same file: {seconds['adgen cc'] / seconds['enzyme']:.2f}x)")
     return "\n".join(lines) + "\n"
 
@@ -124,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.mpi", description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", default="1,2,4", help="rank counts (default 1,2,4)")
     parser.add_argument("--enzyme", metavar="PLUGIN", help="Enzyme's ClangEnzyme-19.so, to build and run beside")
+    parser.add_argument("--enzyme-src", metavar="DIR", help="a clone of Enzyme's repository: its four MPI "
+                        "integration tests built and run too")
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions (the median is kept)")
     parser.add_argument("--json", metavar="FILE", help="a record file (bench/records.py)")
     parser.add_argument("--markdown", metavar="FILE", default=str(ROOT / "bench" / "results" / "mpi.md"))
@@ -139,7 +197,18 @@ def main(argv: list[str] | None = None) -> int:
         for tool, exe in exes.items():
             print(f"{tool}: checking and timing on {args.ranks} ranks", file=sys.stderr)
             results[tool] = {"check": check(exe, ranks), "time": times(exe, ranks, args.reps)}
+        tests = enzyme_tests(Path(args.enzyme_src), args.enzyme, ranks[1:] or ranks, Path(tmp)) \
+            if args.enzyme_src else []
     text = markdown(results, seconds)
+    if tests:
+        text += "\nEnzyme's MPI integration tests (built unchanged, run on " + \
+            ", ".join(map(str, ranks[1:] or ranks)) + " ranks, their printed derivatives checked):\n\n" + \
+            "| test | tool | -O0 | -O1 | -O2 | -O3 |\n|---|---|---|---|---|---|\n"
+        for name in ENZYME_TESTS:
+            for tool in dict.fromkeys(t["tool"] for t in tests):
+                row = [t for t in tests if t["test"] == name and t["tool"] == tool]
+                text += f"| {name} | {tool} | " + " | ".join("right" if t["right"] else f"no: {t['why']}"
+                                                              for t in row) + " |\n"
     Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
     Path(args.markdown).write_text(text)
     print(text)
@@ -147,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         records = [{"tool": tool, **c, **t} for tool, rows in results.items()
                    for c, t in zip(rows["check"], rows["time"])]
         write_records(Path(args.json), envelope("mpi", records, {"check": CHECK, "weak": WEAK, "reps": args.reps},
-                                                builds=seconds))
+                                                builds=seconds, enzyme_tests=tests))
     return 0
 
 

@@ -257,8 +257,9 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
         if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
             optimize.link_into(linked, lower_libc(compiler, flags, extra, work))
         communicates = optimize.declared(linked) & mpi.RULES
-        if communicates:  # the derivatives of MPI's calls, which derived code calls
+        if communicates:  # the derivatives of MPI's calls, which derived code calls (those of calls made)
             optimize.link_into(linked, lower_mpi(compiler, flags, extra, work))
+            optimize.only(linked, mpi.RULE_PREFIX, {r.lstrip("@") for name in communicates for r in mpi.rule_names(name)})
         if tm is not None:
             arrays = (keep_array, inactive_array, custom_array)  # (globals in C, functions in Rust)
             optimize.drop_unneeded(linked, {s.linker_name for g in generated for s in g.signatures} |
