@@ -12,7 +12,8 @@
   (`every_rank`): the tangents and adjoints one rank sends, another receives.
 - A communication of another datatype the IR names (`MPI_BYTE`, a derived datatype's handle kept
   in a constant) is a located error where derivatives flow through it; a datatype held in a
-  variable is checked when the call runs (MPI_DOUBLE and MPI_FLOAT carry derivatives)."""
+  variable is checked when the call runs (MPI_DOUBLE and MPI_FLOAT carry derivatives, and derived
+  datatypes made of one of them)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Test", "MPI_Testall", "MPI_Testan
 RULES = set(DIFFERENTIATED) | COMPLETIONS
 FLOATING_DATATYPES = {"@ompi_mpi_double", "@ompi_mpi_float"}
 RULE_PREFIX = "__adgen_mpi_"
-RECORD = 16  # the bytes of the caller's record each call's rule keeps (a match, or a pointer to more)
+RECORD = 48  # the bytes of the caller's record each call's rule keeps (a match, its datatypes, a pointer to more)
 
 
 # Queries that involve no other rank: a loop that calls them may run again (checkpointing).
@@ -137,8 +138,9 @@ def refusal(name: str) -> str | None:
     name = _bare(name)
     if name in DIFFERENTIATED:
         return (f"MPI's '{name}' of a datatype other than MPI_DOUBLE and MPI_FLOAT (or integers, which carry none): "
-                "adgen differentiates communications of those, as Open MPI's mpi.h names them (derived datatypes, "
-                "and MPI libraries whose datatypes are numbers, such as MPICH, are not differentiated yet)")
+                "adgen differentiates communications of those, as Open MPI's mpi.h names them, and of derived "
+                "datatypes made of them (MPI libraries whose datatypes are numbers, such as MPICH, are not "
+                "differentiated yet)")
     if name in COMMUNICATIONS:
         return (f"MPI's '{name}' on data that is not integers: adgen does not differentiate this communication "
                 "(specs/mpi.md lists those it does)")

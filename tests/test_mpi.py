@@ -244,6 +244,38 @@ double inplace(double *x, int n)  /* MPI_IN_PLACE at the roots of Reduce, Gather
     return s;
 }
 
+/* @diff(columns_grad: (dup, const) -> active; columns_fwd: forward (dual, const) -> dual) */
+double columns(double *x, int n)  /* derived datatypes: halo columns of MPI_Type_vector, pairs of MPI_Type_contiguous */
+{
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double g[3][4], t[3][4], pairs[3][2];
+    for (int r = 0; r < 3; r++) { g[r][0] = g[r][3] = 0; g[r][1] = x[r]; g[r][2] = x[r + 3] * x[r]; }
+    MPI_Datatype column, two;
+    MPI_Type_vector(3, 1, 4, MPI_DOUBLE, &column);
+    MPI_Type_commit(&column);
+    MPI_Type_contiguous(2, MPI_DOUBLE, &two);
+    MPI_Type_commit(&two);
+    int right = rank + 1 < size ? rank + 1 : MPI_PROC_NULL, left = rank > 0 ? rank - 1 : MPI_PROC_NULL;
+    MPI_Sendrecv(&g[0][2], 1, column, right, 0, &g[0][0], 1, column, left, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Request q[2];
+    MPI_Irecv(&g[0][3], 1, column, right, 1, MPI_COMM_WORLD, &q[0]);
+    MPI_Isend(&g[0][1], 1, column, left, 1, MPI_COMM_WORLD, &q[1]);
+    MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+    for (int r = 0; r < 3; r++)
+        for (int c = 1; c < 3; c++)
+            t[r][c] = g[r][c] + 0.2 * (g[r][c - 1] + g[r][c + 1] - 2 * g[r][c]) * g[r][c];
+    for (int r = 0; r < 3; r++) { pairs[r][0] = t[r][1]; pairs[r][1] = t[r][2] * t[r][2]; }
+    MPI_Sendrecv_replace(pairs, 3, two, (rank + 1) % size, 2, (rank + size - 1) % size, 2, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+    MPI_Allreduce(MPI_IN_PLACE, pairs, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Bcast(&g[0][1], 1, column, 0, MPI_COMM_WORLD);
+    MPI_Type_free(&column);
+    MPI_Type_free(&two);
+    double s = 0;
+    for (int r = 0; r < 3; r++) s += pairs[r][0] * pairs[r][1] * 0.1 + g[r][1] * t[r][2] + sin(g[r][0]) * t[r][1];
+    return s;
+}
+
 /* @diff(floats_grad: (dup, const) -> active; floats_fwd: forward (dual, const) -> dual) */
 float floats(float *x, int n)  /* MPI_FLOAT */
 {
@@ -264,6 +296,7 @@ KERNELS_DRIVER = r"""#include <math.h>
 #include <string.h>
 #include "kernels.adgen.h"
 double p2p(double *, int), halo(double *, int), reductions(double *, int), moves(double *, int), inplace(double *, int);
+double columns(double *, int);
 float floats(float *, int);
 enum { N = 6 };
 typedef double (*primal)(double *, int);
@@ -277,11 +310,13 @@ static void g_halo(double *x, double *d, int n, double s) { halo_grad(x, d, n, s
 static void g_red(double *x, double *d, int n, double s) { reductions_grad(x, d, n, s); }
 static void g_moves(double *x, double *d, int n, double s) { moves_grad(x, d, n, s); }
 static void g_inplace(double *x, double *d, int n, double s) { inplace_grad(x, d, n, s); }
+static void g_columns(double *x, double *d, int n, double s) { columns_grad(x, d, n, s); }
 static double f_fwd(const char *name, double *x, double *t) {
     if (!strcmp(name, "p2p")) return p2p_fwd(x, t, N).d_ret;
     if (!strcmp(name, "halo")) return halo_fwd(x, t, N).d_ret;
     if (!strcmp(name, "reductions")) return reductions_fwd(x, t, N).d_ret;
     if (!strcmp(name, "moves")) return moves_fwd(x, t, N).d_ret;
+    if (!strcmp(name, "columns")) return columns_fwd(x, t, N).d_ret;
     return inplace_fwd(x, t, N).d_ret;
 }
 
@@ -289,9 +324,9 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
-    kernel ks[] = {{"p2p", p2p, g_p2p}, {"halo", halo, g_halo}, {"reductions", reductions, g_red}, {"moves", moves, g_moves}, {"inplace", inplace, g_inplace}};
+    kernel ks[] = {{"p2p", p2p, g_p2p}, {"halo", halo, g_halo}, {"reductions", reductions, g_red}, {"moves", moves, g_moves}, {"inplace", inplace, g_inplace}, {"columns", columns, g_columns}};
     int bad = 0;
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 6; k++) {
         double x[N], dx[N] = {0}, worst = 0, h = 1e-6;
         for (int i = 0; i < N; i++) x[i] = 0.3 + 0.1 * i + 0.7 * rank;
         ks[k].g(x, dx, N, 1.0);
@@ -356,9 +391,10 @@ def kernels(tmp_path_factory):
 def test_communications_against_finite_differences(kernels, ranks):
     """Send, Ssend, Recv (MPI_ANY_SOURCE, MPI_PROC_NULL), Isend, Irecv, Wait, Waitall, Sendrecv,
     Sendrecv_replace, Bcast, Reduce and Allreduce (SUM, PROD, MAX, MIN), Gather, Scatter, Allgather,
-    Alltoall, MPI_IN_PLACE, MPI_FLOAT: both modes, on each rank."""
+    Alltoall, MPI_IN_PLACE, MPI_FLOAT, derived datatypes (MPI_Type_vector columns, MPI_Type_contiguous):
+    both modes, on each rank."""
     run = _mpirun(kernels, ranks)
-    assert run.returncode == 0 and run.stdout.count(": ok") == 6 * ranks, run.stdout + run.stderr
+    assert run.returncode == 0 and run.stdout.count(": ok") == 7 * ranks, run.stdout + run.stderr
 
 
 ENZYME_MPI = r"""
@@ -464,7 +500,7 @@ int main(int argc, char **argv)
 
 
 def test_what_only_the_running_program_shows_is_refused_when_it_runs(adgen, c_file, tmp_path):
-    """A datatype held in a variable (a derived one here) and MPI_ANY_TAG in reverse mode: a message
+    """A datatype held in a variable (one of bytes here) and MPI_ANY_TAG in reverse mode: a message
     naming the call and MPI_Abort, never a wrong derivative or a hang."""
     src = c_file("#include <mpi.h>\n"
                  "// @diff(twice_grad: (dup, const) -> active)\n"
@@ -474,7 +510,7 @@ def test_what_only_the_running_program_shows_is_refused_when_it_runs(adgen, c_fi
                  "    MPI_Comm_size(MPI_COMM_WORLD, &size);\n"
                  "    double got[2];\n"
                  "    MPI_Datatype pair;\n"
-                 "    MPI_Type_contiguous(2, MPI_DOUBLE, &pair);\n"
+                 "    MPI_Type_contiguous(16, MPI_BYTE, &pair);  /* two doubles' bytes */\n"
                  "    MPI_Type_commit(&pair);\n"
                  "    MPI_Sendrecv(x, 1, how ? MPI_DOUBLE : pair, (rank + 1) % size, 0, got, 1, how ? MPI_DOUBLE : pair,\n"
                  "                 MPI_ANY_SOURCE, how ? MPI_ANY_TAG : 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n"
