@@ -58,15 +58,17 @@ INTEGER_DATATYPES = {f"@ompi_mpi_{t}" for t in (
 # The communications with derivatives (templates/mpi_rules.c.j2) -> the positions of their buffers.
 DIFFERENTIATED = {
     **{name: (0,) for name in ("MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Recv", "MPI_Isend",
-                               "MPI_Issend", "MPI_Irecv", "MPI_Sendrecv_replace", "MPI_Bcast")},
+                               "MPI_Issend", "MPI_Irecv", "MPI_Sendrecv_replace", "MPI_Bcast", "MPI_Send_init",
+                               "MPI_Recv_init")},
     **{name: (0, 1) for name in ("MPI_Reduce", "MPI_Allreduce")},
     **{name: (0, 3) for name in ("MPI_Gather", "MPI_Scatter", "MPI_Allgather", "MPI_Alltoall")},
     "MPI_Sendrecv": (0, 5),
 }
-# Completing requests: MPI_Wait and MPI_Waitall finish a request's derivatives; the others refuse,
-# when the program runs, a request that carries derivatives (they take none).
+# Starting and completing requests: MPI_Start(all) start a persistent request's derivatives, MPI_Wait
+# and MPI_Waitall finish a request's, MPI_Request_free a persistent one's; the others refuse, when
+# the program runs, a request that carries derivatives (they take none).
 COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Waitany", "MPI_Waitsome",
-               "MPI_Request_free"}
+               "MPI_Request_free", "MPI_Start", "MPI_Startall"}
 RULES = set(DIFFERENTIATED) | COMPLETIONS
 FLOATING_DATATYPES = {"@ompi_mpi_double", "@ompi_mpi_float"}
 RULE_PREFIX = "__adgen_mpi_"

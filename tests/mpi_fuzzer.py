@@ -2,8 +2,9 @@
 
 Each program is a function of a rank's N values: it copies them into a state vector, then runs a
 random sequence of steps — local arithmetic (libm calls, products, quotients), halo exchanges
-(a ring or a line with MPI_PROC_NULL ends, by Sendrecv, by Isend/Irecv with Waitall or Wait, or
-by blocking Send/Recv ordered by the rank's parity, with MPI_ANY_SOURCE receives), reductions
+(a ring or a line with MPI_PROC_NULL ends, by Sendrecv, by Isend/Irecv with Waitall or Wait, by
+blocking Send/Recv ordered by the rank's parity, with MPI_ANY_SOURCE receives, or by a vector
+datatype of every other value, freed before the reverse sweep), reductions
 (Allreduce or Reduce then Bcast, SUM, PROD, MAX or MIN, in place or not), and moves (Allgather,
 Alltoall, Gather then Scatter) — and returns a weighted sum of the state. The objective J is the
 sum over the ranks of what each returns. A driver built with the programs checks, on every rank,
@@ -54,10 +55,18 @@ def _neighbours(rng: random.Random) -> list[str]:
 
 
 def _halo(rng: random.Random, tag: int) -> list[str]:
-    k = rng.randint(1, N - 1)  # how many values go each way
+    how = rng.choice(["sendrecv", "nonblocking", "blocking", "derived"])
+    k = 2 if how == "derived" else rng.randint(1, N - 1)  # how many values go each way
     lines = ["{", *_neighbours(rng), f"double from_left[{k}] = {{0}}, from_right[{k}] = {{0}};"]
-    how = rng.choice(["sendrecv", "nonblocking", "blocking"])
-    if how == "sendrecv":
+    if how == "derived":  # every other value, by a vector datatype, into contiguous doubles
+        lines += ["MPI_Datatype every_other;", "MPI_Type_vector(2, 1, 2, MPI_DOUBLE, &every_other);",
+                  "MPI_Type_commit(&every_other);",
+                  f"MPI_Sendrecv(v, 1, every_other, right, {tag}, from_left, 2, MPI_DOUBLE, left, {tag}, "
+                  "MPI_COMM_WORLD, MPI_STATUS_IGNORE);",
+                  f"MPI_Sendrecv(v + 1, 1, every_other, left, {tag + 1}, from_right, 2, MPI_DOUBLE, right, {tag + 1}, "
+                  "MPI_COMM_WORLD, MPI_STATUS_IGNORE);",
+                  "MPI_Type_free(&every_other);"]
+    elif how == "sendrecv":
         lines += [f"MPI_Sendrecv(v + {N - k}, {k}, MPI_DOUBLE, right, {tag}, from_left, {k}, MPI_DOUBLE, left, {tag}, "
                   "MPI_COMM_WORLD, MPI_STATUS_IGNORE);",
                   f"MPI_Sendrecv(v, {k}, MPI_DOUBLE, left, {tag + 1}, from_right, {k}, MPI_DOUBLE, right, {tag + 1}, "

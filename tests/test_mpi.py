@@ -276,6 +276,27 @@ double columns(double *x, int n)  /* derived datatypes: halo columns of MPI_Type
     return s;
 }
 
+/* @diff(persistent_grad: (dup, const) -> active; persistent_fwd: forward (dual, const) -> dual) */
+double persistent(double *x, int n)  /* persistent requests: Send_init, Recv_init, Start(all) three times, freed */
+{
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double out[2], in[2] = {0}, s = 0;
+    MPI_Request q[2];
+    MPI_Recv_init(in, 2, MPI_DOUBLE, (rank + size - 1) % size, 4, MPI_COMM_WORLD, &q[0]);
+    MPI_Send_init(out, 2, MPI_DOUBLE, (rank + 1) % size, 4, MPI_COMM_WORLD, &q[1]);
+    for (int step = 0; step < 3; step++) {
+        out[0] = x[step] * x[step + 1];
+        out[1] = sin(x[step + 2]) + in[1];
+        if (step == 1) { MPI_Start(&q[0]); MPI_Start(&q[1]); }
+        else MPI_Startall(2, q);
+        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+        s += in[0] * x[step] + in[1] * in[1];
+    }
+    MPI_Request_free(&q[0]);
+    MPI_Request_free(&q[1]);
+    return s;
+}
+
 /* @diff(floats_grad: (dup, const) -> active; floats_fwd: forward (dual, const) -> dual) */
 float floats(float *x, int n)  /* MPI_FLOAT */
 {
@@ -296,7 +317,7 @@ KERNELS_DRIVER = r"""#include <math.h>
 #include <string.h>
 #include "kernels.adgen.h"
 double p2p(double *, int), halo(double *, int), reductions(double *, int), moves(double *, int), inplace(double *, int);
-double columns(double *, int);
+double columns(double *, int), persistent(double *, int);
 float floats(float *, int);
 enum { N = 6 };
 typedef double (*primal)(double *, int);
@@ -311,12 +332,14 @@ static void g_red(double *x, double *d, int n, double s) { reductions_grad(x, d,
 static void g_moves(double *x, double *d, int n, double s) { moves_grad(x, d, n, s); }
 static void g_inplace(double *x, double *d, int n, double s) { inplace_grad(x, d, n, s); }
 static void g_columns(double *x, double *d, int n, double s) { columns_grad(x, d, n, s); }
+static void g_persistent(double *x, double *d, int n, double s) { persistent_grad(x, d, n, s); }
 static double f_fwd(const char *name, double *x, double *t) {
     if (!strcmp(name, "p2p")) return p2p_fwd(x, t, N).d_ret;
     if (!strcmp(name, "halo")) return halo_fwd(x, t, N).d_ret;
     if (!strcmp(name, "reductions")) return reductions_fwd(x, t, N).d_ret;
     if (!strcmp(name, "moves")) return moves_fwd(x, t, N).d_ret;
     if (!strcmp(name, "columns")) return columns_fwd(x, t, N).d_ret;
+    if (!strcmp(name, "persistent")) return persistent_fwd(x, t, N).d_ret;
     return inplace_fwd(x, t, N).d_ret;
 }
 
@@ -324,9 +347,10 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
-    kernel ks[] = {{"p2p", p2p, g_p2p}, {"halo", halo, g_halo}, {"reductions", reductions, g_red}, {"moves", moves, g_moves}, {"inplace", inplace, g_inplace}, {"columns", columns, g_columns}};
+    kernel ks[] = {{"p2p", p2p, g_p2p}, {"halo", halo, g_halo}, {"reductions", reductions, g_red}, {"moves", moves, g_moves}, {"inplace", inplace, g_inplace}, {"columns", columns, g_columns},
+                  {"persistent", persistent, g_persistent}};
     int bad = 0;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 7; k++) {
         double x[N], dx[N] = {0}, worst = 0, h = 1e-6;
         for (int i = 0; i < N; i++) x[i] = 0.3 + 0.1 * i + 0.7 * rank;
         ks[k].g(x, dx, N, 1.0);
@@ -391,10 +415,10 @@ def kernels(tmp_path_factory):
 def test_communications_against_finite_differences(kernels, ranks):
     """Send, Ssend, Recv (MPI_ANY_SOURCE, MPI_PROC_NULL), Isend, Irecv, Wait, Waitall, Sendrecv,
     Sendrecv_replace, Bcast, Reduce and Allreduce (SUM, PROD, MAX, MIN), Gather, Scatter, Allgather,
-    Alltoall, MPI_IN_PLACE, MPI_FLOAT, derived datatypes (MPI_Type_vector columns, MPI_Type_contiguous):
-    both modes, on each rank."""
+    Alltoall, MPI_IN_PLACE, MPI_FLOAT, derived datatypes (MPI_Type_vector columns, MPI_Type_contiguous),
+    persistent requests (Send_init, Recv_init, Start, Startall, Request_free): both modes, on each rank."""
     run = _mpirun(kernels, ranks)
-    assert run.returncode == 0 and run.stdout.count(": ok") == 7 * ranks, run.stdout + run.stderr
+    assert run.returncode == 0 and run.stdout.count(": ok") == 8 * ranks, run.stdout + run.stderr
 
 
 ENZYME_MPI = r"""
