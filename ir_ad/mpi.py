@@ -60,8 +60,11 @@ DIFFERENTIATED = {
     **{name: (0,) for name in ("MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Recv", "MPI_Isend",
                                "MPI_Issend", "MPI_Irecv", "MPI_Sendrecv_replace", "MPI_Bcast", "MPI_Send_init",
                                "MPI_Recv_init")},
-    **{name: (0, 1) for name in ("MPI_Reduce", "MPI_Allreduce")},
-    **{name: (0, 3) for name in ("MPI_Gather", "MPI_Scatter", "MPI_Allgather", "MPI_Alltoall")},
+    **{name: (0, 1) for name in ("MPI_Reduce", "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter",
+                                 "MPI_Scan", "MPI_Exscan")},
+    **{name: (0, 3) for name in ("MPI_Gather", "MPI_Scatter", "MPI_Allgather", "MPI_Alltoall", "MPI_Gatherv",
+                                 "MPI_Allgatherv")},
+    **{name: (0, 4) for name in ("MPI_Scatterv", "MPI_Alltoallv")},
     "MPI_Sendrecv": (0, 5),
 }
 # Starting and completing requests: MPI_Start(all) start a persistent request's derivatives, MPI_Wait

@@ -297,6 +297,55 @@ double persistent(double *x, int n)  /* persistent requests: Send_init, Recv_ini
     return s;
 }
 
+/* @diff(scans_grad: (dup, const) -> active; scans_fwd: forward (dual, const) -> dual) */
+double scans(double *x, int n)  /* Scan, Exscan (in place too), Reduce_scatter_block (SUM, MAX), Reduce_scatter */
+{
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double sc[3], ex[3] = {0}, ip[3] = {x[3], x[4], x[5] * x[5]}, all[8], mx[8], rs[2], rsm[2], rv[8];
+    MPI_Scan(x, sc, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Exscan(x + 1, ex, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Scan(MPI_IN_PLACE, ip, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < 2 * size; i++) { all[i] = x[i % n] * (i + 1); mx[i] = x[(i + rank) % n] + 0.1 * i * rank; }
+    MPI_Reduce_scatter_block(all, rs, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Reduce_scatter_block(mx, rsm, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    int counts[4];
+    for (int q = 0; q < size; q++) counts[q] = 1 + q % 2;
+    double in[8];
+    int total = 0;
+    for (int q = 0; q < size; q++) total += counts[q];
+    for (int i = 0; i < total; i++) in[i] = x[(i + 2) % n] * x[i % n];
+    MPI_Reduce_scatter(in, rv, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double s = rs[0] * rs[1] + rsm[0] * x[0] + rsm[1] * rsm[1] + rv[0] * rv[0];
+    for (int i = 0; i < 3; i++) s += sc[i] * x[i] + ex[i] * ex[i] + ip[i] * sin(x[i]);
+    if (rank % 2 == 1) s += rv[1] * x[2];
+    return s;
+}
+
+/* @diff(vees_grad: (dup, const) -> active; vees_fwd: forward (dual, const) -> dual) */
+double vees(double *x, int n)  /* Gatherv, Scatterv, Allgatherv (in place too), Alltoallv: rank q's chunks of 1 + q % 2 */
+{
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int counts[4], displs[4], total = 0, mine = 1 + rank % 2;
+    for (int q = 0; q < size; q++) { counts[q] = 1 + q % 2; displs[q] = total + q; total += counts[q] + 1; }
+    double g[16] = {0}, ag[16] = {0}, ip[16] = {0}, src[16], sc[2] = {0}, a2a_in[16], a2a_out[16] = {0};
+    for (int i = 0; i < total; i++) src[i] = x[i % n] * (i + 1);
+    MPI_Gatherv(x + 1, mine, MPI_DOUBLE, g, counts, displs, MPI_DOUBLE, size - 1, MPI_COMM_WORLD);
+    MPI_Scatterv(src, counts, displs, MPI_DOUBLE, sc, mine, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Allgatherv(x + 2, mine, MPI_DOUBLE, ag, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+    for (int i = 0; i < mine; i++) ip[displs[rank] + i] = x[i] * x[i + 3];
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DOUBLE, ip, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+    int sendc[4], sendd[4], recvc[4], recvd[4], st = 0, rt = 0;  /* rank r sends 1 + (r + q) % 2 to rank q */
+    for (int q = 0; q < size; q++) {
+        sendc[q] = 1 + (rank + q) % 2; sendd[q] = st; st += sendc[q];
+        recvc[q] = 1 + (q + rank) % 2; recvd[q] = rt; rt += recvc[q] + 1;
+    }
+    for (int i = 0; i < st; i++) a2a_in[i] = x[(i + rank) % n] + x[i % n] * x[i % n];
+    MPI_Alltoallv(a2a_in, sendc, sendd, MPI_DOUBLE, a2a_out, recvc, recvd, MPI_DOUBLE, MPI_COMM_WORLD);
+    double s = sc[0] * sc[0] + (mine > 1 ? sc[1] * x[0] : 0);
+    for (int i = 0; i < 16; i++) s += g[i] * g[i] * (rank == size - 1) + ag[i] * x[i % n] + ip[i] * ip[i] + a2a_out[i] * (i + 1);
+    return s;
+}
+
 /* @diff(floats_grad: (dup, const) -> active; floats_fwd: forward (dual, const) -> dual) */
 float floats(float *x, int n)  /* MPI_FLOAT */
 {
@@ -317,7 +366,7 @@ KERNELS_DRIVER = r"""#include <math.h>
 #include <string.h>
 #include "kernels.adgen.h"
 double p2p(double *, int), halo(double *, int), reductions(double *, int), moves(double *, int), inplace(double *, int);
-double columns(double *, int), persistent(double *, int);
+double columns(double *, int), persistent(double *, int), scans(double *, int), vees(double *, int);
 float floats(float *, int);
 enum { N = 6 };
 typedef double (*primal)(double *, int);
@@ -333,6 +382,8 @@ static void g_moves(double *x, double *d, int n, double s) { moves_grad(x, d, n,
 static void g_inplace(double *x, double *d, int n, double s) { inplace_grad(x, d, n, s); }
 static void g_columns(double *x, double *d, int n, double s) { columns_grad(x, d, n, s); }
 static void g_persistent(double *x, double *d, int n, double s) { persistent_grad(x, d, n, s); }
+static void g_scans(double *x, double *d, int n, double s) { scans_grad(x, d, n, s); }
+static void g_vees(double *x, double *d, int n, double s) { vees_grad(x, d, n, s); }
 static double f_fwd(const char *name, double *x, double *t) {
     if (!strcmp(name, "p2p")) return p2p_fwd(x, t, N).d_ret;
     if (!strcmp(name, "halo")) return halo_fwd(x, t, N).d_ret;
@@ -340,6 +391,8 @@ static double f_fwd(const char *name, double *x, double *t) {
     if (!strcmp(name, "moves")) return moves_fwd(x, t, N).d_ret;
     if (!strcmp(name, "columns")) return columns_fwd(x, t, N).d_ret;
     if (!strcmp(name, "persistent")) return persistent_fwd(x, t, N).d_ret;
+    if (!strcmp(name, "scans")) return scans_fwd(x, t, N).d_ret;
+    if (!strcmp(name, "vees")) return vees_fwd(x, t, N).d_ret;
     return inplace_fwd(x, t, N).d_ret;
 }
 
@@ -348,9 +401,10 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
     kernel ks[] = {{"p2p", p2p, g_p2p}, {"halo", halo, g_halo}, {"reductions", reductions, g_red}, {"moves", moves, g_moves}, {"inplace", inplace, g_inplace}, {"columns", columns, g_columns},
-                  {"persistent", persistent, g_persistent}};
+                  {"persistent", persistent, g_persistent}, {"scans", scans, g_scans},
+                  {"vees", vees, g_vees}};
     int bad = 0;
-    for (int k = 0; k < 7; k++) {
+    for (int k = 0; k < 9; k++) {
         double x[N], dx[N] = {0}, worst = 0, h = 1e-6;
         for (int i = 0; i < N; i++) x[i] = 0.3 + 0.1 * i + 0.7 * rank;
         ks[k].g(x, dx, N, 1.0);
@@ -416,9 +470,10 @@ def test_communications_against_finite_differences(kernels, ranks):
     """Send, Ssend, Recv (MPI_ANY_SOURCE, MPI_PROC_NULL), Isend, Irecv, Wait, Waitall, Sendrecv,
     Sendrecv_replace, Bcast, Reduce and Allreduce (SUM, PROD, MAX, MIN), Gather, Scatter, Allgather,
     Alltoall, MPI_IN_PLACE, MPI_FLOAT, derived datatypes (MPI_Type_vector columns, MPI_Type_contiguous),
-    persistent requests (Send_init, Recv_init, Start, Startall, Request_free): both modes, on each rank."""
+    persistent requests (Send_init, Recv_init, Start, Startall, Request_free), Scan, Exscan,
+    Reduce_scatter(_block), Gatherv, Scatterv, Allgatherv, Alltoallv: both modes, on each rank."""
     run = _mpirun(kernels, ranks)
-    assert run.returncode == 0 and run.stdout.count(": ok") == 8 * ranks, run.stdout + run.stderr
+    assert run.returncode == 0 and run.stdout.count(": ok") == 10 * ranks, run.stdout + run.stderr
 
 
 ENZYME_MPI = r"""
