@@ -5,8 +5,9 @@ random sequence of steps — local arithmetic (libm calls, products, quotients),
 (a ring or a line with MPI_PROC_NULL ends, by Sendrecv, by Isend/Irecv with Waitall or Wait, by
 blocking Send/Recv ordered by the rank's parity, with MPI_ANY_SOURCE receives, or by a vector
 datatype of every other value, freed before the reverse sweep), reductions
-(Allreduce or Reduce then Bcast, SUM, PROD, MAX or MIN, in place or not), and moves (Allgather,
-Alltoall, Gather then Scatter) — and returns a weighted sum of the state. The objective J is the
+(Allreduce or Reduce then Bcast, SUM, PROD, MAX or MIN, in place or not, Reduce_scatter_block,
+Scan and Exscan), persistent requests started twice, and moves (Allgather, Allgatherv, Alltoall,
+Gather then Scatter) — and returns a weighted sum of the state. The objective J is the
 sum over the ranks of what each returns. A driver built with the programs checks, on every rank,
 the reverse-mode gradient against central differences of J (every rank evaluating J with one
 value of one rank moved, at steps 1e-6 and 2e-6, extrapolated, and 1e-8) and against forward mode (the tangents summed over
@@ -55,7 +56,7 @@ def _neighbours(rng: random.Random) -> list[str]:
 
 
 def _halo(rng: random.Random, tag: int) -> list[str]:
-    how = rng.choice(["sendrecv", "nonblocking", "blocking", "derived"])
+    how = rng.choice(["sendrecv", "nonblocking", "blocking", "derived", "persistent"])
     k = 2 if how == "derived" else rng.randint(1, N - 1)  # how many values go each way
     lines = ["{", *_neighbours(rng), f"double from_left[{k}] = {{0}}, from_right[{k}] = {{0}};"]
     if how == "derived":  # every other value, by a vector datatype, into contiguous doubles
@@ -66,6 +67,16 @@ def _halo(rng: random.Random, tag: int) -> list[str]:
                   f"MPI_Sendrecv(v + 1, 1, every_other, left, {tag + 1}, from_right, 2, MPI_DOUBLE, right, {tag + 1}, "
                   "MPI_COMM_WORLD, MPI_STATUS_IGNORE);",
                   "MPI_Type_free(&every_other);"]
+    elif how == "persistent":  # started twice, the halo of the first start used between
+        lines += ["MPI_Request q[4];",
+                  f"MPI_Recv_init(from_left, {k}, MPI_DOUBLE, left, {tag}, MPI_COMM_WORLD, &q[0]);",
+                  f"MPI_Recv_init(from_right, {k}, MPI_DOUBLE, right, {tag + 1}, MPI_COMM_WORLD, &q[1]);",
+                  f"MPI_Send_init(v + {N - k}, {k}, MPI_DOUBLE, right, {tag}, MPI_COMM_WORLD, &q[2]);",
+                  f"MPI_Send_init(v, {k}, MPI_DOUBLE, left, {tag + 1}, MPI_COMM_WORLD, &q[3]);",
+                  "MPI_Startall(4, q);", "MPI_Waitall(4, q, MPI_STATUSES_IGNORE);",
+                  f"for (int i = 0; i < {k}; i++) v[i] += 0.1 * from_right[i];",
+                  "for (int i = 0; i < 4; i++) MPI_Start(&q[i]);", "MPI_Waitall(4, q, MPI_STATUSES_IGNORE);",
+                  "for (int i = 0; i < 4; i++) MPI_Request_free(&q[i]);"]
     elif how == "sendrecv":
         lines += [f"MPI_Sendrecv(v + {N - k}, {k}, MPI_DOUBLE, right, {tag}, from_left, {k}, MPI_DOUBLE, left, {tag}, "
                   "MPI_COMM_WORLD, MPI_STATUS_IGNORE);",
@@ -102,11 +113,19 @@ def _reduction(rng: random.Random) -> list[str]:
     op = rng.choice(["MPI_SUM", "MPI_SUM", "MPI_PROD", "MPI_MAX", "MPI_MIN"])
     scale = "0.5" if op == "MPI_PROD" else "1"
     lines = ["{", f"double r[{N}];", f"for (int i = 0; i < {N}; i++) r[i] = {scale} + v[i] * {scale};"]
-    how = rng.choice(["allreduce", "in place", "reduce and bcast"])
+    how = rng.choice(["allreduce", "in place", "reduce and bcast", "reduce-scatter", "scan"])
     if how == "allreduce":
         lines += [f"double s[{N}];", f"MPI_Allreduce(r, s, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD);"]
     elif how == "in place":
         lines += ["double *s = r;", f"MPI_Allreduce(MPI_IN_PLACE, r, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD);"]
+    elif how == "reduce-scatter":  # every rank's N values a chunk: size * N reduced, N back
+        lines += [f"double all[4 * {N}], s[{N}];",
+                  f"for (int i = 0; i < {N} * size; i++) all[i] = r[i % {N}] * (1 + 0.1 * i);",
+                  f"MPI_Reduce_scatter_block(all, s, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD);"]
+    elif how == "scan":
+        scan = rng.choice(["MPI_Scan", "MPI_Exscan"])
+        lines += [f"double s[{N}] = {{0}};", f"{scan}(r, s, {N}, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);",
+                  *(["if (rank == 0) for (int i = 0; i < 4; i++) s[i] = 0;"] if scan == "MPI_Exscan" else [])]
     else:
         root = rng.choice(["0", "size - 1"])
         lines += [f"double s[{N}] = {{0}};", f"MPI_Reduce(r, s, {N}, MPI_DOUBLE, {op}, {root}, MPI_COMM_WORLD);",
@@ -116,11 +135,17 @@ def _reduction(rng: random.Random) -> list[str]:
 
 
 def _move(rng: random.Random) -> list[str]:
-    how = rng.choice(["allgather", "alltoall", "gather and scatter"])
+    how = rng.choice(["allgather", "alltoall", "gather and scatter", "allgatherv"])
     lines = ["{", "double all[4 * 8], back[8];"]
     if how == "allgather":
         lines += ["MPI_Allgather(v, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, MPI_COMM_WORLD);",
                   f"for (int i = 0; i < 2 * size; i++) v[i % {N}] += 0.3 * all[i] * all[(i + 1) % (2 * size)];"]
+    elif how == "allgatherv":  # rank q gives 1 + q % 2 values, at gaps of one
+        lines += ["int counts[4], displs[4], at = 0;",
+                  "for (int q = 0; q < size; q++) { counts[q] = 1 + q % 2; displs[q] = at + 1; at += counts[q] + 1; }",
+                  "for (int i = 0; i < 32; i++) all[i] = 0;",
+                  "MPI_Allgatherv(v + 1, 1 + rank % 2, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);",
+                  f"for (int i = 0; i < at; i++) v[i % {N}] += 0.25 * all[i] * all[(i + 2) % at];"]
     elif how == "alltoall":
         lines += [f"for (int i = 0; i < size; i++) {{ all[2 * i] = v[i % {N}] * (i + 1); all[2 * i + 1] = v[(i + 1) % {N}]; }}",
                   "MPI_Alltoall(all, 2, MPI_DOUBLE, back, 2, MPI_DOUBLE, MPI_COMM_WORLD);",
