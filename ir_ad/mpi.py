@@ -66,6 +66,8 @@ DIFFERENTIATED = {
                                  "MPI_Allgatherv")},
     **{name: (0, 4) for name in ("MPI_Scatterv", "MPI_Alltoallv")},
     "MPI_Sendrecv": (0, 5),
+    "MPI_Ibcast": (0,), **{name: (0, 1) for name in ("MPI_Ireduce", "MPI_Iallreduce")},
+    **{name: (0, 3) for name in ("MPI_Igather", "MPI_Iscatter", "MPI_Iallgather", "MPI_Ialltoall")},
 }
 # Starting and completing requests: MPI_Start(all) start a persistent request's derivatives, MPI_Wait
 # and MPI_Waitall finish a request's, MPI_Request_free a persistent one's; the others refuse, when

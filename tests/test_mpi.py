@@ -346,6 +346,32 @@ double vees(double *x, int n)  /* Gatherv, Scatterv, Allgatherv (in place too), 
     return s;
 }
 
+/* @diff(icoll_grad: (dup, const) -> active; icoll_fwd: forward (dual, const) -> dual) */
+double icoll(double *x, int n)  /* nonblocking collectives, completed by Wait and Waitall in another order */
+{
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double b[2] = {x[0] * x[1], x[2]}, sum[3], mx[3], pr[3] = {0}, ag[8], a2a_in[8], a2a[8], g[8] = {0}, sc[2];
+    for (int i = 0; i < 2 * size; i++) a2a_in[i] = x[i % n] * (i + 1) + x[(i + 1) % n];
+    MPI_Request q[7];
+    MPI_Ibcast(b, 2, MPI_DOUBLE, size - 1, MPI_COMM_WORLD, &q[0]);
+    MPI_Iallreduce(x, sum, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q[1]);
+    MPI_Iallreduce(x + 3, mx, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &q[2]);
+    MPI_Ireduce(x + 1, pr, 3, MPI_DOUBLE, MPI_PROD, 0, MPI_COMM_WORLD, &q[3]);
+    MPI_Iallgather(x + 2, 2, MPI_DOUBLE, ag, 2, MPI_DOUBLE, MPI_COMM_WORLD, &q[4]);
+    MPI_Ialltoall(a2a_in, 2, MPI_DOUBLE, a2a, 2, MPI_DOUBLE, MPI_COMM_WORLD, &q[5]);
+    MPI_Igather(x + 4, 2, MPI_DOUBLE, g, 2, MPI_DOUBLE, 1, MPI_COMM_WORLD, &q[6]);
+    MPI_Wait(&q[4], MPI_STATUS_IGNORE);
+    MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
+    MPI_Waitall(2, q + 5, MPI_STATUSES_IGNORE);
+    MPI_Request r;
+    MPI_Iscatter(ag, 2, MPI_DOUBLE, sc, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    double s = b[0] * b[1] + sc[0] * sc[1];
+    for (int i = 0; i < 3; i++) s += sum[i] * x[i] + mx[i] * mx[i] + pr[i];
+    for (int i = 0; i < 2 * size; i++) s += ag[i] * x[i % n] + a2a[i] * a2a[i] + g[i] * g[i] * 0.5;
+    return s;
+}
+
 /* @diff(floats_grad: (dup, const) -> active; floats_fwd: forward (dual, const) -> dual) */
 float floats(float *x, int n)  /* MPI_FLOAT */
 {
@@ -366,7 +392,8 @@ KERNELS_DRIVER = r"""#include <math.h>
 #include <string.h>
 #include "kernels.adgen.h"
 double p2p(double *, int), halo(double *, int), reductions(double *, int), moves(double *, int), inplace(double *, int);
-double columns(double *, int), persistent(double *, int), scans(double *, int), vees(double *, int);
+double columns(double *, int), persistent(double *, int), scans(double *, int), vees(double *, int),
+       icoll(double *, int);
 float floats(float *, int);
 enum { N = 6 };
 typedef double (*primal)(double *, int);
@@ -384,6 +411,7 @@ static void g_columns(double *x, double *d, int n, double s) { columns_grad(x, d
 static void g_persistent(double *x, double *d, int n, double s) { persistent_grad(x, d, n, s); }
 static void g_scans(double *x, double *d, int n, double s) { scans_grad(x, d, n, s); }
 static void g_vees(double *x, double *d, int n, double s) { vees_grad(x, d, n, s); }
+static void g_icoll(double *x, double *d, int n, double s) { icoll_grad(x, d, n, s); }
 static double f_fwd(const char *name, double *x, double *t) {
     if (!strcmp(name, "p2p")) return p2p_fwd(x, t, N).d_ret;
     if (!strcmp(name, "halo")) return halo_fwd(x, t, N).d_ret;
@@ -393,6 +421,7 @@ static double f_fwd(const char *name, double *x, double *t) {
     if (!strcmp(name, "persistent")) return persistent_fwd(x, t, N).d_ret;
     if (!strcmp(name, "scans")) return scans_fwd(x, t, N).d_ret;
     if (!strcmp(name, "vees")) return vees_fwd(x, t, N).d_ret;
+    if (!strcmp(name, "icoll")) return icoll_fwd(x, t, N).d_ret;
     return inplace_fwd(x, t, N).d_ret;
 }
 
@@ -402,9 +431,9 @@ int main(int argc, char **argv)
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
     kernel ks[] = {{"p2p", p2p, g_p2p}, {"halo", halo, g_halo}, {"reductions", reductions, g_red}, {"moves", moves, g_moves}, {"inplace", inplace, g_inplace}, {"columns", columns, g_columns},
                   {"persistent", persistent, g_persistent}, {"scans", scans, g_scans},
-                  {"vees", vees, g_vees}};
+                  {"vees", vees, g_vees}, {"icoll", icoll, g_icoll}};
     int bad = 0;
-    for (int k = 0; k < 9; k++) {
+    for (int k = 0; k < 10; k++) {
         double x[N], dx[N] = {0}, worst = 0, h = 1e-6;
         for (int i = 0; i < N; i++) x[i] = 0.3 + 0.1 * i + 0.7 * rank;
         ks[k].g(x, dx, N, 1.0);
@@ -471,9 +500,10 @@ def test_communications_against_finite_differences(kernels, ranks):
     Sendrecv_replace, Bcast, Reduce and Allreduce (SUM, PROD, MAX, MIN), Gather, Scatter, Allgather,
     Alltoall, MPI_IN_PLACE, MPI_FLOAT, derived datatypes (MPI_Type_vector columns, MPI_Type_contiguous),
     persistent requests (Send_init, Recv_init, Start, Startall, Request_free), Scan, Exscan,
-    Reduce_scatter(_block), Gatherv, Scatterv, Allgatherv, Alltoallv: both modes, on each rank."""
+    Reduce_scatter(_block), Gatherv, Scatterv, Allgatherv, Alltoallv, the nonblocking collectives
+    (Ibcast, Ireduce, Iallreduce, Igather, Iscatter, Iallgather, Ialltoall): both modes, on each rank."""
     run = _mpirun(kernels, ranks)
-    assert run.returncode == 0 and run.stdout.count(": ok") == 10 * ranks, run.stdout + run.stderr
+    assert run.returncode == 0 and run.stdout.count(": ok") == 11 * ranks, run.stdout + run.stderr
 
 
 ENZYME_MPI = r"""
