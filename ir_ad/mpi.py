@@ -36,7 +36,8 @@ QUERIES = {
 COMMUNICATIONS = {
     **{name: (2,) for name in ("MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Recv", "MPI_Isend",
                                "MPI_Issend", "MPI_Irecv", "MPI_Send_init", "MPI_Recv_init", "MPI_Bcast",
-                               "MPI_Ibcast", "MPI_Sendrecv_replace")},
+                               "MPI_Ibcast", "MPI_Sendrecv_replace", "MPI_Ssend_init", "MPI_Bsend_init",
+                               "MPI_Rsend_init")},
     **{name: (3,) for name in ("MPI_Reduce", "MPI_Allreduce", "MPI_Scan", "MPI_Exscan", "MPI_Reduce_scatter",
                                "MPI_Reduce_scatter_block", "MPI_Ireduce", "MPI_Iallreduce", "MPI_Iscan",
                                "MPI_Iexscan")},
@@ -59,7 +60,7 @@ INTEGER_DATATYPES = {f"@ompi_mpi_{t}" for t in (
 DIFFERENTIATED = {
     **{name: (0,) for name in ("MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Recv", "MPI_Isend",
                                "MPI_Issend", "MPI_Irecv", "MPI_Sendrecv_replace", "MPI_Bcast", "MPI_Send_init",
-                               "MPI_Recv_init")},
+                               "MPI_Ssend_init", "MPI_Bsend_init", "MPI_Rsend_init", "MPI_Recv_init")},
     **{name: (0, 1) for name in ("MPI_Reduce", "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter",
                                  "MPI_Scan", "MPI_Exscan")},
     **{name: (0, 3) for name in ("MPI_Gather", "MPI_Scatter", "MPI_Allgather", "MPI_Alltoall", "MPI_Gatherv",
@@ -69,9 +70,9 @@ DIFFERENTIATED = {
     "MPI_Ibcast": (0,), **{name: (0, 1) for name in ("MPI_Ireduce", "MPI_Iallreduce")},
     **{name: (0, 3) for name in ("MPI_Igather", "MPI_Iscatter", "MPI_Iallgather", "MPI_Ialltoall")},
 }
-# Starting and completing requests: MPI_Start(all) start a persistent request's derivatives, MPI_Wait
-# and MPI_Waitall finish a request's, MPI_Request_free a persistent one's; the others refuse, when
-# the program runs, a request that carries derivatives (they take none).
+# Starting and completing requests: MPI_Start(all) start a persistent request's derivatives, the
+# waits and tests finish a request's, MPI_Request_free a persistent one's (and refuses, when the
+# program runs, one in flight that carries derivatives).
 COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Waitany", "MPI_Waitsome",
                "MPI_Request_free", "MPI_Start", "MPI_Startall"}
 RULES = set(DIFFERENTIATED) | COMPLETIONS

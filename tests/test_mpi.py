@@ -372,6 +372,35 @@ double icoll(double *x, int n)  /* nonblocking collectives, completed by Wait an
     return s;
 }
 
+/* @diff(completions_grad: (dup, const) -> active; completions_fwd: forward (dual, const) -> dual) */
+double completions(double *x, int n)  /* Waitany, Test (in a loop), Testall, Testany, Waitsome */
+{
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size, index, flag = 0, done = 0, some[4], count;
+    double in[4][2] = {{0}}, s = 0;
+    MPI_Request q[4];
+    for (int round = 0; round < 3; round++) {
+        MPI_Irecv(in[0], 2, MPI_DOUBLE, left, round, MPI_COMM_WORLD, &q[0]);
+        MPI_Irecv(in[1], 2, MPI_DOUBLE, right, 10 + round, MPI_COMM_WORLD, &q[1]);
+        MPI_Isend(x + round, 2, MPI_DOUBLE, right, round, MPI_COMM_WORLD, &q[2]);
+        MPI_Isend(x + 3, 2, MPI_DOUBLE, left, 10 + round, MPI_COMM_WORLD, &q[3]);
+        if (round == 0) {
+            for (int k = 0; k < 4; k++) MPI_Waitany(4, q, &index, MPI_STATUS_IGNORE);
+        } else if (round == 1) {
+            for (int k = 0; k < 2; k++) { flag = 0; while (!flag) MPI_Test(&q[k], &flag, MPI_STATUS_IGNORE); }
+            flag = 0;
+            while (!flag) MPI_Testall(2, q + 2, &flag, MPI_STATUSES_IGNORE);
+        } else {
+            done = 0;
+            while (done < 2) { flag = 0; MPI_Testany(2, q, &index, &flag, MPI_STATUS_IGNORE); done += flag && index != MPI_UNDEFINED; }
+            done = 0;
+            while (done < 2) { MPI_Waitsome(2, q + 2, &count, some, MPI_STATUSES_IGNORE); done += count; }
+        }
+        s += in[0][0] * in[1][1] * (round + 1) + in[0][1] * in[0][1] + sin(in[1][0]) * x[round];
+    }
+    return s;
+}
+
 /* @diff(floats_grad: (dup, const) -> active; floats_fwd: forward (dual, const) -> dual) */
 float floats(float *x, int n)  /* MPI_FLOAT */
 {
@@ -393,7 +422,7 @@ KERNELS_DRIVER = r"""#include <math.h>
 #include "kernels.adgen.h"
 double p2p(double *, int), halo(double *, int), reductions(double *, int), moves(double *, int), inplace(double *, int);
 double columns(double *, int), persistent(double *, int), scans(double *, int), vees(double *, int),
-       icoll(double *, int);
+       icoll(double *, int), completions(double *, int);
 float floats(float *, int);
 enum { N = 6 };
 typedef double (*primal)(double *, int);
@@ -412,6 +441,7 @@ static void g_persistent(double *x, double *d, int n, double s) { persistent_gra
 static void g_scans(double *x, double *d, int n, double s) { scans_grad(x, d, n, s); }
 static void g_vees(double *x, double *d, int n, double s) { vees_grad(x, d, n, s); }
 static void g_icoll(double *x, double *d, int n, double s) { icoll_grad(x, d, n, s); }
+static void g_completions(double *x, double *d, int n, double s) { completions_grad(x, d, n, s); }
 static double f_fwd(const char *name, double *x, double *t) {
     if (!strcmp(name, "p2p")) return p2p_fwd(x, t, N).d_ret;
     if (!strcmp(name, "halo")) return halo_fwd(x, t, N).d_ret;
@@ -422,6 +452,7 @@ static double f_fwd(const char *name, double *x, double *t) {
     if (!strcmp(name, "scans")) return scans_fwd(x, t, N).d_ret;
     if (!strcmp(name, "vees")) return vees_fwd(x, t, N).d_ret;
     if (!strcmp(name, "icoll")) return icoll_fwd(x, t, N).d_ret;
+    if (!strcmp(name, "completions")) return completions_fwd(x, t, N).d_ret;
     return inplace_fwd(x, t, N).d_ret;
 }
 
@@ -431,9 +462,10 @@ int main(int argc, char **argv)
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
     kernel ks[] = {{"p2p", p2p, g_p2p}, {"halo", halo, g_halo}, {"reductions", reductions, g_red}, {"moves", moves, g_moves}, {"inplace", inplace, g_inplace}, {"columns", columns, g_columns},
                   {"persistent", persistent, g_persistent}, {"scans", scans, g_scans},
-                  {"vees", vees, g_vees}, {"icoll", icoll, g_icoll}};
+                  {"vees", vees, g_vees}, {"icoll", icoll, g_icoll},
+                  {"completions", completions, g_completions}};
     int bad = 0;
-    for (int k = 0; k < 10; k++) {
+    for (int k = 0; k < 11; k++) {
         double x[N], dx[N] = {0}, worst = 0, h = 1e-6;
         for (int i = 0; i < N; i++) x[i] = 0.3 + 0.1 * i + 0.7 * rank;
         ks[k].g(x, dx, N, 1.0);
@@ -501,9 +533,10 @@ def test_communications_against_finite_differences(kernels, ranks):
     Alltoall, MPI_IN_PLACE, MPI_FLOAT, derived datatypes (MPI_Type_vector columns, MPI_Type_contiguous),
     persistent requests (Send_init, Recv_init, Start, Startall, Request_free), Scan, Exscan,
     Reduce_scatter(_block), Gatherv, Scatterv, Allgatherv, Alltoallv, the nonblocking collectives
-    (Ibcast, Ireduce, Iallreduce, Igather, Iscatter, Iallgather, Ialltoall): both modes, on each rank."""
+    (Ibcast, Ireduce, Iallreduce, Igather, Iscatter, Iallgather, Ialltoall), Waitany, Test, Testall,
+    Testany, Waitsome: both modes, on each rank."""
     run = _mpirun(kernels, ranks)
-    assert run.returncode == 0 and run.stdout.count(": ok") == 11 * ranks, run.stdout + run.stderr
+    assert run.returncode == 0 and run.stdout.count(": ok") == 12 * ranks, run.stdout + run.stderr
 
 
 ENZYME_MPI = r"""
@@ -712,3 +745,90 @@ def test_quick_fuzz_run_of_mpi_programs():
     failures, inconclusive = mpi_fuzzer.fuzz(programs=40, seed=20261130, ranks=[2, 3], batch=20)
     assert failures == [], failures[0][:4000]
     assert inconclusive <= 4
+
+
+HYBRID = r"""
+#include <math.h>
+#include <mpi.h>
+
+/* OpenMP threads inside each rank, a memory budget whose checkpointed loop does not communicate,
+   and communication around them */
+// @diff(hybrid_grad: (dup, const) -> active within 2KiB; hybrid_fwd: forward (dual, const) -> dual)
+double hybrid(const double *x, int n)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double y[64], local = 0, global, halo = 0;
+    #pragma omp parallel for
+    for (int i = 0; i < n; i++)
+        y[i] = sin(x[i]) * (rank + 1);
+    for (int step = 0; step < 20; step++)  /* checkpointed: nothing of MPI's inside */
+        for (int i = 1; i < n; i++)
+            y[i] = 0.9 * y[i] + 0.2 * tanh(y[i - 1]);
+    MPI_Sendrecv(&y[n - 1], 1, MPI_DOUBLE, (rank + 1) % size, 0, &halo, 1, MPI_DOUBLE, (rank + size - 1) % size, 0,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    #pragma omp parallel for reduction(+: local)
+    for (int i = 0; i < n; i++)
+        local += y[i] * y[i];
+    MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return sqrt(global) + halo * x[0];
+}
+"""
+
+HYBRID_DRIVER = r"""
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include "hybrid.adgen.h"
+double hybrid(const double *x, int n);
+static double J(const double *x) { double v = hybrid(x, 8), all; MPI_Allreduce(&v, &all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); return all; }
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double x[8], dx[8] = {0}, worst = 0, h = 1e-6;
+    for (int i = 0; i < 8; i++) x[i] = 0.1 + 0.05 * i + 0.2 * rank;
+    hybrid_grad(x, dx, 8, 1.0);
+    for (int q = 0; q < size; q++)
+        for (int i = 0; i < 8; i++) {
+            double keep = x[i];
+            if (rank == q) x[i] = keep + h;
+            double up = J(x);
+            if (rank == q) x[i] = keep - h;
+            double down = J(x);
+            x[i] = keep;
+            double t[8] = {0}, d, D;
+            if (rank == q) t[i] = 1;
+            d = hybrid_fwd(x, t, 8).d_ret;
+            MPI_Allreduce(&d, &D, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            if (rank == q)
+                worst = fmax(worst, fmax(fabs((up - down) / (2 * h) - dx[i]), fabs(D - dx[i])) / fmax(1, fabs(dx[i])));
+        }
+    printf("rank %d: %s (%g)\n", rank, worst < 1e-6 ? "ok" : "WRONG", worst);
+    MPI_Finalize();
+    return worst < 1e-6 ? 0 : 1;
+}
+"""
+
+
+def test_openmp_inside_ranks_and_a_memory_budget(tmp_path):
+    """-fopenmp parallel loops in each rank, and `within` checkpointing a loop between communications:
+    both modes against finite differences on 2 ranks of 2 threads."""
+    from adgen.commands.cli import main
+    from fuzzer import libomp
+
+    if libomp() is None:
+        pytest.skip("no OpenMP runtime (libomp: Debian's libomp-dev, which .ci/run installs)")
+    (tmp_path / "hybrid.c").write_text(HYBRID)
+    (tmp_path / "main.c").write_text(HYBRID_DRIVER)
+    assert main(["build", "-q", str(tmp_path / "hybrid.c"), "-o", str(tmp_path / "out"), "--", "-fopenmp"]) == 0
+    subprocess.run([MPICC, "-O2", "-fopenmp", "-I", str(tmp_path / "out"), str(tmp_path / "main.c"),
+                    str(tmp_path / "hybrid.c"), str(tmp_path / "out" / "hybrid.adgen.o"), libomp(), "-lm", "-o",
+                    str(tmp_path / "prog")], check=True)
+    run = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2", "-x", "OMP_NUM_THREADS=2",
+                          str(tmp_path / "prog")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.count(": ok") == 2, run.stdout + run.stderr

@@ -115,13 +115,13 @@ class ReverseMode:
         fn = self.module.functions[pattern.function]
         if pattern.function in self.module.checkpointed:
             return self._checkpointed(fn, self.module.checkpointed[pattern.function], pattern)
+        custom = self.module.custom.get(pattern.function)
+        if custom is not None and custom.reverses:  # (no loops of its own to checkpoint: whatever its budget)
+            return self._by_hand(fn, custom, pattern)
         if pattern.budget and pattern.function not in self.budgeted:  # the copy with its loops outlined
             derived = self.derive(replace(pattern, function=self.within_budget(fn, pattern.budget).name))
             self.memo[pattern] = derived
             return derived
-        custom = self.module.custom.get(pattern.function)
-        if custom is not None and custom.reverses:
-            return self._by_hand(fn, custom, pattern)
         layout = Layout(self.module, pattern.width, pattern.kind)
         derived = self._pair(fn, pattern, layout)
         self.memo[pattern] = derived
