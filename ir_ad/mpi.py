@@ -24,7 +24,7 @@ QUERIES = {
     "MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_remote_size", "MPI_Comm_test_inter", "MPI_Comm_compare",
     "MPI_Wtime", "MPI_Wtick", "MPI_Initialized", "MPI_Finalized", "MPI_Query_thread", "MPI_Is_thread_main",
     "MPI_Get_processor_name", "MPI_Get_version", "MPI_Get_library_version", "MPI_Abort", "MPI_Barrier",
-    "MPI_Comm_dup", "MPI_Comm_split", "MPI_Comm_split_type", "MPI_Comm_create", "MPI_Comm_free", "MPI_Comm_group",
+    "MPI_Comm_group",
     "MPI_Group_incl", "MPI_Group_excl", "MPI_Group_free", "MPI_Group_rank", "MPI_Group_size",
     "MPI_Cart_create", "MPI_Cart_coords", "MPI_Cart_rank", "MPI_Cart_shift", "MPI_Cart_get", "MPI_Dims_create",
     "MPI_Type_size", "MPI_Type_get_extent", "MPI_Type_contiguous", "MPI_Type_vector", "MPI_Type_commit",
@@ -75,7 +75,10 @@ DIFFERENTIATED = {
 # program runs, one in flight that carries derivatives).
 COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Waitany", "MPI_Waitsome",
                "MPI_Request_free", "MPI_Start", "MPI_Startall"}
-RULES = set(DIFFERENTIATED) | COMPLETIONS
+# Making and freeing communicators: the reverse sweep communicates on them after the program has
+# freed them (freed at the reverse of the call that made them instead).
+COMMUNICATORS = {"MPI_Comm_split", "MPI_Comm_dup", "MPI_Comm_create", "MPI_Comm_split_type", "MPI_Comm_free"}
+RULES = set(DIFFERENTIATED) | COMPLETIONS | COMMUNICATORS
 FLOATING_DATATYPES = {"@ompi_mpi_double", "@ompi_mpi_float"}
 RULE_PREFIX = "__adgen_mpi_"
 RECORD = 48  # the bytes of the caller's record each call's rule keeps (a match, its datatypes, a pointer to more)
@@ -136,7 +139,7 @@ def every_rank(name: str, inst: Instruction) -> bool:
     """Whether each rank differentiates this call, whether or not derivatives flow through it
     here: a communication of floating data (or of a datatype only the running program knows)
     with a rule, and the completions of requests."""
-    if name in COMPLETIONS:
+    if name in COMPLETIONS or name in COMMUNICATORS:
         return True
     return name in DIFFERENTIATED and all(t in FLOATING_DATATYPES or t.startswith("%") for t in _datatypes(name, inst))
 

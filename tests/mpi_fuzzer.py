@@ -6,7 +6,8 @@ random sequence of steps — local arithmetic (libm calls, products, quotients),
 blocking Send/Recv ordered by the rank's parity, with MPI_ANY_SOURCE receives, or by a vector
 datatype of every other value, freed before the reverse sweep), reductions
 (Allreduce or Reduce then Bcast, SUM, PROD, MAX or MIN, in place or not, Reduce_scatter_block,
-Scan and Exscan), persistent requests started twice, and moves (Allgather, Allgatherv, Alltoall,
+Scan and Exscan, Iallreduce, on a communicator MPI_Comm_split made), persistent requests started
+twice, requests completed by Waitall, Wait, Waitany or Test in a loop, and moves (Allgather, Allgatherv, Alltoall,
 Gather then Scatter) — and returns a weighted sum of the state. The objective J is the
 sum over the ranks of what each returns. A driver built with the programs checks, on every rank,
 the reverse-mode gradient against central differences of J (every rank evaluating J with one
@@ -92,7 +93,10 @@ def _halo(rng: random.Random, tag: int) -> list[str]:
                   f"MPI_Isend(v, {k}, MPI_DOUBLE, left, {tag + 1}, MPI_COMM_WORLD, &q[3]);"]
         lines += rng.choice([["MPI_Waitall(4, q, MPI_STATUSES_IGNORE);"],
                              ["MPI_Waitall(2, q + 2, MPI_STATUSES_IGNORE);", "MPI_Wait(&q[1], MPI_STATUS_IGNORE);",
-                              "MPI_Wait(&q[0], MPI_STATUS_IGNORE);"]])
+                              "MPI_Wait(&q[0], MPI_STATUS_IGNORE);"],
+                             ["for (int c = 0, i; c < 4; c++) MPI_Waitany(4, q, &i, MPI_STATUS_IGNORE);"],
+                             ["for (int c = 0; c < 4; c++) { int done = 0; "
+                              "while (!done) MPI_Test(&q[c], &done, MPI_STATUS_IGNORE); }"]])
     else:  # even ranks send first (Ssend: no buffering to rely on)
         lines += ["if (rank % 2 == 0) {",
                   f"MPI_Ssend(v + {N - k}, {k}, MPI_DOUBLE, right, {tag}, MPI_COMM_WORLD);",
@@ -113,11 +117,20 @@ def _reduction(rng: random.Random) -> list[str]:
     op = rng.choice(["MPI_SUM", "MPI_SUM", "MPI_PROD", "MPI_MAX", "MPI_MIN"])
     scale = "0.5" if op == "MPI_PROD" else "1"
     lines = ["{", f"double r[{N}];", f"for (int i = 0; i < {N}; i++) r[i] = {scale} + v[i] * {scale};"]
-    how = rng.choice(["allreduce", "in place", "reduce and bcast", "reduce-scatter", "scan"])
+    how = rng.choice(["allreduce", "in place", "reduce and bcast", "reduce-scatter", "scan", "nonblocking",
+                      "split"])
     if how == "allreduce":
         lines += [f"double s[{N}];", f"MPI_Allreduce(r, s, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD);"]
     elif how == "in place":
         lines += ["double *s = r;", f"MPI_Allreduce(MPI_IN_PLACE, r, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD);"]
+    elif how == "nonblocking":  # started, the request completed later
+        lines += [f"double s[{N}];", "MPI_Request q;",
+                  f"MPI_Iallreduce(r, s, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD, &q);",
+                  f"for (int i = 0; i < {N}; i++) t[i] = r[i] * r[i];", "MPI_Wait(&q, MPI_STATUS_IGNORE);",
+                  f"for (int i = 0; i < {N}; i++) s[i] += 0.1 * t[i];"]
+    elif how == "split":  # on a communicator of the even or odd ranks, numbered backwards
+        lines += [f"double s[{N}];", "MPI_Comm half;", "MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half);",
+                  f"MPI_Allreduce(r, s, {N}, MPI_DOUBLE, {op}, half);", "MPI_Comm_free(&half);"]
     elif how == "reduce-scatter":  # every rank's N values a chunk: size * N reduced, N back
         lines += [f"double all[4 * {N}], s[{N}];",
                   f"for (int i = 0; i < {N} * size; i++) all[i] = r[i % {N}] * (1 + 0.1 * i);",

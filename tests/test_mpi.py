@@ -347,7 +347,8 @@ double vees(double *x, int n)  /* Gatherv, Scatterv, Allgatherv (in place too), 
 }
 
 /* @diff(icoll_grad: (dup, const) -> active; icoll_fwd: forward (dual, const) -> dual) */
-double icoll(double *x, int n)  /* nonblocking collectives, completed by Wait and Waitall in another order */
+double icoll(double *x, int n)  /* nonblocking collectives, completed by Wait and Waitall in another order;
+                                   a communicator of MPI_Comm_split, freed */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
     double b[2] = {x[0] * x[1], x[2]}, sum[3], mx[3], pr[3] = {0}, ag[8], a2a_in[8], a2a[8], g[8] = {0}, sc[2];
@@ -366,7 +367,12 @@ double icoll(double *x, int n)  /* nonblocking collectives, completed by Wait an
     MPI_Request r;
     MPI_Iscatter(ag, 2, MPI_DOUBLE, sc, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD, &r);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
-    double s = b[0] * b[1] + sc[0] * sc[1];
+    MPI_Comm half;  /* a communicator made and freed here: the reverse sweep still reduces on it */
+    double hs[2];
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half);
+    MPI_Allreduce(x + 4, hs, 2, MPI_DOUBLE, MPI_PROD, half);
+    MPI_Comm_free(&half);
+    double s = b[0] * b[1] + sc[0] * sc[1] + hs[0] * hs[1];
     for (int i = 0; i < 3; i++) s += sum[i] * x[i] + mx[i] * mx[i] + pr[i];
     for (int i = 0; i < 2 * size; i++) s += ag[i] * x[i % n] + a2a[i] * a2a[i] + g[i] * g[i] * 0.5;
     return s;

@@ -171,6 +171,20 @@ def test_each_part_is_valid_ir_and_what_parts_share_is_defined_once():
     assert all("@unused" not in t for t in texts)
 
 
+def test_metadata_naming_an_internal_function_keeps_it_in_every_part():
+    """`!callees` (the functions a call through a pointer may reach) names functions the optimizer
+    may have inlined everywhere: each part copies the metadata, so each must define or declare them."""
+    text = MODULE + "\n" + "\n".join([
+        "define internal double @only_named(double %x) {", "  ret double %x", "}",
+        "define double @through(ptr %f, double %x) {", "  %r = call double %f(double %x), !callees !0", "  ret double %r",
+        "}", "!0 = !{ptr @only_named}"])
+    pieces = _pieces(text)
+    assert "@only_named" in {p.name for p in pieces}  # (named by metadata alone: not dropped)
+    cut = parts.plan(pieces, count=2)
+    for part in split.part_texts(pieces, cut.owner(), cut.copied, 2, "t3st"):
+        optimize.parse(part)  # parses and verifies: @only_named (renamed) defined or declared
+
+
 def test_a_declaration_keeps_what_calls_need_of_a_define_line():
     line = ('define internal fastcc noundef double @"f\'rev"(ptr noalias captures(none) %a, double %x) '
             'unnamed_addr #3 personality ptr @__gxx_personality_v0 !dbg !12 {')

@@ -94,7 +94,10 @@ def read_pieces(text: str) -> list[Piece]:
             _note_references(piece, m.group(4))
             pieces.append(piece)
             continue
-        pieces.append(Piece("other", None, [line]))
+        piece = Piece("other", None, [line])
+        if "@" in line and line.startswith("!"):  # metadata naming functions (`!callees`): kept with them
+            _note_references(piece, line)
+        pieces.append(piece)
     return pieces
 
 
@@ -134,10 +137,9 @@ def part_texts(pieces: list[Piece], owner: dict[str, int], copied: set[str], par
     home = {p.name: owner.get(p.name, 0) for p in pieces if p.kind == "define" and p.name not in copied}
     home |= {p.name: 0 for p in pieces if p.kind == "global"}
     crossing = set()
-    for p in pieces:
-        if p.name is None:
-            continue
-        where = set(range(parts)) if p.name in copied or p.kind == "global" and _copyable(p) else {home[p.name]}
+    for p in pieces:  # (what every part copies names its references in every part: metadata, say `!callees`)
+        every = p.name is None or p.name in copied or p.kind == "global" and _copyable(p)
+        where = set(range(parts)) if every else {home[p.name]}
         for name in p.references:
             if name in home and by_name[name].internal and (where - {home[name]}):
                 crossing.add(name)
