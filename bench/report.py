@@ -1,6 +1,7 @@
 """The performance page: `python -m bench --report DIR [--from FILE ...]` writes DIR/index.md
 (Markdown for an MkDocs site) and its figures, DIR/*.svg, from record files (bench/records.py):
-a section per benchmark with records (kernels, programs, llm.c, GradBench, checkpointing), each
+a section per benchmark with records (kernels, programs, llm.c, GradBench, checkpointing, the
+bridges, MPI), each
 with its figures and, beside them, the tables its own module writes. The machine, the commit and
 the date stand at the top, and again in a section measured elsewhere. The page depends on the
 records alone: the same records give the same files."""
@@ -14,12 +15,13 @@ from bench.records import KINDS, PROVENANCE
 
 TITLES = {"kernels": "Kernels", "programs": "Programs", "llmc": "llm.c's GPT-2", "gradbench": "GradBench",
           "checkpointing": "Long loops in bounded memory (checkpointing)",
-          "bridges": "One call through the JAX and TensorFlow bridges"}
+          "bridges": "One call through the JAX and TensorFlow bridges", "mpi": "MPI programs over ranks"}
 COMMANDS = {"kernels": "python -m bench --json FILE", "programs": "python -m bench.programs --json FILE",
             "llmc": "python -m bench.llmc LLMC_SRC --json FILE",
             "gradbench": "python -m bench.gradbench GRADBENCH_SRC --json FILE",
             "checkpointing": "python -m bench.checkpointing --json FILE",
-            "bridges": "python -m bench.bridges --json FILE"}
+            "bridges": "python -m bench.bridges --json FILE",
+            "mpi": "python -m bench.mpi [--enzyme PLUGIN --enzyme-src ENZYME_SRC] --json FILE"}
 FIGURES = ("kernels_time", "kernels_ratio", "kernels_memory", "programs_time", "programs_memory", "llmc_time",
            "llmc_memory", "gradbench_time", "checkpointing_time", "checkpointing_memory")
 
@@ -267,5 +269,12 @@ def bridges(data: dict, figures: Figures) -> list[str]:
             f"{data['settings'].get('reps', '?')} loops of calls (`bench/bridges.py`).", "", table(data["records"])]
 
 
+def mpi(data: dict, figures: Figures) -> list[str]:
+    from bench.mpi import table
+
+    return ["Gradients of MPI programs on 1, 2 and 4 ranks (`bench/mpi`): each equal to the one-rank "
+            "program's, and their cost over the primal's as the ranks grow (weak scaling).", "", table(data)]
+
+
 SECTIONS = {"kernels": kernels, "programs": programs, "llmc": llmc, "gradbench": gradbench,
-            "checkpointing": checkpointing, "bridges": bridges}
+            "checkpointing": checkpointing, "bridges": bridges, "mpi": mpi}

@@ -37,12 +37,13 @@ MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
 
 def _expression(rng: random.Random, v: str, i: str) -> str:
-    """A smooth function of the state's element v[i] and its neighbour."""
+    """A smooth function of the state's element v[i] and its neighbour (the steps keep the state's
+    values of order one: a value in the millions would make finite differences no reference)."""
     a = f"{v}[{i}]"
     b = f"{v}[({i} + 1) % {N}]"
     c = round(rng.uniform(0.2, 0.9), 2)
-    return rng.choice([f"sin({a}) + {c} * {b}", f"{a} * {b} * {c}", f"{a} / (1.5 + {b} * {b})",
-                       f"exp({c} * sin({a})) + {b}", f"{a} * {a} * {c} - {b}", f"tanh({a} + {c} * {b})"])
+    return rng.choice([f"sin({a}) + {c} * {b}", f"tanh({a} * {b} * {c})", f"{a} / (1.5 + {b} * {b})",
+                       f"exp({c} * sin({a})) + 0.5 * {b}", f"{c} * tanh({a}) * {a} - 0.5 * {b}", f"tanh({a} + {c} * {b})"])
 
 
 def _local(rng: random.Random) -> list[str]:
@@ -108,8 +109,8 @@ def _halo(rng: random.Random, tag: int) -> list[str]:
                   f"MPI_Sendrecv(v, {k}, MPI_DOUBLE, left, {tag + 1}, from_right, {k}, MPI_DOUBLE, right, {tag + 1}, "
                   "MPI_COMM_WORLD, MPI_STATUS_IGNORE);"]
     c = round(rng.uniform(0.2, 0.8), 2)
-    lines += [f"for (int i = 0; i < {k}; i++) v[i] += {c} * from_left[i] * from_left[i];",
-              f"for (int i = 0; i < {k}; i++) v[{N - 1} - i] += sin(from_right[i]);", "}"]
+    lines += [f"for (int i = 0; i < {k}; i++) v[i] = 0.7 * v[i] + {c} * from_left[i] * tanh(from_left[i]);",
+              f"for (int i = 0; i < {k}; i++) v[{N - 1} - i] += 0.5 * sin(from_right[i]);", "}"]
     return lines
 
 
@@ -144,7 +145,7 @@ def _reduction(rng: random.Random) -> list[str]:
         lines += [f"double s[{N}] = {{0}};", f"MPI_Reduce(r, s, {N}, MPI_DOUBLE, {op}, {root}, MPI_COMM_WORLD);",
                   f"MPI_Bcast(s, {N}, MPI_DOUBLE, {root}, MPI_COMM_WORLD);"]
     c = round(rng.uniform(0.1, 0.5), 2)
-    return lines + [f"for (int i = 0; i < {N}; i++) v[i] = v[i] * {c} + s[i] * (rank + 1) * {c};", "}"]
+    return lines + [f"for (int i = 0; i < {N}; i++) v[i] = v[i] * {c} + tanh(s[i] * (rank + 1) * {c});", "}"]
 
 
 def _move(rng: random.Random) -> list[str]:
@@ -152,23 +153,23 @@ def _move(rng: random.Random) -> list[str]:
     lines = ["{", "double all[4 * 8], back[8];"]
     if how == "allgather":
         lines += ["MPI_Allgather(v, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, MPI_COMM_WORLD);",
-                  f"for (int i = 0; i < 2 * size; i++) v[i % {N}] += 0.3 * all[i] * all[(i + 1) % (2 * size)];"]
+                  f"for (int i = 0; i < 2 * size; i++) v[i % {N}] += 0.3 * tanh(all[i] * all[(i + 1) % (2 * size)]);"]
     elif how == "allgatherv":  # rank q gives 1 + q % 2 values, at gaps of one
         lines += ["int counts[4], displs[4], at = 0;",
                   "for (int q = 0; q < size; q++) { counts[q] = 1 + q % 2; displs[q] = at + 1; at += counts[q] + 1; }",
                   "for (int i = 0; i < 32; i++) all[i] = 0;",
                   "MPI_Allgatherv(v + 1, 1 + rank % 2, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);",
-                  f"for (int i = 0; i < at; i++) v[i % {N}] += 0.25 * all[i] * all[(i + 2) % at];"]
+                  f"for (int i = 0; i < at; i++) v[i % {N}] += 0.25 * tanh(all[i] * all[(i + 2) % at]);"]
     elif how == "alltoall":
         lines += [f"for (int i = 0; i < size; i++) {{ all[2 * i] = v[i % {N}] * (i + 1); all[2 * i + 1] = v[(i + 1) % {N}]; }}",
                   "MPI_Alltoall(all, 2, MPI_DOUBLE, back, 2, MPI_DOUBLE, MPI_COMM_WORLD);",
-                  f"for (int i = 0; i < 2 * size; i++) v[i % {N}] += 0.2 * back[i] * back[i];"]
+                  f"for (int i = 0; i < 2 * size; i++) v[i % {N}] = 0.8 * v[i % {N}] + 0.2 * tanh(back[i] * back[i]);"]
     else:
         lines += ["double mine[2];",
                   "MPI_Gather(v + 1, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);",
                   "if (rank == 0) for (int i = 0; i < 2 * size; i++) all[i] = all[i] * all[(i + 3) % (2 * size)];",
                   "MPI_Scatter(all, 2, MPI_DOUBLE, mine, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);",
-                  "v[0] += mine[0]; v[3] -= 0.5 * mine[1];"]
+                  "v[0] += tanh(mine[0]); v[3] -= 0.5 * tanh(mine[1]);"]
     return lines + ["}"]
 
 

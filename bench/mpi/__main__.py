@@ -2,16 +2,18 @@
 [--markdown FILE]`:
 gradients of an MPI program over ranks (specs/mpi.md), beside its primal and Enzyme's plugin.
 
-The program is bench/mpi/heat.c, a 2-D heat equation whose rows are split over the ranks: a halo
-row exchanged with each neighbour by Isend/Irecv at every step (MPI_PROC_NULL at the domain's
-edges), and the global energy's root reduced by Allreduce; the gradient is with respect to the
-initial field and the diffusion coefficient. For each rank count:
+The programs: bench/mpi/heat.c, a 2-D heat equation whose rows are split over the ranks (a halo
+row exchanged with each neighbour by Isend/Irecv at every step, MPI_PROC_NULL at the domain's
+edges, and the global energy's root reduced by Allreduce; the gradient with respect to the
+initial field and the diffusion coefficient), and bench/mpi/lsq.c, data-parallel least squares
+(each rank's rows, the loss reduced by Allreduce; the gradient with respect to the shared x). For
+each rank count:
 
-- **check**: one grid (64 x 64, 20 steps) split over the ranks; the gradient gathered on rank 0
-  must equal the one-rank program's (largest difference relative to the largest entry) and d kappa
-  its central difference;
-- **time** (weak scaling): each rank 128 rows of 256, 50 steps; the primal's and the gradient's
-  seconds (median over --reps, the slowest rank's), their ratio, and that ratio over one rank's.
+- **check**: one problem split over the ranks; the gradient gathered on rank 0 must equal the
+  one-rank program's (largest difference relative to the largest entry), and one entry its
+  central difference;
+- **time** (weak scaling): each rank a fixed share; the primal's and the gradient's seconds
+  (median over --reps, the slowest rank's), their ratio, and that ratio over one rank's.
 
 Built with `adgen build` (and `mpicc`); with --enzyme PLUGIN also with Enzyme's clang plugin
 (`OMPI_CC="clang-19 -fplugin=PLUGIN" mpicc`, the driver calling `__enzyme_autodiff`), and the
@@ -34,12 +36,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.mpi import table
 from bench.records import envelope, write as write_records
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-CHECK = (64, 64, 20)  # nx, the whole grid's rows, steps
-WEAK = (256, 128, 50)  # nx, each rank's rows, steps
+# program -> its driver, the check's and the weak scaling's sizes (the driver's three numbers), and
+# which entry of the gradient the check compares with central differences
+PROGRAMS = {"heat": ("heat_main.c", (64, 64, 20), (256, 128, 50), -1),  # nx, rows, steps; d kappa
+            "lsq": ("lsq_main.c", (64, 256, 0), (128, 8192, 0), 0)}  # columns, rows; d x[0]
 failed: dict[str, str] = {}  # the builds that failed -> why
 
 
@@ -60,19 +65,21 @@ def _mpirun(exe: Path, ranks: int, *args) -> str:
     return _run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), str(exe), *map(str, args)])
 
 
-def build(work: Path, plugin: str | None) -> tuple[dict[str, Path], dict[str, float]]:
-    """The programs (adgen's, and Enzyme's and adgen cc's of the Enzyme-API driver with a plugin)
-    and the seconds each build took."""
+def build(program: str, work: Path, plugin: str | None) -> tuple[dict[str, Path], dict[str, float]]:
+    """The program's executables (adgen's, and Enzyme's and adgen cc's of the Enzyme-API driver
+    with a plugin) and the seconds each build took."""
     adgen = [sys.executable, "-m", "adgen.commands.cli"]
+    source, driver = HERE / f"{program}.c", HERE / PROGRAMS[program][0]
+    work = work / program
+    work.mkdir()
     exes, seconds = {}, {}
-    failed.clear()
-    seconds["adgen build"] = _timed([*adgen, "build", "-q", str(HERE / "heat.c"), "-o", str(work / "out")])
-    _run(["mpicc", "-O2", "-I", str(work / "out"), str(HERE / "heat_main.c"), str(HERE / "heat.c"),
-          str(work / "out" / "heat.adgen.o"), "-lm", "-o", str(work / "adgen")])
+    seconds["adgen build"] = _timed([*adgen, "build", "-q", str(source), "-o", str(work / "out")])
+    _run(["mpicc", "-O2", "-I", str(work / "out"), str(driver), str(source), str(work / "out" / f"{program}.adgen.o"),
+          "-lm", "-o", str(work / "adgen")])
     exes["adgen"] = work / "adgen"
     if plugin:
-        both = work / "enzyme_heat.c"  # (Enzyme differentiates what the file that calls it defines)
-        both.write_text(f'#include "{HERE / "heat.c"}"\n#include "{HERE / "heat_main.c"}"\n')
+        both = work / f"enzyme_{program}.c"  # (Enzyme differentiates what the file that calls it defines)
+        both.write_text(f'#include "{source}"\n#include "{driver}"\n')
         for name, cc in (("enzyme", f"clang-19 -fno-math-errno -fplugin={plugin}"), ("adgen cc", " ".join(adgen) + " cc")):
             env = {**os.environ, "OMPI_CC": cc}
             exe = work / name.replace(" ", "_")
@@ -80,30 +87,30 @@ def build(work: Path, plugin: str | None) -> tuple[dict[str, Path], dict[str, fl
             done = subprocess.run(["mpicc", "-O2", "-DENZYME", str(both), "-o", str(exe), "-lm"], capture_output=True,
                                   text=True, env=env, cwd=work)
             if done.returncode != 0:  # (Enzyme's plugin, on what it cannot differentiate: said, not fatal)
-                failed[name] = (done.stderr.strip().splitlines() or ["failed"])[-1][:200]
+                failed[f"{name} ({program})"] = (done.stderr.strip().splitlines() or ["failed"])[-1][:200]
                 continue
             seconds[name] = time.perf_counter() - start
             exes[name] = exe
     return exes, seconds
 
 
-def check(exe: Path, ranks: list[int]) -> list[dict]:
-    """The gradient at each rank count against one rank's, and d kappa against central differences."""
-    nx, rows, steps = CHECK
+def check(program: str, exe: Path, ranks: list[int]) -> list[dict]:
+    """The gradient at each rank count against one rank's, and one entry against central differences."""
+    _, sizes, _, entry = PROGRAMS[program]
     one = None
     out = []
     for p in ranks:
-        values = [float(v) for v in _mpirun(exe, p, "check", nx, rows, steps).split()]
+        values = [float(v) for v in _mpirun(exe, p, "check", *sizes).split()]
         grad, fd = values[:-1], values[-1]
         one = grad if one is None else one
         scale = max(abs(v) for v in one)
         out.append({"ranks": p, "vs_one_rank": max(abs(a - b) for a, b in zip(grad, one)) / scale,
-                    "d_kappa": grad[-1], "d_kappa_fd_rel": abs(grad[-1] - fd) / abs(fd)})
+                    "entry": grad[entry], "entry_fd_rel": abs(grad[entry] - fd) / abs(fd)})
     return out
 
 
-def times(exe: Path, ranks: list[int], reps: int) -> list[dict]:
-    nx, rows, steps = WEAK
+def times(program: str, exe: Path, ranks: list[int], reps: int) -> list[dict]:
+    nx, rows, steps = PROGRAMS[program][2]
     out = []
     for p in ranks:
         got = json.loads(_mpirun(exe, p, "time", nx, rows, steps, reps).strip().splitlines()[-1])
@@ -158,24 +165,6 @@ def enzyme_tests(src: Path, plugin: str | None, ranks: list[int], work: Path) ->
     return out
 
 
-def markdown(results: dict, seconds: dict[str, float]) -> str:
-    lines = ["# MPI: a heat equation's gradient over ranks (python -m bench.mpi)", "",
-             f"Check: a {CHECK[0]} x {CHECK[1]} grid, {CHECK[2]} steps, split over the ranks. Weak scaling: "
-             f"each rank {WEAK[1]} rows of {WEAK[0]}, {WEAK[2]} steps. Ranks beyond the machine's cores share them.", "",
-             "| tool | ranks | gradient vs one rank's (relative) | d kappa vs central differences | primal | gradient | "
-             "gradient / primal | ratio vs one rank's |", "|---|---|---|---|---|---|---|---|"]
-    for tool, rows in results.items():
-        for c, t in zip(rows["check"], rows["time"]):
-            lines.append(f"| {tool} | {c['ranks']} | {c['vs_one_rank']:.1e} | {c['d_kappa_fd_rel']:.1e} | "
-                         f"{t['primal_s'] * 1e3:.1f} ms | {t['gradient_s'] * 1e3:.1f} ms | {t['ratio']:.2f}x | "
-                         f"{t['ratio_vs_one_rank']:.2f} |")
-    lines += ["", "Build (seconds): " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items())]
-    lines += [f"{k} did not build the program: {why}" for k, why in failed.items()]
-    if "enzyme" in seconds and "adgen cc" in seconds:
-        lines.append(f"(adgen cc over Enzyme's plugin, the same file: {seconds['adgen cc'] / seconds['enzyme']:.2f}x)")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.mpi", description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", default="1,2,4", help="rank counts (default 1,2,4)")
@@ -191,32 +180,29 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     ranks = [int(r) for r in args.ranks.split(",")]
+    failed.clear()
+    results: dict[str, dict] = {}
+    seconds: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="adgen-bench-mpi-") as tmp:
-        exes, seconds = build(Path(tmp), args.enzyme)
-        results = {}
-        for tool, exe in exes.items():
-            print(f"{tool}: checking and timing on {args.ranks} ranks", file=sys.stderr)
-            results[tool] = {"check": check(exe, ranks), "time": times(exe, ranks, args.reps)}
+        for program in PROGRAMS:
+            exes, seconds[program] = build(program, Path(tmp), args.enzyme)
+            results[program] = {}
+            for tool, exe in exes.items():
+                print(f"{program}, {tool}: checking and timing on {args.ranks} ranks", file=sys.stderr)
+                results[program][tool] = {"check": check(program, exe, ranks),
+                                          "time": times(program, exe, ranks, args.reps)}
         tests = enzyme_tests(Path(args.enzyme_src), args.enzyme, ranks[1:] or ranks, Path(tmp)) \
             if args.enzyme_src else []
-    text = markdown(results, seconds)
-    if tests:
-        text += "\nEnzyme's MPI integration tests (built unchanged, run on " + \
-            ", ".join(map(str, ranks[1:] or ranks)) + " ranks, their printed derivatives checked):\n\n" + \
-            "| test | tool | -O0 | -O1 | -O2 | -O3 |\n|---|---|---|---|---|---|\n"
-        for name in ENZYME_TESTS:
-            for tool in dict.fromkeys(t["tool"] for t in tests):
-                row = [t for t in tests if t["test"] == name and t["tool"] == tool]
-                text += f"| {name} | {tool} | " + " | ".join("right" if t["right"] else f"no: {t['why']}"
-                                                              for t in row) + " |\n"
+    records = [{"program": program, "tool": tool, **c, **t} for program, tools in results.items()
+               for tool, rows in tools.items() for c, t in zip(rows["check"], rows["time"])]
+    data = envelope("mpi", records, {"programs": PROGRAMS, "reps": args.reps, "enzyme_ranks": ranks[1:] or ranks},
+                    builds=seconds, failed=dict(failed), enzyme_tests=tests)
+    text = "# MPI: gradients over ranks (python -m bench.mpi)\n\n" + table(data)
     Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
     Path(args.markdown).write_text(text)
     print(text)
     if args.json:
-        records = [{"tool": tool, **c, **t} for tool, rows in results.items()
-                   for c, t in zip(rows["check"], rows["time"])]
-        write_records(Path(args.json), envelope("mpi", records, {"check": CHECK, "weak": WEAK, "reps": args.reps},
-                                                builds=seconds, enzyme_tests=tests))
+        write_records(Path(args.json), data)
     return 0
 
 
