@@ -227,11 +227,15 @@ def writes_first_argument(module: Module, inst: Instruction) -> bool | None:
     return None
 
 
-def writes_pointer_arguments_only(inst: Instruction) -> bool:
-    """For the memory analysis: a call that writes through its pointer arguments but the first
-    (the source location it reads) and nothing else: OpenMP's worksharing loops' bounds, into
-    the caller's own variables."""
-    return callee_name(inst) in _OPENMP_SCHEDULES
+def writes_pointer_arguments_only(inst: Instruction) -> int | None:
+    """For the memory analysis: the position of the first pointer argument a call may write
+    through, where it writes through its pointer arguments from there on and nothing else, or
+    None: OpenMP's worksharing loops' bounds, into the caller's own variables (1: not the source
+    location, the first), and MPI's calls (0: mpi.writes_arguments_only)."""
+    name = callee_name(inst)
+    if name in _OPENMP_SCHEDULES:
+        return 1
+    return 0 if mpi.writes_arguments_only(name) else None
 
 
 def refused(module: Module, inst: Instruction) -> str | None:

@@ -135,6 +135,22 @@ def inactive(name: str, inst: Instruction) -> bool:
         all(t in INTEGER_DATATYPES for t in types)
 
 
+def predefined_handle(value: str) -> bool:
+    """An operand that is one of the MPI library's predefined handles (Open MPI's are the
+    addresses of its own objects: `@ompi_mpi_comm_world`, `@ompi_mpi_double`...), which no call
+    writes through."""
+    return value.startswith(("@ompi_mpi_", '@"ompi_mpi_'))
+
+
+def writes_arguments_only(name: str) -> bool:
+    """For the memory analysis: a call of MPI's writes only through its pointer arguments (a
+    receive buffer, a status, a request, a rank) — but a completion or a start (MPI_Wait, MPI_Test,
+    MPI_Start...), which writes the buffers of the requests it completes or starts, named by no
+    argument of its own (a nonblocking receive's buffer is taken as written where it is posted:
+    MPI leaves it alone until the completion)."""
+    return is_mpi(name) and _bare(name) not in COMPLETIONS
+
+
 def every_rank(name: str, inst: Instruction) -> bool:
     """Whether each rank differentiates this call, whether or not derivatives flow through it
     here: a communication of floating data (or of a datatype only the running program knows)

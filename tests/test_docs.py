@@ -86,7 +86,8 @@ def test_every_page_runs_what_it_shows():
         for step in read_page(page).steps:
             if step.command:
                 assert program(step) in {"adgen", "cc", "c++", "g++", "python", "./main", "cmake", "cargo",
-                                          "rustc", "ls", "cat", "mkdir", "cd"} or program(step).startswith("./"), (
+                                          "rustc", "ls", "cat", "mkdir", "cd", "mpicc", "mpirun"} or \
+                    program(step).startswith("./"), (
                     f"{page.relative_to(ROOT)}:{step.line}: `{step.command}`")
 
 

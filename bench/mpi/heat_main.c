@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "timing.h"
 
 double heat(const double *u, double kappa, int nx, int rows, int steps);
 #ifdef ENZYME
@@ -30,10 +31,23 @@ static double gradient(const double *u, double *du, double kappa, int nx, int ro
 #define SEEDED_ON_EVERY_RANK 0
 #endif
 
-static int compare(const void *a, const void *b)
+typedef struct {
+    const double *u;
+    double *du, kappa, seed;
+    int nx, rows, steps;
+} run_state;
+
+static double run_primal(void *p)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    run_state *r = p;
+    return heat(r->u, r->kappa, r->nx, r->rows, r->steps);
+}
+
+static double run_gradient(void *p)
+{
+    run_state *r = p;
+    memset(r->du, 0, sizeof(double) * r->nx * r->rows);
+    return gradient(r->u, r->du, r->kappa, r->nx, r->rows, r->steps, r->seed);
 }
 
 int main(int argc, char **argv)
@@ -70,25 +84,8 @@ int main(int argc, char **argv)
             printf("%.17g\n", (up - down) / (2 * h));  /* d kappa by central differences */
         }
     } else {
-        int reps = atoi(argv[5]);
-        double *primal = malloc(sizeof(double) * reps), *grad = malloc(sizeof(double) * reps), sink = 0;
-        for (int k = 0; k < reps; k++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            sink += heat(u, kappa, nx, rows, steps);
-            double t1 = MPI_Wtime() - t0;
-            MPI_Barrier(MPI_COMM_WORLD);
-            memset(du, 0, sizeof(double) * nx * rows);
-            t0 = MPI_Wtime();
-            sink += gradient(u, du, kappa, nx, rows, steps, seed);
-            double t2 = MPI_Wtime() - t0;
-            MPI_Allreduce(&t1, &primal[k], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            MPI_Allreduce(&t2, &grad[k], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        }
-        qsort(primal, reps, sizeof(double), compare);
-        qsort(grad, reps, sizeof(double), compare);
-        if (rank == 0)
-            printf("{\"primal_s\": %.6g, \"gradient_s\": %.6g, \"sink\": %g}\n", primal[reps / 2], grad[reps / 2], sink);
+        run_state r = {u, du, kappa, seed, nx, rows, steps};
+        bench_time(run_primal, run_gradient, &r, atoi(argv[5]), rank);
     }
     MPI_Finalize();
     return 0;

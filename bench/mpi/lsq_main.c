@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "timing.h"
 
 double lsq(const double *a, const double *b, const double *x, int rows, int cols);
 #ifdef ENZYME
@@ -29,10 +30,24 @@ static void gradient(const double *a, const double *b, const double *x, double *
 #define SEEDED_ON_EVERY_RANK 0
 #endif
 
-static int compare(const void *p, const void *q)
+typedef struct {
+    const double *a, *b, *x;
+    double *dx, seed;
+    int rows, cols;
+} run_state;
+
+static double run_primal(void *p)
 {
-    double u = *(const double *)p, v = *(const double *)q;
-    return (u > v) - (u < v);
+    run_state *r = p;
+    return lsq(r->a, r->b, r->x, r->rows, r->cols);
+}
+
+static double run_gradient(void *p)
+{
+    run_state *r = p;
+    memset(r->dx, 0, sizeof(double) * r->cols);
+    gradient(r->a, r->b, r->x, r->dx, r->rows, r->cols, r->seed);
+    return r->dx[0];
 }
 
 int main(int argc, char **argv)
@@ -73,26 +88,8 @@ int main(int argc, char **argv)
             printf("%.17g\n", (up - down) / (2 * h));
         }
     } else {
-        int reps = atoi(argv[5]);
-        double *primal = malloc(sizeof(double) * reps), *grad = malloc(sizeof(double) * reps), sink = 0;
-        for (int k = 0; k < reps; k++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            sink += lsq(a, b, x, rows, cols);
-            double t1 = MPI_Wtime() - t0;
-            MPI_Barrier(MPI_COMM_WORLD);
-            memset(dx, 0, sizeof(double) * cols);
-            t0 = MPI_Wtime();
-            gradient(a, b, x, dx, rows, cols, seed);
-            double t2 = MPI_Wtime() - t0;
-            sink += dx[0];
-            MPI_Allreduce(&t1, &primal[k], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            MPI_Allreduce(&t2, &grad[k], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        }
-        qsort(primal, reps, sizeof(double), compare);
-        qsort(grad, reps, sizeof(double), compare);
-        if (rank == 0)
-            printf("{\"primal_s\": %.6g, \"gradient_s\": %.6g, \"sink\": %g}\n", primal[reps / 2], grad[reps / 2], sink);
+        run_state r = {a, b, x, dx, seed, rows, cols};
+        bench_time(run_primal, run_gradient, &r, atoi(argv[5]), rank);
     }
     MPI_Finalize();
     return 0;
