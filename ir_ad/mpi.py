@@ -5,7 +5,8 @@
 - A communication carries none either where every datatype it is given is one of the MPI
   library's integer (or boolean) types, as the IR shows it: a constant, Open MPI's
   `@ompi_mpi_int` and its kin. A count, a flag or an index reduced over the ranks is such.
-- The communications of DIFFERENTIATED, and the completions of requests, have derivatives written
+- The communications of DIFFERENTIATED, the starts and completions of requests and the making and
+  freeing of communicators (COMPLETIONS, COMMUNICATORS) have derivatives written
   in C (templates/mpi_rules.c.j2: each call's tangent communication and adjoint communication),
   which custom.py's wrappers call in both modes, the shadows of the buffers after the call's own
   arguments. Every rank takes part in each of them in a derivative whatever its own activity
