@@ -30,7 +30,7 @@ QUERIES = {
     "MPI_Cart_create", "MPI_Cart_coords", "MPI_Cart_rank", "MPI_Cart_shift", "MPI_Cart_get", "MPI_Dims_create",
     "MPI_Type_size", "MPI_Type_get_extent", "MPI_Type_contiguous", "MPI_Type_vector", "MPI_Type_commit",
     "MPI_Type_free", "MPI_Get_count", "MPI_Error_string", "MPI_Comm_set_errhandler",
-    "MPI_Probe", "MPI_Iprobe",
+    "MPI_Probe", "MPI_Iprobe", "MPI_Buffer_attach", "MPI_Buffer_detach",
 }
 
 # Communications -> the positions of their datatype arguments.

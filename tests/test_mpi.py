@@ -146,17 +146,24 @@ KERNELS = r"""#include <mpi.h>
 /* Each kernel: a rank's share of a global objective; N = 6 values per rank. */
 
 /* @diff(p2p_grad: (dup, const) -> active; p2p_fwd: forward (dual, const) -> dual) */
-double p2p(double *x, int n)   /* blocking send/recv to the right, ANY_SOURCE receive, PROC_NULL edges */
+double p2p(double *x, int n)   /* blocking send/recv to the right (Send, Ssend, Bsend), ANY_SOURCE receive,
+                                  PROC_NULL edges */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
     double got[6] = {0};
     int right = rank + 1 < size ? rank + 1 : MPI_PROC_NULL, left = rank > 0 ? rank - 1 : MPI_PROC_NULL;
     if (rank % 2 == 0) {
-        MPI_Send(x, n, MPI_DOUBLE, right, 3, MPI_COMM_WORLD);
+        if (rank % 4 == 0) MPI_Send(x, n, MPI_DOUBLE, right, 3, MPI_COMM_WORLD);
+        else MPI_Ssend(x, n, MPI_DOUBLE, right, 3, MPI_COMM_WORLD);
         MPI_Recv(got, n, MPI_DOUBLE, left == MPI_PROC_NULL ? MPI_PROC_NULL : MPI_ANY_SOURCE, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else {
+        static char space[4096 + MPI_BSEND_OVERHEAD];
+        void *detached;
+        int bytes;
         MPI_Recv(got, n, MPI_DOUBLE, left, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Ssend(x, n, MPI_DOUBLE, right, 3, MPI_COMM_WORLD);
+        MPI_Buffer_attach(space, sizeof space);
+        MPI_Bsend(x, n, MPI_DOUBLE, right, 3, MPI_COMM_WORLD);
+        MPI_Buffer_detach(&detached, &bytes);
     }
     double s = 0;
     for (int i = 0; i < n; i++) s += sin(got[i]) * x[i] + x[i] * x[i] * (rank + 1);
@@ -534,7 +541,7 @@ def kernels(tmp_path_factory):
 
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_communications_against_finite_differences(kernels, ranks):
-    """Send, Ssend, Recv (MPI_ANY_SOURCE, MPI_PROC_NULL), Isend, Irecv, Wait, Waitall, Sendrecv,
+    """Send, Ssend, Bsend, Recv (MPI_ANY_SOURCE, MPI_PROC_NULL), Isend, Irecv, Wait, Waitall, Sendrecv,
     Sendrecv_replace, Bcast, Reduce and Allreduce (SUM, PROD, MAX, MIN), Gather, Scatter, Allgather,
     Alltoall, MPI_IN_PLACE, MPI_FLOAT, derived datatypes (MPI_Type_vector columns, MPI_Type_contiguous),
     persistent requests (Send_init, Recv_init, Start, Startall, Request_free), Scan, Exscan,
