@@ -6,7 +6,7 @@ random sequence of steps — local arithmetic (libm calls, products, quotients),
 blocking Send/Recv ordered by the rank's parity, with MPI_ANY_SOURCE receives, or by a vector
 datatype of every other value, freed before the reverse sweep), reductions
 (Allreduce or Reduce then Bcast, SUM, PROD, MAX or MIN, in place or not, Reduce_scatter_block,
-Scan and Exscan, Iallreduce, on a communicator MPI_Comm_split made), persistent requests started
+Scan and Exscan of each operation, Iallreduce, on a communicator MPI_Comm_split made), persistent requests started
 twice, requests completed by Waitall, Wait, Waitany or Test in a loop, and moves (Allgather, Allgatherv, Alltoall,
 Gather then Scatter) — and returns a weighted sum of the state. The objective J is the
 sum over the ranks of what each returns. A driver built with the programs checks, on every rank,
@@ -138,7 +138,7 @@ def _reduction(rng: random.Random) -> list[str]:
                   f"MPI_Reduce_scatter_block(all, s, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD);"]
     elif how == "scan":
         scan = rng.choice(["MPI_Scan", "MPI_Exscan"])
-        lines += [f"double s[{N}] = {{0}};", f"{scan}(r, s, {N}, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);",
+        lines += [f"double s[{N}] = {{0}};", f"{scan}(r, s, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD);",
                   *(["if (rank == 0) for (int i = 0; i < 4; i++) s[i] = 0;"] if scan == "MPI_Exscan" else [])]
     else:
         root = rng.choice(["0", "size - 1"])

@@ -305,13 +305,19 @@ double persistent(double *x, int n)  /* persistent requests: Send_init, Recv_ini
 }
 
 /* @diff(scans_grad: (dup, const) -> active; scans_fwd: forward (dual, const) -> dual) */
-double scans(double *x, int n)  /* Scan, Exscan (in place too), Reduce_scatter_block (SUM, MAX), Reduce_scatter */
+double scans(double *x, int n)  /* Scan, Exscan (SUM in place too, MAX, PROD, MIN), Reduce_scatter_block (SUM, MAX),
+                                   Reduce_scatter */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
     double sc[3], ex[3] = {0}, ip[3] = {x[3], x[4], x[5] * x[5]}, all[8], mx[8], rs[2], rsm[2], rv[8];
     MPI_Scan(x, sc, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Exscan(x + 1, ex, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Scan(MPI_IN_PLACE, ip, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double smx[3], spr[3], emn[3] = {0}, wave[3] = {sin(3 * x[0] + rank), cos(x[1] * (rank + 1)), x[2] * (2 - rank)};
+    MPI_Scan(wave, smx, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Scan(x + 2, spr, 3, MPI_DOUBLE, MPI_PROD, MPI_COMM_WORLD);
+    MPI_Exscan(wave, emn, 3, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    if (rank == 0) emn[0] = emn[1] = emn[2] = 0;
     for (int i = 0; i < 2 * size; i++) { all[i] = x[i % n] * (i + 1); mx[i] = x[(i + rank) % n] + 0.1 * i * rank; }
     MPI_Reduce_scatter_block(all, rs, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Reduce_scatter_block(mx, rsm, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -323,7 +329,8 @@ double scans(double *x, int n)  /* Scan, Exscan (in place too), Reduce_scatter_b
     for (int i = 0; i < total; i++) in[i] = x[(i + 2) % n] * x[i % n];
     MPI_Reduce_scatter(in, rv, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     double s = rs[0] * rs[1] + rsm[0] * x[0] + rsm[1] * rsm[1] + rv[0] * rv[0];
-    for (int i = 0; i < 3; i++) s += sc[i] * x[i] + ex[i] * ex[i] + ip[i] * sin(x[i]);
+    for (int i = 0; i < 3; i++) s += sc[i] * x[i] + ex[i] * ex[i] + ip[i] * sin(x[i]) + smx[i] * smx[i] + spr[i] * x[i]
+                                    + emn[i] * (i + 1);
     if (rank % 2 == 1) s += rv[1] * x[2];
     return s;
 }
