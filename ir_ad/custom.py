@@ -149,10 +149,20 @@ class ReversePair:
     record: FixedRecord
 
 
-def forward_refusal(module: Module, callee: str) -> str | None:
-    """Why forward mode cannot differentiate a call to `callee`, when its derivative written by
-    hand is reverse mode's (of arrays): forward mode of those is not built."""
+def _communication_refusal(custom: HandDerivatives, width: int) -> str | None:
+    if custom.communication is not None and width != 1:
+        return (f"MPI's '{bare_name(custom.function)}' in a derivative of width {width} (MPI's calls are "
+                "differentiated one tangent at a time)")
+    return None
+
+
+def forward_refusal(module: Module, callee: str, width: int = 1) -> str | None:
+    """Why forward mode cannot differentiate a call to `callee`: when its derivative written by
+    hand is reverse mode's (of arrays), forward mode of those is not built; MPI's calls at a
+    width other than 1."""
     custom = module.custom.get(callee)
+    if custom is not None and _communication_refusal(custom, width):
+        return _communication_refusal(custom, width)
     if custom is None or custom.reverse is None or custom.forward:
         return None
     return (f"a call to '{bare_name(callee)}' in forward mode, whose derivative written by hand "
@@ -165,6 +175,8 @@ def reverse_refusal(module: Module, pattern) -> str | None:
     parameter it takes as const, a dup pointer without a shadow, a result it takes no seed for,
     or memory of the call that may be overwritten before the reverse sweep (G reads it then)."""
     custom = module.custom.get(pattern.function)
+    if custom is not None and _communication_refusal(custom, pattern.width):
+        return _communication_refusal(custom, pattern.width)
     if custom is None or custom.reverse is None:
         return None
     hand, f = custom.reverse, bare_name(pattern.function)
@@ -302,7 +314,7 @@ def _communication_parameters(fn: Function, buffers: tuple[int, ...], active: tu
     """A wrapper's parameters for MPI's call `fn` (its own, then a shadow of each parameter that has
     one), the call's arguments, and the shadows of its buffers in order (null where a buffer has
     none: the rule takes zeros, and drops the adjoint that comes back)."""
-    if width != 1:
+    if width != 1:  # (refused at the call first: forward_refusal, reverse_refusal)
         raise _fail(fn, f"a communication at width {width} (MPI's calls are differentiated one tangent at a time)")
     own = [f"{p.type.text} %a{i}" for i, p in enumerate(fn.params)]
     shadows = [f"ptr %d{i}" for i, (p, on) in enumerate(zip(fn.params, active)) if on and p.type.kind == "ptr"]

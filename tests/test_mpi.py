@@ -852,3 +852,19 @@ def test_openmp_inside_ranks_and_a_memory_budget(tmp_path):
     run = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2", "-x", "OMP_NUM_THREADS=2",
                           str(tmp_path / "prog")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.count(": ok") == 2, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("annotation", ["forward[2] (dual, const) -> dual", "reverse[2] (dup, const) -> active"])
+def test_a_batch_of_a_communicating_function_is_an_error_at_its_line(adgen, c_file, tmp_path, annotation):
+    src = c_file("#include <mpi.h>\n"
+                 f"// @diff(w_d: {annotation})\n"
+                 "double w(const double *x, int n)\n{\n"
+                 "    double local = 0, global;\n"
+                 "    for (int i = 0; i < n; i++) local += x[i] * x[i];\n"
+                 "    MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);\n"
+                 "    return global;\n}\n", "w.c")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1 and "Traceback" not in result.err
+    assert f"{src}:7:5: error: cannot differentiate MPI's 'MPI_Allreduce' in a derivative of width 2 (MPI's calls " \
+        "are differentiated one tangent at a time)" in result.err, result.err
+    assert not (tmp_path / "out").exists()
