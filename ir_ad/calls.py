@@ -227,15 +227,17 @@ def writes_first_argument(module: Module, inst: Instruction) -> bool | None:
     return None
 
 
-def writes_pointer_arguments_only(inst: Instruction) -> int | None:
-    """For the memory analysis: the position of the first pointer argument a call may write
-    through, where it writes through its pointer arguments from there on and nothing else, or
-    None: OpenMP's worksharing loops' bounds, into the caller's own variables (1: not the source
-    location, the first), and MPI's calls (0: mpi.writes_arguments_only)."""
+def written_pointer_arguments(inst: Instruction) -> list[Operand] | None:
+    """For the memory analysis: the pointer arguments a call may write through, where it writes
+    nothing else, or None: OpenMP's worksharing loops' bounds, into the caller's own variables
+    (not the source location, the first argument), and MPI's calls (mpi.writes_arguments_only:
+    not through the library's predefined handles)."""
     name = callee_name(inst)
     if name in _OPENMP_SCHEDULES:
-        return 1
-    return 0 if mpi.writes_arguments_only(name) else None
+        return [a for a in inst.operands[1:] if a.type.kind == "ptr"]
+    if mpi.writes_arguments_only(name):
+        return [a for a in inst.operands if a.type.kind == "ptr" and not mpi.predefined_handle(a.value)]
+    return None
 
 
 def refused(module: Module, inst: Instruction) -> str | None:

@@ -161,8 +161,8 @@ def forward_refusal(module: Module, callee: str, width: int = 1) -> str | None:
     hand is reverse mode's (of arrays), forward mode of those is not built; MPI's calls at a
     width other than 1."""
     custom = module.custom.get(callee)
-    if custom is not None and _communication_refusal(custom, width):
-        return _communication_refusal(custom, width)
+    if custom is not None and (refused := _communication_refusal(custom, width)):
+        return refused
     if custom is None or custom.reverse is None or custom.forward:
         return None
     return (f"a call to '{bare_name(callee)}' in forward mode, whose derivative written by hand "
@@ -175,8 +175,8 @@ def reverse_refusal(module: Module, pattern) -> str | None:
     parameter it takes as const, a dup pointer without a shadow, a result it takes no seed for,
     or memory of the call that may be overwritten before the reverse sweep (G reads it then)."""
     custom = module.custom.get(pattern.function)
-    if custom is not None and _communication_refusal(custom, pattern.width):
-        return _communication_refusal(custom, pattern.width)
+    if custom is not None and (refused := _communication_refusal(custom, pattern.width)):
+        return refused
     if custom is None or custom.reverse is None:
         return None
     hand, f = custom.reverse, bare_name(pattern.function)

@@ -20,17 +20,17 @@ from __future__ import annotations
 
 from adgen.ir_ad.ir import Instruction
 
-# Calls that carry no derivatives, whatever their arguments.
-QUERIES = {
-    "MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_remote_size", "MPI_Comm_test_inter", "MPI_Comm_compare",
-    "MPI_Wtime", "MPI_Wtick", "MPI_Initialized", "MPI_Finalized", "MPI_Query_thread", "MPI_Is_thread_main",
-    "MPI_Get_processor_name", "MPI_Get_version", "MPI_Get_library_version", "MPI_Abort", "MPI_Barrier",
-    "MPI_Comm_group",
-    "MPI_Group_incl", "MPI_Group_excl", "MPI_Group_free", "MPI_Group_rank", "MPI_Group_size",
-    "MPI_Cart_create", "MPI_Cart_coords", "MPI_Cart_rank", "MPI_Cart_shift", "MPI_Cart_get", "MPI_Dims_create",
-    "MPI_Type_size", "MPI_Type_get_extent", "MPI_Type_contiguous", "MPI_Type_vector", "MPI_Type_commit",
-    "MPI_Type_free", "MPI_Get_count", "MPI_Error_string", "MPI_Comm_set_errhandler",
-    "MPI_Probe", "MPI_Iprobe", "MPI_Buffer_attach", "MPI_Buffer_detach",
+# Queries that involve no other rank: a loop that calls them may run again (checkpointing).
+LOCAL = {"MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_remote_size", "MPI_Comm_test_inter", "MPI_Comm_compare",
+         "MPI_Wtime", "MPI_Wtick", "MPI_Initialized", "MPI_Finalized", "MPI_Query_thread", "MPI_Is_thread_main",
+         "MPI_Get_processor_name", "MPI_Get_version", "MPI_Get_library_version", "MPI_Group_rank", "MPI_Group_size",
+         "MPI_Cart_coords", "MPI_Cart_rank", "MPI_Cart_shift", "MPI_Cart_get", "MPI_Dims_create", "MPI_Type_size",
+         "MPI_Type_get_extent", "MPI_Get_count", "MPI_Error_string"}
+# Calls that carry no derivatives, whatever their arguments: those, and bookkeeping.
+QUERIES = LOCAL | {
+    "MPI_Abort", "MPI_Barrier", "MPI_Comm_group", "MPI_Group_incl", "MPI_Group_excl", "MPI_Group_free",
+    "MPI_Cart_create", "MPI_Type_contiguous", "MPI_Type_vector", "MPI_Type_commit", "MPI_Type_free",
+    "MPI_Comm_set_errhandler", "MPI_Probe", "MPI_Iprobe", "MPI_Buffer_attach", "MPI_Buffer_detach",
 }
 
 # Communications -> the positions of their datatype arguments.
@@ -85,12 +85,6 @@ RULE_PREFIX = "__adgen_mpi_"
 RECORD = 48  # the bytes of the caller's record each call's rule keeps (a match, its datatypes, a pointer to more)
 
 
-# Queries that involve no other rank: a loop that calls them may run again (checkpointing).
-LOCAL = {"MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_remote_size", "MPI_Comm_test_inter", "MPI_Comm_compare",
-         "MPI_Wtime", "MPI_Wtick", "MPI_Initialized", "MPI_Finalized", "MPI_Query_thread", "MPI_Is_thread_main",
-         "MPI_Get_processor_name", "MPI_Get_version", "MPI_Get_library_version", "MPI_Group_rank", "MPI_Group_size",
-         "MPI_Cart_coords", "MPI_Cart_rank", "MPI_Cart_shift", "MPI_Cart_get", "MPI_Dims_create", "MPI_Type_size",
-         "MPI_Type_get_extent", "MPI_Get_count", "MPI_Error_string"}
 
 
 def communicating_call(module, inst: Instruction, seen: set[str] | None = None) -> str | None:

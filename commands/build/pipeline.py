@@ -256,15 +256,14 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
         linked = optimize.link(bitcode, own)
         if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
             optimize.link_into(linked, lower_libc(compiler, flags, extra, work))
-        communicates = optimize.declared(linked) & mpi.RULES
-        if communicates:  # the derivatives of MPI's calls, which derived code calls (those of calls made)
+        rules = {r.lstrip("@") for name in optimize.declared(linked) & mpi.RULES for r in mpi.rule_names(name)}
+        if rules:  # the derivatives of MPI's calls, which derived code calls (those of the calls made)
             optimize.link_into(linked, lower_mpi(compiler, flags, extra, work))
-            optimize.only(linked, mpi.RULE_PREFIX, {r.lstrip("@") for name in communicates for r in mpi.rule_names(name)})
+            optimize.only(linked, mpi.RULE_PREFIX, rules)
         if tm is not None:
             arrays = (keep_array, inactive_array, custom_array)  # (globals in C, functions in Rust)
             optimize.drop_unneeded(linked, {s.linker_name for g in generated for s in g.signatures} |
-                                   {array(i) for i in range(len(generated)) for array in arrays} |
-                                   {r.lstrip("@") for name in communicates for r in mpi.rule_names(name)}, tm)
+                                   {array(i) for i in range(len(generated)) for array in arrays} | rules, tm)
     return linked
 
 

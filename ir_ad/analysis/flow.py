@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from adgen.ir_ad.calls import (ALLOCATE, FREE, allocates, callee_name, kind_by_name, writes_first_argument,
-                               writes_pointer_arguments_only)
-from adgen.ir_ad.mpi import predefined_handle
+                               written_pointer_arguments)
 from adgen.ir_ad.ir import PTR, Function, Instruction, Operand
 from adgen.ir_ad.shadows import points_nowhere
 
@@ -449,10 +448,9 @@ class Memory:
             return []
         if target is None or target.declaration:
             pointers = [self.base(a.value) for a in inst.operands if a.type.kind == "ptr"]
-            first = writes_pointer_arguments_only(inst)  # (OpenMP's bounds, MPI's calls)
-            if first is not None:
-                return [self.base(a.value) for a in inst.operands[first:] if a.type.kind == "ptr" and
-                        not predefined_handle(a.value)]
+            written = written_pointer_arguments(inst)  # (OpenMP's bounds, MPI's calls)
+            if written is not None:
+                return [self.base(a.value) for a in written]
             return pointers + [Base("unknown", inst.callee)]
         pointers = [self.base(a.value) for a, p in zip(inst.operands, target.params)  # (LLVM's readonly: not through it)
                     if a.type.kind == "ptr" and "readonly" not in p.attrs and "readnone" not in p.attrs]
