@@ -115,10 +115,11 @@ def kind_of(module: Module, inst: Instruction) -> str:
     if named is not None:
         return named
     if name in INACTIVE_CALLS or inst.callee in module.inactive or module.noreturn(inst.callee) or \
-            cxx_library_io(name) or name.startswith(LIBRARY_IO) or (mpi.is_mpi(name) and mpi.inactive(name, inst)):
+            cxx_library_io(name) or name.startswith(LIBRARY_IO) or \
+            (mpi.is_mpi(name) and mpi.inactive(name, inst, module.mpi_handles)):
         return INACTIVE  # (a function marked `@inactive`; one that never returns: a panic, abort; C++'s I/O;
         # MPI's queries and its communications of integers, mpi.py)
-    if mpi.is_mpi(name) and inst.callee in module.custom and not mpi.every_rank(name, inst):
+    if mpi.is_mpi(name) and inst.callee in module.custom and not mpi.every_rank(name, inst, module.mpi_handles):
         return UNDEFINED  # (a datatype the rules refuse: mpi.refusal says which)
     if rule_for(inst.callee) is not None:
         return RULE
@@ -133,7 +134,8 @@ def kind_of(module: Module, inst: Instruction) -> str:
 def every_rank(module: Module, inst: Instruction) -> bool:
     """A call each rank differentiates whatever flows through it here (MPI's communications: the
     derivative messages of one rank meet those of another, mpi.py)."""
-    return inst.opcode == "call" and inst.callee in module.custom and mpi.every_rank(callee_name(inst), inst)
+    return inst.opcode == "call" and inst.callee in module.custom and \
+        mpi.every_rank(callee_name(inst), inst, module.mpi_handles)
 
 
 def inlined_from(module: Module, inst: Instruction, *headers: str) -> bool:

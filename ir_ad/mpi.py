@@ -3,8 +3,8 @@
 - The queries and bookkeeping (`MPI_Comm_rank`, `MPI_Comm_size`, `MPI_Wtime`, communicator and
   datatype management, `MPI_Barrier`) carry no derivatives.
 - A communication carries none either where every datatype it is given is one of the MPI
-  library's integer (or boolean) types, as the IR shows it: a constant, Open MPI's
-  `@ompi_mpi_int` and its kin. A count, a flag or an index reduced over the ranks is such.
+  library's integer (or boolean) types, as the IR spells it (`handles`: Open MPI's `@ompi_mpi_int`,
+  MPICH's number). A count, a flag or an index reduced over the ranks is such.
 - The communications of DIFFERENTIATED, the starts and completions of requests and the making and
   freeing of communicators (COMPLETIONS, COMMUNICATORS) have derivatives written
   in C (templates/mpi_rules.c.j2: each call's tangent communication and adjoint communication),
@@ -41,20 +41,43 @@ COMMUNICATIONS = {
                                "MPI_Rsend_init")},
     **{name: (3,) for name in ("MPI_Reduce", "MPI_Allreduce", "MPI_Scan", "MPI_Exscan", "MPI_Reduce_scatter",
                                "MPI_Reduce_scatter_block", "MPI_Ireduce", "MPI_Iallreduce", "MPI_Iscan",
-                               "MPI_Iexscan")},
+                               "MPI_Iexscan", "MPI_Ireduce_scatter", "MPI_Ireduce_scatter_block")},
     **{name: (2, 5) for name in ("MPI_Gather", "MPI_Scatter", "MPI_Allgather", "MPI_Alltoall", "MPI_Igather",
                                  "MPI_Iscatter", "MPI_Iallgather", "MPI_Ialltoall")},
-    "MPI_Sendrecv": (2, 7), "MPI_Gatherv": (2, 6), "MPI_Allgatherv": (2, 6), "MPI_Scatterv": (3, 6),
-    "MPI_Alltoallv": (3, 7), "MPI_Put": (2, 6), "MPI_Get": (2, 6), "MPI_Accumulate": (2, 6),
+    "MPI_Sendrecv": (2, 7), **{name: (2, 6) for name in ("MPI_Gatherv", "MPI_Allgatherv", "MPI_Igatherv",
+                                                         "MPI_Iallgatherv")},
+    **{name: (3, 6) for name in ("MPI_Scatterv", "MPI_Iscatterv")},
+    **{name: (3, 7) for name in ("MPI_Alltoallv", "MPI_Ialltoallv")},
+    "MPI_Put": (2, 6), "MPI_Get": (2, 6), "MPI_Accumulate": (2, 6),
 }
 
-# The MPI library's integer and boolean datatypes, as their constants appear in the IR.
-INTEGER_DATATYPES = {f"@ompi_mpi_{t}" for t in (
-    "int", "unsigned", "long", "unsigned_long", "long_long_int", "unsigned_long_long", "short", "unsigned_short",
-    "char", "signed_char", "unsigned_char", "wchar", "c_bool", "cxx_bool", "2int", "aint", "offset", "count",
-    "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
-    "integer", "integer1", "integer2", "integer4", "integer8", "integer16", "2integer",
-    "logical", "logical1", "logical2", "logical4", "logical8")}
+# MPI's predefined datatypes that carry derivatives, and those that carry none (integers, booleans),
+# by name: the rules' module (templates/mpi_rules.c.j2) holds a constant of each the program's mpi.h
+# defines, from which `handles` learns how the IR spells it (Open MPI's are the addresses of its
+# objects, `@ompi_mpi_double`; MPICH's and its kin's, numbers).
+FLOATING_DATATYPES = ("MPI_DOUBLE", "MPI_FLOAT")
+INTEGER_DATATYPES = (
+    "MPI_INT", "MPI_UNSIGNED", "MPI_LONG", "MPI_UNSIGNED_LONG", "MPI_LONG_LONG_INT", "MPI_LONG_LONG",
+    "MPI_UNSIGNED_LONG_LONG", "MPI_SHORT", "MPI_UNSIGNED_SHORT", "MPI_CHAR", "MPI_SIGNED_CHAR", "MPI_UNSIGNED_CHAR",
+    "MPI_WCHAR", "MPI_C_BOOL", "MPI_CXX_BOOL", "MPI_2INT", "MPI_AINT", "MPI_OFFSET", "MPI_COUNT", "MPI_INT8_T",
+    "MPI_INT16_T", "MPI_INT32_T", "MPI_INT64_T", "MPI_UINT8_T", "MPI_UINT16_T", "MPI_UINT32_T", "MPI_UINT64_T",
+    "MPI_INTEGER", "MPI_INTEGER1", "MPI_INTEGER2", "MPI_INTEGER4", "MPI_INTEGER8", "MPI_INTEGER16", "MPI_2INTEGER",
+    "MPI_LOGICAL", "MPI_LOGICAL1", "MPI_LOGICAL2", "MPI_LOGICAL4", "MPI_LOGICAL8")
+HANDLE_PREFIX = "__adgen_mpi_handle_"  # (the rules' constants: __adgen_mpi_handle_MPI_INT...)
+FLOATING, INTEGER = "floating", "integer"
+
+
+def handles(constants: dict[str, str]) -> dict[str, str]:
+    """How the IR spells each predefined datatype -> FLOATING or INTEGER, from the rules' constants
+    (by name, each global's text: `@__adgen_mpi_handle_MPI_INT = constant i32 1275069445`)."""
+    kinds = {**dict.fromkeys(INTEGER_DATATYPES, INTEGER), **dict.fromkeys(FLOATING_DATATYPES, FLOATING)}
+    spelled = {}
+    for name, text in constants.items():
+        kind = kinds.get(name.lstrip("@").removeprefix(HANDLE_PREFIX))
+        value = text.partition(" constant ")[2].split(",")[0].split()
+        if kind and len(value) == 2:
+            spelled[value[1]] = kind
+    return spelled
 
 
 # The communications with derivatives (templates/mpi_rules.c.j2) -> the positions of their buffers.
@@ -68,8 +91,11 @@ DIFFERENTIATED = {
                                  "MPI_Allgatherv")},
     **{name: (0, 4) for name in ("MPI_Scatterv", "MPI_Alltoallv")},
     "MPI_Sendrecv": (0, 5),
-    "MPI_Ibcast": (0,), **{name: (0, 1) for name in ("MPI_Ireduce", "MPI_Iallreduce")},
-    **{name: (0, 3) for name in ("MPI_Igather", "MPI_Iscatter", "MPI_Iallgather", "MPI_Ialltoall")},
+    "MPI_Ibcast": (0,), **{name: (0, 1) for name in ("MPI_Ireduce", "MPI_Iallreduce", "MPI_Iscan", "MPI_Iexscan",
+                                                       "MPI_Ireduce_scatter", "MPI_Ireduce_scatter_block")},
+    **{name: (0, 3) for name in ("MPI_Igather", "MPI_Iscatter", "MPI_Iallgather", "MPI_Ialltoall", "MPI_Igatherv",
+                                 "MPI_Iallgatherv")},
+    **{name: (0, 4) for name in ("MPI_Iscatterv", "MPI_Ialltoallv")},
 }
 # Starting and completing requests: MPI_Start(all) start a persistent request's derivatives, the
 # waits and tests finish a request's, MPI_Request_free a persistent one's (and refuses, when the
@@ -80,7 +106,6 @@ COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Test", "MPI_Testall", "MPI_Testan
 # freed them (freed at the reverse of the call that made them instead).
 COMMUNICATORS = {"MPI_Comm_split", "MPI_Comm_dup", "MPI_Comm_create", "MPI_Comm_split_type", "MPI_Comm_free"}
 RULES = set(DIFFERENTIATED) | COMPLETIONS | COMMUNICATORS
-FLOATING_DATATYPES = {"@ompi_mpi_double", "@ompi_mpi_float"}
 RULE_PREFIX = "__adgen_mpi_"
 RECORD = 48  # the bytes of the caller's record each call's rule keeps (a match, its datatypes, a pointer to more)
 
@@ -120,14 +145,15 @@ def _datatypes(name: str, inst: Instruction) -> list[str]:
     return [arguments[k].value for k in COMMUNICATIONS.get(_bare(name), ()) if k < len(arguments)]
 
 
-def inactive(name: str, inst: Instruction) -> bool:
-    """Whether this call of MPI carries no derivatives: a query, or a communication of integers."""
+def inactive(name: str, inst: Instruction, spelled: dict[str, str]) -> bool:
+    """Whether this call of MPI carries no derivatives: a query, or a communication of integers
+    (`spelled`: `handles`, the program's predefined datatypes)."""
     name = _bare(name)
     if name in QUERIES:
         return True
     types = _datatypes(name, inst)
     return name in COMMUNICATIONS and len(types) == len(COMMUNICATIONS[name]) and \
-        all(t in INTEGER_DATATYPES for t in types)
+        all(spelled.get(t) == INTEGER for t in types)
 
 
 def predefined_handle(value: str) -> bool:
@@ -146,13 +172,14 @@ def writes_arguments_only(name: str) -> bool:
     return is_mpi(name) and _bare(name) not in COMPLETIONS
 
 
-def every_rank(name: str, inst: Instruction) -> bool:
+def every_rank(name: str, inst: Instruction, spelled: dict[str, str]) -> bool:
     """Whether each rank differentiates this call, whether or not derivatives flow through it
     here: a communication of floating data (or of a datatype only the running program knows)
     with a rule, and the completions of requests."""
     if name in COMPLETIONS or name in COMMUNICATORS:
         return True
-    return name in DIFFERENTIATED and all(t in FLOATING_DATATYPES or t.startswith("%") for t in _datatypes(name, inst))
+    return name in DIFFERENTIATED and all(spelled.get(t) == FLOATING or t.startswith("%")
+                                          for t in _datatypes(name, inst))
 
 
 def refusal(name: str) -> str | None:
@@ -160,9 +187,7 @@ def refusal(name: str) -> str | None:
     name = _bare(name)
     if name in DIFFERENTIATED:
         return (f"MPI's '{name}' of a datatype other than MPI_DOUBLE and MPI_FLOAT (or integers, which carry none): "
-                "adgen differentiates communications of those, as Open MPI's mpi.h names them, and of derived "
-                "datatypes made of them (MPI libraries whose datatypes are numbers, such as MPICH, are not "
-                "differentiated yet)")
+                "adgen differentiates communications of those and of derived datatypes made of them")
     if name in COMMUNICATIONS:
         return (f"MPI's '{name}' on data that is not integers: adgen does not differentiate this communication "
                 "(specs/mpi.md lists those it does)")

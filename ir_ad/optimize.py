@@ -262,6 +262,17 @@ def only(module, prefix: str, needed: set[str]) -> None:
             fn.linkage = llvm.Linkage.internal
 
 
+def taken_globals(module, prefix: str) -> dict[str, str]:
+    """The text of each global variable defined under a prefix, by name, each then made internal:
+    read, not kept (the first global optimization drops them)."""
+    taken = {}
+    for g in module.global_variables:
+        if g.name.startswith(prefix) and not g.is_declaration:
+            taken[g.name] = str(g)
+            g.linkage = llvm.Linkage.internal
+    return taken
+
+
 def drop_unneeded(module, roots: set[str], tm) -> None:
     """Make internal every function the `roots` (by name; and the globals the module keeps, such
     as the lowering's arrays of annotated functions) cannot reach through calls or addresses, so

@@ -6,20 +6,22 @@ random sequence of steps — local arithmetic (libm calls, products, quotients),
 blocking Send/Recv ordered by the rank's parity, with MPI_ANY_SOURCE receives, or by a vector
 datatype of every other value, freed before the reverse sweep), reductions
 (Allreduce or Reduce then Bcast, SUM, PROD, MAX or MIN, in place or not, Reduce_scatter_block,
-Scan and Exscan of each operation, Iallreduce, on a communicator MPI_Comm_split made), persistent requests started
-twice, requests completed by Waitall, Wait, Waitany or Test in a loop, and moves (Allgather, Allgatherv, Alltoall,
-Gather then Scatter) — and returns a weighted sum of the state. The objective J is the
+Scan and Exscan of each operation, Iallreduce, on a communicator MPI_Comm_split made), persistent
+requests started twice, requests completed by Waitall, Wait, Waitany or Test in a loop, and moves
+(Allgather, Allgatherv, Alltoall, Gather then Scatter); the scans, reduce-scatters and Allgatherv
+blocking or started (MPI_Iscan...) and waited for — and returns a weighted sum of the state. The objective J is the
 sum over the ranks of what each returns. A driver built with the programs checks, on every rank,
 the reverse-mode gradient against central differences of J (every rank evaluating J with one
 value of one rank moved, at steps 1e-6 and 2e-6, extrapolated, and 1e-8) and against forward mode (the tangents summed over
 the ranks).
 
-    python tests/mpi_fuzzer.py [--long N] [--seed S] [--ranks 2,3] [--batch B]
+    python tests/mpi_fuzzer.py [--long N] [--seed S] [--ranks 2,3] [--batch B] [--mpi openmpi|mpich]
 
 A program whose finite differences do not converge (the step sizes disagreeing beyond the
 tolerance, which allows for the rounding of J's last bits over the step: `sin` of a value in the
 millions oscillates within a step of 1e-6) while forward and reverse mode agree is inconclusive,
-not wrong. A failing batch is printed with its seed. Needs Open MPI's mpicc and mpirun; run from a
+not wrong. A failing batch is printed with its seed. Needs Open MPI's mpicc and mpirun (or MPICH's
+mpicc.mpich and mpirun.mpich, with --mpi mpich); run from a
 checkout whose venv has adgen (`adgen` on the PATH, or `python -m adgen.commands.cli`)."""
 
 from __future__ import annotations
@@ -33,7 +35,10 @@ import tempfile
 from pathlib import Path
 
 N = 4  # values per rank
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+# The MPI libraries, as Debian installs them side by side: each one's compiler wrapper (adgen finds
+# mpi.h through it, $MPICC) and how to run a program on its ranks.
+LIBRARIES = {"openmpi": ("mpicc", ["mpirun", "--allow-run-as-root", "--oversubscribe"]),
+             "mpich": ("mpicc.mpich", ["mpirun.mpich"])}
 
 
 def _expression(rng: random.Random, v: str, i: str) -> str:
@@ -114,6 +119,14 @@ def _halo(rng: random.Random, tag: int) -> list[str]:
     return lines
 
 
+def _started(rng: random.Random, call: str, arguments: str) -> list[str]:
+    """A collective, blocking or its nonblocking form (MPI_Iscan...) completed by a Wait."""
+    if rng.random() < 0.5:
+        return [f"{call}({arguments});"]
+    return ["{", "MPI_Request started;", f"MPI_I{call[4:].lower()}({arguments}, &started);",
+            "MPI_Wait(&started, MPI_STATUS_IGNORE);", "}"]
+
+
 def _reduction(rng: random.Random) -> list[str]:
     op = rng.choice(["MPI_SUM", "MPI_SUM", "MPI_PROD", "MPI_MAX", "MPI_MIN"])
     scale = "0.5" if op == "MPI_PROD" else "1"
@@ -135,10 +148,10 @@ def _reduction(rng: random.Random) -> list[str]:
     elif how == "reduce-scatter":  # every rank's N values a chunk: size * N reduced, N back
         lines += [f"double all[4 * {N}], s[{N}];",
                   f"for (int i = 0; i < {N} * size; i++) all[i] = r[i % {N}] * (1 + 0.1 * i);",
-                  f"MPI_Reduce_scatter_block(all, s, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD);"]
+                  *_started(rng, "MPI_Reduce_scatter_block", f"all, s, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD")]
     elif how == "scan":
         scan = rng.choice(["MPI_Scan", "MPI_Exscan"])
-        lines += [f"double s[{N}] = {{0}};", f"{scan}(r, s, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD);",
+        lines += [f"double s[{N}] = {{0}};", *_started(rng, scan, f"r, s, {N}, MPI_DOUBLE, {op}, MPI_COMM_WORLD"),
                   *(["if (rank == 0) for (int i = 0; i < 4; i++) s[i] = 0;"] if scan == "MPI_Exscan" else [])]
     else:
         root = rng.choice(["0", "size - 1"])
@@ -158,7 +171,8 @@ def _move(rng: random.Random) -> list[str]:
         lines += ["int counts[4], displs[4], at = 0;",
                   "for (int q = 0; q < size; q++) { counts[q] = 1 + q % 2; displs[q] = at + 1; at += counts[q] + 1; }",
                   "for (int i = 0; i < 32; i++) all[i] = 0;",
-                  "MPI_Allgatherv(v + 1, 1 + rank % 2, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);",
+                  *_started(rng, "MPI_Allgatherv",
+                            "v + 1, 1 + rank % 2, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD"),
                   f"for (int i = 0; i < at; i++) v[i % {N}] += 0.25 * tanh(all[i] * all[(i + 2) % at]);"]
     elif how == "alltoall":
         lines += [f"for (int i = 0; i < size; i++) {{ all[2 * i] = v[i % {N}] * (i + 1); all[2 * i + 1] = v[(i + 1) % {N}]; }}",
@@ -271,9 +285,10 @@ def adgen_command() -> list[str]:
     return [sys.executable, "-m", "adgen.commands.cli"]
 
 
-def run_batch(texts: list[str], ranks: list[int], work: Path) -> tuple[list[str], set[int]]:
+def run_batch(texts: list[str], ranks: list[int], work: Path, library: str = "openmpi") -> tuple[list[str], set[int]]:
     """Builds the programs with their driver and runs it on each rank count: what went wrong, and
     the programs whose finite differences did not converge somewhere (no reference: inconclusive)."""
+    mpicc, mpirun = LIBRARIES[library]
     names = [f"p{k}" for k in range(len(texts))]
     source = work / "programs.c"
     source.write_text("#include <math.h>\n#include <mpi.h>\n\n" + "\n".join(texts))
@@ -285,10 +300,10 @@ def run_batch(texts: list[str], ranks: list[int], work: Path) -> tuple[list[str]
         "gradients": ", ".join(f"(gradient){n}_grad" for n in names),
         "tangents": ", ".join(f"{n}_tangent" for n in names)})
     built = subprocess.run([*adgen_command(), "build", "-q", str(source), "-o", str(work / "out")], capture_output=True,
-                           text=True)
+                           text=True, env={**os.environ, "MPICC": mpicc})
     if built.returncode != 0:
         return [f"adgen build failed:\n{built.stderr}"], set()
-    linked = subprocess.run(["mpicc", "-O2", "-I", str(work / "out"), str(work / "main.c"), str(source),
+    linked = subprocess.run([mpicc, "-O2", "-I", str(work / "out"), str(work / "main.c"), str(source),
                              str(work / "out" / "programs.adgen.o"), "-lm", "-o", str(work / "prog")],
                             capture_output=True, text=True)
     if linked.returncode != 0:
@@ -296,7 +311,7 @@ def run_batch(texts: list[str], ranks: list[int], work: Path) -> tuple[list[str]
     problems, unsure = [], set()
     for p in ranks:
         try:
-            run = subprocess.run([*MPIRUN, "-np", str(p), str(work / "prog")], capture_output=True, text=True,
+            run = subprocess.run([*mpirun, "-np", str(p), str(work / "prog")], capture_output=True, text=True,
                                  timeout=300)
         except subprocess.TimeoutExpired:
             problems.append(f"{p} ranks: did not finish in 300 s (a hang)")
@@ -307,9 +322,10 @@ def run_batch(texts: list[str], ranks: list[int], work: Path) -> tuple[list[str]
     return problems, unsure
 
 
-def fuzz(programs: int, seed: int, ranks: list[int], batch: int = 20, progress=None) -> tuple[list[str], int]:
-    """Runs `programs` random programs in batches: the failures, each with its batch's source, and
-    how many programs were inconclusive."""
+def fuzz(programs: int, seed: int, ranks: list[int], batch: int = 20, progress=None, library: str = "openmpi"
+         ) -> tuple[list[str], int]:
+    """Runs `programs` random programs in batches, built and run with an MPI library of LIBRARIES:
+    the failures, each with its batch's source, and how many programs were inconclusive."""
     failures, inconclusive = [], 0
     done = 0
     with tempfile.TemporaryDirectory(prefix="adgen-mpi-fuzz-") as tmp:
@@ -319,7 +335,7 @@ def fuzz(programs: int, seed: int, ranks: list[int], batch: int = 20, progress=N
             texts = [program(rng, f"p{i}") for i in range(k)]
             work = Path(tmp) / f"batch{done}"
             work.mkdir()
-            problems, unsure = run_batch(texts, ranks, work)
+            problems, unsure = run_batch(texts, ranks, work, library)
             for problem in problems:
                 failures.append(f"seed {seed}, programs {done}..{done + k - 1}: {problem}\n" + "\n".join(texts))
             inconclusive += len(unsure)
@@ -335,10 +351,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--ranks", default="2,3", help="rank counts each batch runs on (default 2,3)")
     parser.add_argument("--batch", type=int, default=20, help="programs per build")
+    parser.add_argument("--mpi", choices=sorted(LIBRARIES), default="openmpi",
+                        help="the MPI library (default openmpi: mpicc, mpirun; mpich: mpicc.mpich, mpirun.mpich)")
     args = parser.parse_args()
     ranks = [int(r) for r in args.ranks.split(",")]
     failures, inconclusive = fuzz(args.long, args.seed, ranks, args.batch, lambda done, bad, unsure: print(
-        f"{done} programs, {bad} failing batches, {unsure} inconclusive", file=sys.stderr, flush=True))
+        f"{done} programs, {bad} failing batches, {unsure} inconclusive", file=sys.stderr, flush=True), args.mpi)
     for failure in failures:
         print(failure)
     print(f"{args.long} programs on {args.ranks} ranks: {len(failures)} failing batches, {inconclusive} inconclusive")

@@ -392,6 +392,57 @@ double icoll(double *x, int n)  /* nonblocking collectives, completed by Wait an
     return s;
 }
 
+/* @diff(iscans_grad: (dup, const) -> active; iscans_fwd: forward (dual, const) -> dual) */
+double iscans(double *x, int n)  /* the other nonblocking collectives: Iscan (SUM, PROD), Iexscan (MAX, MIN),
+                                    Ireduce_scatter_block (SUM, MAX), Ireduce_scatter (SUM, PROD), Igatherv,
+                                    Iscatterv, Iallgatherv (in place too), Ialltoallv; completed in another order */
+{
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double sc[3], pr[3], ex[3] = {0}, emn[3] = {0}, wave[3] = {sin(3 * x[0] + rank), cos(x[1] * (rank + 1)), x[2] * (2 - rank)};
+    double all[8], mx[8], rs[2], rsm[2], rv[2] = {0}, rvp[2] = {0}, in[8];
+    int counts[4], displs[4], total = 0, mine = 1 + rank % 2;
+    for (int q = 0; q < size; q++) { counts[q] = 1 + q % 2; displs[q] = total + q; total += counts[q] + 1; }
+    for (int i = 0; i < 2 * size; i++) { all[i] = x[i % n] * (i + 1); mx[i] = x[(i + rank) % n] + 0.1 * i * rank; }
+    int packed = 0;
+    for (int q = 0; q < size; q++) packed += counts[q];
+    for (int i = 0; i < packed; i++) in[i] = x[(i + 2) % n] * x[i % n] + 0.5;
+    double g[16] = {0}, ag[16] = {0}, ip[16] = {0}, src[16], sv[2] = {0}, a2a_in[16], a2a_out[16] = {0};
+    for (int i = 0; i < total; i++) src[i] = x[i % n] * (i + 1);
+    for (int i = 0; i < mine; i++) ip[displs[rank] + i] = x[i] * x[i + 3];
+    int sendc[4], sendd[4], recvc[4], recvd[4], st = 0, rt = 0;
+    for (int q = 0; q < size; q++) {
+        sendc[q] = 1 + (rank + q) % 2; sendd[q] = st; st += sendc[q];
+        recvc[q] = 1 + (q + rank) % 2; recvd[q] = rt; rt += recvc[q] + 1;
+    }
+    for (int i = 0; i < st; i++) a2a_in[i] = x[(i + rank) % n] + x[i % n] * x[i % n];
+    MPI_Request q[12];
+    MPI_Iscan(x, sc, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q[0]);
+    MPI_Iscan(x + 2, pr, 3, MPI_DOUBLE, MPI_PROD, MPI_COMM_WORLD, &q[1]);
+    MPI_Iexscan(wave, ex, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &q[2]);
+    MPI_Iexscan(x + 1, emn, 3, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD, &q[3]);
+    MPI_Ireduce_scatter_block(all, rs, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q[4]);
+    MPI_Ireduce_scatter_block(mx, rsm, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &q[5]);
+    MPI_Ireduce_scatter(in, rv, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q[6]);
+    MPI_Ireduce_scatter(in, rvp, counts, MPI_DOUBLE, MPI_PROD, MPI_COMM_WORLD, &q[7]);
+    MPI_Igatherv(x + 1, mine, MPI_DOUBLE, g, counts, displs, MPI_DOUBLE, size - 1, MPI_COMM_WORLD, &q[8]);
+    MPI_Iscatterv(src, counts, displs, MPI_DOUBLE, sv, mine, MPI_DOUBLE, 0, MPI_COMM_WORLD, &q[9]);
+    MPI_Iallgatherv(x + 2, mine, MPI_DOUBLE, ag, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD, &q[10]);
+    MPI_Ialltoallv(a2a_in, sendc, sendd, MPI_DOUBLE, a2a_out, recvc, recvd, MPI_DOUBLE, MPI_COMM_WORLD, &q[11]);
+    MPI_Waitall(6, q + 6, MPI_STATUSES_IGNORE);
+    MPI_Wait(&q[3], MPI_STATUS_IGNORE);
+    MPI_Waitall(3, q, MPI_STATUSES_IGNORE);
+    MPI_Waitall(2, q + 4, MPI_STATUSES_IGNORE);
+    MPI_Request r;
+    MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DOUBLE, ip, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    if (rank == 0) for (int i = 0; i < 3; i++) ex[i] = emn[i] = 0;
+    double s = rs[0] * rs[1] + rsm[0] * x[0] + rsm[1] * rsm[1] + rv[0] * rv[0] + rvp[0] * x[3] + sv[0] * sv[0]
+               + (mine > 1 ? sv[1] * x[0] + rv[1] * x[2] + rvp[1] : 0);
+    for (int i = 0; i < 3; i++) s += sc[i] * x[i] + pr[i] * x[i] + ex[i] * ex[i] + emn[i] * (i + 1);
+    for (int i = 0; i < 16; i++) s += g[i] * g[i] * (rank == size - 1) + ag[i] * x[i % n] + ip[i] * ip[i] + a2a_out[i] * (i + 1);
+    return s;
+}
+
 /* @diff(completions_grad: (dup, const) -> active; completions_fwd: forward (dual, const) -> dual) */
 double completions(double *x, int n)  /* Waitany, Test (in a loop), Testall, Testany, Waitsome */
 {
@@ -442,7 +493,7 @@ KERNELS_DRIVER = r"""#include <math.h>
 #include "kernels.adgen.h"
 double p2p(double *, int), halo(double *, int), reductions(double *, int), moves(double *, int), inplace(double *, int);
 double columns(double *, int), persistent(double *, int), scans(double *, int), vees(double *, int),
-       icoll(double *, int), completions(double *, int);
+       icoll(double *, int), completions(double *, int), iscans(double *, int);
 float floats(float *, int);
 enum { N = 6 };
 typedef double (*primal)(double *, int);
@@ -462,6 +513,7 @@ static void g_scans(double *x, double *d, int n, double s) { scans_grad(x, d, n,
 static void g_vees(double *x, double *d, int n, double s) { vees_grad(x, d, n, s); }
 static void g_icoll(double *x, double *d, int n, double s) { icoll_grad(x, d, n, s); }
 static void g_completions(double *x, double *d, int n, double s) { completions_grad(x, d, n, s); }
+static void g_iscans(double *x, double *d, int n, double s) { iscans_grad(x, d, n, s); }
 static double f_fwd(const char *name, double *x, double *t) {
     if (!strcmp(name, "p2p")) return p2p_fwd(x, t, N).d_ret;
     if (!strcmp(name, "halo")) return halo_fwd(x, t, N).d_ret;
@@ -473,6 +525,7 @@ static double f_fwd(const char *name, double *x, double *t) {
     if (!strcmp(name, "vees")) return vees_fwd(x, t, N).d_ret;
     if (!strcmp(name, "icoll")) return icoll_fwd(x, t, N).d_ret;
     if (!strcmp(name, "completions")) return completions_fwd(x, t, N).d_ret;
+    if (!strcmp(name, "iscans")) return iscans_fwd(x, t, N).d_ret;
     return inplace_fwd(x, t, N).d_ret;
 }
 
@@ -483,9 +536,9 @@ int main(int argc, char **argv)
     kernel ks[] = {{"p2p", p2p, g_p2p}, {"halo", halo, g_halo}, {"reductions", reductions, g_red}, {"moves", moves, g_moves}, {"inplace", inplace, g_inplace}, {"columns", columns, g_columns},
                   {"persistent", persistent, g_persistent}, {"scans", scans, g_scans},
                   {"vees", vees, g_vees}, {"icoll", icoll, g_icoll},
-                  {"completions", completions, g_completions}};
+                  {"completions", completions, g_completions}, {"iscans", iscans, g_iscans}};
     int bad = 0;
-    for (int k = 0; k < 11; k++) {
+    for (int k = 0; k < 12; k++) {
         double x[N], dx[N] = {0}, worst = 0, h = 1e-6;
         for (int i = 0; i < N; i++) x[i] = 0.3 + 0.1 * i + 0.7 * rank;
         ks[k].g(x, dx, N, 1.0);
@@ -553,10 +606,11 @@ def test_communications_against_finite_differences(kernels, ranks):
     Alltoall, MPI_IN_PLACE, MPI_FLOAT, derived datatypes (MPI_Type_vector columns, MPI_Type_contiguous),
     persistent requests (Send_init, Recv_init, Start, Startall, Request_free), Scan, Exscan,
     Reduce_scatter(_block), Gatherv, Scatterv, Allgatherv, Alltoallv, the nonblocking collectives
-    (Ibcast, Ireduce, Iallreduce, Igather, Iscatter, Iallgather, Ialltoall), Waitany, Test, Testall,
-    Testany, Waitsome: both modes, on each rank."""
+    (Ibcast, Ireduce, Iallreduce, Igather, Iscatter, Iallgather, Ialltoall, Iscan, Iexscan,
+    Ireduce_scatter(_block), Igatherv, Iscatterv, Iallgatherv, Ialltoallv), Waitany, Test, Testall, Testany,
+    Waitsome: both modes, on each rank."""
     run = _mpirun(kernels, ranks)
-    assert run.returncode == 0 and run.stdout.count(": ok") == 12 * ranks, run.stdout + run.stderr
+    assert run.returncode == 0 and run.stdout.count(": ok") == 13 * ranks, run.stdout + run.stderr
 
 
 ENZYME_MPI = r"""

@@ -28,6 +28,7 @@ from adgen.base.cxx_library import choose
 from adgen.base.toolchain import (USERS_NDEBUG, Compiler, RustCompiler, cxx_command, cxx_library_flags,
                                   zig_spelling)
 from adgen.frontend.languages import is_cxx
+from adgen.ir_ad import mpi
 
 from adgen.base.compiler_errors import Files, compiler_errors, rustc_errors
 
@@ -139,7 +140,8 @@ def lower_libc(compiler: Compiler, flags: list[str], extra: list[str], workdir: 
 def lower_mpi(compiler: Compiler, flags: list[str], extra: list[str], workdir: Path) -> bytes:
     """The derivatives of MPI's calls (ir_ad/mpi.py), compiled against the sources' own mpi.h."""
     path = workdir / "adgen-mpi.c"
-    path.write_text(render_text("mpi_rules.c.j2"))
+    path.write_text(render_text("mpi_rules.c.j2", datatypes=mpi.FLOATING_DATATYPES + mpi.INTEGER_DATATYPES,
+                                prefix=mpi.HANDLE_PREFIX))
     files = Files(SourceFile(path), own={os.path.realpath(path): "adgen's derivatives of MPI's calls"})
     return _clang(compiler, path, _for_c(flags), _for_c(extra), workdir, files)
 

@@ -256,8 +256,10 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
         linked = optimize.link(bitcode, own)
         if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
             optimize.link_into(linked, lower_libc(compiler, flags, extra, work))
-        rules = {r.lstrip("@") for name in optimize.declared(linked) & mpi.RULES for r in mpi.rule_names(name)}
-        if rules:  # the derivatives of MPI's calls, which derived code calls (those of the calls made)
+        called = optimize.declared(linked)
+        rules = {r.lstrip("@") for name in called & mpi.RULES for r in mpi.rule_names(name)}
+        if rules or called & set(mpi.COMMUNICATIONS):  # the derivatives of MPI's calls, which derived code
+            # calls (those of the calls made), and its datatypes as the IR spells them (mpi.handles)
             optimize.link_into(linked, lower_mpi(compiler, flags, extra, work))
             optimize.only(linked, mpi.RULE_PREFIX, rules)
         if tm is not None:
@@ -288,6 +290,7 @@ class Prepared:
         self.inactive = {n for i in range(len(generated)) for n in optimize.kept(linked, inactive_array(i))} | inactive
         self.by_hand = _rules_by_hand(linked, generated) | (rules or {})
         self.custom = _communications(linked) | _reverse_by_hand(linked, generated) | (custom or {})
+        self.mpi_handles = _mpi_handles(linked)
         self.threading = True  # jump threading when preparing derivative code again (see `levels`)
         self.timings: list | None = None  # (what, seconds) of `again`'s work, for -v
         self.allocators = {name.lstrip("@"): index for name, index in (allocators or {}).items()}
@@ -339,6 +342,7 @@ class Prepared:
         module = Module(text)
         module.inactive = {"@" + name for name in self.inactive}
         module.custom = self.custom
+        module.mpi_handles = self.mpi_handles
         module.allocators = self.allocators
         return module
 
@@ -421,6 +425,12 @@ def _rules_by_hand(linked, generated: list[Generated]) -> dict:
             rules["@" + name] = hand_rule("@" + name, "@" + partials_function(i) + str(k), c.active,
                                           [p.name for p in c.primal.params], f"'{c.function.name}'")
     return rules
+
+
+def _mpi_handles(linked) -> dict[str, str]:
+    """MPI's predefined datatypes as the IR spells them (mpi.handles), from the constants of the
+    rules' module, which are then made internal (the first global optimization drops them)."""
+    return mpi.handles(optimize.taken_globals(linked, mpi.HANDLE_PREFIX))
 
 
 def _communications(linked) -> dict[str, HandDerivatives]:

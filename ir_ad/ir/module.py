@@ -87,6 +87,7 @@ class Module:
         self.inactive: set[str] = set()  # functions marked @inactive, by IR name (set by the build)
         self.custom: dict = {}  # functions with derivatives written by hand in Enzyme's conventions (custom.py)
         self.allocators: dict[str, int] = {}  # functions allocating like malloc -> their size parameter's index
+        self.mpi_handles: dict[str, str] = {}  # MPI's predefined datatypes as the IR spells them (mpi.handles)
         self.checkpointed: dict = {}  # loop functions outlined for checkpointing (reverse/checkpoint/) by IR name
         text = _CONTINUED.sub(r" \1", text)  # an `invoke`'s labels, printed on a line of their own
         self.text = text

@@ -1,0 +1,101 @@
+"""MPICH (ir_ad/mpi.py's `handles`, templates/mpi_rules.c.j2, specs/mpi.md): its handles are
+numbers (`MPI_DOUBLE` is `(MPI_Datatype)0x4c00080b`), not Open MPI's addresses, so the IR says which
+communications are of integers and which of doubles only through the constants the rules' module
+makes of them; and it gives every request that completed at once the same handle, and leaves the
+status of a nonblocking receive from MPI_PROC_NULL unwritten. The kernels of test_mpi.py, built
+with `adgen build` through MPICH's wrapper and run on 2 and 3 ranks against finite differences and
+forward against reverse; a communication of integers; a refused datatype at its line; `adgen cc`
+as the wrapper's compiler (MPICH_CC); a fixed-seed fuzz run. Runs where Debian's MPICH is installed beside Open MPI (.ci/run installs libmpich-dev and
+mpich: mpicc.mpich, mpirun.mpich), and is skipped with that reason elsewhere."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from test_mpi import DRIVER, ENZYME, KERNELS, KERNELS_DRIVER, LOCAL
+
+MPICC, MPIRUN = shutil.which("mpicc.mpich"), shutil.which("mpirun.mpich")
+pytestmark = pytest.mark.skipif(not (MPICC and MPIRUN), reason="MPICH is not installed as Debian installs it beside "
+                                "Open MPI (.ci/run installs libmpich-dev and mpich; apt-get install libmpich-dev mpich)")
+
+
+@pytest.fixture
+def through_mpich(monkeypatch):
+    """adgen finds mpi.h through MPICH's wrapper ($MPICC, base/mpi_wrapper.py)."""
+    monkeypatch.setenv("MPICC", MPICC)
+
+
+def _build_and_run(adgen, tmp_path, source: str, driver: str, ranks: list[int]) -> list[str]:
+    src = tmp_path / "kernels.c"
+    src.write_text(source)
+    (tmp_path / "main.c").write_text(driver.replace('"local.adgen.h"', '"kernels.adgen.h"'))
+    assert adgen("build", "-q", src, "-o", tmp_path / "out").status == 0
+    subprocess.run([MPICC, "-O2", "-I", str(tmp_path / "out"), str(tmp_path / "main.c"), str(src),
+                    str(tmp_path / "out" / "kernels.adgen.o"), "-lm", "-o", str(tmp_path / "prog")], check=True,
+                   capture_output=True)
+    outputs = []
+    for n in ranks:
+        run = subprocess.run([MPIRUN, "-np", str(n), str(tmp_path / "prog")], capture_output=True, text=True,
+                             timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+        outputs.append(run.stdout)
+    return outputs
+
+
+def test_the_kernels_against_finite_differences(adgen, tmp_path, through_mpich):
+    """Every kernel of test_mpi.py (point to point, nonblocking, persistent, collectives and their
+    nonblocking forms, derived datatypes, split communicators), both modes, on 2 and 3 ranks."""
+    for n, out in zip([2, 3], _build_and_run(adgen, tmp_path, KERNELS, KERNELS_DRIVER, [2, 3])):
+        assert out.count(": ok") == 13 * n and "WRONG" not in out, out
+
+
+def test_communications_of_integers_carry_no_derivatives(adgen, tmp_path, through_mpich):
+    _build_and_run(adgen, tmp_path, LOCAL, DRIVER, [2])
+
+
+def test_a_datatype_the_rules_refuse_is_an_error_at_its_line(adgen, c_file, tmp_path, through_mpich):
+    src = c_file("#include <mpi.h>\n"
+                 "// @diff(dot_grad: (dup, dup, const) -> active)\n"
+                 "double dot(const double *x, const double *y, int n)\n{\n"
+                 "    double local = 0, global = 0;\n"
+                 "    for (int i = 0; i < n; i++) local += x[i] * y[i];\n"
+                 "    MPI_Allreduce(&local, &global, sizeof local, MPI_BYTE, MPI_SUM, MPI_COMM_WORLD);\n"
+                 "    return global;\n}\n", "dot.c")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1 and "Traceback" not in result.err
+    assert f"{src}:7:5: error: cannot differentiate MPI's 'MPI_Allreduce' of a datatype other than MPI_DOUBLE and " \
+           "MPI_FLOAT" in result.err, result.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_adgen_cc_as_the_wrappers_compiler(tmp_path):
+    """Code written for Enzyme, built with `MPICH_CC="adgen cc" mpicc.mpich`."""
+    src = tmp_path / "enzyme.c"
+    src.write_text(ENZYME)
+    env = {**os.environ, "MPICH_CC": f"{sys.executable} -m adgen.commands.cli cc"}
+    built = subprocess.run([MPICC, "-O2", str(src), "-o", str(tmp_path / "prog")], capture_output=True, text=True,
+                           env=env, cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    run = subprocess.run([MPIRUN, "-np", "2", str(tmp_path / "prog")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.count(": ok") == 2, run.stdout + run.stderr
+
+
+def test_quick_fuzz_run_with_mpich():
+    """tests/mpi_fuzzer.py at a fixed seed, built and run with MPICH."""
+    import mpi_fuzzer
+
+    failures, inconclusive = mpi_fuzzer.fuzz(programs=20, seed=20261201, ranks=[2, 3], batch=20, library="mpich")
+    assert failures == [], failures[0][:4000]
+    assert inconclusive <= 2
+
+
+def test_the_library_is_mpich():
+    """(These tests would pass with Open MPI too: the wrapper must be MPICH's.)"""
+    shown = subprocess.run([MPICC, "-show"], capture_output=True, text=True)
+    assert shown.returncode == 0 and "mpich" in shown.stdout, shown.stdout
+    assert os.path.realpath(MPICC) != os.path.realpath(shutil.which("mpicc") or "")
