@@ -313,7 +313,12 @@ BROKEN_PIPE = 128 + 13
 
 
 def command() -> None:
-    """The `adgen` program: `main`, then an exit that skips tearing down the interpreter's
+    """The `adgen` program (`program`)."""
+    program(main)
+
+
+def program(main) -> None:
+    """A program of adgen's: `main`, then an exit that skips tearing down the interpreter's
     objects (the modules' IR and LLVM's: 40 ms of every build), as mypy's command does. Streams
     are flushed; files and temporary folders are closed by then. SIGTERM stops it as Ctrl-C
     does, its compilers with it (stopping.py)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from adgen.base.cxx_names import cxx_library_header, cxx_library_io, cxx_library_objects
 from adgen.ir_ad.ir.builder import Builder, V
-from adgen.ir_ad.ir import I64, Instruction, Module, Operand, Type
+from adgen.ir_ad.ir import I64, Instruction, Module, Operand, Type, rust_path
 from adgen.ir_ad.ir.unwinding import CATCHES
 from adgen.ir_ad import mpi
 from adgen.ir_ad.rules import rule_for
@@ -273,7 +273,9 @@ def no_derivative(inst: Instruction) -> str:
     construct = _openmp_construct(name)
     if construct is not None:
         return f"{construct}: OpenMP's '{name}' is not differentiated yet (specs/openmp.md)"
-    return mpi.refusal(name) or f"a call to '{name}', which is not defined in the sources and has no derivative rule"
+    path = rust_path(name)  # (a Rust symbol: its path, `alloc::fmt::format::format_inner`)
+    shown = "::".join(path) if path else name
+    return mpi.refusal(name) or f"a call to '{shown}', which is not defined in the sources and has no derivative rule"
 
 
 # What OpenMP's runtime calls adgen cannot differentiate are made of, by prefix, for errors.

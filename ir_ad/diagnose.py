@@ -80,9 +80,13 @@ def at_instruction(module: Module, function: str, inst: Instruction | None, mess
 
 def in_library(path: str) -> bool:
     """Whether a file is a library's the user did not write: the system's headers, the C and C++
-    libraries zig ships, Rust's standard library."""
+    libraries zig ships, Rust's standard library (remapped to /rustc/, or where a toolchain keeps
+    its sources: Debian's /usr/src/rustc-VERSION/, rustup's rust-src)."""
     path = os.path.abspath(path) if not path.startswith("/rustc/") else path
-    return path.startswith(_library_roots())
+    return path.startswith(_library_roots()) or any(f"/library/{c}/src/" in path for c in _RUST_LIBRARY)
+
+
+_RUST_LIBRARY = ("core", "alloc", "std", "proc_macro")
 
 
 @cache

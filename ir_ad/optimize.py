@@ -107,6 +107,17 @@ def declared(module) -> set[str]:
     return {fn.name for fn in module.functions if fn.is_declaration}
 
 
+def text_of_bitcode(code: bytes) -> str:
+    """A module's text from its bitcode."""
+    _init()
+    return str(llvm.parse_bitcode(code, _context()))
+
+
+def bitcode_of(text: str) -> bytes:
+    """A module's bitcode from its text."""
+    return parse(text).as_bitcode()
+
+
 def link_into(module, code: bytes) -> None:
     module.link_in(llvm.parse_bitcode(code, _context()))
 

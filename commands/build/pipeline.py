@@ -48,13 +48,14 @@ from adgen.ir_ad.rules import hand_rule, written_by_hand
 
 def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
           compiler: Compiler, stages: Stages, target: str | None = None, march: str | None = None,
-          emit_llvm: bool = False, jobs: int | None = None, depfile: Path | None = None
+          emit_llvm: bool = False, jobs: int | None = None, depfile: Path | None = None, crate=None
           ) -> tuple[list[tuple[list[Path], list[str]]], list[Generated], str]:
     """`read_flags` are what libclang reads the sources with; `flags` (-I, -D) and `extra` (after
     --) what clang lowers them with; `jobs`, how many clang processes may optimize and compile
     derivative code at once (optimize.compile_object; default: one per core this process may
     run on); `depfile`, where to write a Makefile rule of the objects' dependencies (with the
-    other outputs, all or none). Returns what was written (paths and derived functions per
+    other outputs, all or none); `crate`, a cargo package's lowering of all the sources at once
+    (crate.py: its library compiled by cargo) instead of each source's own. Returns what was written (paths and derived functions per
     source), the frontend's results, and the cache plans of the reverse-mode derivatives as
     text (`--explain`)."""
     generated = generate(sources, out_dir, read_flags + extra, stages)
@@ -65,7 +66,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     if march:
         target_flags.append(f"-march={march}")
     with tempfile.TemporaryDirectory(prefix="adgen-") as tmp:
-        linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages, tm)
+        linked = lower(sources, generated, compiler, flags + target_flags, extra, Path(tmp), stages, tm, crate)
     primals = [_primals(linked, i, g) for i, g in enumerate(generated)]
     # OpenMP's parallel regions: serialized for the analyses, forked again by the derivatives (specs/openmp.md)
     linked = optimize.without_unwinding(linked, sources, shared_variables=True)  # C++: no exceptions, no aliases
@@ -234,20 +235,24 @@ def _levels(prepared: "Prepared", entries: list[tuple[Signature, dict[str, str]]
 
 
 def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, flags: list[str], extra: list[str],
-          work: Path, stages: Stages, tm=None):
-    """Each source (through its lowering wrapper) and stub file lowered and linked into one
-    module, with adgen's C definitions of the library functions they call; given LLVM's target
-    machine `tm`, the functions that neither the derived functions nor the sources' arrays of
-    kept functions reach made internal, for the optimizer to drop."""
+          work: Path, stages: Stages, tm=None, crate=None):
+    """Each source (through its lowering wrapper; or, given a cargo package's `crate`, all at
+    once) and stub file lowered and linked into one module, with adgen's C definitions of the
+    library functions they call; given LLVM's target machine `tm`, the functions that neither the
+    derived functions nor the sources' arrays of kept functions reach made internal, for the
+    optimizer to drop."""
     with stages.stage("lower", plural(len(sources), "source")), \
             ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as compilers:  # each compile a process of its own
-        lowered = [compilers.submit(_lower_source, compiler, src, g, i, flags, extra, work, generated)
-                   for i, (src, g) in enumerate(zip(sources, generated))]
+        if crate is not None:
+            lowered = [compilers.submit(crate, sources, generated, work)]
+        else:
+            lowered = [compilers.submit(_lower_source, compiler, src, g, i, flags, extra, work, generated)
+                       for i, (src, g) in enumerate(zip(sources, generated))]
         stubs = [compilers.submit(lower_stubs, compiler, g, i, flags, extra, work) for i, g in enumerate(generated)]
         bitcode, problems = [], Collector()
         for done in lowered:
             try:
-                bitcode.append(done.result())
+                bitcode += done.result() if crate is not None else [done.result()]
             except AdgenError as exc:  # every source's errors, reported together
                 problems.diagnostics += exc.diagnostics
         problems.raise_if_any()

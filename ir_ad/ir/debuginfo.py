@@ -5,6 +5,7 @@ queries."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -84,3 +85,19 @@ def variables(metadata: dict[str, str], function_text: str) -> dict[str, str]:
         if name:
             found.setdefault(value, name.group(1))
     return found
+
+
+_SUBPROGRAM = re.compile(r'^distinct !DISubprogram\(name: "([^"]*)", linkageName: "([^"]*)".*?\bline: (\d+)')
+
+
+def defined_at(metadata: dict[str, str]) -> dict[tuple[str, str, int], str]:
+    """(source name, file, line) -> linkage name of each function the debug information describes
+    with both (rustc's: the line of its name), for finding a source's function in bitcode without
+    a keep array."""
+    out = {}
+    for node, text in metadata.items():
+        m = _SUBPROGRAM.match(text)
+        file = _file_of(metadata, node) if m else None
+        if m and file:
+            out[(m.group(1), os.path.realpath(file), int(m.group(3)))] = m.group(2)
+    return out

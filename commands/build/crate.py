@@ -1,0 +1,201 @@
+"""A cargo package differentiated as cargo builds it (`cargo adgen build`, specs/annotations.md,
+"Rust crates"): its annotated functions in any module of its library, lowered from cargo's own
+compile of the library to bitcode rather than one file at a time.
+
+- `packages` asks `cargo metadata` for the workspace's packages that have a library, and
+  `annotated` lists the library's files that hold annotations (either spelling).
+- `CrateLowering` writes the wrappers (`<file>.adgen.rs`, which the library includes), then
+  compiles the library (`cargo rustc --lib`, in a target folder of its own under the output
+  folder, so the user's builds are left alone) and its dependencies to bitcode too, with every
+  function kept (`-C link-dead-code`), line tables, the library's panics aborting and LLVM's
+  passes left to adgen, as a single file's lowering is (lower.py): what the annotated functions
+  call in the crate's other modules and in the crates it depends on is differentiated too. It then finds each annotated function in the bitcode by
+  its debug information (the file and line of its name), so no source is copied or changed, and
+  gives the pipeline the bitcode and, per source, the array of its functions that a single
+  file's lowering appends (keep_array).
+- `archive` puts the objects into one static library, `lib<crate>_adgen.a`, which the package's
+  build script links (`cargo:rustc-link-lib=static=<crate>_adgen`): a library crate bundles it,
+  so the crates that depend on it link it too."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from adgen.base.diagnostics import AdgenError, error
+from adgen.base.toolchain import RustCompiler, zig
+from adgen.commands.build.lower import keep_array, primal_functions
+from adgen.commands.outputs import write_all
+from adgen.frontend.comments import find_rust_comments
+from adgen.frontend.generate import Generated
+from adgen.ir_ad import optimize
+from adgen.ir_ad.ir import Module
+from adgen.ir_ad.ir.debuginfo import defined_at
+
+OUTPUT = Path("target") / "adgen"  # under the package's folder: what `cargo adgen build` writes
+_ANNOTATION = re.compile(r"@diff\s*\(|@inactive\b|@derivative\s*\(|#\s*\[\s*adgen\s*::")
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    crate: str  # the library's crate name (`-` as `_`)
+    manifest: Path
+    library: Path  # the library's root file (src/lib.rs)
+    edition: str
+
+    @property
+    def folder(self) -> Path:
+        return self.manifest.parent
+
+    @property
+    def out_dir(self) -> Path:
+        return self.folder / OUTPUT
+
+    @property
+    def archive_name(self) -> str:
+        return f"lib{self.crate}_adgen.a"
+
+
+def cargo_command() -> list[str]:
+    """The cargo that runs us (`CARGO`, which cargo sets for its subcommands), else the PATH's."""
+    return shlex.split(os.environ.get("CARGO") or "cargo")
+
+
+def packages(manifest: Path | None, wanted: list[str]) -> list[Package]:
+    """The workspace's packages with a library (those named in `wanted`, if any)."""
+    command = [*cargo_command(), "metadata", "--format-version", "1", "--no-deps"]
+    if manifest is not None:
+        command += ["--manifest-path", str(manifest)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AdgenError(error(f"cargo metadata failed: {done.stderr.strip() or done.stdout.strip()}"))
+    found = []
+    for p in json.loads(done.stdout)["packages"]:
+        library = next((t for t in p["targets"] if {"lib", "rlib"} & set(t["kind"])), None)
+        if library is not None and (not wanted or p["name"] in wanted):
+            found.append(Package(p["name"], library["name"].replace("-", "_"), Path(p["manifest_path"]),
+                                 Path(library["src_path"]), library.get("edition") or p.get("edition") or "2015"))
+    missing = set(wanted) - {p.name for p in found}
+    if missing:
+        raise AdgenError(error(f"no package with a library named {', '.join(sorted(missing))} in the workspace"))
+    return found
+
+
+def annotated(package: Package) -> list[Path]:
+    """The library's Rust files under its root's folder that hold annotations, in path order
+    (files outside it, and build scripts, are not the library's modules)."""
+    root = package.library.parent
+    out = []
+    for path in sorted(root.rglob("*.rs")):
+        if path.name == "build.rs" and path.parent == package.folder:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if _ANNOTATION.search(text) and any(_ANNOTATION.search(c.body(text)) for c in find_rust_comments(text)):
+            out.append(path)
+    stems = {}
+    for path in out:
+        if path.stem in stems:  # (each source's outputs are named by its stem)
+            raise AdgenError(error(f"{path}: a second annotated file named '{path.name}' (the first: "
+                                   f"{stems[path.stem]}); adgen names each file's outputs by its stem: rename one"))
+        stems[path.stem] = path
+    return out
+
+
+@dataclass
+class CrateLowering:
+    """The library's bitcode from cargo, and each source's kept functions (see the module)."""
+
+    package: Package
+    rustc: RustCompiler
+    release: bool
+    cargo_args: tuple[str, ...] = ()
+
+    def __call__(self, sources: list[Path], generated: list[Generated], work: Path) -> list[bytes]:
+        # The wrappers first: the library includes them, and cargo compiles it now. (They follow
+        # from the annotations alone; a file the same already is left as it is, for cargo.)
+        wrappers = {p: text for g in generated for p, text in g.files.items() if p.suffix == ".rs"}
+        write_all({p: text for p, text in wrappers.items()
+                   if not p.exists() or p.read_text(encoding="utf-8", errors="replace") != text})
+        bitcode, dependencies = self._compile()
+        linkage = _linkage_names(bitcode)
+        arrays = []
+        problems = []
+        for i, (src, g) in enumerate(zip(sources, generated)):
+            names = []
+            for f in primal_functions(g):
+                where = (os.path.realpath(src), f.span.source.line_col(f.span.offset)[0])
+                name = linkage.get((f.name, *where))
+                if name is None:
+                    problems.append(error(f"'{f.name}' is not in cargo's compile of the library (a generic function, "
+                                          "or one in a module the library does not declare)", span=f.span))
+                names.append(name)
+            arrays.append(_keep_module(keep_array(i), names))
+        if problems:
+            raise AdgenError(problems)
+        return [bitcode, *dependencies, *arrays]
+
+    def _compile(self) -> tuple[bytes, list[bytes]]:
+        """The library's bitcode, and its dependencies' (each crate's newest in the target folder:
+        cargo compiles again only what changed), proc-macro crates and build scripts aside."""
+        target = self.package.out_dir / "cargo"
+        command = [*cargo_command(), "rustc", "--lib", "--manifest-path", str(self.package.manifest),
+                   "--target-dir", str(target), *(["--release"] if self.release else []), *self.cargo_args, "--",
+                   "-C", "panic=abort", "-C", "opt-level=2", "-C", "no-prepopulate-passes", "--cap-lints=allow",
+                   *self.rustc.flags]
+        done = subprocess.run(command, capture_output=True, text=True, env=self._environment(), cwd=self.package.folder)
+        if done.returncode != 0:
+            raise AdgenError(error(f"cargo could not compile {self.package.name}'s library:\n{done.stderr.strip()}"))
+        deps = target / ("release" if self.release else "debug") / "deps"
+        newest: dict[str, Path] = {}
+        for path in sorted(deps.glob("*.bc"), key=lambda p: p.stat().st_mtime):
+            newest[path.stem.rpartition("-")[0]] = path
+        macros = {p.stem.rpartition("-")[0].removeprefix("lib") for p in deps.glob("lib*.so")}
+        if self.package.crate not in newest:
+            raise AdgenError(error(f"cargo compiled {self.package.name}'s library but left no bitcode in {deps}"))
+        return newest[self.package.crate].read_bytes(), [
+            p.read_bytes() for name, p in newest.items() if name != self.package.crate and name not in macros]
+
+    def _environment(self) -> dict[str, str]:
+        """Every crate compiled to bitcode too, with every function kept, line tables, one unit; the
+        user's RUSTFLAGS kept (the rustc adgen uses, as cargo's)."""
+        ours = ["--emit=llvm-bc,link", "-C", "codegen-units=1", "-C", "link-dead-code", "-C", "debuginfo=1"]
+        env = {**os.environ, "RUSTC": shlex.join(self.rustc.command)}
+        if env.get("CARGO_ENCODED_RUSTFLAGS"):
+            env["CARGO_ENCODED_RUSTFLAGS"] += "\x1f" + "\x1f".join(ours)
+        else:
+            env["RUSTFLAGS"] = " ".join([*shlex.split(env.get("RUSTFLAGS", "")), *ours])
+        return env
+
+
+def _linkage_names(bitcode: bytes) -> dict[tuple[str, str, int], str]:
+    """(name, file, line) -> linkage name of each function the bitcode defines with debug info."""
+    return defined_at(Module(optimize.text_of_bitcode(bitcode)).metadata)
+
+
+def _keep_module(array: str, names: list[str]) -> bytes:
+    """A module of one array of the named functions' addresses (kept alive, findable in order)."""
+    quoted = [f'@"{n}"' for n in names]
+    lines = [f"{array} = constant [{len(names)} x ptr] [{', '.join(f'ptr {q}' for q in quoted)}]"]
+    lines += [f"declare void {q}()" for q in dict.fromkeys(quoted)]
+    return optimize.bitcode_of("\n".join(lines).replace(f"{array} =", f"@{array} =") + "\n")
+
+
+def archive(objects: dict[Path, bytes], work: Path) -> bytes:
+    """A static library of the objects (`ar`'s format with the symbol index linkers ask for),
+    by the bundled toolchain's archiver."""
+    folder = work / "archive"
+    folder.mkdir()
+    for path, code in objects.items():
+        (folder / path.name).write_bytes(code)
+    library = folder / "library.a"
+    done = subprocess.run([*zig(), "ar", "rcs", str(library), *(str(folder / p.name) for p in objects)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AdgenError(error(f"the archiver failed: {done.stderr.strip()}"))
+    return library.read_bytes()

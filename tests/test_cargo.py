@@ -1,0 +1,227 @@
+"""`cargo adgen build` (commands/cargo.py, commands/build/crate.py, specs/annotations.md "Rust
+crates"): a cargo workspace of three crates — a library whose annotated functions live in
+several of its modules (a file module, an inline module, both spellings of the annotation) and
+call a private function of another module and a function of a path dependency, a binary using
+it — gets its derivatives, and then `cargo test` and `cargo run` work as usual, checked against
+central differences; with each toolchain installed (Debian's rustc and cargo 1.63, rustup's
+stable). What cargo's compile of the library cannot give is a located error. Skipped, saying
+why, where there is no cargo (.ci/run installs Debian's)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _toolchains() -> list[tuple[str, str]]:
+    """(folder, version) of each folder on the PATH holding both rustc and cargo, one per version."""
+    found = {}
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        rustc, cargo = Path(folder) / "rustc", Path(folder) / "cargo"
+        if folder and rustc.is_file() and cargo.is_file() and os.access(cargo, os.X_OK):
+            done = subprocess.run([str(rustc), "--version"], capture_output=True, text=True)
+            version = re.match(r"rustc (\d+\.\d+)", done.stdout)
+            if version:
+                found.setdefault(version[1], folder)
+    return [(folder, version) for version, folder in sorted(found.items())]
+
+
+TOOLCHAINS = _toolchains()
+CRATE = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "--rust-crate-dir"], capture_output=True,
+                       text=True).stdout.strip()  # (adgen's crate of attributes, a path dependency)
+
+UTIL = """\
+/// Not inline, not generic: its code is in util's own bitcode.
+pub fn scale(x: f64) -> f64 {
+    0.5 * x.exp() + x * x
+}
+"""
+
+LIB = """\
+pub mod model;
+pub mod shapes;
+
+#[cfg(test)]
+mod tests {
+    fn close(a: f64, b: f64) -> bool { (a - b).abs() <= 1e-6 * (1.0 + b.abs()) }
+
+    #[test]
+    fn gradients_against_finite_differences() {
+        let x = [0.3, 1.2, -0.7, 0.4];
+        let mut d = [0.0; 4];
+        let value = crate::shapes::inner::energy_grad(&x, &mut d, 1.0);
+        assert!(close(value, crate::shapes::inner::energy(&x)));
+        for i in 0..4 {
+            let (mut up, mut down) = (x, x);
+            up[i] += 1e-6;
+            down[i] -= 1e-6;
+            let fd = (crate::shapes::inner::energy(&up) - crate::shapes::inner::energy(&down)) / 2e-6;
+            assert!(close(d[i], fd), "d[{}] = {} against {}", i, d[i], fd);
+        }
+        let p = crate::model::Params { a: 1.5, b: -0.25 };
+        let mut dp = crate::model::Params { a: 0.0, b: 0.0 };
+        crate::model::misfit_grad(&p, &mut dp, &x, 1.0);
+        let h = 1e-6;
+        let fd_a = (crate::model::misfit(&crate::model::Params { a: p.a + h, b: p.b }, &x)
+            - crate::model::misfit(&crate::model::Params { a: p.a - h, b: p.b }, &x)) / (2.0 * h);
+        assert!(close(dp.a, fd_a), "{} against {}", dp.a, fd_a);
+        let along = crate::model::misfit_dir(&p, &crate::model::Params { a: 0.0, b: 1.0 }, &x);
+        let fd_b = (crate::model::misfit(&crate::model::Params { a: p.a, b: p.b + h }, &x)
+            - crate::model::misfit(&crate::model::Params { a: p.a, b: p.b - h }, &x)) / (2.0 * h);
+        assert!(close(along, fd_b) && close(dp.b, fd_b), "{} {} against {}", along, dp.b, fd_b);
+    }
+}
+"""
+
+SHAPES = """\
+pub mod inner {
+    // @diff(energy_grad: (dup) -> active)
+    pub fn energy(x: &[f64]) -> f64 {
+        let mut s = 0.0;
+        for i in 0..x.len() {
+            s += super::weight(x[i]) * x[i];
+        }
+        s
+    }
+
+    include!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/adgen/shapes.adgen.rs"));
+}
+
+fn weight(x: f64) -> f64 {
+    x.sin() + util::scale(x)
+}
+"""
+
+MODEL = """\
+#[repr(C)]
+pub struct Params {
+    pub a: f64,
+    pub b: f64,
+}
+
+#[adgen::diff(misfit_grad: (dup, const) -> active)]
+#[adgen::diff(misfit_dir: forward (dual, const) -> dualonly)]
+pub fn misfit(p: &Params, t: &[f64]) -> f64 {
+    t.iter().map(|t| { let r = p.a * (p.b * t).exp() - 1.0; r * r }).sum()
+}
+
+include!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/adgen/model.adgen.rs"));
+"""
+
+BUILD = """\
+fn main() {
+    println!("cargo:rustc-link-search=native={}/target/adgen", env!("CARGO_MANIFEST_DIR"));
+    println!("cargo:rustc-link-lib=static=geo_adgen");
+}
+"""
+
+MAIN = """\
+use geo::shapes::inner::{energy, energy_grad};
+
+fn main() {
+    let x = [0.9, -0.2, 0.5];
+    let mut d = [0.0; 3];
+    energy_grad(&x, &mut d, 1.0);
+    let mut worst: f64 = 0.0;
+    for i in 0..3 {
+        let (mut up, mut down) = (x, x);
+        up[i] += 1e-6;
+        down[i] -= 1e-6;
+        worst = worst.max((d[i] - (energy(&up) - energy(&down)) / 2e-6).abs());
+    }
+    println!("{}", if worst < 1e-6 { "ok" } else { "WRONG" });
+}
+"""
+
+
+def _workspace(root: Path) -> Path:
+    files = {
+        "Cargo.toml": '[workspace]\nmembers = ["util", "geo", "app"]\n',
+        "util/Cargo.toml": '[package]\nname = "util"\nversion = "0.1.0"\nedition = "2021"\n',
+        "util/src/lib.rs": UTIL,
+        "geo/Cargo.toml": ('[package]\nname = "geo"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n'
+                           f'util = {{ path = "../util" }}\nadgen = {{ path = "{CRATE}" }}\n'),
+        "geo/build.rs": BUILD,
+        "geo/src/lib.rs": LIB,
+        "geo/src/shapes.rs": SHAPES,
+        "geo/src/model.rs": MODEL,
+        "app/Cargo.toml": ('[package]\nname = "app"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n'
+                           'geo = { path = "../geo" }\n'),
+        "app/src/main.rs": MAIN,
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def _cargo(folder: str, *args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    """cargo of a toolchain's folder (its rustc first on the PATH, adgen's programs after it)."""
+    env = {**os.environ, "PATH": os.pathsep.join([folder, str(Path(sys.executable).parent), os.environ["PATH"]]),
+           "RUSTC": str(Path(folder) / "rustc"), "CARGO_TERM_COLOR": "never"}
+    env.pop("ADGEN_RUSTC", None)
+    done = subprocess.run([str(Path(folder) / "cargo"), *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=600)
+    if check:
+        assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+needs_cargo = pytest.mark.skipif(not TOOLCHAINS, reason="no cargo with its rustc on the PATH (.ci/run installs "
+                                 "Debian's rustc and cargo)")
+
+
+@needs_cargo
+@pytest.mark.parametrize("folder, version", TOOLCHAINS, ids=[f"rust-{v}" for _, v in TOOLCHAINS])
+def test_a_workspace_gets_its_gradients_then_cargo_test_and_run_work(tmp_path, folder, version):
+    root = _workspace(tmp_path)
+    built = _cargo(folder, "adgen", "build", cwd=root)
+    assert "geo: wrote" in built.stderr and "energy_grad" in built.stderr and "misfit_grad" in built.stderr
+    out = root / "geo" / "target" / "adgen"
+    assert {p.name for p in out.iterdir()} >= {"libgeo_adgen.a", "shapes.adgen.rs", "model.adgen.rs"}
+    tested = _cargo(folder, "test", "-q", "-p", "geo", cwd=root)
+    assert "1 passed" in tested.stdout, tested.stdout
+    ran = _cargo(folder, "run", "-q", "-p", "app", cwd=root)
+    assert ran.stdout.strip() == "ok", ran.stdout + ran.stderr
+    again = _cargo(folder, "adgen", "build", "-p", "geo", "--release", cwd=root)  # (only geo; release profile)
+    assert "geo: wrote" in again.stderr
+
+
+@needs_cargo
+def test_a_function_cargo_does_not_compile_is_an_error_at_its_line(tmp_path):
+    folder = TOOLCHAINS[0][0]
+    root = _workspace(tmp_path)
+    (root / "geo" / "src" / "stray.rs").write_text("// @diff(f_grad: (dup) -> active)\npub fn f(x: &[f64]) -> f64 "
+                                                   "{ x[0] * x[0] }\n")  # (no `mod stray;`: not the library's)
+    done = _cargo(folder, "adgen", "build", cwd=root, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert re.search(r"stray\.rs:2:8: error: 'f' is not in cargo's compile of the library", done.stderr), done.stderr
+
+
+@needs_cargo
+def test_a_call_into_code_without_bitcode_is_an_error_at_its_line(tmp_path):
+    """std's code is not bitcode: a call adgen cannot follow is located in the user's file."""
+    folder = TOOLCHAINS[0][0]
+    root = _workspace(tmp_path)
+    shapes = (root / "geo" / "src" / "shapes.rs")
+    shapes.write_text(shapes.read_text().replace("x.sin() + util::scale(x)",
+                                                 "x.sin() + format!(\"{}\", x).len() as f64 * x"))
+    done = _cargo(folder, "adgen", "build", cwd=root, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert re.search(r"shapes\.rs:\d+:\d+: error: cannot differentiate", done.stderr), done.stderr
+
+
+def test_cargo_adgen_help_says_what_to_add():
+    done = subprocess.run([sys.executable, "-m", "adgen.commands.cargo", "build", "--help"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0
+    assert "cargo:rustc-link-lib=static=<crate>_adgen" in done.stdout and "include!(" in done.stdout
+    assert shutil.which("cargo-adgen", path=str(Path(sys.executable).parent)), "pip installs cargo-adgen"
