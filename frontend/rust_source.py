@@ -17,7 +17,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 
 from adgen.frontend.annotations import Annotation, Entry, Word, following
-from adgen.frontend.comments import closing
+from adgen.frontend.comments import closing, find_rust_comments
 from adgen.frontend.ctype import CType
 from adgen.base.diagnostics import Collector, SourceFile, Span, error, note
 from adgen.frontend.languages import is_rust
@@ -65,6 +65,7 @@ class RFunction:
     params: tuple[RParam, ...]
     returns: RType | None
     span: Span
+    owner: str = ""  # a method's: the type of its `impl` (its wrappers are methods of it too)
 
 
 @dataclass
@@ -227,10 +228,10 @@ class _Types:
             self.problems.add(error(f"'{name_tok.value}' has a where clause: adgen differentiates functions of "
                                     "concrete types", self.span(where, at)))
         params: list[RParam] = []
+        owner = ""
         for p in declared:
             if p.data == "self_param":
-                self.problems.add(error(f"'{name_tok.value}' is a method (it takes self): put the computation in a "
-                                        "function taking its data as parameters", self.span(p, at)))
+                owner = self.receiver(name_tok.value, p, at, start, params)
                 continue
             pname = next(k for k in p.children if isinstance(k, Token) and k.type in ("NAME", "UNDERSCORE")).value
             if pname == "_":
@@ -247,8 +248,29 @@ class _Types:
         c_returns = self.c_return(returns)
         if len(self.problems.diagnostics) > before:
             return None
-        rf = RFunction(name_tok.value, tuple(params), returns, name_span)
-        return Prototype(name_tok.value, tuple(c_params), c_returns, False, start, name_span), rf
+        rf = RFunction(name_tok.value, tuple(params), returns, name_span, owner)
+        return Prototype(name_tok.value, tuple(c_params), c_returns, False, start, name_span,
+                         scope=(owner,) if owner else ()), rf
+
+    def receiver(self, name: str, p: Tree, at: int, start: int, params: list[RParam]) -> str:
+        """A method's `&self` or `&mut self`: a parameter `self`, a reference to the type of its
+        `impl` (a #[repr(C)] struct of the file, as any reference's), and that type's name; else
+        an error, and ""."""
+        kids = [k for k in p.children if isinstance(k, Token)]
+        span = self.span(p, at)
+        owner = impl_owner(self.source.text, start)
+        if not any(k.type == "AMP" for k in kids) or any(k.type == "COLON" for k in kids):
+            self.problems.add(error(f"'{name}' takes self by value: adgen differentiates methods taking &self or "
+                                    "&mut self", span))
+            return ""
+        if not owner:
+            self.problems.add(error(f"'{name}' takes self outside an impl block adgen can read", span))
+            return ""
+        mutable = any(k.type == "MUT" for k in kids)
+        text = f"&{'mut ' if mutable else ''}{owner}"
+        params.append(RParam("self", RType("reference", text, span, mutable=mutable,
+                                           elem=RType("named", owner, span, name=owner)), span))
+        return owner
 
     # ------------------------------------------------------------------ the C view
     def c_params(self, p: RParam) -> list[tuple[str, CType]]:
@@ -383,3 +405,30 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
 
 
 __all__ = ["read_rust_unit", "rust_entry", "RustUnit", "RFunction", "RParam", "RType", "is_rust", "SCALARS"]
+
+
+_IMPL = re.compile(r"(?:^|[;{}])\s*(?:(?:pub(?:\([^)]*\))?|unsafe|default)\s+)*impl\b\s*(?:<(?:[^<>]|<[^<>]*>)*>)?\s*"
+                   r"(?:(?:[\w:]+(?:<(?:[^<>]|<[^<>]*>)*>)?)\s+for\s+)?&?\s*(?:[\w]+::)*(\w+)\s*"
+                   r"(?:<(?:[^<>]|<[^<>]*>)*>)?\s*(?:where\b[^{]*)?$")
+
+
+def impl_owner(text: str, at: int) -> str:
+    """The type whose `impl` block (inherent, or of a trait) holds the item at `at` directly, or
+    "": the innermost block open there, its header read with comments and literals blanked."""
+    plain = list(text[:at])
+    for c in find_rust_comments(text[:at]):
+        if not c.attribute:
+            plain[c.start:c.end] = " " * (c.end - c.start)
+    plain = re.sub(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])\'', lambda m: " " * len(m.group()), "".join(plain))
+    opened: list[int] = []
+    for i, ch in enumerate(plain):
+        if ch == "{":
+            opened.append(i)
+        elif ch == "}" and opened:
+            opened.pop()
+    if not opened:
+        return ""
+    brace = opened[-1]
+    header_start = max(plain.rfind(";", 0, brace), plain.rfind("}", 0, brace), plain.rfind("{", 0, brace))
+    m = _IMPL.search(plain[max(header_start, 0):brace].rstrip() if header_start >= 0 else plain[:brace].rstrip())
+    return m.group(1) if m else ""

@@ -57,6 +57,7 @@ class Wrapper:
     fields: tuple[tuple[str, str], ...]  # (name, Rust type) of the C result, in order
     returns: str | None  # the wrapper's Rust result type; None for ()
     unsafe: bool  # it takes raw pointers, which it cannot check: an `unsafe fn`
+    owner: str = ""  # a method's wrappers are methods of its type too (in an `impl` of their own)
 
 
 def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> str:
@@ -95,7 +96,7 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
         if slice_:
             next(acts)  # the length's, always const
         params.append(RustParam(rp.name, t.text))
-        ffi.append(FfiArg(rp.name, _ffi_type(t), _how(t), rp.name))
+        ffi.append(FfiArg("self_" if rp.name == "self" else rp.name, _ffi_type(t), _how(t), rp.name))
         if act in _SEPARATE or act in _INTERLEAVED:
             lanes = [f"{d.prefix}{rp.name}"] if act in _INTERLEAVED or n == 1 else \
                 [f"{d.prefix}{rp.name}_{k}" for k in range(n)]
@@ -119,7 +120,7 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
     returns = None if not fields else fields[0][1] if len(fields) == 1 else \
         "(" + ", ".join(t for _, t in fields) + ")"
     return Wrapper(sig.name, sig.summary(), rf.name, tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
-                   tuple(fields), returns, any(p.type.startswith("*") for p in params))
+                   tuple(fields), returns, any(p.type.startswith("*") for p in params), rf.owner)
 
 
 def _param_type(rf: RFunction, name: str) -> str:

@@ -1,6 +1,7 @@
 """`cargo adgen build` (commands/cargo.py, commands/build/crate.py, specs/annotations.md "Rust
 crates"): a cargo workspace of three crates — a library whose annotated functions live in
-several of its modules (a file module, an inline module, both spellings of the annotation) and
+several of its modules (a file module, an inline module, both spellings of the annotation, a
+method) and
 call a private function of another module and a function of a path dependency, a binary using
 it — gets its derivatives, and then `cargo test` and `cargo run` work as usual, checked against
 central differences; with each toolchain installed (Debian's rustc and cargo 1.63, rustup's
@@ -77,6 +78,10 @@ mod tests {
         let fd_b = (crate::model::misfit(&crate::model::Params { a: p.a, b: p.b + h }, &x)
             - crate::model::misfit(&crate::model::Params { a: p.a, b: p.b - h }, &x)) / (2.0 * h);
         assert!(close(along, fd_b) && close(dp.b, fd_b), "{} {} against {}", along, dp.b, fd_b);
+        let mut dn = crate::model::Params { a: 0.0, b: 0.0 };
+        p.norm_grad(&mut dn, 1.0);
+        let n = p.norm();
+        assert!(close(dn.a, p.a / n) && close(dn.b, 0.5 * p.b.exp() / n), "{} {}", dn.a, dn.b);
     }
 }
 """
@@ -111,6 +116,14 @@ pub struct Params {
 #[adgen::diff(misfit_dir: forward (dual, const) -> dualonly)]
 pub fn misfit(p: &Params, t: &[f64]) -> f64 {
     t.iter().map(|t| { let r = p.a * (p.b * t).exp() - 1.0; r * r }).sum()
+}
+
+impl Params {
+    /// A method: its object's shadow is the first.
+    // @diff(norm_grad: (dup) -> active)
+    pub fn norm(&self) -> f64 {
+        (self.a * self.a + self.b.exp()).sqrt()
+    }
 }
 
 include!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/adgen/model.adgen.rs"));
@@ -185,6 +198,7 @@ def test_a_workspace_gets_its_gradients_then_cargo_test_and_run_work(tmp_path, f
     root = _workspace(tmp_path)
     built = _cargo(folder, "adgen", "build", cwd=root)
     assert "geo: wrote" in built.stderr and "energy_grad" in built.stderr and "misfit_grad" in built.stderr
+    assert "norm_grad" in built.stderr
     out = root / "geo" / "target" / "adgen"
     assert {p.name for p in out.iterdir()} >= {"libgeo_adgen.a", "shapes.adgen.rs", "model.adgen.rs"}
     tested = _cargo(folder, "test", "-q", "-p", "geo", cwd=root)

@@ -645,3 +645,108 @@ def test_threads_are_a_located_error_that_says_so(tmp_path, adgen, body, line):
     assert "this line runs code on another thread (Rust's std::thread): adgen does not differentiate across " \
         "threads" in result.err, result.err
     assert not (tmp_path / "out").exists()
+
+
+METHODS = r"""
+#[repr(C)]
+pub struct Model {
+    pub w: [f64; 3],
+    pub bias: f64,
+}
+
+pub trait Loss {
+    fn loss(&self, x: &[f64], y: &[f64]) -> f64;
+}
+
+impl Loss for Model {
+    /// The squared error of the linear model on the points (a trait's method).
+    // @diff(loss_grad: (dup, const, const) -> active; loss_dir: forward (dual, const, const) -> dualonly)
+    fn loss(&self, x: &[f64], y: &[f64]) -> f64 {
+        let mut s = 0.0;
+        for i in 0..y.len() {
+            let p = self.w[0] * x[3 * i] + self.w[1] * x[3 * i + 1] + self.w[2] * x[3 * i + 2] + self.bias;
+            s += (p - y[i]) * (p - y[i]) + self.bias.sin();
+        }
+        s
+    }
+}
+
+impl Model {
+    /// An inherent method that changes the object.
+    // @diff(scale_grad: (dup, dup) -> activeonly)
+    pub fn scale(&mut self, by: &[f64]) -> f64 {
+        for k in 0..3 {
+            self.w[k] *= by[k];
+        }
+        self.w[0] * self.w[1] * self.w[2]
+    }
+}
+"""
+
+METHODS_MAIN = r"""
+mod model;
+use model::*;
+include!("out/model.adgen.rs");
+
+fn main() {
+    let m = Model { w: [0.5, -1.0, 2.0], bias: 0.3 };
+    let (x, y) = ([1.0, 2.0, 0.5, -1.0, 0.0, 1.5], [0.7, 1.2]);
+    let mut d = Model { w: [0.0; 3], bias: 0.0 };
+    let value = m.loss_grad(&mut d, &x, &y, 1.0);
+    assert!((value - m.loss(&x, &y)).abs() < 1e-12);
+    let h = 1e-6;
+    let mut worst: f64 = 0.0;
+    for k in 0..4 {
+        let mut t = Model { w: [0.0; 3], bias: 0.0 };
+        let (mut up, mut down) = (Model { w: m.w, bias: m.bias }, Model { w: m.w, bias: m.bias });
+        if k < 3 { up.w[k] += h; down.w[k] -= h; t.w[k] = 1.0; } else { up.bias += h; down.bias -= h; t.bias = 1.0; }
+        let fd = (up.loss(&x, &y) - down.loss(&x, &y)) / (2.0 * h);
+        let g = if k < 3 { d.w[k] } else { d.bias };
+        worst = worst.max((fd - g).abs()).max((fd - m.loss_dir(&t, &x, &y)).abs());
+    }
+    let (w, by) = ([1.5, 2.0, -0.5], [2.0, 3.0, 4.0]);
+    let mut m2 = Model { w, bias: 0.0 };
+    let (mut d2, mut d_by) = (Model { w: [0.0; 3], bias: 0.0 }, [0.0; 3]);
+    m2.scale_grad(&mut d2, &by, &mut d_by, 1.0);
+    let product = w[0] * by[0] * w[1] * by[1] * w[2] * by[2];
+    for k in 0..3 {
+        worst = worst.max((d_by[k] - product / by[k]).abs()).max((d2.w[k] - product / w[k]).abs());
+    }
+    println!("{}", if worst < 1e-5 { "ok" } else { "WRONG" });
+}
+"""
+
+
+@pytest.mark.slow
+def test_methods_taking_self_by_reference(tmp_path, adgen):
+    """`&self` (a trait's method) and `&mut self` (an inherent one): the object's shadow is the
+    first parameter's, the wrappers are methods too; against finite differences."""
+    out = _build_model(tmp_path, adgen, METHODS)
+    (tmp_path / "main.rs").write_text(METHODS_MAIN)
+    done = subprocess.run([*select_rustc().command, "--edition=2021", "-O", "main.rs", "-C",
+                           f"link-arg={out / 'model.adgen.o'}", "-o", "prog"], cwd=tmp_path, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("method, message, at", [
+    ("pub fn f(self, x: f64) -> f64 { x * self.a }", "'f' takes self by value: adgen differentiates methods taking "
+     "&self or &mut self", "self,"),
+    ("pub fn f(self: &Self, x: f64) -> f64 { x * self.a }", "'f' takes self by value", "self: &Self"),
+])
+def test_methods_adgen_cannot_pass_are_errors_at_self(tmp_path, adgen, method, message, at):
+    src = tmp_path / "bad.rs"
+    src.write_text(f"#[repr(C)]\npub struct Pair {{ pub a: f64, pub b: f64 }}\n\nimpl Pair {{\n"
+                   f"    // @diff(g: (dup, active) -> active)\n    {method}\n}}\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1 and message in result.err, result.err
+    lines = result.err.split("\n")
+    assert lines[0].startswith(("bad.rs:6:", str(src) + ":6:")), result.err
+    assert lines[1][lines[2].index("^"):].startswith(at), result.err
+    loose = tmp_path / "loose.rs"
+    loose.write_text("pub struct Loose { pub a: f64 }\nimpl Loose {\n    // @diff(g: (dup) -> active)\n"
+                     "    pub fn f(&self) -> f64 { self.a }\n}\n")
+    result = adgen("build", loose, "-o", tmp_path / "out")
+    assert result.status == 1 and "'Loose', which is not #[repr(C)]" in result.err, result.err

@@ -37,7 +37,7 @@ from adgen.commands.build.levels import primal_ir_name
 from adgen.frontend.abi import Signature
 from adgen.frontend.generate import Generated
 from adgen.frontend.languages import is_cxx, is_rust
-from adgen.ir_ad.ir.reach import Definition, definitions, reached
+from adgen.ir_ad.ir.reach import Definition, bare, definitions, reached
 
 # Lowered instructions (before any optimization) of the code a batch's primals reach: a module
 # reaching fewer is built whole (bench/programs/gpt2.c's reach 4,500). An instruction is about
@@ -157,4 +157,4 @@ def _size(defs: dict[str, Definition], names: set[str]) -> int:
 
 def _primal(sig: Signature, names: dict[str, str]) -> str:
     """The bare name of the function an entry differentiates."""
-    return primal_ir_name(sig, names)[1:]
+    return bare(primal_ir_name(sig, names))

@@ -12,6 +12,7 @@ from adgen.base.naming import BY_ADDRESS_PREFIX
 
 from adgen.ir_ad.diagnose import user_span
 from adgen.ir_ad.ir import Instruction, Module
+from adgen.ir_ad.ir.reach import spelled
 from adgen.commands.build.kernels import kernel_name
 
 
@@ -20,7 +21,7 @@ def primal_ir_name(sig: Signature, names: dict[str, str]) -> str:
     functions, by the name the source gives them)."""
     d = sig.derivation
     kept = (BY_ADDRESS_PREFIX if d.primal.by_value else "") + d.primal.key
-    return "@" + names.get(kept, kept)
+    return spelled(names.get(kept, kept))
 
 
 def entry_levels(module: Module, entries: list[tuple[Signature, dict[str, str]]], calls: set[str]) -> dict[str, int]:

@@ -23,7 +23,7 @@ _CALL_LINE = re.compile(r"^  [^\n]*\bcall\b[^\n]*\s%[-\w.$\"]+\([^\n]*", re.M)
 _GLOBAL_LINKAGE = re.compile(r' = (?:(private|internal|linkonce|linkonce_odr|available_externally|extern_weak|'
                              r'external)\b)?')
 _ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2})")
-_PLAIN = re.compile(r"[-a-zA-Z$._][-a-zA-Z$._0-9]*")
+_PLAIN = re.compile(r"[-a-zA-Z._][-a-zA-Z._0-9]*")  # (what LLVM prints unquoted: not `$`, Rust's mangling has it)
 
 
 @dataclass
