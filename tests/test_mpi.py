@@ -128,13 +128,19 @@ def test_rank_size_and_integer_reductions_carry_no_derivatives(adgen, tmp_path, 
 
 
 def test_adgen_cc_as_the_wrappers_compiler(tmp_path):
+    enzyme_api_through_wrapper(tmp_path, MPICC, "OMPI_CC", [MPIRUN, "--allow-run-as-root", "--oversubscribe"])
+
+
+def enzyme_api_through_wrapper(tmp_path, mpicc: str, variable: str, mpirun: list[str]) -> None:
+    """ENZYME built by an MPI wrapper whose compiler is `adgen cc` (`variable`: Open MPI's OMPI_CC,
+    MPICH's MPICH_CC), run on 2 ranks."""
     src = tmp_path / "enzyme.c"
     src.write_text(ENZYME)
-    env = {**os.environ, "OMPI_CC": f"{sys.executable} -m adgen.commands.cli cc"}
-    built = subprocess.run([MPICC, "-O2", str(src), "-o", str(tmp_path / "prog")], capture_output=True, text=True,
+    env = {**os.environ, variable: f"{sys.executable} -m adgen.commands.cli cc"}
+    built = subprocess.run([mpicc, "-O2", str(src), "-o", str(tmp_path / "prog")], capture_output=True, text=True,
                            env=env, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
-    run = _mpirun(tmp_path / "prog", 2)
+    run = subprocess.run([*mpirun, "-np", "2", str(tmp_path / "prog")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.count(": ok") == 2, run.stdout + run.stderr
 
 
@@ -683,6 +689,11 @@ def test_enzyme_api_communications_through_the_wrapper(tmp_path):
 
 
 def test_a_datatype_the_rules_refuse_is_an_error_at_its_line(adgen, c_file, tmp_path):
+    refused_datatype_at_its_line(adgen, c_file, tmp_path)
+
+
+def refused_datatype_at_its_line(adgen, c_file, tmp_path) -> None:
+    """A reduction of MPI_BYTE where derivatives flow: the build error at the call's line."""
     src = c_file("#include <mpi.h>\n"
                  "// @diff(dot_grad: (dup, dup, const) -> active)\n"
                  "double dot(const double *x, const double *y, int n)\n{\n"

@@ -13,11 +13,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-from test_mpi import DRIVER, ENZYME, KERNELS, KERNELS_DRIVER, LOCAL
+from test_mpi import DRIVER, KERNELS, KERNELS_DRIVER, LOCAL, enzyme_api_through_wrapper, refused_datatype_at_its_line
 
 MPICC, MPIRUN = shutil.which("mpicc.mpich"), shutil.which("mpirun.mpich")
 pytestmark = pytest.mark.skipif(not (MPICC and MPIRUN), reason="MPICH is not installed as Debian installs it beside "
@@ -59,30 +58,12 @@ def test_communications_of_integers_carry_no_derivatives(adgen, tmp_path, throug
 
 
 def test_a_datatype_the_rules_refuse_is_an_error_at_its_line(adgen, c_file, tmp_path, through_mpich):
-    src = c_file("#include <mpi.h>\n"
-                 "// @diff(dot_grad: (dup, dup, const) -> active)\n"
-                 "double dot(const double *x, const double *y, int n)\n{\n"
-                 "    double local = 0, global = 0;\n"
-                 "    for (int i = 0; i < n; i++) local += x[i] * y[i];\n"
-                 "    MPI_Allreduce(&local, &global, sizeof local, MPI_BYTE, MPI_SUM, MPI_COMM_WORLD);\n"
-                 "    return global;\n}\n", "dot.c")
-    result = adgen("build", src, "-o", tmp_path / "out")
-    assert result.status == 1 and "Traceback" not in result.err
-    assert f"{src}:7:5: error: cannot differentiate MPI's 'MPI_Allreduce' of a datatype other than MPI_DOUBLE and " \
-           "MPI_FLOAT" in result.err, result.err
-    assert not (tmp_path / "out").exists()
+    refused_datatype_at_its_line(adgen, c_file, tmp_path)
 
 
 def test_adgen_cc_as_the_wrappers_compiler(tmp_path):
     """Code written for Enzyme, built with `MPICH_CC="adgen cc" mpicc.mpich`."""
-    src = tmp_path / "enzyme.c"
-    src.write_text(ENZYME)
-    env = {**os.environ, "MPICH_CC": f"{sys.executable} -m adgen.commands.cli cc"}
-    built = subprocess.run([MPICC, "-O2", str(src), "-o", str(tmp_path / "prog")], capture_output=True, text=True,
-                           env=env, cwd=tmp_path)
-    assert built.returncode == 0, built.stderr
-    run = subprocess.run([MPIRUN, "-np", "2", str(tmp_path / "prog")], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0 and run.stdout.count(": ok") == 2, run.stdout + run.stderr
+    enzyme_api_through_wrapper(tmp_path, MPICC, "MPICH_CC", [MPIRUN])
 
 
 def test_quick_fuzz_run_with_mpich():
