@@ -13,7 +13,7 @@ from pathlib import Path
 
 from adgen.base import __version__
 from adgen.base.timing import Stages, plural
-from adgen.commands.cli import _reporting, program
+from adgen.commands.cli import reporting, program
 from adgen.commands.outputs import write_all
 
 DESCRIPTION = """\
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     stages = Stages(verbose=args.verbose, progress=not args.quiet and sys.stderr.isatty() and not os.environ.get("CI"),
                     quiet=args.quiet)
-    status = _reporting(lambda: build(args, extra, stages))
+    status = reporting(lambda: build(args, extra, stages))
     stages.total()
     return status
 

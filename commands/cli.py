@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] in (["cc"], ["c++"]):  # a C or C++ compiler's command line: not adgen's own options
         from adgen.commands.cc.driver import main as cc
 
-        return _reporting(lambda: cc(argv[1:], cxx=argv[0] == "c++"))
+        return reporting(lambda: cc(argv[1:], cxx=argv[0] == "c++"))
     extra: list[str] = []
     if "--" in argv:
         at = argv.index("--")
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     stages = Stages(verbose=args.verbose or args.verbose_global,
                     progress=not args.quiet and sys.stderr.isatty() and not os.environ.get("CI"),
                     quiet=getattr(args, "quiet", False))
-    status = _reporting(lambda: _run(args, extra, stages))
+    status = reporting(lambda: _run(args, extra, stages))
     stages.total()
     return status
 
@@ -238,7 +238,7 @@ def _unrecognized(argv: list[str], command: str, unknown: list[str], extra: list
     return f"{message} (compiler flags go after `--`: adgen {shlex.join([*rest, '--', *flags, *extra])})"
 
 
-def _reporting(run) -> int:
+def reporting(run) -> int:
     """Runs a command: its errors printed as located diagnostics (status 1), a bug in adgen as
     one line (status 70), never a traceback; stopped by a signal, 128 and its number; writing to
     a pipe whose reader has gone (`| head -1`), quietly 141, as a C program killed by SIGPIPE."""

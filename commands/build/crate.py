@@ -9,10 +9,10 @@ compile of the library to bitcode rather than one file at a time.
   folder, so the user's builds are left alone) and its dependencies to bitcode too, with every
   function kept (`-C link-dead-code`), line tables, the library's panics aborting and LLVM's
   passes left to adgen, as a single file's lowering is (lower.py): what the annotated functions
-  call in the crate's other modules and in the crates it depends on is differentiated too. It then finds each annotated function in the bitcode by
-  its debug information (the file and line of its name), so no source is copied or changed, and
-  gives the pipeline the bitcode and, per source, the array of its functions that a single
-  file's lowering appends (keep_array).
+  call in the crate's other modules and in the crates it depends on is differentiated too. It
+  then finds each annotated function in the bitcode by its debug information (the file and line
+  of its name), so no source is copied or changed, and gives the pipeline the bitcode and, per
+  source, the array of its functions that a single file's lowering appends (keep_array).
 - `archive` puts the objects into one static library, `lib<crate>_adgen.a`, which the package's
   build script links (`cargo:rustc-link-lib=static=<crate>_adgen`): a library crate bundles it,
   so the crates that depend on it link it too."""
@@ -47,7 +47,6 @@ class Package:
     crate: str  # the library's crate name (`-` as `_`)
     manifest: Path
     library: Path  # the library's root file (src/lib.rs)
-    edition: str
 
     @property
     def folder(self) -> Path:
@@ -80,7 +79,7 @@ def packages(manifest: Path | None, wanted: list[str]) -> list[Package]:
         library = next((t for t in p["targets"] if {"lib", "rlib"} & set(t["kind"])), None)
         if library is not None and (not wanted or p["name"] in wanted):
             found.append(Package(p["name"], library["name"].replace("-", "_"), Path(p["manifest_path"]),
-                                 Path(library["src_path"]), library.get("edition") or p.get("edition") or "2015"))
+                                 Path(library["src_path"])))
     missing = set(wanted) - {p.name for p in found}
     if missing:
         raise AdgenError(error(f"no package with a library named {', '.join(sorted(missing))} in the workspace"))
@@ -181,9 +180,9 @@ def _linkage_names(bitcode: bytes) -> dict[tuple[str, str, int], str]:
 def _keep_module(array: str, names: list[str]) -> bytes:
     """A module of one array of the named functions' addresses (kept alive, findable in order)."""
     quoted = [f'@"{n}"' for n in names]
-    lines = [f"{array} = constant [{len(names)} x ptr] [{', '.join(f'ptr {q}' for q in quoted)}]"]
+    lines = [f"@{array} = constant [{len(names)} x ptr] [{', '.join(f'ptr {q}' for q in quoted)}]"]
     lines += [f"declare void {q}()" for q in dict.fromkeys(quoted)]
-    return optimize.bitcode_of("\n".join(lines).replace(f"{array} =", f"@{array} =") + "\n")
+    return optimize.bitcode_of("\n".join(lines) + "\n")
 
 
 def archive(objects: dict[Path, bytes], work: Path) -> bytes:

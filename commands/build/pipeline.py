@@ -55,9 +55,9 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     derivative code at once (optimize.compile_object; default: one per core this process may
     run on); `depfile`, where to write a Makefile rule of the objects' dependencies (with the
     other outputs, all or none); `crate`, a cargo package's lowering of all the sources at once
-    (crate.py: its library compiled by cargo) instead of each source's own. Returns what was written (paths and derived functions per
-    source), the frontend's results, and the cache plans of the reverse-mode derivatives as
-    text (`--explain`)."""
+    (crate.py: its library compiled by cargo) instead of each source's own. Returns what was
+    written (paths and derived functions per source), the frontend's results, and the cache plans
+    of the reverse-mode derivatives as text (`--explain`)."""
     generated = generate(sources, out_dir, read_flags + extra, stages)
     jobs = jobs or cores()
     chosen = optimize.machine(target, march)
