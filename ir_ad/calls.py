@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from adgen.base.cxx_names import cxx_library_header, cxx_library_io, cxx_library_objects
 from adgen.ir_ad.ir.builder import Builder, V
+from weakref import WeakKeyDictionary
+
 from adgen.ir_ad.ir import I64, Instruction, Module, Operand, Type, rust_path
 from adgen.ir_ad.ir.unwinding import CATCHES
 from adgen.ir_ad import mpi
@@ -40,6 +42,39 @@ _MEMORY = ((("llvm.memcpy", "memcpy"), COPY), (("llvm.memmove", "memmove"), MOVE
 _CXX_NEW = {f"_Zn{kind}{size}{rest}" for kind in ("w", "a") for size in ("m", "j")
             for rest in ("", "RKSt9nothrow_t", "St11align_val_t", "St11align_val_tRKSt9nothrow_t")}
 ALLOCATORS = {"malloc": 0, "calloc": None, "aligned_alloc": 1} | {name: 0 for name in _CXX_NEW}
+# Rust's global allocator, as rustc's code calls it: `__rust_alloc` (the v0 mangling's
+# `_RNvCs..._7___rustc12___rust_alloc`) and its kin -> their kind. Under Rust's default allocator
+# (System) that memory is the C library's, as C++'s is: adgen's shadows and deferred frees are
+# malloc's and free's (specs/annotations.md, "Rust crates"). `__rust_realloc` takes the memory,
+# its old size, the alignment and the new size.
+_RUST_ALLOCATOR = {"__rust_alloc": ALLOCATE, "__rust_alloc_zeroed": ALLOCATE, "__rust_realloc": REALLOCATE,
+                   "__rust_dealloc": FREE}
+_RUST_SHIM = ("__rust_no_alloc_shim_is_unstable", "__rust_no_alloc_shim_is_unstable_v2")  # (markers: no effect)
+
+
+def _rust_shim(name: str) -> str:
+    """A call of Rust's allocator shims, by the shim's own name (`__rust_alloc`), or ""."""
+    if name.startswith("__rust_"):
+        return name
+    if name.startswith("_RNv") and "___rust_" in name:
+        return name[name.rindex("___rust_") + 1:]
+    return ""
+
+
+_GLOBAL_ALLOCATOR: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def _own_global_allocator(module: Module) -> bool:
+    """Whether the sources define a `#[global_allocator]` (rustc then defines the shims, or
+    `__rg_alloc`): its memory is not the C library's, so its calls are what they are (its code
+    differentiated where the module has it, else refused), not malloc's and free's."""
+    if module not in _GLOBAL_ALLOCATOR:
+        names = [n for n in module.functions if _rust_shim(n.lstrip("@").strip('"')) in _RUST_ALLOCATOR or
+                 n.lstrip("@").strip('"').endswith("__rg_alloc")]
+        _GLOBAL_ALLOCATOR[module] = any(not module.functions.signature(n).declaration for n in names)
+    return _GLOBAL_ALLOCATOR[module]
+
+
 # C++'s `operator delete` (sized, aligned, nothrow), a `free` to adgen.
 _CXX_DELETE = {f"_Zd{kind}Pv{size}{rest}" for kind in ("l", "a") for size in ("", "m", "j")
                for rest in ("", "St11align_val_t", "RKSt9nothrow_t")}
@@ -103,6 +138,9 @@ def kind_by_name(module: Module, name: str) -> str | None:
         return _RUNTIME_KINDS.get(name.partition(".")[2])
     if name in _CXX_DELETE:
         return FREE
+    rust = _rust_shim(name)
+    if rust and not _own_global_allocator(module):
+        return _RUST_ALLOCATOR.get(rust, INACTIVE if rust in _RUST_SHIM else None)
     return {"realloc": REALLOCATE, "free": FREE}.get(name)
 
 
@@ -216,6 +254,13 @@ def allocation_size(module: Module, inst: Instruction, b: Builder) -> V:
     return size if size.type.text == "i64" else b.cast("zext", size, I64)
 
 
+def reallocated(inst: Instruction) -> tuple[Operand, Operand]:
+    """A reallocation's memory and its new size: realloc's (and adgen.stack.realloc's) first two
+    arguments, Rust's `__rust_realloc(memory, old size, alignment, new size)` first and last."""
+    ops = inst.operands
+    return (ops[0], ops[3]) if _rust_shim(callee_name(inst)) == "__rust_realloc" else (ops[0], ops[1])
+
+
 def writes_first_argument(module: Module, inst: Instruction) -> bool | None:
     """For the memory analysis: True for a call that writes (or frees) only the memory its first
     argument points to, False for one that writes nothing the caller sees (an intrinsic, the C
@@ -224,7 +269,8 @@ def writes_first_argument(module: Module, inst: Instruction) -> bool | None:
     kind = kind_by_name(module, name)
     if kind in (COPY, MOVE, SET, REALLOCATE, FREE):
         return True
-    if is_intrinsic(name) or name in ALLOCATORS or name in _WRITE_NOTHING or (_runtime(name) and kind is not None):
+    if is_intrinsic(name) or name in ALLOCATORS or name in _WRITE_NOTHING or (_runtime(name) and kind is not None) or \
+            kind in (ALLOCATE, INACTIVE) and _rust_shim(name):
         return False
     return None
 

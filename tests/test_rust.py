@@ -750,3 +750,86 @@ def test_methods_adgen_cannot_pass_are_errors_at_self(tmp_path, adgen, method, m
                      "    pub fn f(&self) -> f64 { self.a }\n}\n")
     result = adgen("build", loose, "-o", tmp_path / "out")
     assert result.status == 1 and "'Loose', which is not #[repr(C)]" in result.err, result.err
+
+
+VECTORS = r"""
+/// A vector made by collect (one allocation of its size), weighed against the input.
+// @diff(made_grad: (dup) -> active; made_fwd: forward (dual) -> dualonly)
+pub fn made(x: &[f64]) -> f64 {
+    let v: Vec<f64> = x.iter().map(|a| a.sin() * 2.0).collect();
+    v.iter().zip(x).map(|(a, b)| a * b).sum()
+}
+
+/// vec![0.0; n] (zeroed allocation), written by index, read in a recurrence.
+// @diff(zeroed_grad: (dup) -> active; zeroed_fwd: forward (dual) -> dualonly)
+pub fn zeroed(x: &[f64]) -> f64 {
+    let mut w = vec![0.0; 2 * x.len()];
+    for k in 1..w.len() {
+        w[k] = w[k - 1] * 0.5 + (x[k / 2] * k as f64).cos();
+    }
+    w.iter().sum()
+}
+"""
+
+GROWN = r"""
+/// A vector grown by push (reallocations), then read back.
+// @diff(grown_grad: (dup) -> active; grown_fwd: forward (dual) -> dualonly)
+pub fn grown(x: &[f64]) -> f64 {
+    let mut v = Vec::new();
+    for k in 0..40 {
+        v.push(x[k % x.len()] * (k as f64 + 1.0));
+    }
+    v.iter().map(|a| a.cos()).sum::<f64>() + v[3] * v[37]
+}
+"""
+
+VECTORS_MAIN = r"""
+mod model;
+use model::*;
+include!("out/model.adgen.rs");
+
+fn main() {
+    let x = [0.3, -1.1, 0.7, 2.0];
+    let fs: Vec<(fn(&[f64]) -> f64, fn(&[f64], &mut [f64], f64) -> f64, fn(&[f64], &[f64]) -> f64)> = vec![FUNCTIONS];
+    let mut worst: f64 = 0.0;
+    for (f, grad, fwd) in fs {
+        let mut d = [0.0; 4];
+        grad(&x, &mut d, 1.0);
+        for i in 0..4 {
+            let (mut up, mut down, mut t) = (x, x, [0.0; 4]);
+            up[i] += 1e-6;
+            down[i] -= 1e-6;
+            t[i] = 1.0;
+            let fd = (f(&up) - f(&down)) / 2e-6;
+            worst = worst.max((fd - d[i]).abs()).max((fd - fwd(&x, &t)).abs());
+        }
+    }
+    println!("{}", if worst < 1e-5 { "ok" } else { "WRONG" });
+}
+"""
+
+
+@pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
+                         else "")
+@pytest.mark.slow
+def test_vectors_made_inside_a_function(tmp_path, adgen, rustc_named, rustc, version):
+    """Rust's allocator (`__rust_alloc`, `_zeroed`, `__rust_realloc`, `__rust_dealloc`) as C's:
+    vectors made by collect, vec! and push, against finite differences in both modes. Where a
+    rustc's growth of a vector goes through an integer made a pointer (1.63's finish_grow), that
+    is the located error at the push, never a wrong derivative."""
+    rustc_named(rustc)
+    functions = ["(made, made_grad, made_fwd)", "(zeroed, zeroed_grad, zeroed_fwd)"]
+    (tmp_path / "model.rs").write_text(VECTORS + GROWN)
+    result = adgen("build", "-q", tmp_path / "model.rs", "-o", tmp_path / "out")
+    if result.status != 0:
+        assert "integer turned into a pointer" in result.err and "model.rs:24:9:" in result.err, result.err
+        out = _build_model(tmp_path, adgen, VECTORS)
+    else:
+        out = tmp_path / "out"
+        functions.append("(grown, grown_grad, grown_fwd)")
+    (tmp_path / "main.rs").write_text(VECTORS_MAIN.replace("FUNCTIONS", ", ".join(functions)))
+    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={out / 'model.adgen.o'}", "-o",
+                           "prog"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr

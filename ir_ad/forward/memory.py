@@ -7,7 +7,7 @@ kept apart."""
 from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import V
-from adgen.ir_ad.calls import allocation_size, frees_characters
+from adgen.ir_ad.calls import allocation_size, frees_characters, reallocated
 from adgen.ir_ad.analysis.uses import atomic_update_refusal
 from adgen.ir_ad.analysis.typed_bytes import holds_no_floats
 from adgen.ir_ad.diagnose import Unsupported
@@ -165,7 +165,7 @@ class MemoryRules:
     def reallocate(self, inst):
         """realloc: the shadow moves with the memory (its grown part, like the primal's, is
         written before it is read); memory that had no shadow gets a zeroed one, as from malloc."""
-        ptr, size = inst.operands[:2]  # (adgen.stack.realloc: and its kept bytes)
+        ptr, size = reallocated(inst)
         size = V(size.type, size.value)
         if self._tracked():
             shadow = self.shadow(ptr) if self._on(ptr) else self.layout.zero(PTR)

@@ -12,7 +12,7 @@ from adgen.ir_ad import vectors
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.vectors import LANE_OPS
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, SYNCHRONIZATION,
-                               allocates, callee_name, kind_of, no_derivative)
+                               allocates, callee_name, kind_of, no_derivative, reallocated)
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.reverse.sweeps.sites import SINK, Site, SiteNeeds
@@ -297,7 +297,7 @@ class Adjoints:
         the old shadow holds no adjoint yet (nothing after the realloc may touch the old memory,
         and what came before has not been reversed), and pointers in it are the same. Then the
         new memory is released like an allocation."""
-        old, size = inst.operands[:2]  # (adgen.stack.realloc: and its kept bytes)
+        old, size = reallocated(inst)
         if old.value in self.activity.pointers:
             s = self.needs.shadow(old, site)
             kept = b.call("@llvm.umin.i64", I64, [b.call('@"adgen.shadow.size"', I64, [s[0]]),

@@ -18,7 +18,7 @@ from adgen.ir_ad.reverse.plan.keys import CAME, CHOICE, GUARD, LOG, LOG_OWNER, M
 from adgen.ir_ad.reverse.types import ReverseFacts, size_global
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, LIFETIME, MOVE, REALLOCATE, allocation_size, kind_of, \
-    frees_characters, library_objects
+    frees_characters, library_objects, reallocated
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.reverse.sweeps.sites import SINK
 from adgen.ir_ad.shadows import (INTERLEAVED, MIXED_POINTER, SELF_STORE, Shadow, mask_name, own_copies, points_nowhere,
@@ -266,7 +266,7 @@ class AugmentedWriter:
             size = allocation_size(self.activity.module, inst, b)
             return self._shadow_memory(inst.result, size, b)
         if kind == REALLOCATE and inst.result in self.activity.pointers:
-            primal, size = (V(a.type, a.value) for a in args[:2])  # (adgen.stack.realloc: and its kept bytes)
+            primal, size = (V(a.type, a.value) for a in reallocated(inst))
             return self.layout.bind(b, inst.result, self.layout.reallocate(
                 b, inst.result, primal, self.shadow(args[0], missing_ok=True), size))
         if kind in COPIES:
@@ -278,7 +278,7 @@ class AugmentedWriter:
         if kind == FREE:  # (kept while an undo log may write it again)
             return b.call('@"adgen.free.later"', VOID, [V(PTR, args[0].value)])
         if kind == REALLOCATE:
-            primal, size = (V(a.type, a.value) for a in args[:2])  # (adgen.stack.realloc: and its kept bytes)
+            primal, size = (V(a.type, a.value) for a in reallocated(inst))
             return b.emit(f"{inst.result} = call ptr @\"adgen.realloc.later\"({primal}, {size}, i64 -1)")
         if id(inst) not in self.d.calls:
             self.out.append("  " + inst.text)
