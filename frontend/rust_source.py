@@ -206,6 +206,9 @@ class _Types:
             return RType("named", text, span, name=name)
         if kind == "type" and kids:
             return self.rtype(kids[1], base) if len(kids) == 3 else self.rtype(kids[0], base)
+        vector = _VEC.fullmatch(text.strip())
+        if vector:  # Vec<f64>, Vec<f32>: behind a reference, an object holding a pointer to its floats
+            return RType("vec", text, span, elem=RType("scalar", vector.group(1), span, name=vector.group(1)))
         return RType("other", text, span)
 
     def function(self, tree: Tree, at: int, start: int):
@@ -286,6 +289,9 @@ class _Types:
             return [(p.name, self.pointer(t, t.elem))]
         if t.kind == "array":
             return self.refuse(t, f"an array by value ('{t.text}'): pass it by reference (&{t.text})")
+        if t.kind == "vec":
+            return self.refuse(t, f"a Vec by value ('{t.text}'): pass it by reference (&{t.text}, &mut "
+                                  f"{t.text}), or a slice")
         if t.kind == "named" and t.name in self.structs:
             return self.refuse(t, f"a struct by value ('{t.text}'): pass it by reference (&{t.text}), as Rust's "
                                   "own calling convention for structs is not C's")
@@ -338,8 +344,10 @@ class _Types:
             return self.struct(t, depth)
         if t.kind in ("reference", "pointer"):
             return "void *", 8, [""]
-        self.refuse(t, f"a pointer to '{t.text}' (pointers to floats, integers, arrays of them and #[repr(C)] "
-                       "structs are)")
+        if t.kind == "vec" and t.elem is not None:  # (its layout is Rust's: an opaque object to C)
+            return "void", 24, [t.elem.name.replace("f64", "double").replace("f32", "float")]
+        self.refuse(t, f"a pointer to '{t.text}' (pointers to floats, integers, arrays of them, #[repr(C)] "
+                       "structs and Vec<f64> are)")
         return "", 0, []
 
     def struct(self, t: RType, depth: int) -> tuple[str, int, list[str]]:
@@ -407,6 +415,7 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
 __all__ = ["read_rust_unit", "rust_entry", "RustUnit", "RFunction", "RParam", "RType", "is_rust", "SCALARS"]
 
 
+_VEC = re.compile(r"(?:(?:std|alloc)::vec::)?Vec\s*<\s*(f64|f32)\s*>")
 _IMPL = re.compile(r"(?:^|[;{}])\s*(?:(?:pub(?:\([^)]*\))?|unsafe|default)\s+)*impl\b\s*(?:<(?:[^<>]|<[^<>]*>)*>)?\s*"
                    r"(?:(?:[\w:]+(?:<(?:[^<>]|<[^<>]*>)*>)?)\s+for\s+)?&?\s*(?:[\w]+::)*(\w+)\s*"
                    r"(?:<(?:[^<>]|<[^<>]*>)*>)?\s*(?:where\b[^{]*)?$")

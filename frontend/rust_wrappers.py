@@ -34,8 +34,9 @@ class FfiArg:
 
     name: str
     type: str
-    how: str  # value, slice_ptr, slice_mut_ptr, slice_len, ref_ptr, ref_mut_ptr
+    how: str  # value, slice_ptr, slice_mut_ptr, slice_len, ref_ptr, ref_mut_ptr, object_ptr, object_mut_ptr
     source: str  # the wrapper's parameter it comes from
+    pointee: str = ""  # object_ptr's: the Rust type it points to, which C sees as bytes
 
 
 @dataclass(frozen=True)
@@ -93,18 +94,19 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
         t = rp.type
         act = next(acts)
         slice_ = t.kind == "reference" and t.elem is not None and t.elem.kind == "slice"
+        vec = t.kind == "reference" and t.elem is not None and t.elem.kind == "vec"
         if slice_:
             next(acts)  # the length's, always const
         params.append(RustParam(rp.name, t.text))
-        ffi.append(FfiArg("self_" if rp.name == "self" else rp.name, _ffi_type(t), _how(t), rp.name))
+        ffi.append(FfiArg("self_" if rp.name == "self" else rp.name, _ffi_type(t), _how(t), rp.name, _pointee(t)))
         if act in _SEPARATE or act in _INTERLEAVED:
             lanes = [f"{d.prefix}{rp.name}"] if act in _INTERLEAVED or n == 1 else \
                 [f"{d.prefix}{rp.name}_{k}" for k in range(n)]
             shadow = _shadow(t, reverse, n if act in _INTERLEAVED else 1, slice_)
             for lane in lanes:
                 params.append(RustParam(lane, shadow.text))
-                ffi.append(FfiArg(lane, _ffi_type(shadow), _how(shadow), lane))
-                if slice_:
+                ffi.append(FfiArg(lane, _ffi_type(shadow), _how(shadow), lane, _pointee(shadow)))
+                if slice_ or vec:
                     checks.append(LengthCheck(lane, rp.name, n if act in _INTERLEAVED else 1))
         if slice_:
             ffi.append(FfiArg(f"{rp.name}_len", "usize", "slice_len", rp.name))
@@ -130,13 +132,21 @@ def _param_type(rf: RFunction, name: str) -> str:
 def _how(t: RType) -> str:
     if t.kind == "reference" and t.elem is not None and t.elem.kind == "slice":
         return "slice_mut_ptr" if t.mutable else "slice_ptr"
+    if t.kind == "reference" and t.elem is not None and t.elem.kind == "vec":
+        return "object_mut_ptr" if t.mutable else "object_ptr"
     if t.kind == "reference":
         return "ref_mut_ptr" if t.mutable else "ref_ptr"
     return "value"
 
 
+def _pointee(t: RType) -> str:
+    return t.elem.text if t.kind == "reference" and t.elem is not None and t.elem.kind == "vec" else ""
+
+
 def _ffi_type(t: RType) -> str:
-    """How the C function's parameter is declared to Rust."""
+    """How the C function's parameter is declared to Rust (a Vec as bytes: Rust's layout is no C type)."""
+    if _pointee(t):
+        return f"*{'mut' if t.mutable else 'const'} u8"
     if t.kind in ("reference", "pointer") and t.elem is not None:
         inner = t.elem.elem if t.elem.kind == "slice" and t.elem.elem is not None else t.elem
         return f"*{'mut' if t.mutable else 'const'} {inner.text}"

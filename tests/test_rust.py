@@ -254,7 +254,10 @@ ERRORS = [
      "a pointer to 'dyn Fn(f64) -> f64'", "dyn Fn(f64) -> f64)"),
     ("pub fn f(x: f64) -> impl Into<f64> { x }", "(active) -> active", "a result of type 'impl Into<f64>'",
      "impl Into<f64> {"),
-    ("pub fn f(x: Vec<f64>) -> f64 { x[0] }", "(dup) -> active", "adgen cannot pass the type 'Vec<f64>'", "Vec<f64>"),
+    ("pub fn f(x: Vec<f64>) -> f64 { x[0] }", "(dup) -> active", "adgen cannot pass a Vec by value ('Vec<f64>')",
+     "Vec<f64>"),
+    ("pub fn f(x: &Vec<i32>) -> f64 { 0.0 }", "(dup) -> active", "adgen cannot pass a pointer to 'Vec<i32>' "
+     "(pointers to floats, integers, arrays of them, #[repr(C)] structs and Vec<f64> are)", "Vec<i32>"),
     ("pub fn f(p: Pair) -> f64 { p.a }", "(active) -> active", "a struct by value ('Pair')", "Pair)"),
     ("pub fn f(p: &Loose) -> f64 { p.a }", "(dup) -> active", "'Loose', which is not #[repr(C)]", "Loose)"),
     ("pub fn f(x: [f64; 3]) -> f64 { x[0] }", "(active) -> active", "an array by value", "[f64; 3]"),
@@ -833,3 +836,69 @@ def test_vectors_made_inside_a_function(tmp_path, adgen, rustc_named, rustc, ver
     assert done.returncode == 0, done.stderr
     run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+
+
+VEC_PARAMETERS = r"""
+/// A vector read by index and by iterator.
+// @diff(loss_grad: (dup, const) -> active; loss_fwd: forward (dual, const) -> dualonly)
+pub fn loss(w: &Vec<f64>, k: f64) -> f64 {
+    let mut s = 0.0;
+    for i in 0..w.len() {
+        s += k * w[i] * w[i] * w[i];
+    }
+    s + w.iter().map(|a| a.sin()).sum::<f64>()
+}
+
+/// A vector updated in place (its length unchanged).
+// @diff(smooth_grad: (dup) -> active)
+pub fn smooth(v: &mut Vec<f64>) -> f64 {
+    for i in 1..v.len() {
+        v[i] = 0.5 * (v[i] + v[i - 1] * v[i - 1]);
+    }
+    v.iter().sum()
+}
+"""
+
+VEC_MAIN = r"""
+mod model;
+use model::*;
+include!("out/model.adgen.rs");
+
+fn main() {
+    let w = vec![0.3, -1.1, 0.7];
+    let mut d = vec![0.0; 3];
+    loss_grad(&w, &mut d, 2.0, 1.0);
+    let mut worst: f64 = 0.0;
+    for i in 0..3 {
+        let (mut up, mut down, mut t) = (w.clone(), w.clone(), vec![0.0; 3]);
+        up[i] += 1e-6;
+        down[i] -= 1e-6;
+        t[i] = 1.0;
+        let fd = (loss(&up, 2.0) - loss(&down, 2.0)) / 2e-6;
+        worst = worst.max((fd - d[i]).abs()).max((fd - loss_fwd(&w, &t, 2.0)).abs());
+        let fd = (smooth(&mut up.clone()) - smooth(&mut down.clone())) / 2e-6;
+        let (mut x, mut dx) = (w.clone(), vec![0.0; 3]);
+        smooth_grad(&mut x, &mut dx, 1.0);
+        worst = worst.max((fd - dx[i]).abs());
+    }
+    let result = std::panic::catch_unwind(|| loss_grad(&w, &mut vec![0.0; 2], 2.0, 1.0));
+    println!("{}", if worst < 1e-5 && result.is_err() { "ok" } else { "WRONG" });
+}
+"""
+
+
+@pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
+                         else "")
+@pytest.mark.slow
+def test_vec_parameters(tmp_path, adgen, rustc_named, rustc, version):
+    """`&Vec<f64>` and `&mut Vec<f64>`: the shadow a Vec of the same length (checked: a shorter
+    one panics), read by index and iterator, updated in place; both modes against finite
+    differences."""
+    rustc_named(rustc)
+    out = _build_model(tmp_path, adgen, VEC_PARAMETERS)
+    (tmp_path / "main.rs").write_text(VEC_MAIN)
+    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={out / 'model.adgen.o'}", "-o",
+                           "prog"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.endswith("ok\n"), run.stdout + run.stderr
