@@ -239,3 +239,14 @@ def test_cargo_adgen_help_says_what_to_add():
     assert done.returncode == 0
     assert "cargo:rustc-link-lib=static=<crate>_adgen" in done.stdout and "include!(" in done.stdout
     assert shutil.which("cargo-adgen", path=str(Path(sys.executable).parent)), "pip installs cargo-adgen"
+
+
+@needs_cargo
+def test_quick_fuzz_run_of_rust_crates():
+    """tests/rust_fuzzer.py at a fixed seed with the newest toolchain: no wrong derivative, no
+    failed build that is not a located refusal."""
+    import rust_fuzzer
+
+    failures, right, unsure, refused = rust_fuzzer.fuzz(crates=4, seed=20261130, cargo_folder=TOOLCHAINS[-1][0])
+    assert failures == [], failures[0][:4000]
+    assert right + unsure + sum(refused.values()) >= 4

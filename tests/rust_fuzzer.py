@@ -1,0 +1,247 @@
+"""Random Rust crates, differentiated with `cargo adgen build` and checked (specs/annotations.md,
+"Rust crates"; specs/testing.md).
+
+Each crate is a package whose library has two modules: `util`, random scalar helpers, and
+`model`, random annotated functions of a slice or a `&Vec<f64>` and a `#[repr(C)]` struct of
+parameters, or methods taking `&self` of it. Their bodies make vectors of their own (`collect`,
+`vec!`, `push`), run loops of random smooth arithmetic calling the other module's helpers, and
+return a weighted sum. Each function has a gradient (reverse mode, `dup` for the data and the
+parameters) and a tangent (forward mode); the package's program checks both, on every input,
+against central differences (two steps, extrapolated) and against each other, and prints a line
+per function: ok, inconclusive (the differences have not converged) or WRONG. A crate adgen
+refuses with located errors (its file, line and what it cannot differentiate) counts as no
+failure; the summary lists what was refused, and how often.
+
+    python tests/rust_fuzzer.py [--crates N] [--seed S] [--functions F] [--cargo FOLDER]
+
+Needs cargo and rustc (--cargo: the folder of another toolchain's, Debian's /usr/bin say) and
+`cargo-adgen` beside this Python."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+N = 5  # elements of a function's data
+
+UNARY = ["({0}).sin()", "({0}).cos()", "({0}).tanh()", "({0}).tanh().exp()", "(1.0 + ({0}) * ({0})).ln()",
+         "(1.0 + ({0}) * ({0})).sqrt()", "({0}).atan()", "(({0}).tanh() + 2.0).powf(1.5)", "({0}).powi(2)",
+         "({0}).tanh().powi(3)", "(0.5 * ({0}).tanh()).asin()"]
+BINARY = ["({0}) * ({1})", "({0}) + ({1})", "({0}) - 0.5 * ({1})", "({0}) / (2.0 + ({1}).tanh())",
+          "({0}).max({1})", "({0}).min({1})"]
+
+
+class Writer:
+    def __init__(self, rng: random.Random, helpers: int):
+        self.rng, self.helpers = rng, helpers
+
+    def expression(self, atoms: list[str], depth: int = 0) -> str:
+        rng = self.rng
+        pick = rng.random()
+        if depth >= 3 or pick < 0.25:
+            return rng.choice(atoms) if rng.random() < 0.85 else f"{rng.uniform(-2, 2):.3f}_f64"
+        if pick < 0.55:
+            return rng.choice(UNARY).format(self.expression(atoms, depth + 1))
+        if pick < 0.8 or not self.helpers:
+            return rng.choice(BINARY).format(self.expression(atoms, depth + 1), self.expression(atoms, depth + 1))
+        return f"crate::util::h{rng.randrange(self.helpers)}({self.expression(atoms, depth + 1)}, " \
+               f"{self.expression(atoms, depth + 1)})"
+
+    def helper(self, k: int) -> str:
+        return f"pub fn h{k}(a: f64, b: f64) -> f64 {{\n    {self.expression(['a', 'b'], 1)}\n}}\n"
+
+    def function(self, k: int) -> tuple[str, str, bool]:
+        """A function's text, its data parameter's type, and whether it is a method."""
+        rng = self.rng
+        method = rng.random() < 0.3
+        data = "&Vec<f64>" if rng.random() < 0.3 else "&[f64]"
+        q = "self" if method else "q"
+        made = rng.choice(["collect", "vec", "push"])
+        first = self.expression(["x[i]", f"{q}.p[i % 3]", "(i as f64)"])
+        lines = []
+        if made == "collect":
+            lines.append(f"let mut v: Vec<f64> = (0..x.len()).map(|i| {first}).collect();")
+        elif made == "vec":
+            lines += ["let mut v = vec![0.0; x.len()];", f"for i in 0..x.len() {{ v[i] = {first}; }}"]
+        else:
+            lines += ["let mut v = Vec::new();", f"for i in 0..x.len() {{ v.push({first}); }}"]
+        for _ in range(rng.randint(1, 3)):
+            kind = rng.random()
+            if kind < 0.4:
+                e = self.expression(["v[i]", "v[i - 1]", "x[i]", f"{q}.p[(i + 1) % 3]"])
+                lines.append(f"for i in 1..v.len() {{ v[i] = {e}; }}")
+            elif kind < 0.7:
+                e = self.expression(["v[i]", "s", "x[(i + 2) % x.len()]"])
+                lines.append(f"{{ let mut s: f64 = 0.0; for i in 0..v.len() {{ s += {e}; }} "
+                             f"for i in 0..v.len() {{ v[i] += 0.1 * s.tanh(); }} }}")
+            else:
+                e = self.expression(["v[i]", f"{q}.p[2]"])
+                lines.append(f"v = v.iter().enumerate().map(|(i, _)| {e}).collect();")
+        weights = ", ".join(f"{rng.uniform(-1, 1):.3f}" for _ in range(N))
+        lines.append(f"let w = [{weights}];")
+        lines.append(f"v.iter().zip(w.iter()).map(|(a, b)| a * b).sum::<f64>() + {q}.p[0] * x[0]")
+        body = "\n    ".join(lines)
+        if method:
+            head = (f"    // @diff(m{k}_grad: (dup, dup) -> active; m{k}_fwd: forward (dual, dual) -> dualonly)\n"
+                    f"    pub fn m{k}(&self, x: {data}) -> f64 {{\n    {body}\n    }}\n")
+            return f"impl Params {{\n{head}}}\n", data, True
+        return (f"// @diff(f{k}_grad: (dup, dup) -> active; f{k}_fwd: forward (dual, dual) -> dualonly)\n"
+                f"pub fn f{k}(x: {data}, q: &Params) -> f64 {{\n    {body}\n}}\n", data, False)
+
+
+DRIVER = """\
+use {crate}::model::*;
+
+fn check(name: &str, f: &dyn Fn(&[f64], &Params) -> f64, grad: &dyn Fn(&[f64], &Params, &mut [f64], &mut Params),
+         fwd: &dyn Fn(&[f64], &Params, &[f64], &Params) -> f64) {{
+    let x = [0.3, -0.8, 0.55, 1.1, -0.25];
+    let q = Params {{ p: [0.7, -0.4, 0.9] }};
+    let (mut dx, mut dq) = ([0.0; {n}], Params {{ p: [0.0; 3] }});
+    grad(&x, &q, &mut dx, &mut dq);
+    let (mut wrong, mut unsure) = (false, false);
+    for k in 0..{n} + 3 {{
+        let (mut tx, mut tq) = ([0.0; {n}], Params {{ p: [0.0; 3] }});
+        let g = if k < {n} {{ tx[k] = 1.0; dx[k] }} else {{ tq.p[k - {n}] = 1.0; dq.p[k - {n}] }};
+        let at = |h: f64| {{
+            let (mut xp, mut xm, mut qp, mut qm) = (x, x, Params {{ p: q.p }}, Params {{ p: q.p }});
+            if k < {n} {{ xp[k] += h; xm[k] -= h; }} else {{ qp.p[k - {n}] += h; qm.p[k - {n}] -= h; }}
+            (f(&xp, &qp) - f(&xm, &qm)) / (2.0 * h)
+        }};
+        let (d1, d2) = (at(1e-6), at(2e-6));
+        let fd = (4.0 * d1 - d2) / 3.0;
+        let t = fwd(&x, &q, &tx, &tq);
+        let tol = 1e-5 * (1.0 + fd.abs());
+        let modes = (g - t).abs() <= 1e-8 * (1.0 + g.abs());
+        let close = (g - fd).abs() <= tol || (g - d1).abs() <= tol;
+        let converged = (d1 - d2).abs() <= tol;
+        if !modes || (!close && converged) {{
+            wrong = true;
+            println!("{{}} value {{}}: reverse {{}} forward {{}} differences {{}} {{}}", name, k, g, t, d1, d2);
+        }} else if !close {{
+            unsure = true;
+        }}
+    }}
+    println!("{{}} {{}}", name, if wrong {{ "WRONG" }} else if unsure {{ "inconclusive" }} else {{ "ok" }});
+}}
+
+fn main() {{
+{calls}
+}}
+"""
+
+
+def crate(rng: random.Random, functions: int) -> dict[str, str]:
+    """A package's files: Cargo.toml, build.rs, src/lib.rs, src/util.rs, src/model.rs, src/main.rs."""
+    helpers = rng.randint(1, 3)
+    w = Writer(rng, helpers)
+    util = "\n".join(Writer(rng, 0).helper(k) for k in range(helpers))
+    parts, calls = ["#[repr(C)]\npub struct Params {\n    pub p: [f64; 3],\n}\n"], []
+    for k in range(functions):
+        text, data, method = w.function(k)
+        parts.append(text)
+        x = "&x.to_vec()" if data == "&Vec<f64>" else "x"
+        dx = "&mut dx.to_vec()" if data == "&Vec<f64>" else "dx"
+        if method:
+            f, grad = f"|x, q| q.m{k}({x})", f"|x, q, dx, dq| {{ q.m{k}_grad(dq, {x}, {dx}, 1.0); }}"
+            fwd = f"|x, q, tx, tq| q.m{k}_fwd(tq, {x}, {x.replace('x', 'tx')})"
+        else:
+            f, grad = f"|x, q| f{k}({x}, q)", f"|x, q, dx, dq| {{ f{k}_grad({x}, {dx}, q, dq, 1.0); }}"
+            fwd = f"|x, q, tx, tq| f{k}_fwd({x}, {x.replace('x', 'tx')}, q, tq)"
+        if data == "&Vec<f64>":  # (a shadow Vec: the gradient copied back into the array)
+            grad = ("|x, q, dx, dq| { let mut v = dx.to_vec(); "
+                    + (f"q.m{k}_grad(dq, &x.to_vec(), &mut v, 1.0);" if method else
+                       f"f{k}_grad(&x.to_vec(), &mut v, q, dq, 1.0);") + " dx.copy_from_slice(&v); }")
+        calls.append(f'    check("{"m" if method else "f"}{k}", &{f}, &{grad}, &{fwd});')
+    parts.append('include!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/adgen/model.adgen.rs"));\n')
+    return {
+        "Cargo.toml": '[package]\nname = "fz"\nversion = "0.1.0"\nedition = "2021"\n\n[workspace]\n',
+        "build.rs": ('fn main() {\n    println!("cargo:rustc-link-search=native={}/target/adgen", '
+                     'env!("CARGO_MANIFEST_DIR"));\n    println!("cargo:rustc-link-lib=static=fz_adgen");\n}\n'),
+        "src/lib.rs": "pub mod model;\npub mod util;\n",
+        "src/util.rs": util,
+        "src/model.rs": "\n".join(parts),
+        "src/main.rs": DRIVER.format(crate="fz", n=N, calls="\n".join(calls)),
+    }
+
+
+_LOCATED = re.compile(r"^src/\w+\.rs:\d+:\d+: error: cannot differentiate (.*?) in function", re.M)
+
+
+def run_crate(files: dict[str, str], work: Path, cargo_folder: str | None) -> tuple[list[str], int, int, list[str]]:
+    """Builds and runs one crate: its problems (a failed build that is not a located refusal,
+    wrong derivatives), how many functions were right, how many inconclusive, and what adgen
+    refused (a located error in the crate's file, naming what it cannot differentiate)."""
+    for name, text in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(text)
+    env = dict(os.environ, CARGO_TERM_COLOR="never")
+    env["PATH"] = os.pathsep.join([*([cargo_folder] if cargo_folder else []), str(Path(sys.executable).parent),
+                                   env["PATH"]])
+    if cargo_folder:
+        env["RUSTC"] = str(Path(cargo_folder) / "rustc")
+    built = subprocess.run(["cargo", "adgen", "build", "-q"], cwd=work, env=env, capture_output=True, text=True)
+    if built.returncode != 0:
+        refused = _LOCATED.findall(built.stderr)
+        if built.returncode == 1 and refused and "internal error" not in built.stderr:
+            return [], 0, 0, refused
+        return [f"cargo adgen build failed:\n{built.stderr[-3000:]}"], 0, 0, []
+    ran = subprocess.run(["cargo", "run", "-q"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    if ran.returncode != 0:
+        return [f"cargo run failed ({ran.returncode}):\n{ran.stderr[-3000:]}{ran.stdout[-2000:]}"], 0, 0, []
+    lines = ran.stdout.splitlines()
+    wrong = [line for line in lines if "WRONG" in line or " value " in line]
+    return (["\n".join(wrong)] if wrong else [], sum(line.endswith(" ok") for line in lines),
+            sum(line.endswith(" inconclusive") for line in lines), [])
+
+
+def fuzz(crates: int, seed: int, functions: int = 1, cargo_folder: str | None = None, progress=None
+         ) -> tuple[list[str], int, int, dict[str, int]]:
+    """Runs `crates` random crates: the failures (each with the crate's model.rs), the functions
+    right, the functions inconclusive, and the crates refused by what adgen refused."""
+    failures, right, unsure, refusals = [], 0, 0, {}
+    with tempfile.TemporaryDirectory(prefix="adgen-rust-fuzz-") as tmp:
+        for c in range(crates):
+            files = crate(random.Random(f"{seed}:{c}"), functions)
+            work = Path(tmp) / f"crate{c}"
+            work.mkdir()
+            problems, ok, inconclusive, refused = run_crate(files, work, cargo_folder)
+            for what in set(refused):
+                refusals[what] = refusals.get(what, 0) + 1
+            failures += [f"seed {seed}, crate {c}: {p}\n--- src/model.rs\n{files['src/model.rs']}\n--- src/util.rs\n"
+                         f"{files['src/util.rs']}" for p in problems]
+            right, unsure = right + ok, unsure + inconclusive
+            if progress:
+                progress(c + 1, len(failures), right, unsure)
+    return failures, right, unsure, refusals
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--crates", type=int, default=10, metavar="N", help="how many crates (default 10)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--functions", type=int, default=1,
+                        help="annotated functions per crate (default 1: a refusal refuses the whole crate)")
+    parser.add_argument("--cargo", metavar="FOLDER", help="the folder of the cargo and rustc to use")
+    args = parser.parse_args()
+    failures, right, unsure, refusals = fuzz(args.crates, args.seed, args.functions, args.cargo,
+                                             lambda c, bad, ok, u: print(f"{c} crates, {bad} failing, {ok} functions "
+                                                                         f"right, {u} inconclusive", file=sys.stderr,
+                                                                         flush=True))
+    for failure in failures:
+        print(failure)
+    for what, n in sorted(refusals.items(), key=lambda kv: -kv[1]):
+        print(f"refused in {n} crates (a located error): {what}")
+    print(f"{args.crates} crates of {args.functions} functions, seed {args.seed}: {len(failures)} failing, "
+          f"{right} functions right, {unsure} inconclusive, {args.crates - len(failures)} crates without a wrong "
+          f"derivative or a failed build")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
