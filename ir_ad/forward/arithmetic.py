@@ -83,7 +83,14 @@ class ArithmeticRules:
             self.bind(inst, self.shadow(inst.operands[0]))
 
     def op_inttoptr(self, inst):
-        raise self.fail("an integer turned into a pointer (inttoptr): adgen cannot follow derivatives through it")
+        """A pointer made of an integer that carries no derivative (an alignment, Rust's
+        `NonNull::dangling`) points at no derivatives: its shadow is null, as a null pointer's
+        is. One made of an integer that does (a pointer's address, the bits of a float) is refused."""
+        if self._on(inst.operands[0]):
+            raise self.fail("an integer turned into a pointer (inttoptr): adgen cannot follow derivatives through it")
+        self.copy(inst)
+        if inst.result in self.active:
+            self.bind(inst, self.layout.zero(PTR))
 
     # aggregates ------------------------------------------------------------
     def op_extractvalue(self, inst):
