@@ -627,6 +627,22 @@ def test_store_to_a_global_is_a_located_error(adgen, c_file, tmp_path):
            "keeps no derivatives of" in result.err
 
 
+@pytest.mark.parametrize("entry, message", [
+    ("f_fwd: forward (dual, const) -> dualonly", "an integer turned into a pointer (inttoptr)"),
+    ("f_grad: (dup, const) -> active", "an integer turned into a pointer (inttoptr) from the address of memory with "
+     "derivatives")])
+def test_a_pointer_moved_through_its_address_is_a_located_error(adgen, c_file, tmp_path, entry, message):
+    """An address aligned through an integer (`(double *)(((uintptr_t)x + 8) & ~7)`): its
+    derivatives are where x's are, which adgen cannot follow through integers; never a zero
+    derivative (reverse mode's was, silently, before it was refused)."""
+    src = c_file(f"#include <stdint.h>\n// @diff({entry})\ndouble f(double *x, int n)\n{{\n"
+                 "    double *p = (double *)(((uintptr_t)x + 8) & ~(uintptr_t)7);\n    double s = 0;\n"
+                 "    for (int i = 0; i < n - 1; i++) s += p[i] * p[i];\n    return s;\n}\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1 and f"src.c:5:17: error: cannot differentiate {message}" in result.err, result.err
+    assert not (tmp_path / "out").exists()
+
+
 MATRICES = r"""
 #include <stdlib.h>
 typedef struct { int rows, cols; double *data; } Matrix;

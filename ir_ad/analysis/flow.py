@@ -18,6 +18,27 @@ PURE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "add", "sub", "mul", "ud
         "extractvalue", "insertvalue", "freeze", "extractelement", "insertelement", "shufflevector"}
 
 
+_INTEGER_STEPS = {"add", "sub", "mul", "and", "or", "xor", "shl", "lshr", "ashr", "trunc", "zext", "sext", "freeze",
+                  "phi", "select", "udiv", "sdiv", "urem", "srem"}
+
+
+def addresses_in(defs: dict[str, Instruction], value: Operand) -> set[str]:
+    """The pointers whose addresses (`ptrtoint`) an integer is computed from, through integer
+    arithmetic, casts, phis and selects: an `inttoptr` of it is one of those pointers moved (an
+    address aligned, tagged), whose derivatives are where theirs are."""
+    found, seen, work = set(), set(), [value.value]
+    while work:
+        inst = defs.get(work.pop())
+        if inst is None or inst.result in seen or len(seen) > 4096:
+            continue
+        seen.add(inst.result)
+        if inst.opcode == "ptrtoint":
+            found.add(inst.operands[0].value)
+        elif inst.opcode in _INTEGER_STEPS:
+            work += [o.value for o in inst.operands if o.value.startswith("%")]
+    return found
+
+
 def returns_fresh(module, fn: Function, seen: frozenset[str] = frozenset()) -> bool:
     """Whether a function of the sources may return memory it allocated (malloc or realloc, or
     from a call to such a function): its callers' pointer gets a shadow even when no argument

@@ -8,6 +8,7 @@ from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir.builder import V
 from adgen.ir_ad.ir import PTR, Instruction, Operand
 from adgen.ir_ad import vectors
+from adgen.ir_ad.analysis.flow import addresses_in
 from adgen.ir_ad.rules import rule_for
 
 
@@ -85,8 +86,10 @@ class ArithmeticRules:
     def op_inttoptr(self, inst):
         """A pointer made of an integer that carries no derivative (an alignment, Rust's
         `NonNull::dangling`) points at no derivatives: its shadow is null, as a null pointer's
-        is. One made of an integer that does (a pointer's address, the bits of a float) is refused."""
-        if self._on(inst.operands[0]):
+        is. One made of an integer that does (the bits of a float), or of the address of memory
+        with derivatives (an address aligned or tagged: addresses_in), is refused."""
+        moved = addresses_in(self.flow.defs, inst.operands[0])
+        if self._on(inst.operands[0]) or any(self._on(Operand(PTR, p)) for p in moved):
             raise self.fail("an integer turned into a pointer (inttoptr): adgen cannot follow derivatives through it")
         self.copy(inst)
         if inst.result in self.active:

@@ -19,6 +19,7 @@ from adgen.ir_ad.reverse.types import ReverseFacts, size_global
 from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, LIFETIME, MOVE, REALLOCATE, allocation_size, kind_of, \
     frees_characters, library_objects, reallocated
+from adgen.ir_ad.analysis.flow import addresses_in
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.reverse.sweeps.sites import SINK
 from adgen.ir_ad.shadows import (INTERLEAVED, MIXED_POINTER, SELF_STORE, Shadow, mask_name, own_copies, points_nowhere,
@@ -193,6 +194,9 @@ class AugmentedWriter:
                 op not in ("load", "store", "getelementptr", "select", "freeze", "bitcast", "icmp", "ptrtoint")
                 or (op == "load" and inst.type.kind == "ptr") or (op == "store" and inst.operands[0].type.kind == "ptr")):
             raise Unsupported(self.fn.name, inst, MIXED_POINTER, shadowless=True)
+        if op == "inttoptr" and any(p in activity.pointers for p in addresses_in(activity.cfg.defs, inst.operands[0])):
+            raise self.fail("an integer turned into a pointer (inttoptr) from the address of memory with derivatives: "
+                            "adgen cannot follow derivatives through it")
         if op == "alloca" and inst.result in self.d.heap:
             return self._heap_alloca(inst, b)
         if op == "call":
