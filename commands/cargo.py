@@ -13,7 +13,7 @@ from pathlib import Path
 
 from adgen.base import __version__
 from adgen.base.timing import Stages, plural
-from adgen.commands.cli import reporting, program
+from adgen.commands.cli import print_explained, program, reporting
 from adgen.commands.outputs import write_all
 
 DESCRIPTION = """\
@@ -94,7 +94,7 @@ def build(args, extra: list[str], stages: Stages) -> int:
         with tempfile.TemporaryDirectory(prefix="adgen-") as tmp, stages.stage("write", package.archive_name):
             write_all({library: archive(objects, Path(tmp))})
         if args.explain:
-            print(plans or "no reverse-mode derivatives: nothing is stored for a reverse sweep\n", end="", flush=True)
+            print_explained(plans)
         if not args.quiet:
             names = [n for _, ns in written for n in ns]
             shown = os.path.relpath(library) if library.is_relative_to(Path.cwd()) else library

@@ -238,6 +238,11 @@ def _unrecognized(argv: list[str], command: str, unknown: list[str], extra: list
     return f"{message} (compiler flags go after `--`: adgen {shlex.join([*rest, '--', *flags, *extra])})"
 
 
+def print_explained(plans: str) -> None:
+    """--explain's output: the cache plans of the reverse-mode derivatives."""
+    print(plans or "no reverse-mode derivatives: nothing is stored for a reverse sweep\n", end="", flush=True)
+
+
 def reporting(run) -> int:
     """Runs a command: its errors printed as located diagnostics (status 1), a bug in adgen as
     one line (status 70), never a traceback; stopped by a signal, 128 and its number; writing to
@@ -290,7 +295,7 @@ def _command(args, extra: list[str], stages: Stages) -> int:
                                           args.target, args.march, args.emit_llvm, jobs=args.jobs,
                                           depfile=args.depfile)
         if args.explain:
-            print(plans or "no reverse-mode derivatives: nothing is stored for a reverse sweep\n", end="", flush=True)
+            print_explained(plans)
         if not args.quiet:
             for paths, names in written:
                 print(f"adgen: wrote {', '.join(str(p) for p in paths)} ({', '.join(names) or 'no derivatives'})",

@@ -94,7 +94,7 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
         t = rp.type
         act = next(acts)
         slice_ = t.kind == "reference" and t.elem is not None and t.elem.kind == "slice"
-        vec = t.kind == "reference" and t.elem is not None and t.elem.kind == "vec"
+        vec = bool(_pointee(t))
         if slice_:
             next(acts)  # the length's, always const
         params.append(RustParam(rp.name, t.text))
@@ -132,7 +132,7 @@ def _param_type(rf: RFunction, name: str) -> str:
 def _how(t: RType) -> str:
     if t.kind == "reference" and t.elem is not None and t.elem.kind == "slice":
         return "slice_mut_ptr" if t.mutable else "slice_ptr"
-    if t.kind == "reference" and t.elem is not None and t.elem.kind == "vec":
+    if _pointee(t):
         return "object_mut_ptr" if t.mutable else "object_ptr"
     if t.kind == "reference":
         return "ref_mut_ptr" if t.mutable else "ref_ptr"
@@ -140,6 +140,7 @@ def _how(t: RType) -> str:
 
 
 def _pointee(t: RType) -> str:
+    """A reference to a Vec: the Vec's type (passed to C as bytes); else ""."""
     return t.elem.text if t.kind == "reference" and t.elem is not None and t.elem.kind == "vec" else ""
 
 

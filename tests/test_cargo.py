@@ -250,3 +250,19 @@ def test_quick_fuzz_run_of_rust_crates():
     failures, right, unsure, refused = rust_fuzzer.fuzz(crates=4, seed=20261130, cargo_folder=TOOLCHAINS[-1][0])
     assert failures == [], failures[0][:4000]
     assert right + unsure + sum(refused.values()) >= 4
+
+
+@needs_cargo
+def test_two_annotated_files_of_one_name_are_an_error_at_the_second(tmp_path):
+    """Each file's outputs are named by its stem: a second annotated `model.rs` is refused, at
+    its first line, before cargo compiles anything, and nothing is written."""
+    folder = TOOLCHAINS[0][0]
+    root = _workspace(tmp_path)
+    (root / "geo" / "src" / "extra").mkdir()
+    (root / "geo" / "src" / "extra" / "model.rs").write_text("// @diff(g_grad: (dup) -> active)\n"
+                                                             "pub fn g(x: &[f64]) -> f64 { x[0] }\n")
+    done = _cargo(folder, "adgen", "build", cwd=root, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert re.search(r"geo/src/model\.rs:1:1: error: a second annotated file named 'model\.rs' \(the first: "
+                     r"\S*geo/src/extra/model\.rs\)", done.stderr), done.stderr  # (in path order)
+    assert not (root / "geo" / "target").exists()

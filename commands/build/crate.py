@@ -21,24 +21,22 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from adgen.base.diagnostics import AdgenError, error
+from adgen.base.diagnostics import AdgenError, SourceFile, Span, error
 from adgen.base.toolchain import RustCompiler, zig
 from adgen.commands.build.lower import keep_array, primal_functions
 from adgen.commands.outputs import write_all
-from adgen.frontend.comments import find_rust_comments
+from adgen.frontend.annotations import find_annotations
 from adgen.frontend.generate import Generated
 from adgen.ir_ad import optimize
 from adgen.ir_ad.ir import Module
 from adgen.ir_ad.ir.debuginfo import defined_at
 
 OUTPUT = Path("target") / "adgen"  # under the package's folder: what `cargo adgen build` writes
-_ANNOTATION = re.compile(r"@diff\s*\(|@inactive\b|@derivative\s*\(|#\s*\[\s*adgen\s*::")
 
 
 @dataclass(frozen=True)
@@ -94,16 +92,16 @@ def annotated(package: Package) -> list[Path]:
     for path in sorted(root.rglob("*.rs")):
         if path.name == "build.rs" and path.parent == package.folder:
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if _ANNOTATION.search(text) and any(_ANNOTATION.search(c.body(text)) for c in find_rust_comments(text)):
-            out.append(path)
-    stems = {}
-    for path in out:
-        if path.stem in stems:  # (each source's outputs are named by its stem)
-            raise AdgenError(error(f"{path}: a second annotated file named '{path.name}' (the first: "
-                                   f"{stems[path.stem]}); adgen names each file's outputs by its stem: rename one"))
-        stems[path.stem] = path
-    return out
+        source = SourceFile(path)
+        if ("@" in source.text or "adgen::" in source.text) and find_annotations(source):  # (as `adgen build` reads)
+            out.append(source)
+    stems: dict[str, Path] = {}
+    for source in out:
+        first = stems.setdefault(source.path.stem, source.path)
+        if first != source.path:  # (each source's outputs are named by its stem)
+            raise AdgenError(error(f"a second annotated file named '{source.path.name}' (the first: {first}); adgen "
+                                   "names each file's outputs by its stem: rename one", span=Span(source, 0)))
+    return [source.path for source in out]
 
 
 @dataclass
@@ -122,7 +120,7 @@ class CrateLowering:
         write_all({p: text for p, text in wrappers.items()
                    if not p.exists() or p.read_text(encoding="utf-8", errors="replace") != text})
         bitcode, dependencies = self._compile()
-        linkage = _linkage_names(bitcode)
+        linkage = defined_at(Module(optimize.text_of_bitcode(bitcode)).metadata)  # (name, file, line) -> symbol
         arrays = []
         problems = []
         for i, (src, g) in enumerate(zip(sources, generated)):
@@ -170,11 +168,6 @@ class CrateLowering:
         else:
             env["RUSTFLAGS"] = " ".join([*shlex.split(env.get("RUSTFLAGS", "")), *ours])
         return env
-
-
-def _linkage_names(bitcode: bytes) -> dict[tuple[str, str, int], str]:
-    """(name, file, line) -> linkage name of each function the bitcode defines with debug info."""
-    return defined_at(Module(optimize.text_of_bitcode(bitcode)).metadata)
 
 
 def _keep_module(array: str, names: list[str]) -> bytes:
