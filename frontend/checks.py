@@ -59,10 +59,13 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
             continue
         for e in a.entries:
             if e.template_args is not None:
-                problems.add(error(f"'{function.name}' is not a function template: its entries name no template "
-                                   "arguments", e.template_args.span, [note("it is declared here", function.span)]))
+                problems.add(error(f"'{function.name}' is not {_GENERIC[hasattr(unit, 'rust')]}: its entries name "
+                                   f"no {'generic' if hasattr(unit, 'rust') else 'template'} arguments", e.template_args.span, [note("it is declared here", function.span)]))
         pairs += [(a, e, function) for e in a.entries] or [(a, None, function)]
     return pairs
+
+
+_GENERIC = {False: "a function template", True: "generic"}
 
 
 def _ascii_name(a: Annotation, function, problems: Collector) -> bool:
@@ -79,18 +82,16 @@ def _ascii_name(a: Annotation, function, problems: Collector) -> bool:
 
 
 def _instances(unit: Unit, a: Annotation, template, problems: Collector) -> list:
-    """The entries of an annotation before a C++ function template, each with the instantiation
-    its template arguments name (`norm_grad_d<double>: ...`)."""
-    from adgen.frontend.prototypes import instantiate
-
+    """The entries of an annotation before a C++ function template (a generic Rust function),
+    each with the instantiation its template arguments name (`norm_grad_d<double>: ...`)."""
     pairs = []
     for e in a.entries:
         if e.template_args is None:
-            problems.add(error(f"'{template.name}' is a function template: name the instantiation each entry "
-                               f"derives, as `{e.name.text}<double>: ...`", e.name.span,
+            problems.add(error(f"'{template.name}' is a {template.kind}: name the instantiation each entry "
+                               f"derives, as `{e.name.text}{template.example}: ...`", e.name.span,
                                [note("it is declared here", template.span)]))
             continue
-        made = instantiate(unit, template, e.template_args.text)
+        made = template.instantiate(unit, e.template_args.text)
         if isinstance(made, str):
             problems.add(error(f"cannot instantiate '{template.name}{e.template_args.text}': {made}",
                                e.template_args.span, [note("it is declared here", template.span)]))

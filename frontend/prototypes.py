@@ -133,6 +133,11 @@ class Template:
     span: Span  # its name
     attributes: tuple[str, ...] = ()  # as Prototype's
     scope: tuple[str, ...] = ()  # as Prototype's
+    kind = "function template"  # (as messages call it, and template arguments they show)
+    example = "<double>"
+
+    def instantiate(self, unit: "Unit", arguments: str) -> "Prototype | str":
+        return instantiate(unit, self, arguments)
 
     def instantiates(self, symbol: str) -> bool:
         """Whether a mangled name (Itanium C++ ABI) is of an instantiation of this template:

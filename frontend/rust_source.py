@@ -41,7 +41,7 @@ VOID = CType("()", True, False, False, False, None, (), portable="void")
 class RType:
     """A Rust type as written, read enough to lay it out in C."""
 
-    kind: str  # scalar unit reference pointer slice array named other
+    kind: str  # scalar unit reference pointer slice array named (a #[repr(C)] struct of the file) vec object other
     text: str  # as written
     span: Span
     name: str = ""  # scalar or struct name
@@ -66,6 +66,21 @@ class RFunction:
     returns: RType | None
     span: Span
     owner: str = ""  # a method's: the type of its `impl` (its wrappers are methods of it too)
+    generic: "Generic | None" = None  # an instantiation's: the generic function it is of
+
+
+@dataclass(frozen=True)
+class Generic:
+    """A generic function an instantiation is of: its generic parameters (lifetimes; type and
+    const parameters, in order, as a trait declares them), its signature as written, and the
+    arguments of this instantiation."""
+
+    name: str
+    lifetimes: tuple[str, ...]
+    params: tuple[str, ...]  # `T`, `const N: usize`
+    names: tuple[str, ...]  # `T`, `N`
+    written: RFunction
+    arguments: tuple[str, ...]
 
 
 @dataclass
@@ -76,6 +91,9 @@ class RustUnit(Unit):
     rust: dict[str, RFunction] = field(default_factory=dict)
     c_types: list[LocalType] = field(default_factory=list)
     unreadable: set[int] = field(default_factory=set)  # where functions whose signatures are in `errors` start
+    # an instantiation's entries: the C name of each derived function -> the name its Rust wrapper has
+    generic_names: dict[str, str] = field(default_factory=dict)
+    generic_shapes: dict = field(default_factory=dict)  # (owner, wrapper name) -> the first entry's shape, where
 
 
 @cache
@@ -98,6 +116,13 @@ def read_rust_unit(source: SourceFile, annotations: list[Annotation]) -> RustUni
         seen.add(at)
         before = len(problems.diagnostics)
         parsed = _signature(source, at, problems)
+        if parsed is not None and reader.generic_parameters(parsed[0]):
+            template = RustTemplate(reader, *parsed)
+            if template.readable(problems):
+                unit.templates[at] = template
+            else:
+                unit.unreadable.add(at)
+            continue
         fn = reader.function(*parsed) if parsed is not None else None
         if fn is not None:
             unit.rust[fn[0].name] = fn[1]
@@ -167,9 +192,21 @@ def _structs(source: SourceFile, problems: Collector) -> dict[str, tuple[bool, l
 class _Types:
     """Rust types to RTypes and C types."""
 
-    def __init__(self, source: SourceFile, structs: dict, problems: Collector):
+    def __init__(self, source: SourceFile, structs: dict, problems: Collector, subst: dict[str, str] | None = None):
         self.source, self.structs, self.problems = source, structs, problems
         self.typedefs: dict[str, str] = {}  # struct name -> its C typedef
+        self.subst = subst or {}  # an instantiation's: generic parameter -> its argument, as written
+        self._generic = re.compile(r"(?<![\w'])(" + "|".join(map(re.escape, self.subst)) + r")(?!\w)") \
+            if self.subst else None
+
+    def instantiated(self, subst: dict[str, str], problems: Collector) -> "_Types":
+        """This reader with generic parameters read as the arguments an instantiation names."""
+        other = _Types(self.source, self.structs, problems, subst)
+        other.typedefs = self.typedefs
+        return other
+
+    def substituted(self, text: str) -> str:
+        return self._generic.sub(lambda m: self.subst[m.group(1)], text) if self._generic else text
 
     def span(self, node, base: int) -> Span:
         if isinstance(node, Token):
@@ -181,10 +218,18 @@ class _Types:
         return self.source.text[span.offset:span.offset + span.length]
 
     def rtype(self, node, base: int) -> RType:
-        span, text = self.span(node, base), self.text(node, base)
+        span, text = self.span(node, base), self.substituted(self.text(node, base))
         if isinstance(node, Token):
             return RType("other", text, span)
         kind = node.data
+        written = self.text(node, base).strip()
+        if kind == "named" and written in self.subst:  # a generic parameter: its argument, where it is used
+            argument = _Types(SourceFile(self.source.path, self.subst[written]), self.structs, self.problems)
+            try:
+                tree = _parser("type").parse(self.subst[written])
+            except UnexpectedInput:
+                return RType("other", text, span)
+            return _respan(argument.rtype(tree, 0), span)
         kids = [k for k in node.children if k is not None]
         if kind == "reference" or kind == "raw_pointer":
             inner = self.rtype(kids[-1], base)
@@ -194,7 +239,8 @@ class _Types:
             return RType("slice", text, span, elem=self.rtype(kids[1], base))
         if kind == "array":
             count = kids[3]  # a number (with a suffix, `4usize`), or a constant's name: unknown
-            n = int(re.sub(r"[_a-z].*", "", count.value.replace("_", ""))) if count.type == "NUMBER" else 0
+            value = self.subst.get(count.value, count.value) if count.type == "NAME" else count.value
+            n = int(re.sub(r"[_a-z].*", "", value.replace("_", ""))) if re.match(r"[0-9]", value) else 0
             return RType("array", text, span, elem=self.rtype(kids[1], base), count=n)
         if kind == "unit":
             return RType("unit", text, span)
@@ -203,12 +249,17 @@ class _Types:
             name = text.split("::")[-1].strip()
             if name in SCALARS:
                 return RType("scalar", text, span, name=name)
-            return RType("named", text, span, name=name)
+            if name in self.structs and self.structs[name][0]:
+                return RType("named", text, span, name=name)
         if kind == "type" and kids:
             return self.rtype(kids[1], base) if len(kids) == 3 else self.rtype(kids[0], base)
         vector = _VEC.fullmatch(text.strip())
         if vector:  # Vec<f64>, Vec<f32>: behind a reference, an object holding a pointer to its floats
             return RType("vec", text, span, elem=RType("scalar", vector.group(1), span, name=vector.group(1)))
+        if kind == "named" and text.strip().split("<")[0].split("::")[-1].strip() not in _UNSIZED:
+            # any other type by path (a struct of Rust's layout, of this file or another module, an
+            # enum, a generic type's instance): behind a reference, an object C sees as bytes
+            return RType("object", text, span, name=text.split("<")[0].split("::")[-1].strip())
         return RType("other", text, span)
 
     def function(self, tree: Tree, at: int, start: int):
@@ -217,17 +268,16 @@ class _Types:
         kids = tree.children
         name_tok = next(k for k in kids if isinstance(k, Token) and k.type == "NAME")
         name_span = self.span(name_tok, at)
-        generics = next((k for k in kids if isinstance(k, Tree) and k.data == "generics"), None)
         declared = [k for k in kids if isinstance(k, Tree) and k.data.endswith("_param")]
-        # Type and const parameters, and `impl Trait` parameters (each an anonymous type parameter).
-        generic = [g for g in (generics.children if generics is not None else ())
-                   if isinstance(g, Tree) and g.data in ("type_param", "const_param")]
-        generic += [t for p in declared for t in p.iter_subtrees_topdown() if t.data == "impl_trait"]
-        for g in sorted(generic, key=lambda g: g.meta.start_pos):
-            self.problems.add(error(f"'{name_tok.value}' is generic: adgen differentiates functions of "
-                                    "concrete types (write one for the type you need)", self.span(g, at)))
+        # `impl Trait` parameters: each an anonymous type parameter, which no instantiation names
+        # (a function with type or const parameters is a RustTemplate's, instantiated).
+        generic = [t for p in declared for t in p.iter_subtrees_topdown() if t.data == "impl_trait"]
+        for g in generic:
+            self.problems.add(error(_IMPL_TRAIT.format(name_tok.value), self.span(g, at)))
         where = next((k for k in kids if isinstance(k, Tree) and k.data == "where_clause"), None)
-        if where is not None:
+        if where is not None and self.subst:
+            where = None  # (its bounds are rustc's to check, at the instantiation)
+        elif where is not None:
             self.problems.add(error(f"'{name_tok.value}' has a where clause: adgen differentiates functions of "
                                     "concrete types", self.span(where, at)))
         params: list[RParam] = []
@@ -251,9 +301,37 @@ class _Types:
         c_returns = self.c_return(returns)
         if len(self.problems.diagnostics) > before:
             return None
-        rf = RFunction(name_tok.value, tuple(params), returns, name_span, owner)
-        return Prototype(name_tok.value, tuple(c_params), c_returns, False, start, name_span,
+        name = name_tok.value + (f"<{', '.join(self.subst.values())}>" if self.subst else "")
+        rf = RFunction(name, tuple(params), returns, name_span, owner)
+        return Prototype(name, tuple(c_params), c_returns, False, start, name_span,
                          scope=(owner,) if owner else ()), rf
+
+    def written(self, tree: Tree, at: int, start: int) -> RFunction:
+        """A generic function's signature as written (its types as RTypes, no C view)."""
+        kids = tree.children
+        name_tok = next(k for k in kids if isinstance(k, Token) and k.type == "NAME")
+        params: list[RParam] = []
+        problems, self.problems = self.problems, Collector()
+        try:
+            owner = ""
+            for p in (k for k in kids if isinstance(k, Tree) and k.data.endswith("_param")):
+                if p.data == "self_param":
+                    owner = self.receiver(name_tok.value, p, at, start, params)
+                    continue
+                pname = next(k for k in p.children if isinstance(k, Token) and k.type in ("NAME", "UNDERSCORE")).value
+                params.append(RParam(f"arg{len(params)}" if pname == "_" else pname,
+                                     self.rtype(p.children[-1], at), self.span(p, at)))
+            ret_tree = next((k for k in kids if isinstance(k, Tree) and k.data == "returns"), None)
+            returns = self.rtype(ret_tree.children[-1], at) if ret_tree is not None else None
+        finally:
+            self.problems = problems
+        return RFunction(name_tok.value, tuple(params), returns, self.span(name_tok, at), owner)
+
+    def generic_parameters(self, tree: Tree) -> list[Tree]:
+        """A function's type and const parameters (not its lifetimes)."""
+        generics = next((k for k in tree.children if isinstance(k, Tree) and k.data == "generics"), None)
+        return [g for g in (generics.children if generics is not None else ())
+                if isinstance(g, Tree) and g.data in ("type_param", "const_param")]
 
     def receiver(self, name: str, p: Tree, at: int, start: int, params: list[RParam]) -> str:
         """A method's `&self` or `&mut self`: a parameter `self`, a reference to the type of its
@@ -271,8 +349,9 @@ class _Types:
             return ""
         mutable = any(k.type == "MUT" for k in kids)
         text = f"&{'mut ' if mutable else ''}{owner}"
+        kind = "named" if owner in self.structs and self.structs[owner][0] else "object"
         params.append(RParam("self", RType("reference", text, span, mutable=mutable,
-                                           elem=RType("named", owner, span, name=owner)), span))
+                                           elem=RType(kind, owner, span, name=owner)), span))
         return owner
 
     # ------------------------------------------------------------------ the C view
@@ -292,7 +371,7 @@ class _Types:
         if t.kind == "vec":
             return self.refuse(t, f"a Vec by value ('{t.text}'): pass it by reference (&{t.text}, &mut "
                                   f"{t.text}), or a slice")
-        if t.kind == "named" and t.name in self.structs:
+        if t.kind in ("named", "object"):
             return self.refuse(t, f"a struct by value ('{t.text}'): pass it by reference (&{t.text}), as Rust's "
                                   "own calling convention for structs is not C's")
         return self.refuse(t, f"the type '{t.text}', which has no C counterpart adgen can differentiate "
@@ -328,7 +407,8 @@ class _Types:
         shadow = t.text if t.mutable else ("&mut " + t.text[1:].lstrip() if t.kind == "reference" else
                                            t.text.replace("*const", "*mut", 1))
         ffi = f"ptr:{uniform}" if uniform and pointee.kind == "scalar" else "ptr"
-        return CType(t.text, False, False, True, any(floats), shadow, (), element_float=uniform, ffi=ffi,
+        floating = any(floats) or pointee.kind == "object"  # (what an object holds, its code says)
+        return CType(t.text, False, False, True, floating, shadow, (), element_float=uniform, ffi=ffi,
                      element_size=size, size=8, portable=f"{const}{c} *", portable_shadow=f"{c} *")
 
     def c_pointee(self, t: RType, depth: int = 0) -> tuple[str, int, list[str]]:
@@ -346,8 +426,10 @@ class _Types:
             return "void *", 8, [""]
         if t.kind == "vec" and t.elem is not None:  # (its layout is Rust's: an opaque object to C)
             return "void", 24, [t.elem.name.replace("f64", "double").replace("f32", "float")]
-        self.refuse(t, f"a pointer to '{t.text}' (pointers to floats, integers, arrays of them, #[repr(C)] "
-                       "structs and Vec<f64> are)")
+        if t.kind == "object" and depth == 0:  # (likewise: bytes of a size and layout C does not know)
+            return "void", 0, [""]
+        self.refuse(t, f"a pointer to '{t.text}' (pointers to floats, integers, arrays of them, structs, "
+                       "Vec<f64> and other sized types by path are)")
         return "", 0, []
 
     def struct(self, t: RType, depth: int) -> tuple[str, int, list[str]]:
@@ -383,6 +465,78 @@ class _Types:
         return t.name, -(-offset // most) * most, floats
 
 
+class RustTemplate:
+    """A generic Rust function: an entry names an instantiation (`loss_grad<f64>: ...`), whose
+    types are the generic parameters read as the arguments (checked by rustc when it compiles it)."""
+
+    kind = "generic function"
+    example = "<f64>"
+
+    def __init__(self, reader: _Types, tree: Tree, at: int, start: int):
+        self.reader, self.tree, self.at, self.start = reader, tree, at, start
+        name = next(k for k in tree.children if isinstance(k, Token) and k.type == "NAME")
+        self.name, self.span = name.value, reader.span(name, at)
+        generics = next(k for k in tree.children if isinstance(k, Tree) and k.data == "generics")
+        self.lifetimes = tuple(str(g.children[0]) for g in generics.children
+                               if isinstance(g, Tree) and g.data == "lifetime_param")
+        self.params, self.names = [], []
+        for g in reader.generic_parameters(tree):
+            pname = next(k.value for k in g.children if isinstance(k, Token) and k.type == "NAME")
+            self.names.append(pname)
+            if g.data == "const_param":
+                kind = next(k for k in g.children if isinstance(k, Tree) or
+                            (isinstance(k, Token) and k.type not in ("CONST", "NAME", "COLON", "EQUAL")))
+                self.params.append(f"const {pname}: {reader.text(kind, at).strip()}")
+            else:
+                self.params.append(pname)
+
+    def readable(self, problems: Collector) -> bool:
+        """Whether what no instantiation can name (`impl Trait` parameters) is absent; else errors."""
+        impl_traits = [t for p in self.tree.children if isinstance(p, Tree) and p.data.endswith("_param")
+                       for t in p.iter_subtrees_topdown() if t.data == "impl_trait"]
+        for t in impl_traits:
+            problems.add(error(_IMPL_TRAIT.format(self.name), self.reader.span(t, self.at)))
+        return not impl_traits
+
+    def instantiate(self, unit: RustUnit, arguments: str) -> Prototype | str:
+        """The instantiation `name<arguments>` (`<f64>`, `::<f64, 3>`) as a function of the source,
+        its RFunction in `unit.rust`; or what is wrong, as a message."""
+        args = _split_arguments(arguments.removeprefix("::").strip()[1:-1])
+        if len(args) != len(self.names):
+            return (f"'{self.name}' takes {len(self.names)} generic argument{'' if len(self.names) == 1 else 's'} "
+                    f"({', '.join(self.names)}), not {len(args)}")
+        problems = Collector()
+        reader = self.reader.instantiated(dict(zip(self.names, args)), problems)
+        made = reader.function(self.tree, self.at, self.start)
+        if made is None:
+            return problems.diagnostics[0].message if problems.diagnostics else "adgen cannot read it"
+        prototype, rf = made
+        unit.rust[prototype.name] = replace(rf, generic=Generic(self.name, self.lifetimes, tuple(self.params),
+                                                                tuple(self.names),
+                                                                self.reader.written(self.tree, self.at, self.start),
+                                                                tuple(args)))
+        unit.c_types = [LocalType(name, text, 0) for name, text in self.reader.typedefs.items()]
+        return prototype
+
+
+def _split_arguments(text: str) -> list[str]:
+    """Generic arguments at the top level of `<...>`'s inside, each stripped."""
+    out, depth, current = [], 0, ""
+    for ch in text:
+        depth += (ch in "<([") - (ch in ">)]")
+        if ch == "," and depth == 0:
+            out.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return [a for a in [*out, current.strip()] if a]
+
+
+def _respan(t: RType, span: Span) -> RType:
+    """A type read from an instantiation's arguments, located where the generic parameter is used."""
+    return replace(t, span=span, elem=_respan(t.elem, span) if t.elem is not None else None)
+
+
 def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype, unit: RustUnit,
                problems: Collector) -> Entry | None:
     """An entry of a Rust function made an entry of its C view: each slice's activity followed
@@ -409,12 +563,31 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
         words.append(word)
         if p.type.kind == "reference" and p.type.elem is not None and p.type.elem.kind == "slice":
             words.append(Word("const", word.span))  # its length
-    return replace(entry, activities=tuple(words))
+    entry = replace(entry, activities=tuple(words))
+    if rf.generic is None:
+        return entry
+    # An instantiation's derived function: a C function of its own name (`loss_grad__f64`), which
+    # the one generic Rust wrapper of that name dispatches to, by the arguments (rust_wrappers.py).
+    shape = (rf.owner, entry.mode and entry.mode.text.lower(), entry.width and entry.width.text,
+             tuple(w.text.lower() for w in entry.activities), entry.returns and entry.returns.text.lower())
+    first = unit.generic_shapes.setdefault((rf.owner, entry.name.text), (shape, entry.name.span))
+    if first[0] != shape:
+        problems.add(error(f"'{entry.name.text}' is derived at several instantiations: each must have the same mode, "
+                           "width and activities (the Rust function dispatching to them has one signature)",
+                           entry.name.span, [note("the first is here", first[1])]))
+        return None
+    suffix = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", "_".join(rf.generic.arguments))).strip("_")
+    c_name = f"{entry.name.text}__{suffix}"
+    unit.generic_names[c_name] = entry.name.text
+    return replace(entry, name=Word(c_name, entry.name.span))
 
 
-__all__ = ["read_rust_unit", "rust_entry", "RustUnit", "RFunction", "RParam", "RType", "is_rust", "SCALARS"]
+__all__ = ["read_rust_unit", "rust_entry", "RustUnit", "RustTemplate", "Generic", "RFunction", "RParam", "RType",
+           "is_rust", "SCALARS"]
 
 
+_IMPL_TRAIT = "'{}' takes an `impl Trait` parameter, which no instantiation can name: write a generic parameter for it"
+_UNSIZED = {"str", "Path", "OsStr", "CStr", "Self"}  # (behind a reference, two words: a pointer and a length)
 _VEC = re.compile(r"(?:(?:std|alloc)::vec::)?Vec\s*<\s*(f64|f32)\s*>")
 _IMPL = re.compile(r"(?:^|[;{}])\s*(?:(?:pub(?:\([^)]*\))?|unsafe|default)\s+)*impl\b\s*(?:<(?:[^<>]|<[^<>]*>)*>)?\s*"
                    r"(?:(?:[\w:]+(?:<(?:[^<>]|<[^<>]*>)*>)?)\s+for\s+)?&?\s*(?:[\w]+::)*(\w+)\s*"

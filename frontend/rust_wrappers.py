@@ -9,7 +9,7 @@ renderer, whose templates it shares."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from adgen.frontend.abi import Signature
 from adgen.base.diagnostics import AdgenError
@@ -61,13 +61,64 @@ class Wrapper:
     owner: str = ""  # a method's wrappers are methods of its type too (in an `impl` of their own)
 
 
+@dataclass(frozen=True)
+class Dispatch:
+    """A generic function's derived function, at the instantiations its entries name: one Rust
+    function of the generic signature (`loss_grad<T>`), which calls the instantiation's through a
+    trait implemented once per instantiation (`impl __adgen_loss_grad<f64> for ()`), each calling
+    its C function (`loss_grad__f64`). `self` is `this` in the trait's functions."""
+
+    name: str
+    trait: str
+    owner: str
+    lifetimes: tuple[str, ...]
+    params: tuple[str, ...]  # the trait's generic parameters, declared (`T`, `const N: usize`)
+    names: tuple[str, ...]  # and as arguments (`T`, `N`)
+    signature: Wrapper  # its parameters and result as written (`x: &[T]`)
+    instances: tuple[tuple[str, Wrapper], ...]  # (the arguments, `f64`; the instantiation's wrapper)
+
+
 def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> str:
     """A Rust source's `<stem>.adgen.rs`: the C functions' declarations and safe wrappers."""
     stem = unit.source.path.stem
+    every = wrappers(unit, signatures)
     return c_environment().get_template("wrappers.rs.j2").render(
-        version=version, source=unit.source.path.name, stem=stem, wrappers=wrappers(unit, signatures),
-        unsafe_spellings=unsafe_spellings(),
+        version=version, source=unit.source.path.name, stem=stem, wrappers=every,
+        plain=[w for s, w in zip(signatures, every) if s.name not in unit.generic_names],
+        dispatches=dispatches(unit, signatures, every), unsafe_spellings=unsafe_spellings(),
+        instances=[_path(unit.rust[s.derivation.primal.name]) for s in signatures if s.name in unit.generic_names],
         ffi="__adgen_ffi_" + re.sub(r"[^A-Za-z0-9_]", "_", stem))
+
+
+def dispatches(unit: RustUnit, signatures: list[Signature], every: list[Wrapper]) -> list[Dispatch]:
+    """The generic derived functions, each with its instantiations' wrappers, in the order first derived."""
+    groups: dict[tuple[str, str], list] = {}
+    for sig, w in zip(signatures, every):
+        if sig.name in unit.generic_names:
+            groups.setdefault((w.owner, unit.generic_names[sig.name]), []).append((sig, w))
+    out = []
+    for (owner, name), members in groups.items():
+        sig, _ = members[0]
+        g = unit.rust[sig.derivation.primal.name].generic
+        written = replace(_wrapper(g.written, sig), name=name,
+                          summary=sig.summary().replace(f"of {sig.derivation.primal.name}", f"of {g.name}"))
+        out.append(Dispatch(name, f"__adgen_{owner + '_' if owner else ''}{name}", owner, g.lifetimes, g.params,
+                            g.names, written,
+                            tuple((", ".join(unit.rust[s.derivation.primal.name].generic.arguments), _this(w))
+                                  for s, w in members)))
+    return out
+
+
+def _this(w: Wrapper) -> Wrapper:
+    """A method's wrapper as a function of a trait: its `self` called `this`."""
+    rename = {"self": "this"}
+    return replace(w, params=tuple(replace(p, name=rename.get(p.name, p.name)) for p in w.params),
+                   ffi=tuple(replace(a, source=rename.get(a.source, a.source)) for a in w.ffi))
+
+
+def _path(rf: RFunction) -> str:
+    """How Rust code of the module names an instantiation (`Model::loss::<f64>`)."""
+    return (f"{rf.owner}::" if rf.owner else "") + rf.generic.name + "::<" + ", ".join(rf.generic.arguments) + ">"
 
 
 def unsafe_spellings() -> bool:
@@ -94,7 +145,7 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
         t = rp.type
         act = next(acts)
         slice_ = t.kind == "reference" and t.elem is not None and t.elem.kind == "slice"
-        vec = bool(_pointee(t))
+        vec = t.kind == "reference" and t.elem is not None and t.elem.kind == "vec"
         if slice_:
             next(acts)  # the length's, always const
         params.append(RustParam(rp.name, t.text))
@@ -140,8 +191,8 @@ def _how(t: RType) -> str:
 
 
 def _pointee(t: RType) -> str:
-    """A reference to a Vec: the Vec's type (passed to C as bytes); else ""."""
-    return t.elem.text if t.kind == "reference" and t.elem is not None and t.elem.kind == "vec" else ""
+    """A reference to a Vec or another object of Rust's layout: its type (passed to C as bytes); else ""."""
+    return t.elem.text if t.kind == "reference" and t.elem is not None and t.elem.kind in ("vec", "object") else ""
 
 
 def _ffi_type(t: RType) -> str:

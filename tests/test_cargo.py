@@ -1,9 +1,9 @@
 """`cargo adgen build` (commands/cargo.py, commands/build/crate.py, specs/annotations.md "Rust
 crates"): a cargo workspace of three crates — a library whose annotated functions live in
-several of its modules (a file module, an inline module, both spellings of the annotation, a
-method) and
-call a private function of another module and a function of a path dependency, a binary using
-it — gets its derivatives, and then `cargo test` and `cargo run` work as usual, checked against
+several of its modules (a file module, an inline module, both spellings of the annotation,
+methods, a `Model` trait with a model holding a Vec, a loss generic over the model and
+a function generic over the float, at named instantiations) and call a private function of
+another module and a function of a path dependency, a binary using it — gets its derivatives, and then `cargo test` and `cargo run` work as usual, checked against
 central differences; with each toolchain installed (Debian's rustc and cargo 1.63, rustup's
 stable). What cargo's compile of the library cannot give is a located error. Skipped, saying
 why, where there is no cargo (.ci/run installs Debian's)."""
@@ -47,6 +47,7 @@ pub fn scale(x: f64) -> f64 {
 """
 
 LIB = """\
+pub mod fit;
 pub mod model;
 pub mod shapes;
 
@@ -129,6 +130,54 @@ impl Params {
 include!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/adgen/model.adgen.rs"));
 """
 
+FIT = """\
+//! A model trait, a model holding its weights in a Vec, a generic loss over models and floats.
+use std::ops::{Add, Mul, Sub};
+
+pub trait Model {
+    fn predict(&self, x: &[f64]) -> f64;
+}
+
+/// Of Rust's layout (no #[repr(C)]): C sees it as an object.
+pub struct Linear {
+    pub w: Vec<f64>,
+    pub bias: f64,
+}
+
+impl Model for Linear {
+    fn predict(&self, x: &[f64]) -> f64 {
+        self.w.iter().zip(x).map(|(w, x)| w * x).sum::<f64>() + self.bias
+    }
+}
+
+impl Linear {
+    /// A method over Vec<f64>: the weights' decay toward a prior.
+    #[adgen::diff(decay_grad: (dup, dup) -> active)]
+    pub fn decay(&self, prior: &Vec<f64>) -> f64 {
+        self.w.iter().zip(prior.iter()).map(|(w, p)| (w - p) * (w - p)).sum::<f64>() * 0.5
+    }
+}
+
+/// Generic over the model: the squared error over rows of `x`.
+// @diff(loss_grad<Linear>: (dup, const, const) -> active; loss_dir<Linear>: forward (dual, const, const) -> dualonly)
+pub fn loss<M: Model>(m: &M, x: &Vec<f64>, y: &[f64]) -> f64 {
+    let n = x.len() / y.len();
+    (0..y.len()).map(|i| { let e = m.predict(&x[i * n..(i + 1) * n]) - y[i]; e * e }).sum()
+}
+
+/// Generic over the float, at f64 and f32.
+// @diff(poly_grad<f64>: (active, dup) -> active; poly_grad<f32>: (active, dup) -> active)
+pub fn poly<T: Copy + Add<Output = T> + Mul<Output = T> + Sub<Output = T>>(x: T, c: &[T]) -> T {
+    let mut s = c[0];
+    for k in 1..c.len() {
+        s = s * x + c[k] - x;
+    }
+    s
+}
+
+include!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/adgen/fit.adgen.rs"));
+"""
+
 BUILD = """\
 fn main() {
     println!("cargo:rustc-link-search=native={}/target/adgen", env!("CARGO_MANIFEST_DIR"));
@@ -137,6 +186,7 @@ fn main() {
 """
 
 MAIN = """\
+use geo::fit::{loss, loss_dir, loss_grad, poly, poly_grad, Linear};
 use geo::shapes::inner::{energy, energy_grad};
 
 fn main() {
@@ -144,12 +194,41 @@ fn main() {
     let mut d = [0.0; 3];
     energy_grad(&x, &mut d, 1.0);
     let mut worst: f64 = 0.0;
+    let h = 1e-6;
     for i in 0..3 {
         let (mut up, mut down) = (x, x);
-        up[i] += 1e-6;
-        down[i] -= 1e-6;
-        worst = worst.max((d[i] - (energy(&up) - energy(&down)) / 2e-6).abs());
+        up[i] += h;
+        down[i] -= h;
+        worst = worst.max((d[i] - (energy(&up) - energy(&down)) / (2.0 * h)).abs());
     }
+    // The model trait, generic loss and methods over Vec<f64>, from the library crate.
+    let m = Linear { w: vec![0.5, -1.0], bias: 0.25 };
+    let (rows, y) = (vec![1.0, 2.0, -0.5, 0.3, 0.0, 1.5], [0.7, -0.1, 0.4]);
+    let mut dm = Linear { w: vec![0.0; 2], bias: 0.0 };
+    let value = loss_grad(&m, &mut dm, &rows, &y, 1.0);
+    worst = worst.max((value - loss(&m, &rows, &y)).abs());
+    for k in 0..3 {
+        let (mut up, mut down) = (Linear { w: m.w.clone(), bias: m.bias }, Linear { w: m.w.clone(), bias: m.bias });
+        let mut t = Linear { w: vec![0.0; 2], bias: 0.0 };
+        if k < 2 { up.w[k] += h; down.w[k] -= h; t.w[k] = 1.0; } else { up.bias += h; down.bias -= h; t.bias = 1.0; }
+        let fd = (loss(&up, &rows, &y) - loss(&down, &rows, &y)) / (2.0 * h);
+        let g = if k < 2 { dm.w[k] } else { dm.bias };
+        worst = worst.max((fd - g).abs()).max((fd - loss_dir(&m, &t, &rows, &y)).abs());
+    }
+    let prior = vec![0.1, 0.2];
+    let (mut dm2, mut dprior) = (Linear { w: vec![0.0; 2], bias: 0.0 }, vec![0.0; 2]);
+    m.decay_grad(&mut dm2, &prior, &mut dprior, 1.0);
+    for k in 0..2 {
+        worst = worst.max((dm2.w[k] - (m.w[k] - prior[k])).abs()).max((dprior[k] + (m.w[k] - prior[k])).abs());
+    }
+    let c: [f64; 3] = [1.5, -0.5, 2.0];
+    let mut dc = [0.0; 3];
+    let (p, dx) = poly_grad(0.7, &c, &mut dc, 1.0);
+    worst = worst.max((p - poly(0.7, &c)).abs()).max((dx - (poly(0.7 + h, &c) - poly(0.7 - h, &c)) / (2.0 * h)).abs());
+    let cf = [1.5f32, -0.5, 2.0];
+    let mut dcf = [0.0f32; 3];
+    let (_, dxf) = poly_grad::<f32>(0.7, &cf, &mut dcf, 1.0);
+    worst = worst.max((dxf as f64 - dx).abs() * 1e-3).max((dcf[0] as f64 - dc[0]).abs() * 1e-3);
     println!("{}", if worst < 1e-6 { "ok" } else { "WRONG" });
 }
 """
@@ -166,6 +245,7 @@ def _workspace(root: Path) -> Path:
         "geo/src/lib.rs": LIB,
         "geo/src/shapes.rs": SHAPES,
         "geo/src/model.rs": MODEL,
+        "geo/src/fit.rs": FIT,
         "app/Cargo.toml": ('[package]\nname = "app"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n'
                            'geo = { path = "../geo" }\n'),
         "app/src/main.rs": MAIN,
@@ -198,9 +278,9 @@ def test_a_workspace_gets_its_gradients_then_cargo_test_and_run_work(tmp_path, f
     root = _workspace(tmp_path)
     built = _cargo(folder, "adgen", "build", cwd=root)
     assert "geo: wrote" in built.stderr and "energy_grad" in built.stderr and "misfit_grad" in built.stderr
-    assert "norm_grad" in built.stderr
+    assert "norm_grad" in built.stderr and "loss_grad__Linear" in built.stderr and "poly_grad__f32" in built.stderr
     out = root / "geo" / "target" / "adgen"
-    assert {p.name for p in out.iterdir()} >= {"libgeo_adgen.a", "shapes.adgen.rs", "model.adgen.rs"}
+    assert {p.name for p in out.iterdir()} >= {"libgeo_adgen.a", "shapes.adgen.rs", "model.adgen.rs", "fit.adgen.rs"}
     tested = _cargo(folder, "test", "-q", "-p", "geo", cwd=root)
     assert "1 passed" in tested.stdout, tested.stdout
     ran = _cargo(folder, "run", "-q", "-p", "app", cwd=root)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 from dataclasses import dataclass
@@ -120,17 +121,20 @@ class CrateLowering:
         write_all({p: text for p, text in wrappers.items()
                    if not p.exists() or p.read_text(encoding="utf-8", errors="replace") != text})
         bitcode, dependencies = self._compile()
-        linkage = defined_at(Module(optimize.text_of_bitcode(bitcode)).metadata)  # (name, file, line) -> symbol
+        linkage = {(_unqualified(name), *at): symbol  # (name, file, line) -> symbol
+                   for (name, *at), symbol in defined_at(Module(optimize.text_of_bitcode(bitcode)).metadata).items()}
         arrays = []
         problems = []
         for i, (src, g) in enumerate(zip(sources, generated)):
             names = []
             for f in primal_functions(g):
                 where = (os.path.realpath(src), f.span.source.line_col(f.span.offset)[0])
-                name = linkage.get((f.name, *where))
+                name = linkage.get((_unqualified(f.name), *where))
                 if name is None:
-                    problems.append(error(f"'{f.name}' is not in cargo's compile of the library (a generic function, "
-                                          "or one in a module the library does not declare)", span=f.span))
+                    problems.append(error(f"'{f.name}' is not in cargo's compile of the library (in a module the "
+                                          "library does not declare, or a file not `include!`ing its wrappers, "
+                                          f"{Path(src).stem}.adgen.rs, whose code instantiates the generic functions "
+                                          "derived)", span=f.span))
                 names.append(name)
             arrays.append(_keep_module(keep_array(i), names))
         if problems:
@@ -168,6 +172,12 @@ class CrateLowering:
         else:
             env["RUSTFLAGS"] = " ".join([*shlex.split(env.get("RUSTFLAGS", "")), *ours])
         return env
+
+
+def _unqualified(name: str) -> str:
+    """A function's name as debug information gives it, its generic arguments' paths dropped
+    (`fit<geo::fit::Linear>` -> `fit<Linear>`), as an instantiation's entry names them."""
+    return re.sub(r"\b(?:[A-Za-z_]\w*::)+", "", name).replace(" ", "")
 
 
 def _keep_module(array: str, names: list[str]) -> bytes:
