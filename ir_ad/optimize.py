@@ -24,7 +24,7 @@ from adgen.base.timing import pass_times
 from adgen.ir_ad import parts
 from adgen.ir_ad.cc1 import Cc1, Machine
 from adgen.ir_ad.ir import captures, linkage, parallel, split, unwinding
-from adgen.ir_ad.ir.edit import without_poison_lanes
+from adgen.ir_ad.ir.edit import pointers_through_integers, without_poison_lanes
 from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_addresses, without_comdats,
                             without_target_attributes)
 from adgen.ir_ad.ir.reach import bare, spelled
@@ -366,8 +366,9 @@ def prepare(module, tm, calls: set[str] = frozenset(), derivatives: bool = False
     namer.add_instruction_namer_pass()
     namer.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
     # without per-function CPU choices (zig's clang picks the build machine's): the target
-    # machine (--march) decides for all code alike; vectors' undefined lanes made zeros
-    return without_poison_lanes(without_comdats(without_target_attributes(str(module))))
+    # machine (--march) decides for all code alike; vectors' undefined lanes made zeros;
+    # pointers merged as integers merged as pointers
+    return pointers_through_integers(without_poison_lanes(without_comdats(without_target_attributes(str(module)))))
 
 
 # C++'s inline functions and template instances (linkonce_odr), and explicit instantiations

@@ -210,6 +210,12 @@ RULES: dict[str, Rule] = {
     # memory holding floats (adgen's own tape, differentiated again): no derivative.
     **{name: R(2, lambda b, x, r: [None, None]) for name in ("umin", "umax", "smin", "smax")},
     **{name: R(1, lambda b, x, r: [None]) for name in ("ctpop", "bswap", "bitreverse")},
+    # (and on lengths read beside pointers to floats: Rust's slices' and vectors')
+    **{name: R(2, lambda b, x, r: [None, None]) for name in (
+        "uadd.sat", "usub.sat", "sadd.sat", "ssub.sat", "ushl.sat", "sshl.sat", "abs", "ctlz", "cttz",
+        "uadd.with.overflow", "usub.with.overflow", "sadd.with.overflow", "ssub.with.overflow",
+        "umul.with.overflow", "smul.with.overflow")},
+    **{name: R(3, lambda b, x, r: [None, None, None]) for name in ("fshl", "fshr")},
 }
 # Other spellings of the same primitives.
 ALIASES = {"fmin": "minnum", "fmax": "maxnum", "minimum": "minnum", "maximum": "maxnum", "minimumnum": "minnum",

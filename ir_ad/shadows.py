@@ -11,6 +11,7 @@ load. `Layout` does the arithmetic on parts that both modes share."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from adgen.ir_ad.ir.builder import SHADOW as SHADOW_MEMORY, Builder, Declarations, V, bare, local
@@ -144,6 +145,7 @@ def self_shadow(b: Builder, shadow: Shadow, pointer: V) -> V:
 # not null (libc++'s `std::stable_sort` passes its merge buffer, or a null one where no memory
 # was to be had; a linked list's `next`).
 NOWHERE = ("null", "undef", "poison")
+_SMALL_ADDRESS = re.compile(r"inttoptr \(i64 (\d+) to ptr\)")
 
 
 def points_nowhere(op: Operand, defs: dict[str, Instruction] | None = None, depth: int = 0) -> bool:
@@ -154,6 +156,9 @@ def points_nowhere(op: Operand, defs: dict[str, Instruction] | None = None, dept
         return False
     if op.value in NOWHERE:
         return True
+    small = _SMALL_ADDRESS.fullmatch(op.value)
+    if small and int(small.group(1)) < 4096:  # (an address in the null page, where nothing lies: an
+        return True  # alignment, Rust's `NonNull::dangling` for memory not allocated yet)
     inst = (defs or {}).get(op.value) if op.value.startswith("%") else None
     if inst is None or depth > 64 or inst.opcode not in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
         return False

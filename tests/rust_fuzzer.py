@@ -2,8 +2,10 @@
 "Rust crates"; specs/testing.md).
 
 Each crate is a package whose library has two modules: `util`, random scalar helpers, and
-`model`, random annotated functions of a slice or a `&Vec<f64>` and a `#[repr(C)]` struct of
-parameters, or methods taking `&self` of it. Their bodies make vectors of their own (`collect`,
+`model`, random annotated functions of a slice or a `&Vec<f64>` and a struct of parameters
+(`#[repr(C)]`, of Rust's layout, or holding a `Vec`), or methods taking `&self` of it; some
+generic, derived at named instantiations (over the parameters' type through a trait, and a
+const parameter: `f0_grad<Params, 3>`). Their bodies make vectors of their own (`collect`,
 `vec!`, `push`), run loops of random smooth arithmetic calling the other module's helpers, and
 return a weighted sum. Each function has a gradient (reverse mode, `dup` for the data and the
 parameters) and a tangent (forward mode); the package's program checks both, on every input,
@@ -57,13 +59,17 @@ class Writer:
         return f"pub fn h{k}(a: f64, b: f64) -> f64 {{\n    {self.expression(['a', 'b'], 1)}\n}}\n"
 
     def function(self, k: int) -> tuple[str, str, bool]:
-        """A function's text, its data parameter's type, and whether it is a method."""
+        """A function's text, its data parameter's type, whether it is a method, and the generic
+        arguments its calls name (`::<3>`, or "")."""
         rng = self.rng
         method = rng.random() < 0.3
         data = "&Vec<f64>" if rng.random() < 0.3 else "&[f64]"
         q = "self" if method else "q"
+        generic = rng.random() < 0.4  # over the parameters' type (not a method's) and a const M = 3
+        p = (lambda i: f"{q}.w({i})") if generic and not method else (lambda i: f"{q}.p[{i}]")
+        m = "M" if generic else "3"
         made = rng.choice(["collect", "vec", "push"])
-        first = self.expression(["x[i]", f"{q}.p[i % 3]", "(i as f64)"])
+        first = self.expression(["x[i]", p(f"i % {m}"), "(i as f64)"])
         lines = []
         if made == "collect":
             lines.append(f"let mut v: Vec<f64> = (0..x.len()).map(|i| {first}).collect();")
@@ -74,25 +80,28 @@ class Writer:
         for _ in range(rng.randint(1, 3)):
             kind = rng.random()
             if kind < 0.4:
-                e = self.expression(["v[i]", "v[i - 1]", "x[i]", f"{q}.p[(i + 1) % 3]"])
+                e = self.expression(["v[i]", "v[i - 1]", "x[i]", p(f"(i + 1) % {m}")])
                 lines.append(f"for i in 1..v.len() {{ v[i] = {e}; }}")
             elif kind < 0.7:
                 e = self.expression(["v[i]", "s", "x[(i + 2) % x.len()]"])
                 lines.append(f"{{ let mut s: f64 = 0.0; for i in 0..v.len() {{ s += {e}; }} "
                              f"for i in 0..v.len() {{ v[i] += 0.1 * s.tanh(); }} }}")
             else:
-                e = self.expression(["v[i]", f"{q}.p[2]"])
+                e = self.expression(["v[i]", p("2")])
                 lines.append(f"v = v.iter().enumerate().map(|(i, _)| {e}).collect();")
         weights = ", ".join(f"{rng.uniform(-1, 1):.3f}" for _ in range(N))
         lines.append(f"let w = [{weights}];")
-        lines.append(f"v.iter().zip(w.iter()).map(|(a, b)| a * b).sum::<f64>() + {q}.p[0] * x[0]")
+        lines.append(f"v.iter().zip(w.iter()).map(|(a, b)| a * b).sum::<f64>() + {p('0')} * x[0]")
         body = "\n    ".join(lines)
         if method:
-            head = (f"    // @diff(m{k}_grad: (dup, dup) -> active; m{k}_fwd: forward (dual, dual) -> dualonly)\n"
-                    f"    pub fn m{k}(&self, x: {data}) -> f64 {{\n    {body}\n    }}\n")
-            return f"impl Params {{\n{head}}}\n", data, True
-        return (f"// @diff(f{k}_grad: (dup, dup) -> active; f{k}_fwd: forward (dual, dual) -> dualonly)\n"
-                f"pub fn f{k}(x: {data}, q: &Params) -> f64 {{\n    {body}\n}}\n", data, False)
+            at, declared = ("<3>", "<const M: usize>") if generic else ("", "")
+            head = (f"    // @diff(m{k}_grad{at}: (dup, dup) -> active; m{k}_fwd{at}: forward (dual, dual) -> dualonly)\n"
+                    f"    pub fn m{k}{declared}(&self, x: {data}) -> f64 {{\n    {body}\n    }}\n")
+            return f"impl Params {{\n{head}}}\n", data, True, "::<3>" if generic else ""
+        at, declared, of = ("<Params, 3>", "<Q: Weights, const M: usize>", "Q") if generic else ("", "", "Params")
+        return (f"// @diff(f{k}_grad{at}: (dup, dup) -> active; f{k}_fwd{at}: forward (dual, dual) -> dualonly)\n"
+                f"pub fn f{k}{declared}(x: {data}, q: &{of}) -> f64 {{\n    {body}\n}}\n", data, False,
+                "::<Params, 3>" if generic else "")
 
 
 DRIVER = """\
@@ -101,15 +110,15 @@ use {crate}::model::*;
 fn check(name: &str, f: &dyn Fn(&[f64], &Params) -> f64, grad: &dyn Fn(&[f64], &Params, &mut [f64], &mut Params),
          fwd: &dyn Fn(&[f64], &Params, &[f64], &Params) -> f64) {{
     let x = [0.3, -0.8, 0.55, 1.1, -0.25];
-    let q = Params {{ p: [0.7, -0.4, 0.9] }};
-    let (mut dx, mut dq) = ([0.0; {n}], Params {{ p: [0.0; 3] }});
+    let q = Params {{ p: {make}([0.7, -0.4, 0.9]) }};
+    let (mut dx, mut dq) = ([0.0; {n}], Params {{ p: {make}([0.0; 3]) }});
     grad(&x, &q, &mut dx, &mut dq);
     let (mut wrong, mut unsure) = (false, false);
     for k in 0..{n} + 3 {{
-        let (mut tx, mut tq) = ([0.0; {n}], Params {{ p: [0.0; 3] }});
+        let (mut tx, mut tq) = ([0.0; {n}], Params {{ p: {make}([0.0; 3]) }});
         let g = if k < {n} {{ tx[k] = 1.0; dx[k] }} else {{ tq.p[k - {n}] = 1.0; dq.p[k - {n}] }};
         let at = |h: f64| {{
-            let (mut xp, mut xm, mut qp, mut qm) = (x, x, Params {{ p: q.p }}, Params {{ p: q.p }});
+            let (mut xp, mut xm, mut qp, mut qm) = (x, x, Params {{ p: q.p.clone() }}, Params {{ p: q.p.clone() }});
             if k < {n} {{ xp[k] += h; xm[k] -= h; }} else {{ qp.p[k - {n}] += h; qm.p[k - {n}] -= h; }}
             (f(&xp, &qp) - f(&xm, &qm)) / (2.0 * h)
         }};
@@ -141,22 +150,27 @@ def crate(rng: random.Random, functions: int) -> dict[str, str]:
     helpers = rng.randint(1, 3)
     w = Writer(rng, helpers)
     util = "\n".join(Writer(rng, 0).helper(k) for k in range(helpers))
-    parts, calls = ["#[repr(C)]\npub struct Params {\n    pub p: [f64; 3],\n}\n"], []
+    layout = rng.choice(["#[repr(C)]\n", "", "vec"])  # C's, Rust's (an object to C), or holding a Vec
+    field = "Vec<f64>" if layout == "vec" else "[f64; 3]"
+    parts = [f"{'' if layout == 'vec' else layout}pub struct Params {{\n    pub p: {field},\n}}\n",
+             "pub trait Weights {\n    fn w(&self, i: usize) -> f64;\n}\n",
+             "impl Weights for Params {\n    fn w(&self, i: usize) -> f64 {\n        self.p[i]\n    }\n}\n"]
+    calls = []
     for k in range(functions):
-        text, data, method = w.function(k)
+        text, data, method, at = w.function(k)
         parts.append(text)
         x = "&x.to_vec()" if data == "&Vec<f64>" else "x"
         dx = "&mut dx.to_vec()" if data == "&Vec<f64>" else "dx"
         if method:
-            f, grad = f"|x, q| q.m{k}({x})", f"|x, q, dx, dq| {{ q.m{k}_grad(dq, {x}, {dx}, 1.0); }}"
-            fwd = f"|x, q, tx, tq| q.m{k}_fwd(tq, {x}, {x.replace('x', 'tx')})"
+            f, grad = f"|x, q| q.m{k}{at}({x})", f"|x, q, dx, dq| {{ q.m{k}_grad{at}(dq, {x}, {dx}, 1.0); }}"
+            fwd = f"|x, q, tx, tq| q.m{k}_fwd{at}(tq, {x}, {x.replace('x', 'tx')})"
         else:
-            f, grad = f"|x, q| f{k}({x}, q)", f"|x, q, dx, dq| {{ f{k}_grad({x}, {dx}, q, dq, 1.0); }}"
-            fwd = f"|x, q, tx, tq| f{k}_fwd({x}, {x.replace('x', 'tx')}, q, tq)"
+            f, grad = f"|x, q| f{k}{at}({x}, q)", f"|x, q, dx, dq| {{ f{k}_grad{at}({x}, {dx}, q, dq, 1.0); }}"
+            fwd = f"|x, q, tx, tq| f{k}_fwd{at}({x}, {x.replace('x', 'tx')}, q, tq)"
         if data == "&Vec<f64>":  # (a shadow Vec: the gradient copied back into the array)
             grad = ("|x, q, dx, dq| { let mut v = dx.to_vec(); "
-                    + (f"q.m{k}_grad(dq, &x.to_vec(), &mut v, 1.0);" if method else
-                       f"f{k}_grad(&x.to_vec(), &mut v, q, dq, 1.0);") + " dx.copy_from_slice(&v); }")
+                    + (f"q.m{k}_grad{at}(dq, &x.to_vec(), &mut v, 1.0);" if method else
+                       f"f{k}_grad{at}(&x.to_vec(), &mut v, q, dq, 1.0);") + " dx.copy_from_slice(&v); }")
         calls.append(f'    check("{"m" if method else "f"}{k}", &{f}, &{grad}, &{fwd});')
     parts.append('include!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/adgen/model.adgen.rs"));\n')
     return {
@@ -166,7 +180,8 @@ def crate(rng: random.Random, functions: int) -> dict[str, str]:
         "src/lib.rs": "pub mod model;\npub mod util;\n",
         "src/util.rs": util,
         "src/model.rs": "\n".join(parts),
-        "src/main.rs": DRIVER.format(crate="fz", n=N, calls="\n".join(calls)),
+        "src/main.rs": DRIVER.format(crate="fz", n=N, calls="\n".join(calls),
+                                     make="Vec::from" if layout == "vec" else ""),
     }
 
 

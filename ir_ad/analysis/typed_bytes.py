@@ -53,6 +53,8 @@ def _span(module: Module, fn: Function, value: str, offset: int, length: int, de
         if inst.opcode != "alloca" or inst.count is not None:
             return False
         t = inst.source_type
+        if 0 <= offset and offset + length <= size_of(module, t) and _bytes(t):  # (rustc's locals: `[24 x i8]`)
+            return plainly_accessed(module, fn, name)
         return 0 <= offset and offset + length <= size_of(module, t) and _plain(module, t, offset, length)
     params = [p.name for p in fn.params]
     if name not in params:
@@ -62,6 +64,84 @@ def _span(module: Module, fn: Function, value: str, offset: int, length: int, de
     return bool(sites) and all(k < len(call.operands) and
                                _span(module, caller, call.operands[k].value, offset, length, depth + 1)
                                for caller, call in sites)
+
+
+_USES: "weakref.WeakKeyDictionary[Module, dict]" = weakref.WeakKeyDictionary()
+_HARMLESS = ("llvm.lifetime.", "llvm.memset.", "llvm.assume", "llvm.dbg.", "llvm.prefetch", "llvm.invariant.")
+
+
+def plainly_accessed(module: Module, fn: Function, pointer: str, depth: int = 0,
+                     seen: frozenset | None = None) -> bool:
+    """Whether the memory a local (an alloca of bytes, as rustc types its locals) or a pointer
+    parameter reaches is, by every access to it, integers and pointers only: loaded and stored
+    as such (through addresses computed from it), written by copies of memory that is so too, passed
+    only to functions of the module that access their parameter so, never stored or returned
+    (where other code could write it). A `Vec`'s header (its capacity, buffer and length),
+    moved by `v = ...collect()`, is such memory; its buffer, behind the pointer, is not this memory."""
+    seen = seen or frozenset()
+    key = (fn.name, pointer)
+    if key in seen:
+        return True  # (a copy back and forth: what else writes them decides)
+    if depth > _DEPTH:
+        return False
+    seen = seen | {key}
+    uses = _uses(module, fn)
+    work, visited = [pointer], set()
+    while work:
+        value = work.pop()
+        if value in visited:
+            continue
+        visited.add(value)
+        for inst in uses.get(value, ()):
+            op = inst.opcode
+            if op in ("getelementptr", "bitcast", "addrspacecast") and inst.operands[0].value == value:
+                work.append(inst.result)
+            elif op == "load":
+                if inst.type.kind not in ("int", "ptr"):
+                    return False
+            elif op == "store":
+                if inst.operands[0].value == value or inst.operands[0].type.kind not in ("int", "ptr"):
+                    return False  # (its address stored: written anywhere)
+            elif op in ("icmp", "ptrtoint"):
+                continue
+            elif op in ("call", "invoke"):
+                if not _plain_call(module, fn, inst, value, depth, seen):
+                    return False
+            else:
+                return False  # (phi, select, ret: its address goes where this does not follow)
+    return True
+
+
+def _plain_call(module: Module, fn: Function, call: Instruction, value: str, depth: int, seen: frozenset) -> bool:
+    name = call.callee.lstrip("@").strip('"')
+    if name.startswith(_HARMLESS):
+        return True
+    args = [a.value for a, _ in call.call_args] if call.call_args else [o.value for o in call.operands]
+    if name.startswith(("llvm.memcpy.", "llvm.memmove.")):
+        dst, src = args[0], args[1]
+        if dst != value:
+            return True  # (read from: nothing written here)
+        root = _root(module, fn, src)
+        return root is not None and root[1] == 0 and plainly_accessed(module, fn, root[0], depth + 1, seen)
+    target = module.functions.get(call.callee)
+    if target is None or target.declaration:
+        return False
+    params = [p.name for p in target.params]
+    return all(plainly_accessed(module, target, params[k], depth + 1, seen)
+               for k, a in enumerate(args) if a == value and k < len(params))
+
+
+def _uses(module: Module, fn: Function) -> dict[str, list[Instruction]]:
+    """The instructions using each value of a function."""
+    cache = _USES.setdefault(module, {})
+    if fn.name not in cache or cache[fn.name][0] is not fn:
+        found: dict[str, list[Instruction]] = {}
+        for inst in fn.instructions():
+            for o in inst.operands:
+                if o.value.startswith("%"):
+                    found.setdefault(o.value, []).append(inst)
+        cache[fn.name] = (fn, found)
+    return cache[fn.name][1]
 
 
 def _root(module: Module, fn: Function, value: str) -> tuple[str, int] | None:

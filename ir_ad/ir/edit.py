@@ -223,3 +223,88 @@ def without_poison_lanes(text: str) -> str:
         return f"shufflevector {m.group(1)} {m.group(3)}, {m.group(4)} zeroinitializer, {m.group(6)} <{lanes}>"
 
     return _SHUFFLE.sub(shuffle, text)
+
+
+# ---------------------------------------------------------------------------- addresses as integers
+_INTTOPTR = re.compile(r"^(\s*)(%[-\w$.]+|%\"[^\"]*\") = inttoptr i64 (%[-\w$.]+|%\"[^\"]*\") to ptr")
+_INT_DEF = re.compile(r"^\s*(%[-\w$.]+|%\"[^\"]*\") = (phi i64 (.*)|select i1 ([^,]+), i64 ([^,]+), i64 ([^,!]+)"
+                      r"|ptrtoint ptr ([^ ]+) to i64)(?:,|$| !)")
+_INCOMING = re.compile(r"\[ ([^,]+), ([^\]]+) \]")
+
+
+def pointers_through_integers(text: str) -> str:
+    """The text with each `inttoptr` of an integer that is, through phis and selects only, the
+    `ptrtoint` of pointers or a constant, made a pointer phi or select of those pointers (the
+    constants `inttoptr (i64 C to ptr)`): rustc's vectors make their buffer so, a fresh
+    allocation's address or `NonNull::dangling`'s 8 merged as integers, and a pointer moved as
+    an integer is one adgen cannot give a shadow. The integers stay, for their other uses."""
+    out: list[str] = []
+    body: list[str] = []
+    for fn, line in lines_by_function(text):
+        if fn is None:
+            out += _pointer_phis(body) + [line] if body else [line]
+            body = []
+        else:
+            body.append(line)
+    return "\n".join(out + _pointer_phis(body))
+
+
+def _pointer_phis(lines: list[str]) -> list[str]:
+    if not any(" = inttoptr i64 %" in line for line in lines):
+        return lines
+    defs: dict[str, tuple[int, re.Match]] = {}
+    for k, line in enumerate(lines):
+        m = _INT_DEF.match(line)
+        if m:
+            defs[m.group(1)] = (k, m)
+
+    def leaves_ok(name: str, seen: set[str]) -> bool:
+        if not name.startswith("%"):
+            return re.fullmatch(r"-?\d+", name) is not None
+        if name in seen:
+            return True
+        seen.add(name)
+        if name not in defs:
+            return False
+        m = defs[name][1]
+        if m.group(7):
+            return True
+        if m.group(3) is not None:
+            return all(leaves_ok(v.strip(), seen) for v, _ in _INCOMING.findall(m.group(3)))
+        return leaves_ok(m.group(5).strip(), seen) and leaves_ok(m.group(6).strip(), seen)
+
+    made: dict[str, str] = {}  # integer -> its pointer
+    added: dict[int, list[str]] = {}
+
+    def pointer(value: str) -> str:
+        if not value.startswith("%"):
+            return "null" if int(value) == 0 else f"inttoptr (i64 {value} to ptr)"
+        if value in made:
+            return made[value]
+        k, m = defs[value]
+        if m.group(7):
+            made[value] = m.group(7)
+            return made[value]
+        name = value[:-1] + '.ptr"' if value.endswith('"') else value + ".ptr"
+        made[value] = name
+        if m.group(3) is not None:
+            incoming = ", ".join(f"[ {pointer(v.strip())}, {b.strip()} ]" for v, b in _INCOMING.findall(m.group(3)))
+            added.setdefault(k, []).append(f"  {name} = phi ptr {incoming}")
+        else:
+            added.setdefault(k, []).append(f"  {name} = select i1 {m.group(4)}, ptr {pointer(m.group(5).strip())}, "
+                                           f"ptr {pointer(m.group(6).strip())}")
+        return name
+
+    replaced: dict[int, str] = {}
+    for k, line in enumerate(lines):
+        m = _INTTOPTR.match(line)
+        if m and leaves_ok(m.group(3), set()) and m.group(3) in defs and not defs[m.group(3)][1].group(7):
+            replaced[k] = f"{m.group(1)}{m.group(2)} = bitcast ptr {pointer(m.group(3))} to ptr" + \
+                line[m.end():]
+    if not replaced:
+        return lines
+    out = []
+    for k, line in enumerate(lines):
+        out.append(replaced.get(k, line))
+        out += added.get(k, [])
+    return out
