@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("-v", "--verbose", action="store_true", help="print each stage's time")
     build.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     build.add_argument("--explain", action="store_true", help="print what each gradient stores, and why")
+    build.add_argument("--emit-llvm", action="store_true",
+                       help="also write the differentiated module as target/adgen/<stem>.adgen.ll")
     return parser
 
 
@@ -88,7 +90,7 @@ def build(args, extra: list[str], stages: Stages) -> int:
         library = out_dir / package.archive_name
         if not library.exists():  # (the build script's link line names it while cargo compiles the library)
             write_all({library: b"!<arch>\n"})
-        written, _, plans = build_sources(sources, out_dir, flags, [], [], compiler, stages,
+        written, _, plans = build_sources(sources, out_dir, flags, [], [], compiler, stages, emit_llvm=args.emit_llvm,
                                           crate=CrateLowering(package, rustc, args.release, tuple(extra)))
         objects = {p: p.read_bytes() for paths, _ in written for p in paths if p.suffix == ".o"}
         with tempfile.TemporaryDirectory(prefix="adgen-") as tmp, stages.stage("write", package.archive_name):

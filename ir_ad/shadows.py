@@ -145,7 +145,7 @@ def self_shadow(b: Builder, shadow: Shadow, pointer: V) -> V:
 # not null (libc++'s `std::stable_sort` passes its merge buffer, or a null one where no memory
 # was to be had; a linked list's `next`).
 NOWHERE = ("null", "undef", "poison")
-_SMALL_ADDRESS = re.compile(r"inttoptr \(i64 (\d+) to ptr\)")
+_SMALL_ADDRESS = re.compile(r"inttoptr \( ?i64 (\d+) to ptr ?\)")
 
 
 def points_nowhere(op: Operand, defs: dict[str, Instruction] | None = None, depth: int = 0) -> bool:
@@ -160,9 +160,38 @@ def points_nowhere(op: Operand, defs: dict[str, Instruction] | None = None, dept
     if small and int(small.group(1)) < 4096:  # (an address in the null page, where nothing lies: an
         return True  # alignment, Rust's `NonNull::dangling` for memory not allocated yet)
     inst = (defs or {}).get(op.value) if op.value.startswith("%") else None
+    if inst is not None and inst.opcode == "inttoptr":
+        return _no_address(inst.operands[0].value, defs or {})
     if inst is None or depth > 64 or inst.opcode not in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
         return False
     return points_nowhere(inst.operands[0], defs, depth + 1)
+
+
+_ARITHMETIC = {"add", "sub", "mul", "and", "or", "xor", "shl", "lshr", "ashr", "trunc", "zext", "sext", "freeze",
+               "phi", "select", "udiv", "sdiv", "urem", "srem"}
+
+
+def _no_address(value: str, defs: dict[str, Instruction]) -> bool:
+    """Whether an integer is computed, by arithmetic, phis and selects, from constants and the
+    function's integer parameters only (an alignment: Rust's `NonNull::dangling` of a layout's),
+    never from an address (`ptrtoint`) or memory: a pointer made of it points at nothing adgen
+    keeps derivatives of, as forward mode's `inttoptr` says."""
+    seen, work = set(), [value]
+    while work:
+        v = work.pop()
+        if not v.startswith("%") or v in seen:
+            continue
+        seen.add(v)
+        inst = defs.get(v)
+        if inst is None:
+            continue  # a parameter
+        if inst.opcode not in _ARITHMETIC or len(seen) > 256:
+            return False
+        if inst.opcode == "phi":
+            work += [v.value for v, _ in inst.incoming]
+        else:
+            work += [o.value for o in inst.operands[1 if inst.opcode == "select" else 0:]]
+    return True
 
 
 def mask_name(value: str) -> str:

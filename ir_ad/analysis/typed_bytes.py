@@ -70,65 +70,123 @@ _USES: "weakref.WeakKeyDictionary[Module, dict]" = weakref.WeakKeyDictionary()
 _HARMLESS = ("llvm.lifetime.", "llvm.memset.", "llvm.assume", "llvm.dbg.", "llvm.prefetch", "llvm.invariant.")
 
 
-def plainly_accessed(module: Module, fn: Function, pointer: str, depth: int = 0,
-                     seen: frozenset | None = None) -> bool:
-    """Whether the memory a local (an alloca of bytes, as rustc types its locals) or a pointer
-    parameter reaches is, by every access to it, integers and pointers only: loaded and stored
-    as such (through addresses computed from it), written by copies of memory that is so too, passed
-    only to functions of the module that access their parameter so, never stored or returned
-    (where other code could write it). A `Vec`'s header (its capacity, buffer and length),
-    moved by `v = ...collect()`, is such memory; its buffer, behind the pointer, is not this memory."""
-    seen = seen or frozenset()
-    key = (fn.name, pointer)
-    if key in seen:
-        return True  # (a copy back and forth: what else writes them decides)
-    if depth > _DEPTH:
-        return False
-    seen = seen | {key}
-    uses = _uses(module, fn)
-    work, visited = [pointer], set()
-    while work:
-        value = work.pop()
-        if value in visited:
-            continue
-        visited.add(value)
-        for inst in uses.get(value, ()):
-            op = inst.opcode
-            if op in ("getelementptr", "bitcast", "addrspacecast") and inst.operands[0].value == value:
-                work.append(inst.result)
-            elif op == "load":
-                if inst.type.kind not in ("int", "ptr"):
+def plainly_accessed(module: Module, fn: Function, pointer: str) -> bool:
+    """Whether the memory a local (an alloca of bytes, as rustc types its locals) reaches is, by
+    every access to it, integers and pointers only: loaded and stored as such (through addresses
+    computed from it), written by copies of memory that is so too, passed only to functions of
+    the module that access it so, its address kept only in locals whose loads are followed
+    likewise (a `SetLenOnDrop` holding `&mut vec.len`), never returned or merged with other
+    pointers. A `Vec`'s header (its capacity, buffer and length), moved by `v = ...collect()`,
+    is such memory; its buffer, behind the pointer, is not this memory."""
+    return _Plain(module).walk([(fn, pointer)])
+
+
+class _Plain:
+    """The walk of plainly_accessed: pointers into the memory, by function, followed through
+    calls (to the callee's parameter), copies into it (their sources walked too: what else
+    writes them decides, a copy back and forth included) and locals holding its address."""
+
+    def __init__(self, module: Module):
+        self.module, self.seen, self.steps = module, set(), 0
+
+    def walk(self, work: list[tuple[Function, str]]) -> bool:
+        while work:
+            fn, value = work.pop()
+            if (fn.name, value) in self.seen:
+                continue
+            self.seen.add((fn.name, value))
+            self.steps += 1
+            if self.steps > 4096:
+                return False
+            for inst in _uses(self.module, fn).get(value, ()):
+                more = self.use(fn, inst, value)
+                if more is None:
                     return False
+                work += more
+        return True
+
+    def use(self, fn: Function, inst: Instruction, value: str) -> list | None:
+        """What a use of a pointer into the memory adds to the walk, or None where it may put floats there."""
+        op = inst.opcode
+        if op in ("getelementptr", "bitcast", "addrspacecast") and inst.operands[0].value == value:
+            return [(fn, inst.result)]
+        if op == "load":
+            return [] if inst.type.kind in ("int", "ptr") else None
+        if op == "store":
+            if inst.operands[0].type.kind not in ("int", "ptr"):
+                return None
+            return self.held(fn, inst.operands[1].value) if inst.operands[0].value == value else []
+        if op in ("icmp", "ptrtoint"):
+            return []
+        if op in ("call", "invoke"):
+            return self.passed(fn, inst, value)
+        return None  # (phi, select, ret: its address goes where this does not follow)
+
+    def passed(self, fn: Function, call: Instruction, value: str) -> list | None:
+        name = call.callee.lstrip("@").strip('"')
+        if name.startswith(_HARMLESS):
+            return []
+        args = [a.value for a, _ in call.call_args] if call.call_args else [o.value for o in call.operands]
+        if name.startswith(("llvm.memcpy.", "llvm.memmove.")):
+            if args[0] != value:
+                return []  # (read from: nothing written here)
+            root = _root(self.module, fn, args[1])
+            return [(fn, root[0])] if root is not None and root[1] == 0 else None
+        target = self.module.functions.get(call.callee)
+        if target is None or target.declaration:
+            return None
+        params = [p.name for p in target.params]
+        return [(target, params[k]) for k, a in enumerate(args) if a == value and k < len(params)]
+
+    def held(self, fn: Function, holder: str) -> list | None:
+        """The pointers loaded back from where in a local the address is stored, where they are
+        used (in this function, or a callee it passes the local to)."""
+        root = _root(self.module, fn, holder)
+        inst = _defs(fn).get(root[0]) if root is not None else None
+        if inst is None or inst.opcode != "alloca":
+            return None
+        return self.loads(fn, root[0], root[1], 0)
+
+    def loads(self, fn: Function, base: str, offset: int, depth: int) -> list | None:
+        """Loads of pointers from `offset` bytes into the memory at `base` in `fn`, or None where
+        its bytes go where this does not follow (its address stored, merged, or passed to a
+        function without a definition)."""
+        if depth > _DEPTH:
+            return None
+        out = []
+        for inst in fn.instructions():
+            rooted = [(k, _root(self.module, fn, o.value)) for k, o in enumerate(inst.operands)
+                      if o.type.kind == "ptr" and o.value.startswith("%")]
+            mine = [(k, r) for k, r in rooted if r is not None and r[0] == base]
+            if not mine:
+                continue
+            op = inst.opcode
+            if op == "load":
+                if inst.type.kind == "ptr" and mine[0][1][1] == offset:
+                    out.append((fn, inst.result))
             elif op == "store":
-                if inst.operands[0].value == value or inst.operands[0].type.kind not in ("int", "ptr"):
-                    return False  # (its address stored: written anywhere)
-            elif op in ("icmp", "ptrtoint"):
+                if any(k == 0 for k, _ in mine):
+                    return None
+            elif op in ("getelementptr", "bitcast", "addrspacecast", "icmp", "ptrtoint"):
                 continue
             elif op in ("call", "invoke"):
-                if not _plain_call(module, fn, inst, value, depth, seen):
-                    return False
+                name = inst.callee.lstrip("@").strip('"')
+                if name.startswith(_HARMLESS):
+                    continue
+                target = self.module.functions.get(inst.callee)
+                if target is None or target.declaration:
+                    return None
+                args = [a.value for a, _ in inst.call_args] if inst.call_args else [o.value for o in inst.operands]
+                for k, a in enumerate(args):
+                    r = _root(self.module, fn, a) if a.startswith("%") else None
+                    if r is not None and r[0] == base and k < len(target.params):
+                        inner = self.loads(target, target.params[k].name, offset - r[1], depth + 1)
+                        if inner is None:
+                            return None
+                        out += inner
             else:
-                return False  # (phi, select, ret: its address goes where this does not follow)
-    return True
-
-
-def _plain_call(module: Module, fn: Function, call: Instruction, value: str, depth: int, seen: frozenset) -> bool:
-    name = call.callee.lstrip("@").strip('"')
-    if name.startswith(_HARMLESS):
-        return True
-    args = [a.value for a, _ in call.call_args] if call.call_args else [o.value for o in call.operands]
-    if name.startswith(("llvm.memcpy.", "llvm.memmove.")):
-        dst, src = args[0], args[1]
-        if dst != value:
-            return True  # (read from: nothing written here)
-        root = _root(module, fn, src)
-        return root is not None and root[1] == 0 and plainly_accessed(module, fn, root[0], depth + 1, seen)
-    target = module.functions.get(call.callee)
-    if target is None or target.declaration:
-        return False
-    params = [p.name for p in target.params]
-    return all(plainly_accessed(module, target, params[k], depth + 1, seen)
-               for k, a in enumerate(args) if a == value and k < len(params))
+                return None
+        return out
 
 
 def _uses(module: Module, fn: Function) -> dict[str, list[Instruction]]:

@@ -42,7 +42,7 @@ from adgen.ir_ad.reverse.types import CallSite, ReverseFacts, RevDerived, RevPat
 from adgen.ir_ad.reverse.checkpoint.outline import outline
 from adgen.ir_ad.reverse.checkpoint.regions import NotCheckpointed
 from adgen.ir_ad.reverse.checkpoint.pair import RECORD, Checkpointed, step_pattern, write_pair
-from adgen.ir_ad.calls import FREE, callee_name, kind_of
+from adgen.ir_ad.calls import COPIES, FREE, callee_name, kind_of
 from adgen.ir_ad.shadows import BY_HAND_ITSELF, INTERLEAVED, VECTOR_VALUES, Layout, points_nowhere, with_runtime_activity
 
 
@@ -482,15 +482,21 @@ def _forward_shadow_uses(d: ReverseFacts) -> set[str]:
 
 
 def _pointer_traffic(fn: Function, cfg: CFG, activity: ActivityAnalysis, memory: Memory) -> set[str]:
-    """The bases of shadowed pointers stored into or loaded from memory, or merged by a phi or a
-    select: local arrays among them move to the heap whatever the calls (known before they are
-    derived, so that a callee may log stores into them: _outliving)."""
+    """The bases of shadowed pointers stored into or loaded from memory, merged by a phi or a
+    select, or of memory a copy without a float type moves (whose shadow the forward sweep copies
+    where the bytes are pointers: a Rust `Vec`'s header moved between locals): local arrays among
+    them move to the heap whatever the calls (known before they are derived, so that a callee may
+    log stores into them: _outliving)."""
     used = set()
     for inst in fn.instructions():
         if cfg.block_of_inst(inst) in cfg.doomed:
             continue
         ops = []
-        if inst.opcode == "phi" and inst.type.kind == "ptr":
+        if inst.opcode == "call" and kind_of(activity.module, inst) in COPIES:
+            dst, src = inst.operands[:2]
+            if dst.value in activity.pointers and not activity.memtype(dst.value) and not activity.memtype(src.value):
+                ops = [dst, src]
+        elif inst.opcode == "phi" and inst.type.kind == "ptr":
             ops = [v for v, _ in inst.incoming]
         elif inst.opcode == "select" and inst.type.kind == "ptr":
             ops = inst.operands[1:]
