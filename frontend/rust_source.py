@@ -22,6 +22,7 @@ from adgen.frontend.ctype import CType
 from adgen.base.diagnostics import Collector, SourceFile, Span, error, note
 from adgen.frontend.languages import is_rust
 from adgen.frontend.local_type import LocalType
+from adgen.frontend.model import ACTIVITY_WORDS, Activity
 from adgen.frontend.prototypes import Prototype, Param, Unit
 
 # Rust scalars: their C spelling, size, whether floating, and how ctypes passes them.
@@ -32,6 +33,7 @@ SCALARS = {
     "i32": ("int", 4, False, "int32"), "u32": ("unsigned int", 4, False, "uint32"),
     "i64": ("long long", 8, False, "int64"), "u64": ("unsigned long long", 8, False, "uint64"),
     "isize": ("long", 8, False, "int64"), "usize": ("unsigned long", 8, False, "uint64"),
+    "i128": ("__int128", 16, False, ""), "u128": ("unsigned __int128", 16, False, ""),
     "bool": ("_Bool", 1, False, "bool"),
 }
 VOID = CType("()", True, False, False, False, None, (), portable="void")
@@ -56,6 +58,12 @@ class RParam:
     type: RType
     span: Span
 
+    @property
+    def by_value(self) -> bool:
+        """A struct, tuple, array or `()` passed by value (Rust's calling convention for them is
+        not C's: a function of adgen's own takes its address instead, `RFunction.shim`)."""
+        return self.type.kind in _AGGREGATES
+
 
 @dataclass(frozen=True)
 class RFunction:
@@ -67,6 +75,18 @@ class RFunction:
     span: Span
     owner: str = ""  # a method's: the type of its `impl` (its wrappers are methods of it too)
     generic: "Generic | None" = None  # an instantiation's: the generic function it is of
+    lifetimes: tuple[str, ...] = ()  # its lifetime parameters (`'a`)
+    mutable_self: bool = False  # a method of `&mut self`
+
+    @property
+    def shim(self) -> str:
+        """Where it takes a value of an aggregate type (or `()`), the function adgen
+        differentiates in its place: one taking the value's address (`__adgen_by_value_f`, of
+        `rust_shims`); else ""."""
+        if not any(p.by_value for p in self.params):
+            return ""
+        return BY_VALUE + re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_",
+                                                                f"{self.owner}_{self.name}".strip("_"))).strip("_")
 
 
 @dataclass(frozen=True)
@@ -170,6 +190,22 @@ def _skip_comments(text: str, at: int) -> int:
     return at
 
 
+def _constant(text: str, name: str) -> str | None:
+    """The expression a `const NAME: TYPE = ...;` of the file gives, or None."""
+    m = re.search(rf"\bconst\s+{re.escape(name)}\s*:\s*[\w:]+\s*=\s*([^;]+);", text)
+    return m.group(1) if m else None
+
+
+def _defined_types(text: str) -> tuple[set[str], set[str]]:
+    """The structs, enums and unions the file defines, and those of them that derive Copy."""
+    defined, copied = set(), set()
+    for m in re.finditer(r"((?:#\[[^\]]*\]\s*)*)(?:pub(?:\([^)]*\))?\s+)?(?:struct|enum|union)\s+([A-Za-z_]\w*)", text):
+        defined.add(m.group(2))
+        if re.search(r"#\[\s*derive\s*\([^)]*\bCopy\b", m.group(1)):
+            copied.add(m.group(2))
+    return defined, copied
+
+
 def _structs(source: SourceFile, problems: Collector) -> dict[str, tuple[bool, list, Span]]:
     """The file's structs with named fields: whether #[repr(C)], their (name, type tree) fields."""
     found = {}
@@ -194,10 +230,33 @@ class _Types:
 
     def __init__(self, source: SourceFile, structs: dict, problems: Collector, subst: dict[str, str] | None = None):
         self.source, self.structs, self.problems = source, structs, problems
+        self.defined, self.copied = _defined_types(source.text)
         self.typedefs: dict[str, str] = {}  # struct name -> its C typedef
         self.subst = subst or {}  # an instantiation's: generic parameter -> its argument, as written
         self._generic = re.compile(r"(?<![\w'])(" + "|".join(map(re.escape, self.subst)) + r")(?!\w)") \
             if self.subst else None
+
+    def length(self, node, base: int) -> int:
+        """An array's length (`3`, `4usize`, `N * N` with `const N: usize = 32;` in the file, a
+        const generic's argument), or 0 where it cannot be read."""
+        expression = self.text(node, base)
+        for _ in range(8):
+            named = re.search(r"\b([A-Za-z_]\w*)\b", re.sub(r"\b[0-9][0-9_]*(?:usize|u32|u64|i32|i64)?\b", "",
+                                                              expression))
+            if named is None:
+                break
+            name = named.group(1)
+            value = self.subst.get(name) or _constant(self.source.text, name)
+            if value is None:
+                return 0
+            expression = re.sub(rf"\b{name}\b", f"({value})", expression)
+        expression = re.sub(r"([0-9][0-9_]*)(?:usize|u32|u64|i32|i64)", r"\1", expression).replace("_", "")
+        if not re.fullmatch(r"[0-9+\-*/() {}]*", expression):
+            return 0
+        try:
+            return max(int(eval(expression.replace("{", "(").replace("}", ")").replace("/", "//"), {"__builtins__": {}})), 0)
+        except (SyntaxError, ZeroDivisionError, TypeError, ValueError):
+            return 0
 
     def instantiated(self, subst: dict[str, str], problems: Collector) -> "_Types":
         """This reader with generic parameters read as the arguments an instantiation names."""
@@ -237,13 +296,14 @@ class _Types:
             return RType("reference" if kind == "reference" else "pointer", text, span, mutable=mutable, elem=inner)
         if kind == "slice":
             return RType("slice", text, span, elem=self.rtype(kids[1], base))
-        if kind == "array":
-            count = kids[3]  # a number (with a suffix, `4usize`), or a constant's name: unknown
-            value = self.subst.get(count.value, count.value) if count.type == "NAME" else count.value
-            n = int(re.sub(r"[_a-z].*", "", value.replace("_", ""))) if re.match(r"[0-9]", value) else 0
-            return RType("array", text, span, elem=self.rtype(kids[1], base), count=n)
+        if kind == "array":  # its length: a constant expression of numbers and the file's constants, else 0 (unknown)
+            return RType("array", text, span, elem=self.rtype(kids[1], base), count=self.length(kids[3], base))
+        if kind == "fn_pointer":
+            return RType("fn", text, span)
         if kind == "unit":
             return RType("unit", text, span)
+        if kind == "tuple":
+            return RType("tuple", text, span)
         if kind == "named" and all(len(segment.children) == 1 for segment in kids[0].children
                                    if isinstance(segment, Tree)):  # a path without type arguments
             name = text.split("::")[-1].strip()
@@ -302,7 +362,13 @@ class _Types:
         if len(self.problems.diagnostics) > before:
             return None
         name = name_tok.value + (f"<{', '.join(self.subst.values())}>" if self.subst else "")
-        rf = RFunction(name, tuple(params), returns, name_span, owner)
+        generics = next((k for k in kids if isinstance(k, Tree) and k.data == "generics"), None)
+        lifetimes = tuple(str(g.children[0]) for g in (generics.children if generics is not None else ())
+                          if isinstance(g, Tree) and g.data == "lifetime_param")
+        mutable_self = bool(params) and params[0].name == "self" and params[0].type.mutable
+        rf = RFunction(name, tuple(params), returns, name_span, owner, lifetimes=lifetimes, mutable_self=mutable_self)
+        if rf.shim:  # (adgen's function taking the values' addresses, in the module: a free function)
+            return Prototype(rf.shim, tuple(c_params), c_returns, False, start, name_span), rf
         return Prototype(name, tuple(c_params), c_returns, False, start, name_span,
                          scope=(owner,) if owner else ()), rf
 
@@ -366,14 +432,21 @@ class _Types:
                 RType("scalar", "usize", t.span, name="usize")))]
         if t.kind in ("reference", "pointer") and t.elem is not None:
             return [(p.name, self.pointer(t, t.elem))]
-        if t.kind == "array":
-            return self.refuse(t, f"an array by value ('{t.text}'): pass it by reference (&{t.text})")
+        if t.kind == "unit":
+            return []  # (no bytes: no parameter of the C view, nor of the code compiled)
+        if t.kind == "fn":  # (the caller's functions are its own compile's, which adgen's derivatives cannot call)
+            return self.refuse(t, f"a function pointer ('{t.text}'): the functions it points to are the caller's "
+                                  "compile of them, which derivatives cannot follow (call the function directly, or "
+                                  "take a type with a method, `M: Model`, at a named instantiation)")
+        if t.kind in ("named", "object") and (t.name in self.defined and t.name not in self.copied or
+                                              t.name in _NOT_COPY):
+            return self.refuse(t, f"a struct by value ('{t.text}') that is not Copy: adgen passes it by its address, "
+                                  f"copying it (#[derive(Clone, Copy)] it, or pass a reference, &{t.text})")
+        if t.kind in _AGGREGATES:  # by its address, to adgen's function in its place (RFunction.shim)
+            return [(p.name, self.pointer(RType("reference", "&" + t.text, t.span, elem=t), t))]
         if t.kind == "vec":
             return self.refuse(t, f"a Vec by value ('{t.text}'): pass it by reference (&{t.text}, &mut "
                                   f"{t.text}), or a slice")
-        if t.kind in ("named", "object"):
-            return self.refuse(t, f"a struct by value ('{t.text}'): pass it by reference (&{t.text}), as Rust's "
-                                  "own calling convention for structs is not C's")
         return self.refuse(t, f"the type '{t.text}', which has no C counterpart adgen can differentiate "
                               "(use f64, f32, integers, references, slices, raw pointers and #[repr(C)] structs)")
 
@@ -407,7 +480,7 @@ class _Types:
         shadow = t.text if t.mutable else ("&mut " + t.text[1:].lstrip() if t.kind == "reference" else
                                            t.text.replace("*const", "*mut", 1))
         ffi = f"ptr:{uniform}" if uniform and pointee.kind == "scalar" else "ptr"
-        floating = any(floats) or pointee.kind == "object"  # (what an object holds, its code says)
+        floating = any(floats) or pointee.kind in ("object", "tuple")  # (what an object holds, its code says)
         return CType(t.text, False, False, True, floating, shadow, (), element_float=uniform, ffi=ffi,
                      element_size=size, size=8, portable=f"{const}{c} *", portable_shadow=f"{c} *")
 
@@ -426,7 +499,7 @@ class _Types:
             return "void *", 8, [""]
         if t.kind == "vec" and t.elem is not None:  # (its layout is Rust's: an opaque object to C)
             return "void", 24, [t.elem.name.replace("f64", "double").replace("f32", "float")]
-        if t.kind == "object" and depth == 0:  # (likewise: bytes of a size and layout C does not know)
+        if t.kind in ("object", "tuple") and depth == 0:  # (likewise: bytes of a size and layout C does not know)
             return "void", 0, [""]
         self.refuse(t, f"a pointer to '{t.text}' (pointers to floats, integers, arrays of them, structs, "
                        "Vec<f64> and other sized types by path are)")
@@ -560,9 +633,24 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
         return None
     words = []
     for word, p in zip(entry.activities, rf.params):
+        if p.by_value:
+            act = ACTIVITY_WORDS.get(word.text.lower())
+            if act not in _BY_VALUE:
+                problems.add(error(f"'{p.name}' is passed by value: its activity is active (its gradient, a value of "
+                                   "its type, is returned), dual or dualonly (its tangent a value of its type) or const",
+                                   word.span))
+                return None
+            if p.type.kind != "unit":  # (which has no C parameter)
+                words.append(Word(_BY_VALUE[act], word.span))
+            continue
         words.append(word)
         if p.type.kind == "reference" and p.type.elem is not None and p.type.elem.kind == "slice":
             words.append(Word("const", word.span))  # its length
+    if any(p.by_value and ACTIVITY_WORDS.get(w.text.lower()) is Activity.ACTIVE
+           for w, p in zip(entry.activities, rf.params)) and entry.width is not None and entry.width.text != "1":
+        problems.add(error("a value passed by value is active at width 1 only (its gradient is one value of its type)",
+                           entry.width.span))
+        return None
     entry = replace(entry, activities=tuple(words))
     if rf.generic is None:
         return entry
@@ -586,6 +674,11 @@ __all__ = ["read_rust_unit", "rust_entry", "RustUnit", "RustTemplate", "Generic"
            "is_rust", "SCALARS"]
 
 
+BY_VALUE = "__adgen_by_value_"  # (the prefix of a shim's name)
+_NOT_COPY = {"String", "Vec", "Box", "Rc", "Arc", "HashMap", "BTreeMap", "HashSet", "BTreeSet", "VecDeque", "Cell",
+             "RefCell", "Mutex"}  # (the standard library's types that are not Copy)
+_AGGREGATES = ("named", "object", "tuple", "array", "unit")
+_BY_VALUE = {Activity.ACTIVE: "dup", Activity.DUAL: "dual", Activity.DUALONLY: "dualonly", Activity.CONST: "const"}
 _IMPL_TRAIT = "'{}' takes an `impl Trait` parameter, which no instantiation can name: write a generic parameter for it"
 _UNSIZED = {"str", "Path", "OsStr", "CStr", "Self"}  # (behind a reference, two words: a pointer and a length)
 _VEC = re.compile(r"(?:(?:std|alloc)::vec::)?Vec\s*<\s*(f64|f32)\s*>")

@@ -59,6 +59,9 @@ class Wrapper:
     returns: str | None  # the wrapper's Rust result type; None for ()
     unsafe: bool  # it takes raw pointers, which it cannot check: an `unsafe fn`
     owner: str = ""  # a method's wrappers are methods of its type too (in an `impl` of their own)
+    locals: tuple[tuple[str, str], ...] = ()  # (name, Rust type) of the gradients of values passed by value, zeroed
+    outputs: tuple[tuple[str, str], ...] = ()  # (expression, Rust type) of what it returns, in order
+    lifetimes: tuple[str, ...] = ()  # the primal's, which its parameters' types name
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> st
     every = wrappers(unit, signatures)
     return c_environment().get_template("wrappers.rs.j2").render(
         version=version, source=unit.source.path.name, stem=stem, wrappers=every,
+        shims=render_shims(unit, [s.derivation.primal.name for s in signatures]),
         plain=[w for s, w in zip(signatures, every) if s.name not in unit.generic_names],
         dispatches=dispatches(unit, signatures, every), unsafe_spellings=unsafe_spellings(),
         instances=[_path(unit.rust[s.derivation.primal.name]) for s in signatures if s.name in unit.generic_names],
@@ -139,16 +143,30 @@ def wrappers(unit: RustUnit, signatures: list[Signature]) -> list[Wrapper]:
 def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
     d = sig.derivation
     n, reverse = d.width, d.mode.family is Mode.REVERSE
-    params, ffi, checks = [], [], []
+    params, ffi, checks, locals_, gradients = [], [], [], [], {}
     acts = iter(d.activities)
     for rp in rf.params:
         t = rp.type
+        params.append(RustParam(rp.name, t.text))
+        if t.kind == "unit":
+            continue  # (no C parameter: adgen's function in its place passes `()`)
         act = next(acts)
+        if rp.by_value:  # by its address; its gradient a value of its type, zeroed here, returned
+            ffi.append(FfiArg(rp.name, "*const u8", "object_ptr", f"&{rp.name}", t.text))
+            if act is Activity.DUP:
+                locals_.append((f"{d.prefix}{rp.name}", t.text))
+                gradients[rp.name] = f"{d.prefix}{rp.name}"
+                ffi.append(FfiArg(f"{d.prefix}{rp.name}", "*mut u8", "object_mut_ptr", f"&mut {d.prefix}{rp.name}",
+                                  t.text))
+            elif act in _SEPARATE:
+                for lane in [f"{d.prefix}{rp.name}"] if n == 1 else [f"{d.prefix}{rp.name}_{k}" for k in range(n)]:
+                    params.append(RustParam(lane, t.text))
+                    ffi.append(FfiArg(lane, "*const u8", "object_ptr", f"&{lane}", t.text))
+            continue
         slice_ = t.kind == "reference" and t.elem is not None and t.elem.kind == "slice"
         vec = t.kind == "reference" and t.elem is not None and t.elem.kind == "vec"
         if slice_:
             next(acts)  # the length's, always const
-        params.append(RustParam(rp.name, t.text))
         ffi.append(FfiArg("self_" if rp.name == "self" else rp.name, _ffi_type(t), _how(t), rp.name, _pointee(t)))
         if act in _SEPARATE or act in _INTERLEAVED:
             lanes = [f"{d.prefix}{rp.name}"] if act in _INTERLEAVED or n == 1 else \
@@ -170,10 +188,29 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
     for f in sig.fields:
         base = r if f.name in ("ret", f"{d.prefix}ret") else _param_type(rf, f.name[len(d.prefix):])
         fields.append((f.name, f"[{base}; {f.count}]" if f.count > 1 else base))
-    returns = None if not fields else fields[0][1] if len(fields) == 1 else \
-        "(" + ", ".join(t for _, t in fields) + ")"
+    outputs = _outputs(rf, d.prefix, fields, sig.result_struct, gradients)
+    returns = None if not outputs else outputs[0][1] if len(outputs) == 1 else \
+        "(" + ", ".join(t for _, t in outputs) + ")"
     return Wrapper(sig.name, sig.summary(), rf.name, tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
-                   tuple(fields), returns, any(p.type.startswith("*") for p in params), rf.owner)
+                   tuple(fields), returns, any(p.type.startswith("*") for p in params), rf.owner, tuple(locals_),
+                   tuple(outputs), rf.lifetimes)
+
+
+def _outputs(rf: RFunction, prefix: str, fields: list, result_struct: str | None, gradients: dict) -> list:
+    """What the wrapper returns, as (expression, type): the C function's result (`r`, or its
+    fields `r.ret`...), the primal's result and tangents first, then each parameter's gradient in
+    the order of the parameters (a by-value one's from its local)."""
+    def field(name: str) -> str:
+        return f"r.{name}" if result_struct else "r"
+
+    by_name = dict(fields)
+    out = [(field(name), t) for name, t in fields if name in ("ret", f"{prefix}ret")]
+    for p in rf.params:
+        if f"{prefix}{p.name}" in by_name:
+            out.append((field(f"{prefix}{p.name}"), by_name[f"{prefix}{p.name}"]))
+        elif p.name in gradients:
+            out.append((gradients[p.name], p.type.text))
+    return out + [(field(name), t) for name, t in fields if (field(name), t) not in out]
 
 
 def _param_type(rf: RFunction, name: str) -> str:
@@ -225,3 +262,48 @@ def _shadow(t: RType, reverse: bool, times: int, slice_: bool) -> RType:
         inner = t.elem.text if t.elem is not None else "?"
         return RType("pointer", f"*{'mut' if mutable else 'const'} {inner}", t.span, mutable=mutable, elem=t.elem)
     return t
+
+
+@dataclass(frozen=True)
+class Shim:
+    """adgen's function in place of one taking values of aggregate types (RFunction.shim)."""
+
+    name: str
+    primal: str
+    lifetimes: tuple[str, ...]
+    params: tuple[tuple[str, str], ...]
+    returns: str | None
+    call: str
+
+
+def shims(unit: RustUnit, names: list[str]) -> list[Shim]:
+    """The shims of the functions of these prototype names that have one (each once)."""
+    out, seen = [], set()
+    for name in names:
+        rf = unit.rust.get(name)
+        if rf is None or not rf.shim or rf.shim in seen:
+            continue
+        seen.add(rf.shim)
+        params, args = [], []
+        for p in rf.params:
+            if p.name == "self":
+                params.append(("this", f"&{'mut ' if rf.mutable_self else ''}{rf.owner}"))
+            elif p.type.kind == "unit":
+                args.append("()")
+            elif p.by_value:
+                params.append((p.name, f"&{p.type.text}"))
+                args.append(f"*{p.name}")
+            else:
+                params.append((p.name, p.type.text))
+                args.append(p.name)
+        base = rf.generic.name if rf.generic is not None else rf.name
+        turbofish = f"::<{', '.join(rf.generic.arguments)}>" if rf.generic is not None else ""
+        call = f"this.{base}{turbofish}({', '.join(args)})" if rf.owner else f"{base}{turbofish}({', '.join(args)})"
+        returns = rf.returns.text if rf.returns is not None and rf.returns.kind != "unit" else None
+        lifetimes = rf.generic.lifetimes if rf.generic is not None else rf.lifetimes
+        out.append(Shim(rf.shim, rf.name, lifetimes, tuple(params), returns, call))
+    return out
+
+
+def render_shims(unit: RustUnit, names: list[str]) -> str:
+    return c_environment().get_template("by_value.rs.j2").render(shims=shims(unit, names))

@@ -121,3 +121,17 @@ def no_rustc() -> str | None:
         return None
     except AdgenError as exc:
         return str(exc)
+
+
+@pytest.fixture
+def rustc_named(monkeypatch):
+    """Selects a rustc for adgen (ADGEN_RUSTC) for one test."""
+    from adgen.base.toolchain import select_rustc
+
+    def use(path: str, flags: str = "") -> None:
+        monkeypatch.setenv("ADGEN_RUSTC", path)
+        monkeypatch.setenv("ADGEN_RUSTFLAGS", flags)
+        select_rustc.cache_clear()
+
+    yield use
+    select_rustc.cache_clear()

@@ -175,6 +175,18 @@ pub fn poly<T: Copy + Add<Output = T> + Mul<Output = T> + Sub<Output = T>>(x: T,
     s
 }
 
+/// Values by value: a struct and a tuple (their gradients values of their types).
+#[derive(Clone, Copy)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+}
+
+// @diff(dist_grad: (active, active) -> active)
+pub fn dist(p: Point, q: (f64, f64)) -> f64 {
+    ((p.x - q.0).powi(2) + (p.y - q.1).powi(2)).sqrt()
+}
+
 include!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/adgen/fit.adgen.rs"));
 """
 
@@ -186,7 +198,7 @@ fn main() {
 """
 
 MAIN = """\
-use geo::fit::{loss, loss_dir, loss_grad, poly, poly_grad, Linear};
+use geo::fit::{dist_grad, loss, loss_dir, loss_grad, poly, poly_grad, Linear, Point};
 use geo::shapes::inner::{energy, energy_grad};
 
 fn main() {
@@ -229,6 +241,9 @@ fn main() {
     let mut dcf = [0.0f32; 3];
     let (_, dxf) = poly_grad::<f32>(0.7, &cf, &mut dcf, 1.0);
     worst = worst.max((dxf as f64 - dx).abs() * 1e-3).max((dcf[0] as f64 - dc[0]).abs() * 1e-3);
+    let (d, gp, gq) = dist_grad(Point { x: 3.0, y: 4.0 }, (0.0, 0.0), 1.0);
+    worst = worst.max((d - 5.0).abs()).max((gp.x - 0.6).abs()).max((gp.y - 0.8).abs());
+    worst = worst.max((gq.0 + 0.6).abs()).max((gq.1 + 0.8).abs());
     println!("{}", if worst < 1e-6 { "ok" } else { "WRONG" });
 }
 """

@@ -254,9 +254,11 @@ ERRORS = [
      "Vec<f64>"),
     ("pub fn f(x: &str) -> f64 { 0.0 }", "(const) -> active", "adgen cannot pass a pointer to 'str' "
      "(pointers to floats, integers, arrays of them, structs, Vec<f64> and other sized types by path are)", "str"),
-    ("pub fn f(p: Pair) -> f64 { p.a }", "(active) -> active", "a struct by value ('Pair')", "Pair)"),
-    ("pub fn f(p: Loose) -> f64 { p.a }", "(active) -> active", "a struct by value ('Loose')", "Loose)"),
-    ("pub fn f(x: [f64; 3]) -> f64 { x[0] }", "(active) -> active", "an array by value", "[f64; 3]"),
+    ("pub fn f(p: Pair) -> f64 { p.a }", "(active) -> active", "a struct by value ('Pair') that is not Copy", "Pair)"),
+    ("pub fn f(p: Loose) -> f64 { p.a }", "(active) -> active", "a struct by value ('Loose') that is not Copy",
+     "Loose)"),
+    ("pub fn f(x: [f64; 3]) -> f64 { x[0] }", "(dup) -> active", "'x' is passed by value: its activity is active",
+     "dup"),
     ("pub fn f(x: &[f64], k: f64) -> f64 { x[0] * k }", "(dup) -> active", "'g' lists 1 activity, but 'f' takes 2",
      "(dup)"),
     ("pub fn f(x: &[i32]) -> f64 { 0.0 }", "(dup) -> active", "activity 'dup' needs a pointer to floating-point data "
@@ -314,8 +316,8 @@ pub fn g<T: Copy>(x: T) -> T { x }
         ["3", "10", "'b' is a generic function: name the instantiation each entry derives, as `b_grad<f64>: ...`"],
         ["7", "16", "'d' is not generic: its entries name no generic arguments"],
         ["9", "16", "cannot instantiate 'e<f64, f32>': 'e' takes 1 generic argument (T), not 2"],
-        ["9", "54", "cannot instantiate 'e<String>': adgen cannot pass a struct by value ('String'): pass it by "
-                    "reference (&String), as Rust's own calling convention for structs is not C's"],
+        ["9", "54", "cannot instantiate 'e<String>': adgen cannot pass a struct by value ('String') that is not Copy: "
+                    "adgen passes it by its address, copying it (#[derive(Clone, Copy)] it, or pass a reference, &String)"],
         ["11", "43", "'g_grad' is derived at several instantiations: each must have the same mode, width and "
                      "activities (the Rust function dispatching to them has one signature)"]], result.err
     assert not (tmp_path / "out").exists()
@@ -431,19 +433,6 @@ def _installed_rustcs() -> list[tuple[str, tuple[int, int]]]:
 def _editions(version: tuple[int, int]) -> list[str]:
     return [e for e, since in (("2015", (1, 0)), ("2018", (1, 31)), ("2021", (1, 56)), ("2024", (1, 85)))
             if version >= since]
-
-
-@pytest.fixture
-def rustc_named(monkeypatch):
-    """Selects a rustc for adgen (ADGEN_RUSTC) for one test."""
-
-    def use(path: str, flags: str = "") -> None:
-        monkeypatch.setenv("ADGEN_RUSTC", path)
-        monkeypatch.setenv("ADGEN_RUSTFLAGS", flags)
-        select_rustc.cache_clear()
-
-    yield use
-    select_rustc.cache_clear()
 
 
 @pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)

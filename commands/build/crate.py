@@ -30,6 +30,7 @@ from pathlib import Path
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error
 from adgen.base.toolchain import RustCompiler, zig
 from adgen.commands.build.lower import keep_array, primal_functions
+from adgen.frontend.rust_source import BY_VALUE
 from adgen.commands.outputs import write_all
 from adgen.frontend.annotations import find_annotations
 from adgen.frontend.generate import Generated
@@ -129,7 +130,10 @@ class CrateLowering:
             names = []
             for f in primal_functions(g):
                 where = (os.path.realpath(src), f.span.source.line_col(f.span.offset)[0])
-                name = linkage.get((_unqualified(f.name), *where))
+                if f.name.startswith(BY_VALUE):  # adgen's function taking values' addresses, in the wrappers
+                    name = next((symbol for (n, *_), symbol in linkage.items() if n == f.name), None)
+                else:
+                    name = linkage.get((_unqualified(f.name), *where))
                 if name is None:
                     problems.append(error(f"'{f.name}' is not in cargo's compile of the library (in a module the "
                                           "library does not declare, or a file not `include!`ing its wrappers, "

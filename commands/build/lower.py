@@ -21,6 +21,7 @@ from typing import Sequence
 
 from adgen.base.diagnostics import AdgenError, SourceFile
 from adgen.frontend.comments import find_rust_comments
+from adgen.frontend.rust_wrappers import render_shims
 from adgen.frontend.generate import Generated
 from adgen.base.naming import BY_ADDRESS_PREFIX, MEMBER_PREFIX
 from adgen.frontend.render import render_text
@@ -87,9 +88,10 @@ def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, work
     folder = workdir / f"rust{index}"
     folder.mkdir()
     copy = folder / source.name
+    primals = primal_functions(g)
     copy.write_text(without_annotation_attributes(source.read_text(encoding="utf-8")) + render_text(
-        "lowering.rs.j2", source=source.name, primals=primal_functions(g), keep=keep_array(index),
-        unsafe_spellings=rustc.unsafe_spellings))
+        "lowering.rs.j2", source=source.name, primals=primals, keep=keep_array(index),
+        unsafe_spellings=rustc.unsafe_spellings, shims=render_shims(g.unit, [f.name for f in primals])))
     edition = () if any(f.startswith("--edition") for f in rustc.flags) else ("--edition=2021",)  # theirs, else 2021
     target = workdir / f"{index}-{source.stem}.bc"
     command = [*rustc.command, "--crate-type=lib", "--crate-name", f"adgen_{index}", "--emit=llvm-bc",
