@@ -3,7 +3,8 @@
 
 Each crate is a package whose library has two modules: `util`, random scalar helpers, and
 `model`, random annotated functions of a slice or a `&Vec<f64>` and a struct of parameters
-(`#[repr(C)]`, of Rust's layout, or holding a `Vec`), or methods taking `&self` of it; some
+(`#[repr(C)]`, of Rust's layout, or holding a `Vec`; by reference or, Copy, by value), or
+methods taking `&self` of it; some
 generic, derived at named instantiations (over the parameters' type through a trait, and a
 const parameter: `f0_grad<Params, 3>`). Their bodies make vectors of their own (`collect`,
 `vec!`, `push`), run loops of random smooth arithmetic calling the other module's helpers, and
@@ -40,8 +41,8 @@ BINARY = ["({0}) * ({1})", "({0}) + ({1})", "({0}) - 0.5 * ({1})", "({0}) / (2.0
 
 
 class Writer:
-    def __init__(self, rng: random.Random, helpers: int):
-        self.rng, self.helpers = rng, helpers
+    def __init__(self, rng: random.Random, helpers: int, copy: bool = False):
+        self.rng, self.helpers, self.copy = rng, helpers, copy  # (copy: Params is Copy, passed by value sometimes)
 
     def expression(self, atoms: list[str], depth: int = 0) -> str:
         rng = self.rng
@@ -60,12 +61,13 @@ class Writer:
 
     def function(self, k: int) -> tuple[str, str, bool]:
         """A function's text, its data parameter's type, whether it is a method, and the generic
-        arguments its calls name (`::<3>`, or "")."""
+        arguments its calls name (`::<3>`, or ""; "by value" for the parameters by value)."""
         rng = self.rng
         method = rng.random() < 0.3
         data = "&Vec<f64>" if rng.random() < 0.3 else "&[f64]"
         q = "self" if method else "q"
         generic = rng.random() < 0.4  # over the parameters' type (not a method's) and a const M = 3
+        by_value = self.copy and not method and not generic and rng.random() < 0.35
         p = (lambda i: f"{q}.w({i})") if generic and not method else (lambda i: f"{q}.p[{i}]")
         m = "M" if generic else "3"
         made = rng.choice(["collect", "vec", "push"])
@@ -98,6 +100,9 @@ class Writer:
             head = (f"    // @diff(m{k}_grad{at}: (dup, dup) -> active; m{k}_fwd{at}: forward (dual, dual) -> dualonly)\n"
                     f"    pub fn m{k}{declared}(&self, x: {data}) -> f64 {{\n    {body}\n    }}\n")
             return f"impl Params {{\n{head}}}\n", data, True, "::<3>" if generic else ""
+        if by_value:
+            return (f"// @diff(f{k}_grad: (dup, active) -> active; f{k}_fwd: forward (dual, dual) -> dualonly)\n"
+                    f"pub fn f{k}(x: {data}, q: Params) -> f64 {{\n    {body}\n}}\n", data, False, "by value")
         at, declared, of = ("<Params, 3>", "<Q: Weights, const M: usize>", "Q") if generic else ("", "", "Params")
         return (f"// @diff(f{k}_grad{at}: (dup, dup) -> active; f{k}_fwd{at}: forward (dual, dual) -> dualonly)\n"
                 f"pub fn f{k}{declared}(x: {data}, q: &{of}) -> f64 {{\n    {body}\n}}\n", data, False,
@@ -148,11 +153,12 @@ fn main() {{
 def crate(rng: random.Random, functions: int) -> dict[str, str]:
     """A package's files: Cargo.toml, build.rs, src/lib.rs, src/util.rs, src/model.rs, src/main.rs."""
     helpers = rng.randint(1, 3)
-    w = Writer(rng, helpers)
     util = "\n".join(Writer(rng, 0).helper(k) for k in range(helpers))
     layout = rng.choice(["#[repr(C)]\n", "", "vec"])  # C's, Rust's (an object to C), or holding a Vec
+    w = Writer(rng, helpers, copy=layout != "vec")
     field = "Vec<f64>" if layout == "vec" else "[f64; 3]"
-    parts = [f"{'' if layout == 'vec' else layout}pub struct Params {{\n    pub p: {field},\n}}\n",
+    derive = "" if layout == "vec" else "#[derive(Clone, Copy)]\n"
+    parts = [f"{derive}{'' if layout == 'vec' else layout}pub struct Params {{\n    pub p: {field},\n}}\n",
              "pub trait Weights {\n    fn w(&self, i: usize) -> f64;\n}\n",
              "impl Weights for Params {\n    fn w(&self, i: usize) -> f64 {\n        self.p[i]\n    }\n}\n"]
     calls = []
@@ -161,13 +167,19 @@ def crate(rng: random.Random, functions: int) -> dict[str, str]:
         parts.append(text)
         x = "&x.to_vec()" if data == "&Vec<f64>" else "x"
         dx = "&mut dx.to_vec()" if data == "&Vec<f64>" else "dx"
-        if method:
+        if at == "by value":  # (its gradient returned: copied into the check's shadow)
+            f, fwd = f"|x, q| f{k}({x}, *q)", f"|x, q, tx, tq| f{k}_fwd({x}, {x.replace('x', 'tx')}, *q, *tq)"
+            grad = f"|x, q, dx, dq| {{ let (_, g) = f{k}_grad({x}, {dx}, *q, 1.0); *dq = g; }}"
+            if data == "&Vec<f64>":
+                grad = (f"|x, q, dx, dq| {{ let mut v = dx.to_vec(); let (_, g) = f{k}_grad(&x.to_vec(), &mut v, *q, "
+                        f"1.0); *dq = g; dx.copy_from_slice(&v); }}")
+        elif method:
             f, grad = f"|x, q| q.m{k}{at}({x})", f"|x, q, dx, dq| {{ q.m{k}_grad{at}(dq, {x}, {dx}, 1.0); }}"
             fwd = f"|x, q, tx, tq| q.m{k}_fwd{at}(tq, {x}, {x.replace('x', 'tx')})"
         else:
             f, grad = f"|x, q| f{k}{at}({x}, q)", f"|x, q, dx, dq| {{ f{k}_grad{at}({x}, {dx}, q, dq, 1.0); }}"
             fwd = f"|x, q, tx, tq| f{k}_fwd{at}({x}, {x.replace('x', 'tx')}, q, tq)"
-        if data == "&Vec<f64>":  # (a shadow Vec: the gradient copied back into the array)
+        if data == "&Vec<f64>" and at != "by value":  # (a shadow Vec: the gradient copied back into the array)
             grad = ("|x, q, dx, dq| { let mut v = dx.to_vec(); "
                     + (f"q.m{k}_grad{at}(dq, &x.to_vec(), &mut v, 1.0);" if method else
                        f"f{k}_grad{at}(&x.to_vec(), &mut v, q, dq, 1.0);") + " dx.copy_from_slice(&v); }")
