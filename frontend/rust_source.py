@@ -136,7 +136,7 @@ def read_rust_unit(source: SourceFile, annotations: list[Annotation]) -> RustUni
         seen.add(at)
         before = len(problems.diagnostics)
         parsed = _signature(source, at, problems)
-        if parsed is not None and reader.generic_parameters(parsed[0]):
+        if parsed is not None and _generic_parameters(parsed[0]):
             template = RustTemplate(reader, *parsed)
             if template.readable(problems):
                 unit.templates[at] = template
@@ -190,6 +190,28 @@ def _skip_comments(text: str, at: int) -> int:
     return at
 
 
+def _array_length(expression: str, subst: dict[str, str], text: str) -> int:
+    """An array's length (`3`, `4usize`, `N * N` with `const N: usize = 32;` in the file's
+    `text`, a const generic's argument), or 0 where it cannot be read."""
+    for _ in range(8):
+        named = re.search(r"\b([A-Za-z_]\w*)\b", re.sub(r"\b[0-9][0-9_]*(?:usize|u32|u64|i32|i64)?\b", "", expression))
+        if named is None:
+            break
+        name = named.group(1)
+        value = subst.get(name) or _constant(text, name)
+        if value is None:
+            return 0
+        expression = re.sub(rf"\b{name}\b", f"({value})", expression)
+    expression = re.sub(r"([0-9][0-9_]*)(?:usize|u32|u64|i32|i64)", r"\1", expression).replace("_", "")
+    if not re.fullmatch(r"[0-9+\-*/() {}]*", expression):
+        return 0
+    try:
+        python = expression.replace("{", "(").replace("}", ")").replace("/", "//")  # (digits and operators only)
+        return max(int(eval(python, {"__builtins__": {}})), 0)
+    except (SyntaxError, ZeroDivisionError, TypeError, ValueError):
+        return 0
+
+
 def _constant(text: str, name: str) -> str | None:
     """The expression a `const NAME: TYPE = ...;` of the file gives, or None."""
     m = re.search(rf"\bconst\s+{re.escape(name)}\s*:\s*[\w:]+\s*=\s*([^;]+);", text)
@@ -236,28 +258,6 @@ class _Types:
         self._generic = re.compile(r"(?<![\w'])(" + "|".join(map(re.escape, self.subst)) + r")(?!\w)") \
             if self.subst else None
 
-    def length(self, node, base: int) -> int:
-        """An array's length (`3`, `4usize`, `N * N` with `const N: usize = 32;` in the file, a
-        const generic's argument), or 0 where it cannot be read."""
-        expression = self.text(node, base)
-        for _ in range(8):
-            named = re.search(r"\b([A-Za-z_]\w*)\b", re.sub(r"\b[0-9][0-9_]*(?:usize|u32|u64|i32|i64)?\b", "",
-                                                              expression))
-            if named is None:
-                break
-            name = named.group(1)
-            value = self.subst.get(name) or _constant(self.source.text, name)
-            if value is None:
-                return 0
-            expression = re.sub(rf"\b{name}\b", f"({value})", expression)
-        expression = re.sub(r"([0-9][0-9_]*)(?:usize|u32|u64|i32|i64)", r"\1", expression).replace("_", "")
-        if not re.fullmatch(r"[0-9+\-*/() {}]*", expression):
-            return 0
-        try:
-            return max(int(eval(expression.replace("{", "(").replace("}", ")").replace("/", "//"), {"__builtins__": {}})), 0)
-        except (SyntaxError, ZeroDivisionError, TypeError, ValueError):
-            return 0
-
     def instantiated(self, subst: dict[str, str], problems: Collector) -> "_Types":
         """This reader with generic parameters read as the arguments an instantiation names."""
         other = _Types(self.source, self.structs, problems, subst)
@@ -297,7 +297,8 @@ class _Types:
         if kind == "slice":
             return RType("slice", text, span, elem=self.rtype(kids[1], base))
         if kind == "array":  # its length: a constant expression of numbers and the file's constants, else 0 (unknown)
-            return RType("array", text, span, elem=self.rtype(kids[1], base), count=self.length(kids[3], base))
+            count = _array_length(self.text(kids[3], base), self.subst, self.source.text)
+            return RType("array", text, span, elem=self.rtype(kids[1], base), count=count)
         if kind == "fn_pointer":
             return RType("fn", text, span)
         if kind == "unit":
@@ -393,11 +394,6 @@ class _Types:
             self.problems = problems
         return RFunction(name_tok.value, tuple(params), returns, self.span(name_tok, at), owner)
 
-    def generic_parameters(self, tree: Tree) -> list[Tree]:
-        """A function's type and const parameters (not its lifetimes)."""
-        generics = next((k for k in tree.children if isinstance(k, Tree) and k.data == "generics"), None)
-        return [g for g in (generics.children if generics is not None else ())
-                if isinstance(g, Tree) and g.data in ("type_param", "const_param")]
 
     def receiver(self, name: str, p: Tree, at: int, start: int, params: list[RParam]) -> str:
         """A method's `&self` or `&mut self`: a parameter `self`, a reference to the type of its
@@ -553,7 +549,7 @@ class RustTemplate:
         self.lifetimes = tuple(str(g.children[0]) for g in generics.children
                                if isinstance(g, Tree) and g.data == "lifetime_param")
         self.params, self.names = [], []
-        for g in reader.generic_parameters(tree):
+        for g in _generic_parameters(tree):
             pname = next(k.value for k in g.children if isinstance(k, Token) and k.type == "NAME")
             self.names.append(pname)
             if g.data == "const_param":
@@ -590,6 +586,13 @@ class RustTemplate:
                                                                 tuple(args)))
         unit.c_types = [LocalType(name, text, 0) for name, text in self.reader.typedefs.items()]
         return prototype
+
+
+def _generic_parameters(tree: Tree) -> list[Tree]:
+    """A function's type and const parameters (not its lifetimes)."""
+    generics = next((k for k in tree.children if isinstance(k, Tree) and k.data == "generics"), None)
+    return [g for g in (generics.children if generics is not None else ())
+            if isinstance(g, Tree) and g.data in ("type_param", "const_param")]
 
 
 def _split_arguments(text: str) -> list[str]:
@@ -637,8 +640,8 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
             act = ACTIVITY_WORDS.get(word.text.lower())
             if act not in _BY_VALUE:
                 problems.add(error(f"'{p.name}' is passed by value: its activity is active (its gradient, a value of "
-                                   "its type, is returned), dual or dualonly (its tangent a value of its type) or const",
-                                   word.span))
+                                   "its type, is returned), dual or dualonly (its tangent a value of its type) or "
+                                   "const", word.span))
                 return None
             if p.type.kind != "unit":  # (which has no C parameter)
                 words.append(Word(_BY_VALUE[act], word.span))

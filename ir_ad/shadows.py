@@ -11,10 +11,10 @@ load. `Layout` does the arithmetic on parts that both modes share."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from adgen.ir_ad.ir.builder import SHADOW as SHADOW_MEMORY, Builder, Declarations, V, bare, local
+from adgen.ir_ad.ir.edit import constant_address
 from adgen.ir_ad.ir import (I1, I8, I64, PTR, Instruction, Module, Operand, Type, array, floating, int_type, read_only,
                             struct, vector)
 
@@ -145,7 +145,6 @@ def self_shadow(b: Builder, shadow: Shadow, pointer: V) -> V:
 # not null (libc++'s `std::stable_sort` passes its merge buffer, or a null one where no memory
 # was to be had; a linked list's `next`).
 NOWHERE = ("null", "undef", "poison")
-_SMALL_ADDRESS = re.compile(r"inttoptr \( ?i64 (\d+) to ptr ?\)")
 
 
 def points_nowhere(op: Operand, defs: dict[str, Instruction] | None = None, depth: int = 0) -> bool:
@@ -156,8 +155,8 @@ def points_nowhere(op: Operand, defs: dict[str, Instruction] | None = None, dept
         return False
     if op.value in NOWHERE:
         return True
-    small = _SMALL_ADDRESS.fullmatch(op.value)
-    if small and int(small.group(1)) < 4096:  # (an address in the null page, where nothing lies: an
+    address = constant_address(op.value)
+    if address is not None and address < 4096:  # (an address in the null page, where nothing lies: an
         return True  # alignment, Rust's `NonNull::dangling` for memory not allocated yet)
     inst = (defs or {}).get(op.value) if op.value.startswith("%") else None
     if inst is not None and inst.opcode == "inttoptr":

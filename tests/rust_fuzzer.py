@@ -97,7 +97,8 @@ class Writer:
         body = "\n    ".join(lines)
         if method:
             at, declared = ("<3>", "<const M: usize>") if generic else ("", "")
-            head = (f"    // @diff(m{k}_grad{at}: (dup, dup) -> active; m{k}_fwd{at}: forward (dual, dual) -> dualonly)\n"
+            head = (f"    // @diff(m{k}_grad{at}: (dup, dup) -> active; "
+                    f"m{k}_fwd{at}: forward (dual, dual) -> dualonly)\n"
                     f"    pub fn m{k}{declared}(&self, x: {data}) -> f64 {{\n    {body}\n    }}\n")
             return f"impl Params {{\n{head}}}\n", data, True, "::<3>" if generic else ""
         if by_value:

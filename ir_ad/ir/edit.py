@@ -24,6 +24,7 @@ _GLOBAL_DEFINITION = re.compile(r'^@("[^"]+"|[-\w.$]+) = (?:(?:internal|private|
                                 r'(global|constant) (.*)$')
 _C_STRING = re.compile(r'c"((?:[^"\\]|\\[0-9A-Fa-f]{2})*)\\00"')
 _INT_AS_POINTER = re.compile(r"inttoptr \(i64 (\d+) to ptr\)")
+_CONSTANT_ADDRESS = re.compile(r"inttoptr \( ?i64 (\d+) to ptr ?\)")
 _DECLARATION_TAIL = re.compile(r"\)( #\d+)?( !dbg ![0-9]+)?$")
 
 
@@ -191,6 +192,13 @@ def c_string(global_line: str) -> str | None:
 def int_as_pointer(global_line: str) -> int | None:
     """The first integer a global's initializer holds as a pointer (`inttoptr (i64 1 to ptr)`)."""
     m = _INT_AS_POINTER.search(global_line)
+    return int(m.group(1)) if m else None
+
+
+def constant_address(operand: str) -> int | None:
+    """The address a pointer constant is made of (`inttoptr (i64 8 to ptr)`, as the reader
+    spells an operand: `inttoptr ( i64 8 to ptr )`), or None."""
+    m = _CONSTANT_ADDRESS.fullmatch(operand)
     return int(m.group(1)) if m else None
 
 
