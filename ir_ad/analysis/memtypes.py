@@ -103,6 +103,10 @@ class MemoryTypes:
                     elif value_t.kind == "int" and value_t.bits in _FLOAT_BITS and self.memory.base(ptr.value) == base \
                             and self.module.tbaa_types(inst.tbaa)[:1] == (_FLOAT_BITS[value_t.bits],):
                         kinds.add(_FLOAT_BITS[value_t.bits])  # (a double moved as its bits: libc++'s radix sort)
+            if not kinds:  # (passed on: how the functions it is passed to access it, a Rust value's copy)
+                kinds = {t for inst in self.fn.instructions() if inst.opcode == "call"
+                         for k, a in enumerate(inst.operands) if a.type.kind == "ptr" and
+                         self.memory.base(a.value) == base for t in _floats_through(self.module, inst, k, 0)}
             if len(kinds) == 1:
                 found = float_type(kinds.pop())
             elif not kinds:
@@ -118,3 +122,25 @@ class MemoryTypes:
             return None
         named = self.module.tbaa_types(inst.tbaa)[:1]
         return float_type(named[0][3:]) if named and named[0] in ("p1 float", "p1 double") else None
+
+
+def _floats_through(module, call, k: int, depth: int) -> set[str]:
+    """The float types a function of the module (and those it passes the pointer on to) loads
+    and stores through its `k`-th parameter, at addresses computed from it."""
+    target = module.functions.get(call.callee)
+    if target is None or target.declaration or k >= len(target.params) or depth > 4:
+        return set()
+    derived, kinds = {target.params[k].name}, set()
+    for inst in target.instructions():
+        if inst.opcode in ("getelementptr", "bitcast", "addrspacecast") and inst.operands[0].value in derived:
+            derived.add(inst.result)
+        elif inst.opcode in ("load", "store"):
+            value_t = inst.type if inst.opcode == "load" else inst.operands[0].type
+            ptr = inst.operands[0] if inst.opcode == "load" else inst.operands[1]
+            if ptr.value in derived and value_t.kind == "float":
+                kinds.add(value_t.text)
+        elif inst.opcode == "call":
+            for j, a in enumerate(inst.operands):
+                if a.value in derived:
+                    kinds |= _floats_through(module, inst, j, depth + 1)
+    return kinds
