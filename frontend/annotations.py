@@ -14,7 +14,7 @@ from pathlib import Path
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from adgen.frontend.comments import Comment, find_comments, find_rust_comments
+from adgen.frontend.comments import STD_AUTODIFF, Comment, find_comments, find_rust_comments
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error, note
 from adgen.frontend.languages import is_rust
 
@@ -42,6 +42,8 @@ class Entry:
     of: Word | None = None  # another entry's derived name: derive that function, not the one below
     template_args: Word | None = None  # C++: `<double>`, the instantiation of the function template below
     budget: Word | None = None  # `within 64MiB`: the memory reverse mode may keep
+    # std::autodiff's spelling: one list of activities, the result's last where the function returns one
+    trailing_return: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,13 @@ def find_annotations(source: SourceFile) -> list[Annotation]:
     problems = []
     comments = find_rust_comments if is_rust(source.path) else find_comments
     for comment in comments(source.text):
+        if comment.autodiff:
+            made = std_autodiff(source, comment)
+            if isinstance(made, Annotation):
+                found.append(made)
+            else:
+                problems.append(made)
+            continue
         body = comment.body(source.text)
         for m in re.finditer(MARKERS, body):
             if _in_backquotes(body, m.start()):
@@ -138,6 +147,34 @@ def find_annotations(source: SourceFile) -> list[Annotation]:
     if problems:
         raise AdgenError(problems)
     return found
+
+
+def std_autodiff(source: SourceFile, comment: Comment):
+    """The annotation std::autodiff's attribute spells (`#[autodiff_reverse(d_f, Duplicated,
+    Active)]`, `#[autodiff_forward(d_f, 4, Dual, DualOnly)]`, the older `#[autodiff(d_f, Reverse,
+    ...)]`): an entry of the derived name, the mode (and width), and the activities, the result's
+    among them (rust_source.rust_entry takes it off where the function returns a value); or the
+    error where it is not such."""
+    text = source.text
+    m = STD_AUTODIFF.match(text, comment.start)
+    items = []  # (word, offset) of the comma-separated items inside the parentheses
+    at, close = m.end(), comment.end - 1
+    inside = text[at:text.rfind(")", at, close)] if ")" in text[at:close] else ""
+    for piece in re.finditer(r"[^,\s]+", inside):
+        items.append(Word(piece.group(), Span(source, at + piece.start(), len(piece.group()))))
+    name_at = Span(source, m.start(1), len(m.group(1)))
+    mode = None if m.group(1) == "autodiff" else Word(m.group(1).split("_")[1], name_at)
+    if mode is None and len(items) >= 2:  # (the older spelling: the mode second)
+        items, mode = [items[0]] + items[2:], Word(items[1].text.lower().replace("first", ""), items[1].span)
+    if not items or mode is None or not re.fullmatch(r"[A-Za-z_]\w*", items[0].text):
+        return error(f"{m.group(1)} names the derived function first, then its activities", name_at)
+    width = items[1] if len(items) > 1 and items[1].text.isdigit() else None
+    activities = tuple(items[2:] if width is not None else items[1:])
+    span = Span(source, comment.start, comment.end - comment.start)
+    params = Span(source, activities[0].span.offset, activities[-1].span.offset + activities[-1].span.length -
+                  activities[0].span.offset) if activities else items[0].span
+    entry = Entry(items[0], mode, width, activities, None, params, trailing_return=True)
+    return Annotation((entry,), span, comment)
 
 
 def following(text: str, at: int, annotations: list[Annotation]) -> int:

@@ -85,7 +85,11 @@ def _instances(unit: Unit, a: Annotation, template, problems: Collector) -> list
     """The entries of an annotation before a C++ function template (a generic Rust function),
     each with the instantiation its template arguments name (`norm_grad_d<double>: ...`)."""
     pairs = []
-    for e in a.entries:
+    entries = []
+    for e in a.entries:  # (std::autodiff's spelling names none: the file's calls `d_f::<f64>(...)` do)
+        called = template.called(e.name.text) if e.template_args is None and e.trailing_return else []
+        entries += [replace(e, template_args=w) for w in called] or [e]
+    for e in entries:
         if e.template_args is None:
             problems.add(error(f"'{template.name}' is a {template.kind}: name the instantiation each entry "
                                f"derives, as `{e.name.text}{template.example}: ...`", e.name.span,

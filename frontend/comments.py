@@ -15,6 +15,7 @@ class Comment:
     end: int  # offset just past the comment
     block: bool
     attribute: bool = False  # Rust's `#[adgen::diff(...)]`: the annotation as an attribute
+    autodiff: bool = False  # Rust's `#[autodiff_reverse(...)]` (std::autodiff's spelling): read by annotations.py
 
     def body(self, text: str) -> str:
         """The comment's text with its delimiters blanked, offsets unchanged: a position in the
@@ -22,6 +23,8 @@ class Comment:
         (the usual decoration) is blanked too, as is the code between a run's `//` lines. An
         attribute `#[adgen::diff(...)]` reads as the annotation `@diff(...)`."""
         inner = text[self.start : self.end]
+        if self.autodiff:  # (no marker: annotations.std_autodiff reads it)
+            return " " * len(inner)
         if self.attribute:  # (`#[adgen::` blanked but its last `:`, which becomes the marker's `@`; `]` blanked)
             return " " * (len(ATTRIBUTE) - 1) + "@" + inner[len(ATTRIBUTE) : -1] + " "
         if not self.block:
@@ -89,6 +92,9 @@ def _skip_literal(text: str, i: int) -> int:
     return j
 
 
+# std::autodiff's attributes (`#[autodiff_reverse(d_f, Duplicated, Active)]`, also by their paths
+# `std::autodiff::`, `core::autodiff::`, and adgen's crate's `adgen::`), read as annotations
+STD_AUTODIFF = re.compile(r"#\[\s*(?:(?:std|core)::autodiff::|adgen::)?(autodiff(?:_reverse|_forward)?)\s*\(")
 ATTRIBUTE = "#[adgen::"  # (the attribute spelling of an annotation, from adgen's crate of attributes: specs/annotations.md)
 
 
@@ -112,6 +118,10 @@ def find_rust_comments(text: str) -> list[Comment]:
             i += char.end() if char else 1  # else a lifetime, `'a`
         elif text.startswith("//", i):
             i = _line_comment(text, i, comments, continued=False)
+        elif ch == "#" and STD_AUTODIFF.match(text, i):
+            j = closing(text, i + 1)
+            comments.append(Comment(i, j, block=False, attribute=True, autodiff=True))
+            i = j
         elif text.startswith(ATTRIBUTE, i):
             j = closing(text, i + 1)  # (from its `[`)
             comments.append(Comment(i, j, block=False, attribute=True))

@@ -139,6 +139,9 @@ class Template:
     def instantiate(self, unit: "Unit", arguments: str) -> "Prototype | str":
         return instantiate(unit, self, arguments)
 
+    def called(self, name: str) -> list:
+        return []  # (C++ entries name their instantiations)
+
     def instantiates(self, symbol: str) -> bool:
         """Whether a mangled name (Itanium C++ ABI) is of an instantiation of this template:
         `_Z1fIdEvT_` of `f`, `_ZN2ns1fIdEEvT_` of `ns::f`."""

@@ -77,6 +77,7 @@ class RFunction:
     generic: "Generic | None" = None  # an instantiation's: the generic function it is of
     lifetimes: tuple[str, ...] = ()  # its lifetime parameters (`'a`)
     mutable_self: bool = False  # a method of `&mut self`
+    unsafe: bool = False  # an `unsafe fn`: its wrappers are too
 
     @property
     def shim(self) -> str:
@@ -367,7 +368,10 @@ class _Types:
         lifetimes = tuple(str(g.children[0]) for g in (generics.children if generics is not None else ())
                           if isinstance(g, Tree) and g.data == "lifetime_param")
         mutable_self = bool(params) and params[0].name == "self" and params[0].type.mutable
-        rf = RFunction(name, tuple(params), returns, name_span, owner, lifetimes=lifetimes, mutable_self=mutable_self)
+        unsafe = any(isinstance(q, Tree) and q.data == "qualifier" and any(
+            isinstance(t, Token) and t.type == "UNSAFE" for t in q.children) for q in kids)
+        rf = RFunction(name, tuple(params), returns, name_span, owner, lifetimes=lifetimes, mutable_self=mutable_self,
+                       unsafe=unsafe)
         if rf.shim:  # (adgen's function taking the values' addresses, in the module: a free function)
             return Prototype(rf.shim, tuple(c_params), c_returns, False, start, name_span), rf
         return Prototype(name, tuple(c_params), c_returns, False, start, name_span,
@@ -559,6 +563,17 @@ class RustTemplate:
             else:
                 self.params.append(pname)
 
+    def called(self, name: str) -> list[Word]:
+        """The generic arguments of the file's calls of the derived function `name` that name
+        them (`d_square::<f64>(...)`), each once: the instantiations std::autodiff's spelling,
+        which names none, derives."""
+        found: dict[str, Word] = {}
+        text = self.reader.source.text
+        for m in re.finditer(rf"\b{re.escape(name)}\s*::\s*(<(?:[^<>()]|<[^<>()]*>)*>)\s*\(", text):
+            found.setdefault(re.sub(r"\s+", "", m.group(1)),
+                             Word(m.group(1), Span(self.reader.source, m.start(1), len(m.group(1)))))
+        return list(found.values())
+
     def readable(self, problems: Collector) -> bool:
         """Whether what no instantiation can name (`impl Trait` parameters) is absent; else errors."""
         impl_traits = [t for p in self.tree.children if isinstance(p, Tree) and p.data.endswith("_param")
@@ -628,6 +643,9 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
         problems.add(error("split mode is for C sources: its tape is C memory the caller manages", entry.mode.span))
         return None
     rf = unit.rust[function.name]
+    if entry.trailing_return and entry.returns is None and rf.returns is not None and rf.returns.kind != "unit" \
+            and len(entry.activities) == len(rf.params) + 1:  # (std::autodiff's: the result's activity last)
+        entry = replace(entry, activities=entry.activities[:-1], returns=entry.activities[-1])
     if len(entry.activities) != len(rf.params):
         problems.add(error(f"'{entry.name.text}' lists {len(entry.activities)} activit"
                            f"{'y' if len(entry.activities) == 1 else 'ies'}, but '{rf.name}' takes "

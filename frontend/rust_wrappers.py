@@ -57,7 +57,7 @@ class Wrapper:
     result_struct: str | None
     fields: tuple[tuple[str, str], ...]  # (name, Rust type) of the C result, in order
     returns: str | None  # the wrapper's Rust result type; None for ()
-    unsafe: bool  # it takes raw pointers, which it cannot check: an `unsafe fn`
+    unsafe: bool  # the primal is an `unsafe fn`: so is its wrapper (one taking raw pointers, as safe as it)
     owner: str = ""  # a method's wrappers are methods of its type too (in an `impl` of their own)
     locals: tuple[tuple[str, str], ...] = ()  # (name, Rust type) of the gradients of values passed by value, zeroed
     outputs: tuple[tuple[str, str], ...] = ()  # (expression, Rust type) of what it returns, in order
@@ -192,7 +192,7 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
     returns = None if not outputs else outputs[0][1] if len(outputs) == 1 else \
         "(" + ", ".join(t for _, t in outputs) + ")"
     return Wrapper(sig.name, sig.summary(), rf.name, tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
-                   tuple(fields), returns, any(p.type.startswith("*") for p in params), rf.owner, tuple(locals_),
+                   tuple(fields), returns, rf.unsafe, rf.owner, tuple(locals_),
                    tuple(outputs), rf.lifetimes)
 
 
@@ -205,12 +205,18 @@ def _outputs(rf: RFunction, prefix: str, fields: list, result_struct: str | None
 
     by_name = dict(fields)
     out = [(field(name), t) for name, t in fields if name in ("ret", f"{prefix}ret")]
+    lanes = re.fullmatch(r"\[(.+); (\d+)\]", by_name.get(f"{prefix}ret", ""))
+    if len(out) == 2 and lanes and lanes.group(1) == by_name.get("ret"):  # forward[N] with the result: one array
+        n = int(lanes.group(2))  # (of N + 1, the result first, as std::autodiff's)
+        items = [field("ret")] + [f"{field(prefix + 'ret')}[{k}]" for k in range(n)]
+        out = [(f"[{', '.join(items)}]", f"[{lanes.group(1)}; {n + 1}]")]
     for p in rf.params:
         if f"{prefix}{p.name}" in by_name:
             out.append((field(f"{prefix}{p.name}"), by_name[f"{prefix}{p.name}"]))
         elif p.name in gradients:
             out.append((gradients[p.name], p.type.text))
-    return out + [(field(name), t) for name, t in fields if (field(name), t) not in out]
+    done = {field("ret"), field(f"{prefix}ret")}
+    return out + [(field(name), t) for name, t in fields if (field(name), t) not in out and field(name) not in done]
 
 
 def _param_type(rf: RFunction, name: str) -> str:

@@ -8,7 +8,9 @@ the caller's functions are its own compile's) and integers where derivatives are
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 
 import pytest
 
@@ -239,7 +241,7 @@ fn main() {
     // batched
     let x3 = 3.0f32;
     let [o1, o2, o3, o4] = d_square2(&x3, &1.0, &2.0, &3.0, &0.0);
-    let (out, [p1, p2, p3, p4]) = d_square1(&x3, &1.0, &2.0, &3.0, &0.0);
+    let [out, p1, p2, p3, p4] = d_square1(&x3, &1.0, &2.0, &3.0, &0.0);  // (the result and 4 tangents: one array)
     report("batched", [o1, o2, o3, o4] == [6.0, 12.0, 18.0, 0.0] && [p1, p2, p3, p4] == [o1, o2, o3, o4]
            && out == 9.0 && d_square3(&x3, &2.0) == 12.0);
 
@@ -301,10 +303,10 @@ fn main() {
     let (mut x7, mut d) = (7.0f32, 0.0f32);
     report("type-analysis mut_ref", d_ta_mut_ref(&mut x7, &mut d, 1.0) == 49.0 && d == 14.0);
     let mut d = 0.0f32;
-    let v = unsafe { d_ta_const_pointer(&7.0f32 as *const f32, &mut d as *mut f32, 1.0) };
+    let v = d_ta_const_pointer(&7.0f32 as *const f32, &mut d, 1.0);  // (safe, as the primal: std::autodiff's)
     report("type-analysis const_pointer", v == 49.0 && d == 14.0);
     let (mut x7, mut d) = (7.0f32, 0.0f32);
-    let v = unsafe { d_ta_mut_pointer(&mut x7 as *mut f32, &mut d as *mut f32, 1.0) };
+    let v = d_ta_mut_pointer(&mut x7 as *mut f32, &mut d, 1.0);
     report("type-analysis mut_pointer", v == 49.0 && d == 14.0);
     let mut d = MyStruct { f: 0.0 };
     report("type-analysis struct", d_ta_struct(&MyStruct { f: 7.0 }, &mut d, 1.0) == 49.0 && d.f == 14.0);
@@ -406,3 +408,66 @@ def test_what_has_no_stable_meaning_is_a_located_error(tmp_path, adgen, code, en
     assert result.status == 1 and message in result.err, result.err
     lines = result.err.split("\n")
     assert lines[1][lines[2].index("^"):].startswith(at), result.err
+
+
+STD_AUTODIFF = r"""
+use adgen::{autodiff_forward, autodiff_reverse};
+
+#[autodiff_reverse(d_square, Duplicated, Active)]
+#[autodiff_forward(d_square4, 4, Dual, Dual)]
+fn square(x: &f32) -> f32 {
+    x * x
+}
+
+#[adgen::autodiff_reverse(d_poly, Duplicated, Active)]
+fn poly<T: std::ops::Mul<Output = T> + std::ops::Add<Output = T> + Copy>(x: &T) -> T {
+    *x * *x * *x + *x
+}
+
+#[autodiff_forward(d_out, Dual, Dual)]
+fn out(x: &[f64], y: &mut [f64]) {
+    for i in 0..x.len() {
+        y[i] = x[i].sin() * x[i];
+    }
+}
+
+fn main() {
+    let x = 3.0f32;
+    let mut d = 0.0;
+    assert_eq!(d_square(&x, &mut d, 1.0), 9.0);
+    assert_eq!(d, 6.0);
+    assert_eq!(d_square4(&x, &1.0, &2.0, &3.0, &0.0), [9.0, 6.0, 12.0, 18.0, 0.0]);
+    let mut g = 0.0f64;
+    assert_eq!(d_poly::<f64>(&2.0, &mut g, 1.0), 10.0);
+    assert_eq!(g, 13.0);
+    let (xs, mut ys, mut dys) = ([0.5, 1.5], [0.0; 2], [0.0; 2]);
+    d_out(&xs, &[1.0, 0.0], &mut ys, &mut dys);
+    assert!((dys[0] - (0.5f64.cos() * 0.5 + 0.5f64.sin())).abs() < 1e-12 && dys[1] == 0.0);
+    println!("ok");
+}
+
+include!(concat!(env!("ADGEN_OUT"), "/model.adgen.rs"));
+"""
+
+
+@pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
+                         else "")
+@pytest.mark.slow
+def test_code_written_for_std_autodiff_builds_on_stable(tmp_path, adgen, rustc_named, rustc, version):
+    """std::autodiff's attributes, imported from adgen's crate of attributes in place of
+    std::autodiff's, by name and by path; the file calls its own derivatives (adgen's compile of
+    it has the wrappers in place of the include); a generic function derived at the
+    instantiation the file calls; width 4 returning the result and the tangents in one array."""
+    rustc_named(rustc)
+    out = _build_model(tmp_path, adgen, STD_AUTODIFF)
+    crate = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "--rust-crate-dir"], capture_output=True,
+                           text=True).stdout.strip()
+    macros = subprocess.run([rustc, "--crate-type=proc-macro", "--crate-name", "adgen", "--edition=2021",
+                             f"{crate}/src/lib.rs", "-o", str(tmp_path / "libadgen.so")], capture_output=True, text=True)
+    assert macros.returncode == 0, macros.stderr
+    done = subprocess.run([rustc, "--edition=2021", "-O", "model.rs", "--extern", f"adgen={tmp_path / 'libadgen.so'}",
+                           "-C", f"link-arg={out / 'model.adgen.o'}", "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path,
+                          capture_output=True, text=True, env=dict(os.environ, ADGEN_OUT=str(out)))
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr

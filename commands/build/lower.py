@@ -71,12 +71,20 @@ def primal_functions(g: Generated) -> list:
 
 
 def without_annotation_attributes(text: str) -> str:
-    """Rust source with its `#[adgen::...]` attributes blanked (lines and columns kept): adgen's
-    own compile needs no macro crate for them (the user's build takes adgen's, specs/annotations.md)."""
+    """Rust source with its `#[adgen::...]` attributes (and std::autodiff's) and its imports of
+    adgen's crate blanked (lines and columns kept): adgen's own compile needs no macro crate for
+    them (the user's build takes adgen's, specs/annotations.md)."""
     for c in find_rust_comments(text):
         if c.attribute:
             text = text[:c.start] + re.sub(r"[^\n]", " ", text[c.start:c.end]) + text[c.end:]
-    return text
+    # (and the imports of the attributes from adgen's crate: `use adgen::autodiff_reverse;`)
+    return re.sub(r"(?m)^[ \t]*(?:pub(?:\([^)]*\))?\s+)?use\s+(?:::)?adgen::[^;]*;",
+                  lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+
+
+# A Rust source's include of the wrappers adgen makes of it (`include!(concat!(env!("ADGEN_OUT"),
+# "/model.adgen.rs"))`): adgen's own compile has them appended instead.
+_WRAPPERS_INCLUDE = re.compile(r"\binclude!\s*\([^;]*?\)\s*;")
 
 
 def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, workdir: Path) -> bytes:
@@ -89,7 +97,13 @@ def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, work
     folder.mkdir()
     copy = folder / source.name
     primals = primal_functions(g)
-    copy.write_text(without_annotation_attributes(source.read_text(encoding="utf-8")) + render_text(
+    # The derived functions' wrappers too, in place of the source's include of them (a source may
+    # call its own derivatives, as std::autodiff's tests do): declarations of C functions, to be
+    # defined by the derivatives.
+    text = _WRAPPERS_INCLUDE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()) if ".adgen.rs" in m.group() else m.group(),
+                                 without_annotation_attributes(source.read_text(encoding="utf-8")))
+    wrappers = "".join(t for p, t in g.files.items() if p.name.endswith(".adgen.rs"))
+    copy.write_text(text + "\n" + wrappers + render_text(
         "lowering.rs.j2", source=source.name, primals=primals, keep=keep_array(index),
         unsafe_spellings=rustc.unsafe_spellings, shims=render_shims(g.unit, [f.name for f in primals])))
     edition = () if any(f.startswith("--edition") for f in rustc.flags) else ("--edition=2021",)  # theirs, else 2021

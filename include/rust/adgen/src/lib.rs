@@ -26,3 +26,17 @@ pub fn derivative(_entry: TokenStream, item: TokenStream) -> TokenStream {
 pub fn size(_items: TokenStream, item: TokenStream) -> TokenStream {
     item
 }
+
+/// `#[adgen::autodiff_reverse(d_f, Duplicated, Active)]`, std::autodiff's spelling of a
+/// reverse-mode entry, for code written for it (`use adgen::autodiff_reverse;` in place of
+/// `use std::autodiff::autodiff_reverse;`, on stable Rust).
+#[proc_macro_attribute]
+pub fn autodiff_reverse(_entry: TokenStream, item: TokenStream) -> TokenStream {
+    item
+}
+
+/// `#[adgen::autodiff_forward(d_f, Dual, Dual)]`, std::autodiff's spelling of a forward-mode entry.
+#[proc_macro_attribute]
+pub fn autodiff_forward(_entry: TokenStream, item: TokenStream) -> TokenStream {
+    item
+}

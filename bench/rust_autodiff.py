@@ -1,0 +1,117 @@
+"""`python -m bench.rust_autodiff RUST_SRC [--rustc RUSTC] [--markdown FILE]`: Rust's own
+autodiff tests, as written for nightly's `std::autodiff`, built by adgen on stable Rust.
+
+RUST_SRC is a checkout of github.com/rust-lang/rust (or a folder holding its
+`tests/codegen-llvm/autodiff/*.rs` and `tests/ui/autodiff/**/*.rs` at the same paths). Each test
+with a `fn main` (not the multi-file `adbench` crates, nor those expected to fail to compile) is
+copied and changed only so that stable rustc takes it: `#![feature(autodiff)]` dropped, and
+`std::autodiff::`/`core::autodiff::` made `adgen::`, whose crate of attributes
+(`adgen --rust-crate-dir`) has std::autodiff's `autodiff_reverse` and `autodiff_forward`, and
+the line including adgen's wrappers appended. `adgen build` reads the attributes as annotations
+(specs/annotations.md); rustc compiles the test with the derivatives' object; the test's own
+assertions check the values. Each test is passed (it ran and its assertions held; a
+codegen test, which upstream is compiled and checked with FileCheck but not run, built and
+linked, its run reported beside), refused (adgen's located error: what adgen does not
+differentiate, by design or yet), or failed (any other error, rustc's included, or a failed
+assertion). Writes a Markdown table (default
+bench/results/rust_autodiff.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# adgen's own errors (what it does not differentiate), as against rustc's in adgen's compile of the test
+_ADGENS = re.compile(r"cannot differentiate|^activity '|is a generic function|^adgen cannot pass|is passed by value|"
+                     r"is not generic|passed by value is active|cannot instantiate")
+_FAILING = re.compile(r"^//@\s*(?:build-fail|check-fail|compile-fail|check-pass|aux-build|ignore-auxiliary)", re.M)
+
+
+def tests(rust_src: Path) -> list[Path]:
+    """The tests that run a program: a `fn main`, not expected to fail to compile, not a part of
+    a multi-file crate."""
+    found = sorted((rust_src / "tests/codegen-llvm/autodiff").glob("*.rs"))
+    found += sorted(p for p in (rust_src / "tests/ui/autodiff").rglob("*.rs") if "adbench" not in p.parts
+                    and "auxiliary" not in p.parts)
+    return [p for p in found if re.search(r"^fn main\(\)", p.read_text(), re.M) and not _FAILING.search(p.read_text())]
+
+
+def on_stable(text: str, stem: str) -> str:
+    """The test as stable rustc takes it: no feature gate, adgen's attributes for std::autodiff's,
+    adgen's wrappers included."""
+    text = re.sub(r"^#!\[feature\(autodiff\)\]\s*$", "", text, flags=re.M)
+    text = re.sub(r"\b(?:std|core)::autodiff::", "adgen::", text)
+    return text + f'\ninclude!(concat!(env!("ADGEN_OUT"), "/{stem}.adgen.rs"));\n'
+
+
+def run(test: Path, rust_src: Path, work: Path, rustc: str, macros: Path) -> tuple[str, str]:
+    """(outcome, detail) of one test."""
+    name = "t_" + re.sub(r"\W", "_", str(test.relative_to(rust_src / "tests")).removesuffix(".rs"))
+    src = work / f"{name}.rs"
+    src.write_text(on_stable(test.read_text(), name))
+    out = work / f"{name}-out"
+    env = dict(os.environ, ADGEN_RUSTC=rustc, ADGEN_OUT=str(out))
+    built = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "build", "-q", str(src), "-o", str(out)],
+                           capture_output=True, text=True, env=env)
+    if built.returncode != 0:
+        first = built.stderr.strip().splitlines()[0] if built.stderr.strip() else "(no message)"
+        message = first.split("error: ", 1)[-1]
+        located = re.match(r"\S+\.rs:\d+:\d+: error: ", first) and "internal error" not in built.stderr
+        return ("refused" if located and _ADGENS.search(message) else "failed"), message[:160]
+    program = work / name
+    compiled = subprocess.run([rustc, "--edition=2021", "-O", str(src), "--extern", f"adgen={macros}",
+                               "-C", f"link-arg={out / (name + '.adgen.o')}", "-C", "link-arg=-lm", "-o", str(program)],
+                              capture_output=True, text=True, env=env)
+    if compiled.returncode != 0:
+        return "failed", "rustc: " + next((line for line in compiled.stderr.splitlines() if "error" in line), "")[:160]
+    ran = subprocess.run([str(program)], capture_output=True, text=True, timeout=120)
+    panic = next((line for line in ran.stderr.splitlines() if "panicked" in line or "assertion" in line), "")
+    if "codegen-llvm" in test.parts:  # (upstream compiled and checked with FileCheck, never run)
+        return "passed", "" if ran.returncode == 0 else f"built; its main, which upstream does not run: {panic[:120]}"
+    if ran.returncode != 0:
+        return "failed", f"exit {ran.returncode}: {panic[:160]}"
+    return "passed", ""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("rust_src", type=Path, help="a checkout of github.com/rust-lang/rust")
+    parser.add_argument("--rustc", default="rustc", help="the rustc to build with (default: the one on the PATH)")
+    parser.add_argument("--markdown", type=Path, default=Path(__file__).parent / "results" / "rust_autodiff.md")
+    args = parser.parse_args()
+    found = tests(args.rust_src)
+    if not found:
+        print(f"no autodiff tests under {args.rust_src}/tests", file=sys.stderr)
+        return 1
+    crate = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "--rust-crate-dir"], capture_output=True,
+                           text=True).stdout.strip()
+    version = subprocess.run([args.rustc, "--version"], capture_output=True, text=True).stdout.strip()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="adgen-rust-autodiff-") as tmp:
+        work = Path(tmp)
+        macros = work / "libadgen.so"
+        subprocess.run([args.rustc, "--crate-type=proc-macro", "--crate-name", "adgen", "--edition=2021",
+                        f"{crate}/src/lib.rs", "-o", str(macros)], check=True, capture_output=True)
+        for test in found:
+            outcome, detail = run(test, args.rust_src, work, args.rustc, macros)
+            rows.append((str(test.relative_to(args.rust_src)), outcome, detail))
+            print(f"{outcome:8} {rows[-1][0]}  {detail}", file=sys.stderr, flush=True)
+    counts = {k: sum(r[1] == k for r in rows) for k in ("passed", "refused", "failed")}
+    lines = [f"# Rust's autodiff tests built by adgen on stable Rust ({version})", "",
+             f"{len(rows)} tests: {counts['passed']} passed, {counts['refused']} refused with a located error, "
+             f"{counts['failed']} failed (`python -m bench.rust_autodiff RUST_SRC`).", "",
+             "| test | outcome | adgen's error, or what failed |", "|---|---|---|"]
+    lines += [f"| {name} | {outcome} | {detail.replace('|', '/')} |" for name, outcome, detail in rows]
+    args.markdown.parent.mkdir(parents=True, exist_ok=True)
+    args.markdown.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[:3]))
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
