@@ -59,8 +59,10 @@ def attach(unit: Unit, annotations: list[Annotation], problems: Collector) -> li
             continue
         for e in a.entries:
             if e.template_args is not None:
+                kind = "generic" if hasattr(unit, "rust") else "template"
                 problems.add(error(f"'{function.name}' is not {_GENERIC[hasattr(unit, 'rust')]}: its entries name "
-                                   f"no {'generic' if hasattr(unit, 'rust') else 'template'} arguments", e.template_args.span, [note("it is declared here", function.span)]))
+                                   f"no {kind} arguments", e.template_args.span,
+                                   [note("it is declared here", function.span)]))
         pairs += [(a, e, function) for e in a.entries] or [(a, None, function)]
     return pairs
 
