@@ -111,7 +111,9 @@ def rustc_errors(stderr: str, files: Files, compiler: str) -> list[Diagnostic]:
             d = json.loads(line)
         except ValueError:
             continue
-        if d.get("$message_type") != "diagnostic" or not d["level"].startswith("error"):
+        if d.get("$message_type", "diagnostic") != "diagnostic" or not d.get("level", "").startswith("error"):
+            continue  # (rustc before 1.64 writes no `$message_type`)
+        if "message" not in d or "spans" not in d:
             continue
         spans = d["spans"]
         if not spans and re.match(r"aborting due to", d["message"]):

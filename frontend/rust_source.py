@@ -78,6 +78,7 @@ class RFunction:
     lifetimes: tuple[str, ...] = ()  # its lifetime parameters (`'a`)
     mutable_self: bool = False  # a method of `&mut self`
     unsafe: bool = False  # an `unsafe fn`: its wrappers are too
+    visibility: str = "pub"  # its wrappers': a free function's own (`pub(crate)`, "" for private), a method's `pub`
 
     @property
     def shim(self) -> str:
@@ -370,8 +371,11 @@ class _Types:
         mutable_self = bool(params) and params[0].name == "self" and params[0].type.mutable
         unsafe = any(isinstance(q, Tree) and q.data == "qualifier" and any(
             isinstance(t, Token) and t.type == "UNSAFE" for t in q.children) for q in kids)
+        vis = next((k for k in kids if isinstance(k, Tree) and k.data == "visibility"), None)
+        visibility = "pub" if owner else re.sub(r"\s+", "", self.text(vis, at)).replace("pub(in", "pub(in ") \
+            if vis is not None else ""
         rf = RFunction(name, tuple(params), returns, name_span, owner, lifetimes=lifetimes, mutable_self=mutable_self,
-                       unsafe=unsafe)
+                       unsafe=unsafe, visibility=visibility)
         if rf.shim:  # (adgen's function taking the values' addresses, in the module: a free function)
             return Prototype(rf.shim, tuple(c_params), c_returns, False, start, name_span), rf
         return Prototype(name, tuple(c_params), c_returns, False, start, name_span,

@@ -62,6 +62,7 @@ class Wrapper:
     locals: tuple[tuple[str, str], ...] = ()  # (name, Rust type) of the gradients of values passed by value, zeroed
     outputs: tuple[tuple[str, str], ...] = ()  # (expression, Rust type) of what it returns, in order
     lifetimes: tuple[str, ...] = ()  # the primal's, which its parameters' types name
+    visibility: str = "pub"  # the primal's (a method's wrappers `pub`)
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,7 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
         "(" + ", ".join(t for _, t in outputs) + ")"
     return Wrapper(sig.name, sig.summary(), rf.name, tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
                    tuple(fields), returns, rf.unsafe, rf.owner, tuple(locals_),
-                   tuple(outputs), rf.lifetimes)
+                   tuple(outputs), rf.lifetimes, rf.visibility)
 
 
 def _outputs(rf: RFunction, prefix: str, fields: list, result_struct: str | None, gradients: dict) -> list:

@@ -24,6 +24,19 @@ from adgen.base.diagnostics import display_path
 
 pytestmark = pytest.mark.skipif(no_rustc() is not None, reason=f"no usable rustc: {no_rustc()}")
 
+
+def _installed_rustcs() -> list[tuple[str, tuple[int, int]]]:
+    """Each rustc on the PATH (rustup's and Debian's, say), one per version."""
+    found = {}
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        path = Path(folder) / "rustc"
+        if folder and path.is_file() and os.access(path, os.X_OK):
+            done = subprocess.run([str(path), "--version"], capture_output=True, text=True)
+            version = re.match(r"rustc (\d+)\.(\d+)", done.stdout)
+            if version:
+                found.setdefault((int(version[1]), int(version[2])), str(path))
+    return [(path, version) for version, path in sorted(found.items())]
+
 MODEL = r"""
 //! A model written for adgen, in Rust.
 
@@ -329,9 +342,13 @@ pub fn g<T: Copy>(x: T) -> T { x }
     ("// @diff(g: (active) -> active)\npub fn f(x: f64) -> f64 { x * x }\npub fn h(x: f64) -> f64 { x\n",
      "broken.rs:3:28: error: this file contains an unclosed delimiter"),
 ], ids=["an undefined name", "cut off"])
-def test_what_rustc_refuses_is_its_error(tmp_path, adgen, text, message):
+@pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
+                         else "")
+def test_what_rustc_refuses_is_its_error(tmp_path, adgen, rustc_named, rustc, version, text, message):
     """rustc's errors, placed in the user's file at a line it has (not in the code adgen appends
-    to its copy of the source); nothing written."""
+    to its copy of the source); nothing written. With each rustc (1.63's JSON has no
+    `$message_type`)."""
+    rustc_named(rustc)
     src = tmp_path / "broken.rs"
     src.write_text(text)
     result = adgen("build", src, "-o", tmp_path / "out")
@@ -415,19 +432,6 @@ mod private {
     include!("out/shapes.adgen.rs");
 }
 """
-
-
-def _installed_rustcs() -> list[tuple[str, tuple[int, int]]]:
-    """Each rustc on the PATH (rustup's and Debian's, say), one per version."""
-    found = {}
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
-        path = Path(folder) / "rustc"
-        if folder and path.is_file() and os.access(path, os.X_OK):
-            done = subprocess.run([str(path), "--version"], capture_output=True, text=True)
-            version = re.match(r"rustc (\d+)\.(\d+)", done.stdout)
-            if version:
-                found.setdefault((int(version[1]), int(version[2])), str(path))
-    return [(path, version) for version, path in sorted(found.items())]
 
 
 def _editions(version: tuple[int, int]) -> list[str]:
