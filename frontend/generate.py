@@ -61,7 +61,7 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         for unit, found in zip(units, annotations):
             if unit is not None:
                 for annotation, entry, function in attach(unit, found, problems) + headers.pairs(unit, problems):
-                    if isinstance(unit, RustUnit):
+                    if isinstance(unit, RustUnit) and annotation.marker != "@inactive":
                         entry = rust_entry(annotation, entry, function, unit, problems)
                         if entry is None:
                             continue

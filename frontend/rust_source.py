@@ -637,7 +637,7 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
     """An entry of a Rust function made an entry of its C view: each slice's activity followed
     by `const` for its length. What Rust sources do not take yet is an error here."""
     if annotation.marker != "@diff" or entry is None:
-        problems.add(error(f"{annotation.marker} is for C sources; in a Rust source only @diff is read",
+        problems.add(error(f"{annotation.marker} is for C sources; in a Rust source @diff and @inactive are read",
                            annotation.span))
         return None
     if entry.of is not None:

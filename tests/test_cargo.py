@@ -182,6 +182,17 @@ pub struct Point {
     pub y: f64,
 }
 
+/// A stop-gradient: `#[adgen::inactive]`, its calls carry no derivative.
+#[adgen::inactive]
+pub fn stop(x: f64) -> f64 {
+    x
+}
+
+// @diff(damped_grad: (active) -> active)
+pub fn damped(x: f64) -> f64 {
+    x * stop(x)
+}
+
 // @diff(dist_grad: (active, active) -> active)
 pub fn dist(p: Point, q: (f64, f64)) -> f64 {
     ((p.x - q.0).powi(2) + (p.y - q.1).powi(2)).sqrt()
@@ -198,7 +209,7 @@ fn main() {
 """
 
 MAIN = """\
-use geo::fit::{dist_grad, loss, loss_dir, loss_grad, poly, poly_grad, Linear, Point};
+use geo::fit::{damped_grad, dist_grad, loss, loss_dir, loss_grad, poly, poly_grad, Linear, Point};
 use geo::shapes::inner::{energy, energy_grad};
 
 fn main() {
@@ -241,6 +252,7 @@ fn main() {
     let mut dcf = [0.0f32; 3];
     let (_, dxf) = poly_grad::<f32>(0.7, &cf, &mut dcf, 1.0);
     worst = worst.max((dxf as f64 - dx).abs() * 1e-3).max((dcf[0] as f64 - dc[0]).abs() * 1e-3);
+    worst = worst.max((damped_grad(1.5, 1.0).1 - 1.5).abs());  // (stop's value, not its derivative)
     let (d, gp, gq) = dist_grad(Point { x: 3.0, y: 4.0 }, (0.0, 0.0), 1.0);
     worst = worst.max((d - 5.0).abs()).max((gp.x - 0.6).abs()).max((gp.y - 0.8).abs());
     worst = worst.max((gq.0 + 0.6).abs()).max((gq.1 + 0.8).abs());

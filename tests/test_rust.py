@@ -1036,3 +1036,56 @@ def test_generic_functions_at_named_instantiations(tmp_path, adgen, rustc_named,
     assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
     run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+
+
+INACTIVE = r"""
+/// A stop-gradient: its value, no derivative.
+// @inactive
+pub fn stop(x: f64) -> f64 {
+    x
+}
+
+// @inactive
+fn noise(x: f64) -> f64 {
+    (x * 12.9898).sin() * 0.01
+}
+
+// @diff(f_grad: (active) -> active; f_fwd: forward (dual) -> dual)
+pub fn f(x: f64) -> f64 {
+    x * stop(x) + noise(x) * x
+}
+"""
+
+INACTIVE_MAIN = r"""
+mod m {
+    include!("m.rs");
+    include!("out/m.adgen.rs");
+}
+
+fn main() {
+    let x = 1.5f64;
+    let (v, g) = m::f_grad(x, 1.0);
+    let (_, t) = m::f_fwd(x, 1.0);
+    let expect = x + (x * 12.9898).sin() * 0.01;  // stop(x) and noise(x) constants
+    let ok = (v - m::f(x)).abs() < 1e-12 && (g - expect).abs() < 1e-12 && (t - expect).abs() < 1e-12;
+    println!("{}", if ok { "ok" } else { "WRONG" });
+}
+"""
+
+
+@pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
+                         else "")
+@pytest.mark.slow
+def test_inactive_functions(tmp_path, adgen, rustc_named, rustc, version):
+    """`@inactive` on Rust functions, public and private, small enough for rustc's MIR inliner
+    (which adgen's compile turns off for them): calls of them carry no derivative, in both modes."""
+    rustc_named(rustc)
+    (tmp_path / "m.rs").write_text(INACTIVE)
+    result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
+    assert result.status == 0, result.err
+    (tmp_path / "main.rs").write_text(INACTIVE_MAIN)
+    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'm.adgen.o'}",
+                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error
 from adgen.base.toolchain import RustCompiler, zig
-from adgen.commands.build.lower import keep_array, primal_functions
+from adgen.commands.build.lower import STOP_MIR_INLINING, inactive_array, keep_array, primal_functions
 from adgen.frontend.rust_source import BY_VALUE
 from adgen.commands.outputs import write_all
 from adgen.frontend.annotations import find_annotations
@@ -121,7 +121,7 @@ class CrateLowering:
         wrappers = {p: text for g in generated for p, text in g.files.items() if p.suffix == ".rs"}
         write_all({p: text for p, text in wrappers.items()
                    if not p.exists() or p.read_text(encoding="utf-8", errors="replace") != text})
-        bitcode, dependencies = self._compile()
+        bitcode, dependencies = self._compile(any(g.inactive for g in generated))
         linkage = {(_unqualified(name), *at): symbol  # (name, file, line) -> symbol
                    for (name, *at), symbol in defined_at(Module(optimize.text_of_bitcode(bitcode)).metadata).items()}
         arrays = []
@@ -141,11 +141,19 @@ class CrateLowering:
                                           "derived)", span=f.span))
                 names.append(name)
             arrays.append(_keep_module(keep_array(i), names))
+            inactive = []  # (the functions marked @inactive, found likewise)
+            for f in g.inactive:
+                name = linkage.get((_unqualified(f.name), os.path.realpath(src), f.span.source.line_col(f.span.offset)[0]))
+                if name is None:
+                    problems.append(error(f"'{f.name}' is not in cargo's compile of the library", span=f.span))
+                inactive.append(name)
+            if inactive:
+                arrays.append(_keep_module(inactive_array(i), inactive))
         if problems:
             raise AdgenError(problems)
         return [bitcode, *dependencies, *arrays]
 
-    def _compile(self) -> tuple[bytes, list[bytes]]:
+    def _compile(self, stop_inlining: bool = False) -> tuple[bytes, list[bytes]]:
         """The library's bitcode, and its dependencies' (each crate's newest in the target folder:
         cargo compiles again only what changed), proc-macro crates and build scripts aside."""
         target = self.package.out_dir / "cargo"
@@ -153,7 +161,8 @@ class CrateLowering:
                    "--target-dir", str(target), *(["--release"] if self.release else []), *self.cargo_args, "--",
                    "-C", "panic=abort", "-C", "opt-level=2", "-C", "no-prepopulate-passes", "--cap-lints=allow",
                    *self.rustc.flags]
-        done = subprocess.run(command, capture_output=True, text=True, env=self._environment(), cwd=self.package.folder)
+        done = subprocess.run(command, capture_output=True, text=True, env=self._environment(stop_inlining),
+                              cwd=self.package.folder)
         if done.returncode != 0:
             raise AdgenError(error(f"cargo could not compile {self.package.name}'s library:\n{done.stderr.strip()}"))
         deps = target / ("release" if self.release else "debug") / "deps"
@@ -166,11 +175,15 @@ class CrateLowering:
         return newest[self.package.crate].read_bytes(), [
             p.read_bytes() for name, p in newest.items() if name != self.package.crate and name not in macros]
 
-    def _environment(self) -> dict[str, str]:
+    def _environment(self, stop_inlining: bool = False) -> dict[str, str]:
         """Every crate compiled to bitcode too, with every function kept, line tables, one unit; the
-        user's RUSTFLAGS kept (the rustc adgen uses, as cargo's)."""
-        ours = ["--emit=llvm-bc,link", "-C", "codegen-units=1", "-C", "link-dead-code", "-C", "debuginfo=1"]
+        user's RUSTFLAGS kept (the rustc adgen uses, as cargo's). `stop_inlining`: functions are
+        marked @inactive, whose calls rustc's MIR inliner must leave (lower.STOP_MIR_INLINING)."""
+        ours = ["--emit=llvm-bc,link", "-C", "codegen-units=1", "-C", "link-dead-code", "-C", "debuginfo=1",
+                *STOP_MIR_INLINING[stop_inlining]]
         env = {**os.environ, "RUSTC": shlex.join(self.rustc.command)}
+        if stop_inlining:
+            env["RUSTC_BOOTSTRAP"] = "1"
         if env.get("CARGO_ENCODED_RUSTFLAGS"):
             env["CARGO_ENCODED_RUSTFLAGS"] += "\x1f" + "\x1f".join(ours)
         else:

@@ -82,6 +82,12 @@ def without_annotation_attributes(text: str) -> str:
                   lambda m: re.sub(r"[^\n]", " ", m.group()), text)
 
 
+# Where a Rust source marks functions @inactive, rustc's MIR inliner must leave their calls calls
+# (it inlines small functions before LLVM, and adgen, sees them): `-Z inline-mir=no`, which a
+# stable rustc takes with RUSTC_BOOTSTRAP=1 (as cargo's own builds of std do); for adgen's
+# compile only, the user's build unchanged.
+STOP_MIR_INLINING = {False: (), True: ("-Z", "inline-mir=no")}
+
 # A Rust source's include of the wrappers adgen makes of it (`include!(concat!(env!("ADGEN_OUT"),
 # "/model.adgen.rs"))`): adgen's own compile has them appended instead.
 _WRAPPERS_INCLUDE = re.compile(r"\binclude!\s*\([^;]*?\)\s*;")
@@ -107,14 +113,16 @@ def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, work
     wrappers = "".join(t for p, t in g.files.items() if p.name.endswith(".adgen.rs"))
     copy.write_text(text + "\n" + wrappers + render_text(
         "lowering.rs.j2", source=source.name, primals=primals, keep=keep_array(index),
-        unsafe_spellings=rustc.unsafe_spellings, shims=render_shims(g.unit, [f.name for f in primals])))
+        unsafe_spellings=rustc.unsafe_spellings, shims=render_shims(g.unit, [f.name for f in primals]),
+        inactive=g.inactive, keep_inactive=inactive_array(index)))
     edition = () if any(f.startswith("--edition") for f in rustc.flags) else ("--edition=2021",)  # theirs, else 2021
     target = workdir / f"{index}-{source.stem}.bc"
     command = [*rustc.command, "--crate-type=lib", "--crate-name", f"adgen_{index}", "--emit=llvm-bc",
                "-C", "opt-level=2", "-C", "no-prepopulate-passes", "-C", "debuginfo=1", "-C", "panic=abort",
                *edition, "--cap-lints=allow", f"--remap-path-prefix={folder}={source.resolve().parent}",
-               "--error-format=json", *rustc.flags, str(copy), "-o", str(target)]
-    done = subprocess.run(command, capture_output=True, text=True)
+               "--error-format=json", *STOP_MIR_INLINING[bool(g.inactive)], *rustc.flags, str(copy), "-o", str(target)]
+    done = subprocess.run(command, capture_output=True, text=True,
+                          env={**os.environ, "RUSTC_BOOTSTRAP": "1"} if g.inactive else None)
     if done.returncode != 0:
         files = Files(g.source, user={os.path.realpath(source): g.source})
         raise AdgenError(rustc_errors(done.stderr, files, rustc.description))
