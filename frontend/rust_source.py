@@ -81,11 +81,17 @@ class RFunction:
     visibility: str = "pub"  # its wrappers': a free function's own (`pub(crate)`, "" for private), a method's `pub`
 
     @property
+    def outcome(self) -> str:
+        """"option" or "result" where it returns `Option<f64>` or `Result<f64, E>` (its shim
+        returns the float, the outcome through a last parameter), else ""."""
+        return self.returns.kind if self.returns is not None and self.returns.kind in ("option", "result") else ""
+
+    @property
     def shim(self) -> str:
         """Where it takes a value of an aggregate type (or `()`), the function adgen
         differentiates in its place: one taking the value's address (`__adgen_by_value_f`, of
         `rust_shims`); else ""."""
-        if not any(p.by_value for p in self.params):
+        if not any(p.by_value for p in self.params) and not self.outcome:
             return ""
         return BY_VALUE + re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_",
                                                                 f"{self.owner}_{self.name}".strip("_"))).strip("_")
@@ -316,6 +322,10 @@ class _Types:
                 return RType("named", text, span, name=name)
         if kind == "type" and kids:
             return self.rtype(kids[1], base) if len(kids) == 3 else self.rtype(kids[0], base)
+        outcome = _OUTCOME.fullmatch(text.strip())
+        if outcome:  # Option<f64>, Result<f64, E>: a float, or none (the error E)
+            value = RType("scalar", outcome.group(2), span, name=outcome.group(2))
+            return RType(outcome.group(1).lower(), text, span, name=(outcome.group(3) or "").strip(), elem=value)
         vector = _VEC.fullmatch(text.strip())
         if vector:  # Vec<f64>, Vec<f32>: behind a reference, an object holding a pointer to its floats
             return RType("vec", text, span, elem=RType("scalar", vector.group(1), span, name=vector.group(1)))
@@ -362,6 +372,10 @@ class _Types:
             for c_name, ctype in self.c_params(p):
                 c_params.append(Param(c_name, ctype))
         c_returns = self.c_return(returns)
+        if returns is not None and returns.kind in ("option", "result"):  # (whether a value came: its shim's
+            # last parameter; a Result's error may hold values carrying derivatives, written to its shadow)
+            c_params.append(Param(OUTCOME, CType("*mut u8", False, False, True, returns.kind == "result", "void *", (),
+                                                 ffi="ptr", size=8, portable="void *", portable_shadow="void *")))
         if len(self.problems.diagnostics) > before:
             return None
         name = name_tok.value + (f"<{', '.join(self.subst.values())}>" if self.subst else "")
@@ -459,6 +473,8 @@ class _Types:
             return VOID
         if t.kind == "scalar":
             return self.scalar(t)
+        if t.kind in ("option", "result") and t.elem is not None:
+            return self.scalar(t.elem)
         if t.kind == "pointer" and t.elem is not None and t.elem.kind != "slice":
             return self.pointer(t, t.elem)
         self.refuse(t, f"a result of type '{t.text}': return a float, an integer or nothing (results through a "
@@ -676,6 +692,9 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
         problems.add(error("a value passed by value is active at width 1 only (its gradient is one value of its type)",
                            entry.width.span))
         return None
+    if rf.outcome:  # (the outcome's parameter of the shim: an error's shadow beside it)
+        words.append(Word("dup" if rf.outcome == "result" and (entry.mode is None or entry.mode.text.lower() != "forward")
+                          else "dual" if rf.outcome == "result" else "const", entry.params_span))
     entry = replace(entry, activities=tuple(words))
     if rf.generic is None:
         return entry
@@ -706,6 +725,8 @@ _AGGREGATES = ("named", "object", "tuple", "array", "unit")
 _BY_VALUE = {Activity.ACTIVE: "dup", Activity.DUAL: "dual", Activity.DUALONLY: "dualonly", Activity.CONST: "const"}
 _IMPL_TRAIT = "'{}' takes an `impl Trait` parameter, which no instantiation can name: write a generic parameter for it"
 _UNSIZED = {"str", "Path", "OsStr", "CStr", "Self"}  # (behind a reference, two words: a pointer and a length)
+OUTCOME = "__adgen_outcome"  # the shim's parameter saying whether a value came (Option) or the error (Result)
+_OUTCOME = re.compile(r"(?:(?:std|core)::(?:option|result)::)?(Option|Result)\s*<\s*(f64|f32)\s*(?:,(.+))?>")
 _VEC = re.compile(r"(?:(?:std|alloc)::vec::)?Vec\s*<\s*(f64|f32)\s*>")
 _IMPL = re.compile(r"(?:^|[;{}])\s*(?:(?:pub(?:\([^)]*\))?|unsafe|default)\s+)*impl\b\s*(?:<(?:[^<>]|<[^<>]*>)*>)?\s*"
                    r"(?:(?:[\w:]+(?:<(?:[^<>]|<[^<>]*>)*>)?)\s+for\s+)?&?\s*(?:[\w]+::)*(\w+)\s*"

@@ -15,7 +15,7 @@ from adgen.frontend.abi import Signature
 from adgen.base.diagnostics import AdgenError
 from adgen.frontend.model import Activity, Mode
 from adgen.frontend.render import c_environment
-from adgen.frontend.rust_source import RFunction, RType, RustUnit
+from adgen.frontend.rust_source import OUTCOME, RFunction, RType, RustUnit
 from adgen.base.toolchain import select_rustc
 
 _SEPARATE = {Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY}
@@ -59,10 +59,12 @@ class Wrapper:
     returns: str | None  # the wrapper's Rust result type; None for ()
     unsafe: bool  # the primal is an `unsafe fn`: so is its wrapper (one taking raw pointers, as safe as it)
     owner: str = ""  # a method's wrappers are methods of its type too (in an `impl` of their own)
-    locals: tuple[tuple[str, str], ...] = ()  # (name, Rust type) of the gradients of values passed by value, zeroed
+    locals: tuple[tuple[str, str, str], ...] = ()  # (name, Rust type, first value): gradients of values passed by
+    # value (zeroed), and the outcome the C function writes
     outputs: tuple[tuple[str, str], ...] = ()  # (expression, Rust type) of what it returns, in order
     lifetimes: tuple[str, ...] = ()  # the primal's, which its parameters' types name
     visibility: str = "pub"  # the primal's (a method's wrappers `pub`)
+    outcome: str = ""  # "option", "result": the outputs wrapped (Some, Ok) as the local OUTCOME says
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
         if rp.by_value:  # by its address; its gradient a value of its type, zeroed here, returned
             ffi.append(FfiArg(rp.name, "*const u8", "object_ptr", f"&{rp.name}", t.text))
             if act is Activity.DUP:
-                locals_.append((f"{d.prefix}{rp.name}", t.text))
+                locals_.append((f"{d.prefix}{rp.name}", t.text, "unsafe { core::mem::zeroed() }"))
                 gradients[rp.name] = f"{d.prefix}{rp.name}"
                 ffi.append(FfiArg(f"{d.prefix}{rp.name}", "*mut u8", "object_mut_ptr", f"&mut {d.prefix}{rp.name}",
                                   t.text))
@@ -180,8 +182,16 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
                     checks.append(LengthCheck(lane, rp.name, n if act in _INTERLEAVED else 1))
         if slice_:
             ffi.append(FfiArg(f"{rp.name}_len", "usize", "slice_len", rp.name))
+    if rf.outcome:  # (whether a value came, or the error: a local the C function writes)
+        kind = "bool" if rf.outcome == "option" else f"Option<{rf.returns.name}>"
+        locals_.append((OUTCOME, kind, "false" if rf.outcome == "option" else "None"))
+        ffi.append(FfiArg(OUTCOME, "*mut u8", "object_mut_ptr", f"&mut {OUTCOME}", kind))
+        if rf.outcome == "result":  # (the error's shadow: bytes never read as a value, nor dropped)
+            locals_.append((f"{OUTCOME}_shadow", f"core::mem::MaybeUninit<{kind}>", "core::mem::MaybeUninit::zeroed()"))
+            ffi.append(FfiArg(f"{OUTCOME}_shadow", "*mut u8", "object_mut_ptr", f"&mut {OUTCOME}_shadow",
+                              f"core::mem::MaybeUninit<{kind}>"))
     seeds = [p for p in sig.params if p.role.startswith("seed")]
-    r = rf.returns.text if rf.returns is not None else "()"
+    r = rf.returns.elem.text if rf.outcome else rf.returns.text if rf.returns is not None else "()"
     for s in seeds:
         params.append(RustParam(s.name, r))
         ffi.append(FfiArg(s.name, r, "value", s.name))
@@ -192,9 +202,13 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
     outputs = _outputs(rf, d.prefix, fields, sig.result_struct, gradients)
     returns = None if not outputs else outputs[0][1] if len(outputs) == 1 else \
         "(" + ", ".join(t for _, t in outputs) + ")"
+    if rf.outcome == "option":
+        returns = f"Option<{returns or '()'}>"
+    elif rf.outcome == "result":
+        returns = f"Result<{returns or '()'}, {rf.returns.name}>"
     return Wrapper(sig.name, sig.summary(), rf.name, tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
                    tuple(fields), returns, rf.unsafe, rf.owner, tuple(locals_),
-                   tuple(outputs), rf.lifetimes, rf.visibility)
+                   tuple(outputs), rf.lifetimes, rf.visibility, rf.outcome)
 
 
 def _outputs(rf: RFunction, prefix: str, fields: list, result_struct: str | None, gradients: dict) -> list:
@@ -307,6 +321,15 @@ def shims(unit: RustUnit, names: list[str]) -> list[Shim]:
         turbofish = f"::<{', '.join(rf.generic.arguments)}>" if rf.generic is not None else ""
         call = f"this.{base}{turbofish}({', '.join(args)})" if rf.owner else f"{base}{turbofish}({', '.join(args)})"
         returns = rf.returns.text if rf.returns is not None and rf.returns.kind != "unit" else None
+        if rf.outcome == "option":
+            params.append((OUTCOME, "&mut bool"))
+            call = (f"match {call} {{ Some(v) => {{ *{OUTCOME} = true; v }} None => {{ *{OUTCOME} = false; "
+                    "Default::default() } }")
+            returns = rf.returns.elem.text
+        elif rf.outcome == "result":
+            params.append((OUTCOME, f"&mut Option<{rf.returns.name}>"))
+            call = f"match {call} {{ Ok(v) => v, Err(e) => {{ *{OUTCOME} = Some(e); Default::default() }} }}"
+            returns = rf.returns.elem.text
         lifetimes = rf.generic.lifetimes if rf.generic is not None else rf.lifetimes
         out.append(Shim(rf.shim, rf.name, lifetimes, tuple(params), returns, call))
     return out

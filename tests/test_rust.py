@@ -1089,3 +1089,60 @@ def test_inactive_functions(tmp_path, adgen, rustc_named, rustc, version):
     assert done.returncode == 0, done.stderr
     run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+
+
+OUTCOMES = r"""
+// @diff(root_grad: (active) -> active; root_fwd: forward (dual) -> dual)
+pub fn root(x: f64) -> Option<f64> {
+    if x < 0.0 { None } else { Some(x.sqrt() * x) }
+}
+
+#[derive(Debug, PartialEq)]
+pub struct TooLarge(pub f64);
+
+// @diff(checked_grad: (dup) -> active)
+pub fn checked(x: &[f64]) -> Result<f64, TooLarge> {
+    let s: f64 = x.iter().map(|v| v * v).sum();
+    if s > 100.0 { Err(TooLarge(s)) } else { Ok(s.sin()) }
+}
+"""
+
+OUTCOMES_MAIN = r"""
+mod m {
+    include!("m.rs");
+    include!("out/m.adgen.rs");
+}
+
+fn main() {
+    let mut ok = m::root_grad(4.0, 1.0) == Some((8.0, 3.0)) && m::root_grad(-1.0, 1.0).is_none();
+    ok &= m::root_fwd(4.0, 1.0) == Some((8.0, 3.0)) && m::root_fwd(-1.0, 1.0).is_none();
+    let mut d = [0.0; 2];
+    let v = m::checked_grad(&[1.0, 2.0], &mut d, 1.0);
+    ok &= v == Ok(5f64.sin()) && (d[0] - 2.0 * 5f64.cos()).abs() < 1e-12 && (d[1] - 4.0 * 5f64.cos()).abs() < 1e-12;
+    let mut d = [0.0; 2];
+    ok &= m::checked_grad(&[10.0, 2.0], &mut d, 1.0) == Err(m::TooLarge(104.0)) && d == [0.0, 0.0];
+    println!("{}", if ok { "ok" } else { "WRONG" });
+}
+"""
+
+
+@pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
+                         else "")
+@pytest.mark.slow
+def test_option_and_result_returns(tmp_path, adgen, rustc_named, rustc, version):
+    """`Option<f64>` and `Result<f64, E>` results: the wrapper returns `Some`/`Ok` of what it
+    would return for the float, or `None`/`Err` of the function's error (its derivatives
+    nowhere), both modes."""
+    rustc_named(rustc)
+    (tmp_path / "m.rs").write_text(OUTCOMES)
+    result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
+    assert result.status == 0, result.err
+    text = (tmp_path / "out" / "m.adgen.rs").read_text()
+    assert "pub fn root_grad(x: f64, d_ret: f64) -> Option<(f64, f64)>" in text, text
+    assert "pub fn checked_grad(x: &[f64], d_x: &mut [f64], d_ret: f64) -> Result<f64, TooLarge>" in text, text
+    (tmp_path / "main.rs").write_text(OUTCOMES_MAIN)
+    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'm.adgen.o'}",
+                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
