@@ -3,8 +3,8 @@ autodiff tests, as written for nightly's `std::autodiff`, built by adgen on stab
 
 RUST_SRC is a checkout of github.com/rust-lang/rust (or a folder holding its
 `tests/codegen-llvm/autodiff/*.rs` and `tests/ui/autodiff/**/*.rs` at the same paths). Each test
-with a `fn main` (not the multi-file `adbench` crates, nor those expected to fail to compile) is
-copied and changed only so that stable rustc takes it: `#![feature(autodiff)]` dropped, and
+with a `fn main` (not those expected to fail to compile) is copied and changed only so that
+stable rustc takes it: `#![feature(autodiff)]` dropped, and
 `std::autodiff::`/`core::autodiff::` made `adgen::`, whose crate of attributes
 (`adgen --rust-crate-dir`) has std::autodiff's `autodiff_reverse` and `autodiff_forward`, and
 the line including adgen's wrappers appended. `adgen build` reads the attributes as annotations
@@ -13,7 +13,8 @@ assertions check the values. Each test is passed (it ran and its assertions held
 codegen test, which upstream is compiled and checked with FileCheck but not run, built and
 linked, its run reported beside), refused (adgen's located error: what adgen does not
 differentiate, by design or yet), or failed (any other error, rustc's included, or a failed
-assertion). Writes a Markdown table (default
+assertion). The multi-file crates of `adbench` (ba, fft, gmm, lstm, ode-real: libraries for
+ADBench's harness) are built as cargo packages with `cargo adgen build`. Writes a Markdown table (default
 bench/results/rust_autodiff.md)."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,6 +80,42 @@ def run(test: Path, rust_src: Path, work: Path, rustc: str, macros: Path) -> tup
     return "passed", ""
 
 
+def adbench(rust_src: Path) -> list[Path]:
+    """The multi-file crates of `tests/ui/autodiff/adbench` (a `src/lib.rs` each)."""
+    return sorted(p.parent.parent for p in (rust_src / "tests/ui/autodiff/adbench").glob("*/src/lib.rs"))
+
+
+def run_crate(folder: Path, rust_src: Path, work: Path, rustc: str, crate: str) -> tuple[str, str]:
+    """(outcome, detail) of an adbench crate: its files changed as `on_stable` changes a test's
+    (each module file including its wrappers), a cargo package of them built with `cargo adgen
+    build`, then `cargo build`: passed where both succeed (the crate has no program to run)."""
+    name = folder.name.replace("-", "_")
+    package = work / name
+    (package / "src").mkdir(parents=True)
+    (package / "Cargo.toml").write_text(f'[package]\nname = "{name}"\nversion = "0.1.0"\nedition = "2021"\n\n'
+                                        f'[dependencies]\nadgen = {{ path = "{crate}" }}\n\n[workspace]\n')
+    (package / "build.rs").write_text('fn main() {\n    println!("cargo:rustc-link-search=native={}/target/adgen", '
+                                      f'env!("CARGO_MANIFEST_DIR"));\n    println!("cargo:rustc-link-lib=static={name}_adgen");\n}}\n')
+    for source in sorted((folder / "src").glob("*.rs")):
+        text = on_stable(source.read_text(), source.stem)
+        text = text[:text.rindex("\ninclude!")] + "\n"
+        if re.search(r"#\[\s*(?:adgen::)?autodiff", text):
+            text += f'include!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/adgen/{source.stem}.adgen.rs"));\n'
+        (package / "src" / source.name).write_text(text)
+    env = dict(os.environ, RUSTC=rustc, PATH=os.pathsep.join([str(Path(rustc).parent), str(Path(sys.executable).parent),
+                                                              os.environ["PATH"]]))
+    cargo = str(Path(rustc).with_name("cargo"))
+    built = subprocess.run([cargo, "adgen", "build", "-q"], cwd=package, capture_output=True, text=True, env=env)
+    if built.returncode != 0:
+        first = next((line for line in built.stderr.splitlines() if "error" in line), "(no message)")
+        message = first.split("error: ", 1)[-1]
+        return ("refused" if _ADGENS.search(message) else "failed"), message[:160]
+    compiled = subprocess.run([cargo, "build", "-q"], cwd=package, capture_output=True, text=True, env=env)
+    if compiled.returncode != 0:
+        return "failed", "cargo build: " + next((line for line in compiled.stderr.splitlines() if "error" in line), "")
+    return "passed", "built (a library: no program to run)"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rust_src", type=Path, help="a checkout of github.com/rust-lang/rust")
@@ -85,7 +123,7 @@ def main() -> int:
     parser.add_argument("--markdown", type=Path, default=Path(__file__).parent / "results" / "rust_autodiff.md")
     args = parser.parse_args()
     found = tests(args.rust_src)
-    if not found:
+    if not found and not adbench(args.rust_src):
         print(f"no autodiff tests under {args.rust_src}/tests", file=sys.stderr)
         return 1
     crate = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "--rust-crate-dir"], capture_output=True,
@@ -100,6 +138,11 @@ def main() -> int:
         for test in found:
             outcome, detail = run(test, args.rust_src, work, args.rustc, macros)
             rows.append((str(test.relative_to(args.rust_src)), outcome, detail))
+            print(f"{outcome:8} {rows[-1][0]}  {detail}", file=sys.stderr, flush=True)
+        rustc = shutil.which(args.rustc) or args.rustc
+        for folder in adbench(args.rust_src):
+            outcome, detail = run_crate(folder, args.rust_src, work, rustc, crate)
+            rows.append((str(folder.relative_to(args.rust_src)), outcome, detail))
             print(f"{outcome:8} {rows[-1][0]}  {detail}", file=sys.stderr, flush=True)
     counts = {k: sum(r[1] == k for r in rows) for k in ("passed", "refused", "failed")}
     lines = [f"# Rust's autodiff tests built by adgen on stable Rust ({version})", "",
