@@ -122,6 +122,9 @@ class RustUnit(Unit):
     # an instantiation's entries: the C name of each derived function -> the name its Rust wrapper has
     generic_names: dict[str, str] = field(default_factory=dict)
     generic_shapes: dict = field(default_factory=dict)  # (owner, wrapper name) -> the first entry's shape, where
+    # std::autodiff's `Dualv` on a slice: its N tangents one after another in one slice (lane k the k-th
+    # block), which the wrapper passes as adgen's N separate lanes (`dual`); by (derived name, parameter)
+    blocked: set = field(default_factory=set)
 
 
 @cache
@@ -674,6 +677,10 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
         return None
     words = []
     for word, p in zip(entry.activities, rf.params):
+        if entry.trailing_return and word.text.lower() == "dualv" and p.type.kind == "reference" and \
+                p.type.elem is not None and p.type.elem.kind == "slice":  # (std::autodiff's lanes: blocks)
+            unit.blocked.add((entry.name.text, p.name))
+            word = Word("dual", word.span)
         if p.by_value:
             act = ACTIVITY_WORDS.get(word.text.lower())
             if act not in _BY_VALUE:

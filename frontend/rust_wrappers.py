@@ -140,10 +140,11 @@ def unsafe_spellings() -> bool:
 
 
 def wrappers(unit: RustUnit, signatures: list[Signature]) -> list[Wrapper]:
-    return [_wrapper(unit.rust[s.derivation.primal.name], s) for s in signatures]
+    return [_wrapper(unit.rust[s.derivation.primal.name], s, {p for n, p in unit.blocked if n == s.name})
+            for s in signatures]
 
 
-def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
+def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset()) -> Wrapper:
     d = sig.derivation
     n, reverse = d.width, d.mode.family is Mode.REVERSE
     params, ffi, checks, locals_, gradients = [], [], [], [], {}
@@ -171,6 +172,17 @@ def _wrapper(rf: RFunction, sig: Signature) -> Wrapper:
         if slice_:
             next(acts)  # the length's, always const
         ffi.append(FfiArg("self_" if rp.name == "self" else rp.name, _ffi_type(t), _how(t), rp.name, _pointee(t)))
+        if rp.name in blocked and n > 1:  # (one slice of N blocks: lane k its k-th, `x.len()` long)
+            lane = RustParam(f"{d.prefix}{rp.name}", _shadow(t, reverse, 1, slice_).text)
+            params.append(lane)
+            checks.append(LengthCheck(lane.name, rp.name, n))
+            mutable = lane.type.startswith("&mut")
+            for k in range(n):  # (raw pointers into it: one borrow each, each ended; the length checked)
+                source = f"{lane.name}.{'as_mut_ptr' if mutable else 'as_ptr'}().add({k} * {rp.name}.len())"
+                ffi.append(FfiArg(f"{lane.name}_{k}", _ffi_type(t if not mutable else _shadow(t, True, 1, slice_)),
+                                  "value", source))
+            ffi.append(FfiArg(f"{rp.name}_len", "usize", "slice_len", rp.name))
+            continue
         if act in _SEPARATE or act in _INTERLEAVED:
             lanes = [f"{d.prefix}{rp.name}"] if act in _INTERLEAVED or n == 1 else \
                 [f"{d.prefix}{rp.name}_{k}" for k in range(n)]

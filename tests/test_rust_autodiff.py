@@ -425,6 +425,7 @@ fn poly<T: std::ops::Mul<Output = T> + std::ops::Add<Output = T> + Copy>(x: &T) 
 }
 
 #[autodiff_forward(d_out, Dual, Dual)]
+#[autodiff_forward(d_out2, 2, Dualv, Dualv)]
 fn out(x: &[f64], y: &mut [f64]) {
     for i in 0..x.len() {
         y[i] = x[i].sin() * x[i];
@@ -443,6 +444,11 @@ fn main() {
     let (xs, mut ys, mut dys) = ([0.5, 1.5], [0.0; 2], [0.0; 2]);
     d_out(&xs, &[1.0, 0.0], &mut ys, &mut dys);
     assert!((dys[0] - (0.5f64.cos() * 0.5 + 0.5f64.sin())).abs() < 1e-12 && dys[1] == 0.0);
+    // Dualv: the 2 tangents one after another (lane k the k-th block of x.len()), as std::autodiff's
+    let (mut ys2, mut dys2) = ([0.0; 2], [0.0; 4]);
+    d_out2(&xs, &[1.0, 0.0, 0.0, 1.0], &mut ys2, &mut dys2);
+    assert!(dys2[0] == dys[0] && dys2[1] == 0.0 && dys2[2] == 0.0);
+    assert!((dys2[3] - (1.5f64.cos() * 1.5 + 1.5f64.sin())).abs() < 1e-12);
     println!("ok");
 }
 
