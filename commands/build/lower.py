@@ -106,8 +106,9 @@ def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, work
     # The derived functions' wrappers too, in place of the source's include of them (a source may
     # call its own derivatives, as std::autodiff's tests do): declarations of C functions, to be
     # defined by the derivatives.
-    def blank(m: re.Match) -> str:
-        return re.sub(r"[^\n]", " ", m.group()) if ".adgen.rs" in m.group() else m.group()
+    def blank(m: re.Match) -> str:  # (its own wrappers' include only: `/model.adgen.rs"`)
+        return re.sub(r"[^\n]", " ", m.group()) if re.search(rf'\b{re.escape(source.stem)}\.adgen\.rs"', m.group()) \
+            else m.group()
 
     text = _WRAPPERS_INCLUDE.sub(blank, without_annotation_attributes(source.read_text(encoding="utf-8")))
     wrappers = "".join(t for p, t in g.files.items() if p.name.endswith(".adgen.rs"))
