@@ -421,19 +421,23 @@ class _Types:
 
 
     def receiver(self, name: str, p: Tree, at: int, start: int, params: list[RParam]) -> str:
-        """A method's `&self` or `&mut self`: a parameter `self`, a reference to the type of its
-        `impl` (a #[repr(C)] struct of the file, as any reference's), and that type's name; else
-        an error, and ""."""
+        """A method's `&self`, `&mut self` or `self`: a parameter `self`, a reference to the type
+        of its `impl` (a #[repr(C)] struct of the file, as any reference's) or a value of it, and
+        that type's name; else an error, and ""."""
         kids = [k for k in p.children if isinstance(k, Token)]
         span = self.span(p, at)
         owner = impl_owner(self.source.text, start)
-        if not any(k.type == "AMP" for k in kids) or any(k.type == "COLON" for k in kids):
-            self.problems.add(error(f"'{name}' takes self by value: adgen differentiates methods taking &self or "
-                                    "&mut self", span))
+        if any(k.type == "COLON" for k in kids):
+            self.problems.add(error(f"'{name}' takes self as a type (`self: Type`): adgen differentiates methods "
+                                    "taking &self, &mut self or self", span))
             return ""
         if not owner:
             self.problems.add(error(f"'{name}' takes self outside an impl block adgen can read", span))
             return ""
+        if not any(k.type == "AMP" for k in kids):  # by value: as any value passed so (RParam.by_value), Copy
+            kind = "named" if owner in self.structs and self.structs[owner][0] else "object"
+            params.append(RParam("self", RType(kind, owner, span, name=owner), span))
+            return owner
         mutable = any(k.type == "MUT" for k in kids)
         text = f"&{'mut ' if mutable else ''}{owner}"
         kind = "named" if owner in self.structs and self.structs[owner][0] else "object"

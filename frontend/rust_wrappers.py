@@ -156,7 +156,8 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset()) -> 
             continue  # (no C parameter: adgen's function in its place passes `()`)
         act = next(acts)
         if rp.by_value:  # by its address; its gradient a value of its type, zeroed here, returned
-            ffi.append(FfiArg(rp.name, "*const u8", "object_ptr", f"&{rp.name}", t.text))
+            ffi.append(FfiArg("self_" if rp.name == "self" else rp.name, "*const u8", "object_ptr", f"&{rp.name}",
+                              t.text))
             if act is Activity.DUP:
                 locals_.append((f"{d.prefix}{rp.name}", t.text, "unsafe { core::mem::zeroed() }"))
                 gradients[rp.name] = f"{d.prefix}{rp.name}"

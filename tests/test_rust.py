@@ -735,9 +735,9 @@ def test_methods_taking_self_by_reference(tmp_path, adgen):
 
 
 @pytest.mark.parametrize("method, message, at", [
-    ("pub fn f(self, x: f64) -> f64 { x * self.a }", "'f' takes self by value: adgen differentiates methods taking "
-     "&self or &mut self", "self,"),
-    ("pub fn f(self: &Self, x: f64) -> f64 { x * self.a }", "'f' takes self by value", "self: &Self"),
+    ("pub fn f(self, x: f64) -> f64 { x * self.a }", "adgen cannot pass a struct by value ('Pair') that is not Copy",
+     "self,"),
+    ("pub fn f(self: &Self, x: f64) -> f64 { x * self.a }", "'f' takes self as a type (`self: Type`)", "self: &Self"),
 ])
 def test_methods_adgen_cannot_pass_are_errors_at_self(tmp_path, adgen, method, message, at):
     src = tmp_path / "bad.rs"
@@ -1100,6 +1100,20 @@ pub fn root(x: f64) -> Option<f64> {
 #[derive(Debug, PartialEq)]
 pub struct TooLarge(pub f64);
 
+#[derive(Clone, Copy)]
+pub struct Spring {
+    pub k: f64,
+    pub rest: f64,
+}
+
+impl Spring {
+    /// `self` by value (Copy): its gradient a Spring.
+    // @diff(energy_grad: (active, active) -> active; energy_fwd: forward (dual, dual) -> dual)
+    pub fn energy(self, x: f64) -> f64 {
+        0.5 * self.k * (x - self.rest).powi(2)
+    }
+}
+
 // @diff(checked_grad: (dup) -> active)
 pub fn checked(x: &[f64]) -> Result<f64, TooLarge> {
     let s: f64 = x.iter().map(|v| v * v).sum();
@@ -1121,6 +1135,10 @@ fn main() {
     ok &= v == Ok(5f64.sin()) && (d[0] - 2.0 * 5f64.cos()).abs() < 1e-12 && (d[1] - 4.0 * 5f64.cos()).abs() < 1e-12;
     let mut d = [0.0; 2];
     ok &= m::checked_grad(&[10.0, 2.0], &mut d, 1.0) == Err(m::TooLarge(104.0)) && d == [0.0, 0.0];
+    let s = m::Spring { k: 2.0, rest: 1.0 };
+    let (v, ds, dx) = s.energy_grad(3.0, 1.0);
+    ok &= v == 4.0 && ds.k == 2.0 && ds.rest == -4.0 && dx == 4.0;
+    ok &= s.energy_fwd(m::Spring { k: 1.0, rest: 0.0 }, 3.0, 0.0) == (4.0, 2.0);
     println!("{}", if ok { "ok" } else { "WRONG" });
 }
 """
@@ -1132,7 +1150,7 @@ fn main() {
 def test_option_and_result_returns(tmp_path, adgen, rustc_named, rustc, version):
     """`Option<f64>` and `Result<f64, E>` results: the wrapper returns `Some`/`Ok` of what it
     would return for the float, or `None`/`Err` of the function's error (its derivatives
-    nowhere), both modes."""
+    nowhere), both modes; and a method taking `self` by value, its gradient an object."""
     rustc_named(rustc)
     (tmp_path / "m.rs").write_text(OUTCOMES)
     result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
