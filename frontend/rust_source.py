@@ -398,26 +398,6 @@ class _Types:
         return Prototype(name, tuple(c_params), c_returns, False, start, name_span,
                          scope=(owner,) if owner else ()), rf
 
-    def written(self, tree: Tree, at: int, start: int) -> RFunction:
-        """A generic function's signature as written (its types as RTypes, no C view)."""
-        kids = tree.children
-        name_tok = next(k for k in kids if isinstance(k, Token) and k.type == "NAME")
-        params: list[RParam] = []
-        problems, self.problems = self.problems, Collector()
-        try:
-            owner = ""
-            for p in (k for k in kids if isinstance(k, Tree) and k.data.endswith("_param")):
-                if p.data == "self_param":
-                    owner = self.receiver(name_tok.value, p, at, start, params)
-                    continue
-                pname = next(k for k in p.children if isinstance(k, Token) and k.type in ("NAME", "UNDERSCORE")).value
-                params.append(RParam(f"arg{len(params)}" if pname == "_" else pname,
-                                     self.rtype(p.children[-1], at), self.span(p, at)))
-            ret_tree = next((k for k in kids if isinstance(k, Tree) and k.data == "returns"), None)
-            returns = self.rtype(ret_tree.children[-1], at) if ret_tree is not None else None
-        finally:
-            self.problems = problems
-        return RFunction(name_tok.value, tuple(params), returns, self.span(name_tok, at), owner)
 
 
     def receiver(self, name: str, p: Tree, at: int, start: int, params: list[RParam]) -> str:
@@ -624,10 +604,32 @@ class RustTemplate:
         prototype, rf = made
         unit.rust[prototype.name] = replace(rf, generic=Generic(self.name, self.lifetimes, tuple(self.params),
                                                                 tuple(self.names),
-                                                                self.reader.written(self.tree, self.at, self.start),
+                                                                _written(self.reader, self.tree, self.at, self.start),
                                                                 tuple(args)))
         unit.c_types = [LocalType(name, text, 0) for name, text in self.reader.typedefs.items()]
         return prototype
+
+
+def _written(reader: "_Types", tree: Tree, at: int, start: int) -> RFunction:
+    """A generic function's signature as written (its types as RTypes, no C view)."""
+    kids = tree.children
+    name_tok = next(k for k in kids if isinstance(k, Token) and k.type == "NAME")
+    params: list[RParam] = []
+    problems, reader.problems = reader.problems, Collector()
+    try:
+        owner = ""
+        for p in (k for k in kids if isinstance(k, Tree) and k.data.endswith("_param")):
+            if p.data == "self_param":
+                owner = reader.receiver(name_tok.value, p, at, start, params)
+                continue
+            pname = next(k for k in p.children if isinstance(k, Token) and k.type in ("NAME", "UNDERSCORE")).value
+            params.append(RParam(f"arg{len(params)}" if pname == "_" else pname,
+                                 reader.rtype(p.children[-1], at), reader.span(p, at)))
+        ret_tree = next((k for k in kids if isinstance(k, Tree) and k.data == "returns"), None)
+        returns = reader.rtype(ret_tree.children[-1], at) if ret_tree is not None else None
+    finally:
+        reader.problems = problems
+    return RFunction(name_tok.value, tuple(params), returns, reader.span(name_tok, at), owner)
 
 
 def _generic_parameters(tree: Tree) -> list[Tree]:
