@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from adgen.ir_ad.ir.builder import SHADOW as SHADOW_MEMORY, Builder, Declarations, V, bare, local
 from adgen.ir_ad.ir.edit import constant_address
+from adgen.ir_ad.ir.instructions import INTEGER_STEPS
 from adgen.ir_ad.ir import (I1, I8, I64, PTR, Instruction, Module, Operand, Type, array, floating, int_type, read_only,
                             struct, vector)
 
@@ -166,8 +167,6 @@ def points_nowhere(op: Operand, defs: dict[str, Instruction] | None = None, dept
     return points_nowhere(inst.operands[0], defs, depth + 1)
 
 
-_ARITHMETIC = {"add", "sub", "mul", "and", "or", "xor", "shl", "lshr", "ashr", "trunc", "zext", "sext", "freeze",
-               "phi", "select", "udiv", "sdiv", "urem", "srem"}
 
 
 def _no_address(value: str, defs: dict[str, Instruction]) -> bool:
@@ -184,7 +183,7 @@ def _no_address(value: str, defs: dict[str, Instruction]) -> bool:
         inst = defs.get(v)
         if inst is None:
             continue  # a parameter
-        if inst.opcode not in _ARITHMETIC or len(seen) > 256:
+        if inst.opcode not in INTEGER_STEPS or len(seen) > 256:
             return False
         if inst.opcode == "phi":
             work += [v.value for v, _ in inst.incoming]

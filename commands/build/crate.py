@@ -126,29 +126,27 @@ class CrateLowering:
                    for (name, *at), symbol in defined_at(Module(optimize.text_of_bitcode(bitcode)).metadata).items()}
         arrays = []
         problems = []
-        for i, (src, g) in enumerate(zip(sources, generated)):
-            names = []
-            for f in primal_functions(g):
-                where = (os.path.realpath(src), f.span.source.line_col(f.span.offset)[0])
+
+        def symbols(src: Path, functions: list, why: str) -> list:
+            """The functions' symbols in cargo's compile, by their debug information (an error for each not there)."""
+            found = []
+            for f in functions:
                 if f.name.startswith(BY_VALUE):  # adgen's function taking values' addresses, in the wrappers
                     name = next((symbol for (n, *_), symbol in linkage.items() if n == f.name), None)
                 else:
+                    where = (os.path.realpath(src), f.span.source.line_col(f.span.offset)[0])
                     name = linkage.get((_unqualified(f.name), *where))
                 if name is None:
-                    problems.append(error(f"'{f.name}' is not in cargo's compile of the library (in a module the "
-                                          "library does not declare, or a file not `include!`ing its wrappers, "
-                                          f"{Path(src).stem}.adgen.rs, whose code instantiates the generic functions "
-                                          "derived)", span=f.span))
-                names.append(name)
-            arrays.append(_keep_module(keep_array(i), names))
-            inactive = []  # (the functions marked @inactive, found likewise)
-            for f in g.inactive:
-                name = linkage.get((_unqualified(f.name), os.path.realpath(src), f.span.source.line_col(f.span.offset)[0]))
-                if name is None:
-                    problems.append(error(f"'{f.name}' is not in cargo's compile of the library", span=f.span))
-                inactive.append(name)
-            if inactive:
-                arrays.append(_keep_module(inactive_array(i), inactive))
+                    problems.append(error(f"'{f.name}' is not in cargo's compile of the library{why}", span=f.span))
+                found.append(name)
+            return found
+
+        for i, (src, g) in enumerate(zip(sources, generated)):
+            arrays.append(_keep_module(keep_array(i), symbols(src, primal_functions(g), (
+                " (in a module the library does not declare, or a file not `include!`ing its wrappers, "
+                f"{Path(src).stem}.adgen.rs, whose code instantiates the generic functions derived)"))))
+            if g.inactive:  # (the functions marked @inactive, found likewise)
+                arrays.append(_keep_module(inactive_array(i), symbols(src, g.inactive, "")))
         if problems:
             raise AdgenError(problems)
         return [bitcode, *dependencies, *arrays]

@@ -10,6 +10,7 @@ from functools import cached_property
 from adgen.ir_ad.calls import (ALLOCATE, FREE, allocates, callee_name, kind_by_name, writes_first_argument,
                                written_pointer_arguments)
 from adgen.ir_ad.ir import PTR, Function, Instruction, Operand
+from adgen.ir_ad.ir.instructions import INTEGER_STEPS
 from adgen.ir_ad.shadows import points_nowhere
 
 PURE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl",
@@ -18,8 +19,6 @@ PURE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "add", "sub", "mul", "ud
         "extractvalue", "insertvalue", "freeze", "extractelement", "insertelement", "shufflevector"}
 
 
-_INTEGER_STEPS = {"add", "sub", "mul", "and", "or", "xor", "shl", "lshr", "ashr", "trunc", "zext", "sext", "freeze",
-                  "phi", "select", "udiv", "sdiv", "urem", "srem"}
 
 
 def addresses_in(defs: dict[str, Instruction], value: Operand) -> set[str]:
@@ -34,7 +33,7 @@ def addresses_in(defs: dict[str, Instruction], value: Operand) -> set[str]:
         seen.add(inst.result)
         if inst.opcode == "ptrtoint":
             found.add(inst.operands[0].value)
-        elif inst.opcode in _INTEGER_STEPS:
+        elif inst.opcode in INTEGER_STEPS:
             work += [o.value for o in inst.operands if o.value.startswith("%")]
     return found
 

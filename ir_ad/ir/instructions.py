@@ -15,6 +15,10 @@ CONSTANT_EXPRS = {"getelementptr", "bitcast", "ptrtoint", "inttoptr", "addrspace
                   "blockaddress", "dso_local_equivalent", "no_cfi", "splat", "ptrauth"}
 BINARY = {"fadd", "fsub", "fmul", "fdiv", "frem", "add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl",
           "lshr", "ashr", "and", "or", "xor"}
+# What an integer is computed through from others (arithmetic, casts, merges): the steps along which an
+# integer keeps being the address, or the alignment, it was made of (analysis/flow.addresses_in, shadows.py)
+INTEGER_STEPS = frozenset({"add", "sub", "mul", "and", "or", "xor", "shl", "lshr", "ashr", "trunc", "zext", "sext",
+                           "freeze", "phi", "select", "udiv", "sdiv", "urem", "srem"})
 CASTS = {"trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp", "sitofp", "ptrtoint",
          "inttoptr", "bitcast", "addrspacecast"}
 _FLAGS = {"nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast", "nuw", "nsw", "exact", "disjoint",
