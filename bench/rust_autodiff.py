@@ -13,7 +13,9 @@ assertions check the values. Each test is passed (it ran and its assertions held
 codegen test, which upstream is compiled and checked with FileCheck but not run, built and
 linked, its run reported beside), refused (adgen's located error: what adgen does not
 differentiate, by design or yet), or failed (any other error, rustc's included, or a failed
-assertion). The multi-file crates of `adbench` (ba, fft, gmm, lstm, ode-real: libraries for
+assertion). A test that uses other unstable features of the standard library (`#![feature(...)]`
+beside autodiff's) has no meaning on stable Rust as it is: it is built with `RUSTC_BOOTSTRAP=1`,
+which lets a stable rustc take them, and the table says so. The multi-file crates of `adbench` (ba, fft, gmm, lstm, ode-real: libraries for
 ADBench's harness) are built as cargo packages with `cargo adgen build`. Writes a Markdown table (default
 bench/results/rust_autodiff.md)."""
 
@@ -43,6 +45,23 @@ def tests(rust_src: Path) -> list[Path]:
     return [p for p in found if re.search(r"^fn main\(\)", p.read_text(), re.M) and not _FAILING.search(p.read_text())]
 
 
+def features(texts: list[str]) -> list[str]:
+    """The unstable features the sources ask for beside autodiff's (its own gate is dropped)."""
+    gates = {g.strip() for t in texts for m in re.findall(r"^#!\[feature\(([^)]*)\)\]", t, re.M) for g in m.split(",")}
+    return sorted(gates - {"autodiff", ""})
+
+
+def nightly_env(env: dict, gates: list[str]) -> dict:
+    return dict(env, RUSTC_BOOTSTRAP="1") if gates else env
+
+
+def noted(outcome: tuple[str, str], gates: list[str]) -> tuple[str, str]:
+    if not gates:
+        return outcome
+    said = f"with RUSTC_BOOTSTRAP=1 for its unstable library features ({', '.join(gates)})"
+    return outcome[0], f"{outcome[1]}; {said}" if outcome[1] else said
+
+
 def on_stable(text: str, stem: str) -> str:
     """The test as stable rustc takes it: no feature gate, adgen's attributes for std::autodiff's,
     adgen's wrappers included."""
@@ -57,7 +76,8 @@ def run(test: Path, rust_src: Path, work: Path, rustc: str, macros: Path) -> tup
     src = work / f"{name}.rs"
     src.write_text(on_stable(test.read_text(), name))
     out = work / f"{name}-out"
-    env = dict(os.environ, ADGEN_RUSTC=rustc, ADGEN_OUT=str(out))
+    gates = features([test.read_text()])
+    env = nightly_env(dict(os.environ, ADGEN_RUSTC=rustc, ADGEN_OUT=str(out)), gates)
     built = subprocess.run([sys.executable, "-m", "adgen.commands.cli", "build", "-q", str(src), "-o", str(out)],
                            capture_output=True, text=True, env=env)
     if built.returncode != 0:
@@ -96,14 +116,15 @@ def run_crate(folder: Path, rust_src: Path, work: Path, rustc: str, crate: str) 
                                         f'[dependencies]\nadgen = {{ path = "{crate}" }}\n\n[workspace]\n')
     (package / "build.rs").write_text('fn main() {\n    println!("cargo:rustc-link-search=native={}/target/adgen", '
                                       f'env!("CARGO_MANIFEST_DIR"));\n    println!("cargo:rustc-link-lib=static={name}_adgen");\n}}\n')
+    gates = features([source.read_text() for source in (folder / "src").glob("*.rs")])
     for source in sorted((folder / "src").glob("*.rs")):
         text = on_stable(source.read_text(), source.stem)
         text = text[:text.rindex("\ninclude!")] + "\n"
         if re.search(r"#\[\s*(?:adgen::)?autodiff", text):
             text += f'include!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/adgen/{source.stem}.adgen.rs"));\n'
         (package / "src" / source.name).write_text(text)
-    env = dict(os.environ, RUSTC=rustc, PATH=os.pathsep.join([str(Path(rustc).parent), str(Path(sys.executable).parent),
-                                                              os.environ["PATH"]]))
+    env = nightly_env(dict(os.environ, RUSTC=rustc, PATH=os.pathsep.join([str(Path(rustc).parent), str(Path(sys.executable).parent),
+                                                                         os.environ["PATH"]])), gates)
     cargo = str(Path(rustc).with_name("cargo"))
     built = subprocess.run([cargo, "adgen", "build", "-q"], cwd=package, capture_output=True, text=True, env=env)
     if built.returncode != 0:
@@ -136,12 +157,13 @@ def main() -> int:
         subprocess.run([args.rustc, "--crate-type=proc-macro", "--crate-name", "adgen", "--edition=2021",
                         f"{crate}/src/lib.rs", "-o", str(macros)], check=True, capture_output=True)
         for test in found:
-            outcome, detail = run(test, args.rust_src, work, args.rustc, macros)
+            outcome, detail = noted(run(test, args.rust_src, work, args.rustc, macros), features([test.read_text()]))
             rows.append((str(test.relative_to(args.rust_src)), outcome, detail))
             print(f"{outcome:8} {rows[-1][0]}  {detail}", file=sys.stderr, flush=True)
         rustc = shutil.which(args.rustc) or args.rustc
         for folder in adbench(args.rust_src):
-            outcome, detail = run_crate(folder, args.rust_src, work, rustc, crate)
+            outcome, detail = noted(run_crate(folder, args.rust_src, work, rustc, crate),
+                                    features([source.read_text() for source in (folder / "src").glob("*.rs")]))
             rows.append((str(folder.relative_to(args.rust_src)), outcome, detail))
             print(f"{outcome:8} {rows[-1][0]}  {detail}", file=sys.stderr, flush=True)
     counts = {k: sum(r[1] == k for r in rows) for k in ("passed", "refused", "failed")}

@@ -19,7 +19,7 @@ from adgen.frontend.prototypes import Prototype, Unit, read_unit
 from adgen.frontend.manifest import manifest
 from adgen.frontend.languages import refuse_unread
 from adgen.frontend.render import output_names, render
-from adgen.frontend.rust_source import RustUnit, is_rust, read_rust_unit, rust_entry
+from adgen.frontend.rust_source import RustUnit, is_rust, read_rust_unit, rust_entry, unclashing
 from adgen.frontend.rust_wrappers import render_rust
 from adgen.base.timing import Stages, plural
 
@@ -76,7 +76,8 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
                     if entry.of is not None:  # a derivative of a derived function: once that one is checked
                         nested.append((entry, unit))
                         continue
-                    checked.append((check_entry(entry, function, problems), entry, unit))
+                    d = check_entry(entry, function, problems)
+                    checked.append((unclashing(d) if d is not None and isinstance(unit, RustUnit) else d, entry, unit))
         derived = [(d, unit) for d, _, unit in checked if d is not None]
         derived += check_nested(nested, checked, problems)
         derived = check_overloads(derived, problems)

@@ -97,6 +97,7 @@ class Derivation:
     sizes: tuple[tuple[int, int | str, int], ...] = ()  # with a budget, `@size(p=n)`: (pointer parameter's
     # index, its length: a number or an integer parameter's index as "#k", the bytes of an element)
     declared: str = ""  # C++: the name it is declared by where overloads share it (`name` is then adgen's own)
+    shadows: str = ""  # Rust: the prefix of derivatives' names where `d_` would clash (`prefix`)
 
     @property
     def depth(self) -> int:
@@ -106,7 +107,7 @@ class Derivation:
     @property
     def prefix(self) -> str:
         """What names the derivatives in the signature (specs/abi.md): `d_x`, then `d2_x`..."""
-        return "d_" if self.depth == 1 else f"d{self.depth}_"
+        return self.shadows or ("d_" if self.depth == 1 else f"d{self.depth}_")
 
     def describe(self) -> str:
         acts = ", ".join(a.word for a in self.activities)

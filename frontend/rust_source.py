@@ -22,7 +22,7 @@ from adgen.frontend.ctype import CType
 from adgen.base.diagnostics import Collector, SourceFile, Span, error, note
 from adgen.frontend.languages import is_rust
 from adgen.frontend.local_type import LocalType
-from adgen.frontend.model import ACTIVITY_WORDS, Activity
+from adgen.frontend.model import ACTIVITY_WORDS, Activity, Derivation
 from adgen.frontend.prototypes import Prototype, Param, Unit
 
 # Rust scalars: their C spelling, size, whether floating, and how ctypes passes them.
@@ -727,7 +727,7 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
     return replace(entry, name=Word(c_name, entry.name.span))
 
 
-__all__ = ["read_rust_unit", "rust_entry", "RustUnit", "RustTemplate", "Generic", "RFunction", "RParam", "RType",
+__all__ = ["read_rust_unit", "rust_entry", "unclashing", "RustUnit", "RustTemplate", "Generic", "RFunction", "RParam", "RType",
            "is_rust", "SCALARS"]
 
 
@@ -744,6 +744,17 @@ _VEC = re.compile(r"(?:(?:std|alloc)::vec::)?Vec\s*<\s*(f64|f32)\s*>")
 _IMPL = re.compile(r"(?:^|[;{}])\s*(?:(?:pub(?:\([^)]*\))?|unsafe|default)\s+)*impl\b\s*(?:<(?:[^<>]|<[^<>]*>)*>)?\s*"
                    r"(?:(?:[\w:]+(?:<(?:[^<>]|<[^<>]*>)*>)?)\s+for\s+)?&?\s*(?:[\w]+::)*(\w+)\s*"
                    r"(?:<(?:[^<>]|<[^<>]*>)*>)?\s*(?:where\b[^{]*)?$")
+
+
+def unclashing(d: Derivation) -> Derivation:
+    """`d` with derivatives named by a prefix no parameter's name starts (`d_`, else `dd_`...):
+    a Rust wrapper's parameters are positional, so a parameter `d_u` beside `u` (std::autodiff's
+    tests name them so) need not be renamed, as a C function's must."""
+    names = {p.name for p in d.primal.params} | {"ret"}
+    prefix = d.prefix
+    while any(n.startswith(prefix) for n in names):
+        prefix = "d" + prefix
+    return d if prefix == d.prefix else replace(d, shadows=prefix)
 
 
 def impl_owner(text: str, at: int) -> str:

@@ -15,7 +15,7 @@ from adgen.frontend.abi import Signature
 from adgen.base.diagnostics import AdgenError
 from adgen.frontend.model import Activity, Mode
 from adgen.frontend.render import c_environment
-from adgen.frontend.rust_source import OUTCOME, RFunction, RType, RustUnit
+from adgen.frontend.rust_source import BY_VALUE, OUTCOME, RFunction, RType, RustUnit
 from adgen.base.toolchain import select_rustc
 
 _SEPARATE = {Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY}
@@ -93,7 +93,8 @@ def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> st
         shims=render_shims(unit, [s.derivation.primal.name for s in signatures]),
         plain=[w for s, w in zip(signatures, every) if s.name not in unit.generic_names],
         dispatches=dispatches(unit, signatures, every), unsafe_spellings=unsafe_spellings(),
-        instances=[_path(unit.rust[s.derivation.primal.name]) for s in signatures if s.name in unit.generic_names],
+        instances=list(dict.fromkeys(_path(unit.rust[s.derivation.primal.name]) for s in signatures
+                                     if not s.derivation.primal.name.startswith(BY_VALUE) and s.derivation.inner is None)),
         ffi="__adgen_ffi_" + re.sub(r"[^A-Za-z0-9_]", "_", stem))
 
 
@@ -124,8 +125,9 @@ def _this(w: Wrapper) -> Wrapper:
 
 
 def _path(rf: RFunction) -> str:
-    """How Rust code of the module names an instantiation (`Model::loss::<f64>`)."""
-    return (f"{rf.owner}::" if rf.owner else "") + rf.generic.name + "::<" + ", ".join(rf.generic.arguments) + ">"
+    """How Rust code of the module names a function, or an instantiation (`Model::loss::<f64>`)."""
+    owner = f"{rf.owner}::" if rf.owner else ""
+    return owner + (rf.generic.name + "::<" + ", ".join(rf.generic.arguments) + ">" if rf.generic else rf.name)
 
 
 def unsafe_spellings() -> bool:

@@ -193,6 +193,14 @@ pub fn damped(x: f64) -> f64 {
     x * stop(x)
 }
 
+/// `#[no_mangle]` (debug information names it by its symbol), small enough for rustc to inline
+/// it wherever it is called, a parameter `d_u` beside `u`: its derivatives are named `dd_`.
+#[adgen::diff(spread_grad: (dup, dup) -> active)]
+#[no_mangle]
+pub fn spread(u: &[f64], d_u: &[f64]) -> f64 {
+    u[0] * d_u[1]
+}
+
 // @diff(dist_grad: (active, active) -> active)
 pub fn dist(p: Point, q: (f64, f64)) -> f64 {
     ((p.x - q.0).powi(2) + (p.y - q.1).powi(2)).sqrt()
@@ -209,7 +217,7 @@ fn main() {
 """
 
 MAIN = """\
-use geo::fit::{damped_grad, dist_grad, loss, loss_dir, loss_grad, poly, poly_grad, Linear, Point};
+use geo::fit::{damped_grad, dist_grad, loss, loss_dir, loss_grad, poly, poly_grad, spread_grad, Linear, Point};
 use geo::shapes::inner::{energy, energy_grad};
 
 fn main() {
@@ -256,6 +264,9 @@ fn main() {
     let (d, gp, gq) = dist_grad(Point { x: 3.0, y: 4.0 }, (0.0, 0.0), 1.0);
     worst = worst.max((d - 5.0).abs()).max((gp.x - 0.6).abs()).max((gp.y - 0.8).abs());
     worst = worst.max((gq.0 + 0.6).abs()).max((gq.1 + 0.8).abs());
+    let (mut dd_u, mut dd_d_u) = ([0.0; 2], [0.0; 2]);
+    let s = spread_grad(&[1.0, 2.0], &mut dd_u, &[3.0, 4.0], &mut dd_d_u, 1.0);
+    worst = worst.max((s - 4.0).abs()).max((dd_u[0] - 4.0).abs() + dd_u[1].abs() + dd_d_u[0].abs() + (dd_d_u[1] - 1.0).abs());
     println!("{}", if worst < 1e-6 { "ok" } else { "WRONG" });
 }
 """

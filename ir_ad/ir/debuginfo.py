@@ -87,17 +87,17 @@ def variables(metadata: dict[str, str], function_text: str) -> dict[str, str]:
     return found
 
 
-_SUBPROGRAM = re.compile(r'^distinct !DISubprogram\(name: "([^"]*)", linkageName: "([^"]*)".*?\bline: (\d+)')
+_SUBPROGRAM = re.compile(r'^distinct !DISubprogram\(name: "([^"]*)", (?:linkageName: "([^"]*)", )?.*?\bline: (\d+)')
 
 
 def defined_at(metadata: dict[str, str]) -> dict[tuple[str, str, int], str]:
     """(source name, file, line) -> linkage name of each function the debug information describes
     with both (rustc's: the line of its name), for finding a source's function in bitcode without
-    a keep array."""
+    a keep array. A definition without a linkage name is named by its symbol (`#[no_mangle]`)."""
     out = {}
     for node, text in metadata.items():
         m = _SUBPROGRAM.match(text)
         file = _file_of(metadata, node) if m else None
         if m and file:
-            out[(m.group(1), os.path.realpath(file), int(m.group(3)))] = m.group(2)
+            out[(m.group(1), os.path.realpath(file), int(m.group(3)))] = m.group(2) or m.group(1)
     return out
