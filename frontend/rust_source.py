@@ -668,10 +668,13 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
     if entry.of is not None:
         problems.add(error("derivatives of derived functions ('of') are for C sources", entry.of.span))
         return None
-    if entry.mode is not None and entry.mode.text.lower() == "split":
-        problems.add(error("split mode is for C sources: its tape is C memory the caller manages", entry.mode.span))
-        return None
     rf = unit.rust[function.name]
+    if entry.mode is not None and entry.mode.text.lower() == "split" and (rf.shim or rf.generic is not None):
+        what = "a generic function's instantiation" if rf.generic is not None else \
+            "a function returning Option or Result" if rf.outcome else "a function taking values by value"
+        problems.add(error(f"split mode of {what} is not built (its tape's Rust type would be generic, or its "
+                           "values adgen's copies): write a function of references for it", entry.mode.span))
+        return None
     if entry.trailing_return and entry.returns is None and rf.returns is not None and rf.returns.kind != "unit" \
             and len(entry.activities) == len(rf.params) + 1:  # (std::autodiff's: the result's activity last)
         entry = replace(entry, activities=entry.activities[:-1], returns=entry.activities[-1])

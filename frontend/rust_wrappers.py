@@ -84,18 +84,35 @@ class Dispatch:
     instances: tuple[tuple[str, Wrapper], ...]  # (the arguments, `f64`; the instantiation's wrapper)
 
 
+@dataclass(frozen=True)
+class Split:
+    """A split-mode entry's Rust API: its forward sweep a function returning (with the primal's
+    result) a tape, a value of a type of its own that borrows the shadows until its `reverse`
+    consumes it, and whose drop releases what it holds (`NAME_free`, which does nothing on a
+    tape reversed). The tape's memory is a `Vec` of 16-byte aligned chunks, `NAME_tape_size()`
+    bytes."""
+
+    tape: str  # the tape's type (`ChainSplitTape`)
+    forward: Wrapper  # `NAME_forward`, its shadows borrowed for the tape's lifetime `'t`
+    reverse: Wrapper  # `NAME_reverse`: its parameters the seeds (the tape is `self`)
+    free: Wrapper
+    size: Wrapper
+
+
 def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> str:
     """A Rust source's `<stem>.adgen.rs`: the C functions' declarations and safe wrappers."""
     stem = unit.source.path.stem
     every = wrappers(unit, signatures)
+    ffi = "__adgen_ffi_" + re.sub(r"[^A-Za-z0-9_]", "_", stem)
     return c_environment().get_template("wrappers.rs.j2").render(
         version=version, source=unit.source.path.name, stem=stem, wrappers=every,
         shims=render_shims(unit, [s.derivation.primal.name for s in signatures]),
-        plain=[w for s, w in zip(signatures, every) if s.name not in unit.generic_names],
+        plain=[w for s, w in zip(signatures, every) if s.name not in unit.generic_names and not s.part],
+        splits=splits(signatures, every),
         dispatches=dispatches(unit, signatures, every), unsafe_spellings=unsafe_spellings(),
         instances=list(dict.fromkeys(_path(unit.rust[s.derivation.primal.name]) for s in signatures
                                      if not s.derivation.primal.name.startswith(BY_VALUE) and s.derivation.inner is None)),
-        ffi="__adgen_ffi_" + re.sub(r"[^A-Za-z0-9_]", "_", stem))
+        ffi=ffi)
 
 
 def dispatches(unit: RustUnit, signatures: list[Signature], every: list[Wrapper]) -> list[Dispatch]:
@@ -142,8 +159,61 @@ def unsafe_spellings() -> bool:
 
 
 def wrappers(unit: RustUnit, signatures: list[Signature]) -> list[Wrapper]:
+    """One per C function (a split-mode entry's four parts each): how Rust declares and calls it."""
     return [_wrapper(unit.rust[s.derivation.primal.name], s, {p for n, p in unit.blocked if n == s.name})
-            for s in signatures]
+            if not s.part else _part(unit.rust[s.derivation.primal.name], s) for s in signatures]
+
+
+_TAPE = "__adgen_tape"  # the forward sweep's tape, a local of its wrapper
+
+
+def _tape_type(name: str) -> str:
+    """`chain_split` -> `ChainSplitTape`: the Rust type of a split entry's tapes."""
+    return "".join(w[:1].upper() + w[1:] for w in name.split("_") if w) + "Tape"
+
+
+def _part(rf: RFunction, sig: Signature) -> Wrapper:
+    """A split-mode part: the forward sweep as the reverse-mode wrapper without the seeds (its
+    shadows borrowed for the tape's lifetime `'t`), then the tape; the reverse sweep taking the
+    tape and the seeds; what frees a tape; the tape's size."""
+    d = sig.derivation
+    tape = FfiArg("tape", "*mut u8", "value", f"{_TAPE}.bytes()" if sig.part == "forward" else "self.bytes()")
+    if sig.part == "forward":
+        w = _wrapper(rf, sig)
+        tape_type = _tape_type(d.name) + "<'t>"
+        primal = {p.name for p in rf.params}
+        params = tuple(p if p.name in primal else replace(p, type=re.sub(r"^&(?:'\w+\s+)?", "&'t ", p.type))
+                       for p in w.params)
+        outputs = w.outputs + ((_TAPE, tape_type),)
+        return replace(w, params=params, ffi=w.ffi + (tape,), locals=w.locals + ((_TAPE, tape_type,
+                                                                                  f"{_tape_type(d.name)}::new()"),),
+                       outputs=outputs, returns=outputs[0][1] if len(outputs) == 1 else
+                       "(" + ", ".join(t for _, t in outputs) + ")", lifetimes=("'t",) + rf.lifetimes)
+    r = rf.returns.text if rf.returns is not None else "()"
+    seeds = [p.name for p in sig.params if p.role.startswith("seed")]
+    fields = [(f.name, "usize" if sig.part == "tape_size" else
+               f"[{_field_type(rf, d.prefix, f.name, r)}; {f.count}]" if f.count > 1 else
+               _field_type(rf, d.prefix, f.name, r)) for f in sig.fields]
+    outputs = _outputs(rf, d.prefix, fields, sig.result_struct, {}) if sig.part == "reverse" else []
+    returns = None if not outputs else outputs[0][1] if len(outputs) == 1 else \
+        "(" + ", ".join(t for _, t in outputs) + ")"
+    return Wrapper(sig.name, sig.summary(), rf.name, tuple(RustParam(n, r) for n in seeds),
+                   (() if sig.part == "tape_size" else (tape,)) + tuple(FfiArg(n, r, "value", n) for n in seeds), (),
+                   sig.result_struct, tuple(fields), returns, rf.unsafe, rf.owner, outputs=tuple(outputs),
+                   visibility=rf.visibility)
+
+
+def _field_type(rf: RFunction, prefix: str, name: str, r: str) -> str:
+    return r if name in ("ret", f"{prefix}ret") else _param_type(rf, name[len(prefix):])
+
+
+def splits(signatures: list[Signature], every: list[Wrapper]) -> list[Split]:
+    """The split-mode entries' Rust APIs, each of its four parts' wrappers."""
+    parts: dict[str, dict[str, Wrapper]] = {}
+    for sig, w in zip(signatures, every):
+        if sig.part:
+            parts.setdefault(sig.derivation.name, {})[sig.part] = w
+    return [Split(_tape_type(name), p["forward"], p["reverse"], p["free"], p["tape_size"]) for name, p in parts.items()]
 
 
 def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset()) -> Wrapper:
@@ -212,7 +282,7 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset()) -> 
         ffi.append(FfiArg(s.name, r, "value", s.name))
     fields = []
     for f in sig.fields:
-        base = r if f.name in ("ret", f"{d.prefix}ret") else _param_type(rf, f.name[len(d.prefix):])
+        base = _field_type(rf, d.prefix, f.name, r)
         fields.append((f.name, f"[{base}; {f.count}]" if f.count > 1 else base))
     outputs = _outputs(rf, d.prefix, fields, sig.result_struct, gradients)
     returns = None if not outputs else outputs[0][1] if len(outputs) == 1 else \

@@ -68,6 +68,10 @@ mod tests {
             let fd = (crate::shapes::inner::energy(&up) - crate::shapes::inner::energy(&down)) / 2e-6;
             assert!(close(d[i], fd), "d[{}] = {} against {}", i, d[i], fd);
         }
+        let mut d_split = [0.0; 4];
+        let (e, tape) = crate::shapes::inner::energy_split_forward(&x, &mut d_split);
+        tape.reverse(1.0);  // (split mode: the tape borrows d_split until then)
+        assert!(close(e, value) && d_split == d, "{:?} against {:?}", d_split, d);
         let p = crate::model::Params { a: 1.5, b: -0.25 };
         let mut dp = crate::model::Params { a: 0.0, b: 0.0 };
         crate::model::misfit_grad(&p, &mut dp, &x, 1.0);
@@ -89,7 +93,7 @@ mod tests {
 
 SHAPES = """\
 pub mod inner {
-    // @diff(energy_grad: (dup) -> active)
+    // @diff(energy_grad: (dup) -> active; energy_split: split (dup) -> active)
     pub fn energy(x: &[f64]) -> f64 {
         let mut s = 0.0;
         for i in 0..x.len() {
