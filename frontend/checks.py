@@ -5,6 +5,7 @@ return activities, widths, and the derived names."""
 from __future__ import annotations
 
 import re
+from typing import Callable
 from dataclasses import dataclass, replace
 
 from adgen.frontend.abi import Signature, signature, signatures
@@ -430,9 +431,11 @@ _CUSTOM_ACTIVITIES = {Activity.CONST, Activity.ACTIVE, Activity.DUAL}
 _ARRAY_ACTIVITIES = {Activity.CONST, Activity.ACTIVE, Activity.DUP}
 
 
-def check_custom(entry: Entry, function: Prototype, unit: Unit, problems: Collector) -> Custom | None:
+def check_custom(entry: Entry, function: Prototype, unit: Unit, problems: Collector,
+                 expected: Callable[[Signature, Prototype], str | None] | None = None) -> Custom | None:
     """`@derivative(f: ...)` above `function`: f must be declared, the activities must suit f
-    (as for @diff), and `function` must have the signature adgen would give that entry."""
+    (as for @diff), and `function` must have the signature adgen would give that entry:
+    `expected` says, where it has not, which it should have (by default, C's)."""
     before = len(problems.diagnostics)
     if entry.of is not None:
         problems.add(error("a derivative written by hand is of a C function, not of a derived function ('of')",
@@ -459,11 +462,10 @@ def check_custom(entry: Entry, function: Prototype, unit: Unit, problems: Collec
     if len(problems.diagnostics) > before:
         return None
     sig = signature(d)
-    if not _same_signature(sig, function):
+    wanted = (expected or _c_signature)(sig, function)
+    if wanted is not None:
         problems.add(error(f"'{function.name}' is declared as the derivative of '{primal.name}', but its signature is "
-                           f"not the one adgen gives that entry: {sig.prototype()}"
-                           + (f", with {sig.returns} a struct of {', '.join(f.declaration() for f in sig.fields)}"
-                              if sig.result_struct else ""), function.span, where))
+                           f"not the one adgen gives that entry: {wanted}", function.span, where))
         return None
     return Custom(primal, function, d, sig)
 
@@ -503,6 +505,14 @@ def _check_of_arrays(entry: Entry, d: Derivation, primal: Prototype, where: list
     if primal.returns.by_value:
         problems.add(error("a derivative written by hand with dup pointers is of a function returning a float, a "
                            "double or nothing", entry.returns.span if entry.returns else entry.params_span, where))
+
+
+def _c_signature(sig: Signature, f: Prototype) -> str | None:
+    """None where `f` has the C signature of `sig`; else that signature, said."""
+    if _same_signature(sig, f):
+        return None
+    return sig.prototype() + (f", with {sig.returns} a struct of {', '.join(x.declaration() for x in sig.fields)}"
+                              if sig.result_struct else "")
 
 
 def _same_signature(sig: Signature, f: Prototype) -> bool:

@@ -20,7 +20,7 @@ from adgen.frontend.manifest import manifest
 from adgen.frontend.languages import refuse_unread
 from adgen.frontend.render import output_names, render
 from adgen.frontend.rust_source import RustUnit, is_rust, read_rust_unit, rust_entry, unclashing
-from adgen.frontend.rust_wrappers import render_rust
+from adgen.frontend.rust_wrappers import by_hand, render_rust
 from adgen.base.timing import Stages, plural
 
 
@@ -69,9 +69,12 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
                         inactive.setdefault(id(unit), {})[function.name] = function
                         continue
                     if annotation.marker == "@derivative":
-                        custom = check_custom(entry, function, unit, problems)
+                        custom = check_custom(entry, function, unit, problems,
+                                              by_hand(unit) if isinstance(unit, RustUnit) else None)
                         if custom is not None:
                             customs.setdefault(id(unit), []).append(custom)
+                            if isinstance(unit, RustUnit):  # (its wrappers hold the glue calling it)
+                                unit.by_hand.append(custom)
                         continue
                     if entry.of is not None:  # a derivative of a derived function: once that one is checked
                         nested.append((entry, unit))

@@ -125,6 +125,7 @@ class RustUnit(Unit):
     # std::autodiff's `Dualv` on a slice: its N tangents one after another in one slice (lane k the k-th
     # block), which the wrapper passes as adgen's N separate lanes (`dual`); by (derived name, parameter)
     blocked: set = field(default_factory=set)
+    by_hand: list = field(default_factory=list)  # its checked @derivative annotations (checks.Custom), in order
 
 
 @cache
@@ -154,15 +155,36 @@ def read_rust_unit(source: SourceFile, annotations: list[Annotation]) -> RustUni
             else:
                 unit.unreadable.add(at)
             continue
-        fn = reader.function(*parsed) if parsed is not None else None
+        fn = reader.function(*parsed, by_hand=a.marker == "@derivative") if parsed is not None else None
         if fn is not None:
             unit.rust[fn[0].name] = fn[1]
             unit.functions.append(fn[0])
         elif len(problems.diagnostics) > before:
             unit.unreadable.add(at)
+    for a in annotations:  # the functions derivatives written by hand are of, wherever the file defines them
+        for e in a.entries if a.marker == "@derivative" else ():
+            start = _defined(source.text, e.name.text) if e.name.text not in unit.rust else None
+            parsed = _signature(source, start, problems) if start is not None else None
+            fn = reader.function(*parsed) if parsed is not None and not _generic_parameters(parsed[0]) else None
+            if fn is not None:
+                unit.rust[fn[0].name] = fn[1]
+                unit.functions.append(fn[0])
     unit.errors = problems.diagnostics
     unit.c_types = [LocalType(name, text, 0) for name, text in reader.typedefs.items()]
     return unit
+
+
+def _defined(text: str, name: str) -> int | None:
+    """Where the file's free function `name` starts (its attributes' first line), or None."""
+    plain = list(text)
+    for c in find_rust_comments(text):
+        if not c.attribute:
+            plain[c.start:c.end] = " " * (c.end - c.start)
+    for m in re.finditer(r"(?m)^[ \t]*((?:(?:pub(?:\([^)]*\))?|const|async|unsafe|extern\s+\"[^\"]*\")\s+)*fn\s+"
+                         + re.escape(name) + r"\b)", "".join(plain)):
+        if not impl_owner(text, m.start(1)):
+            return m.start(1)
+    return None
 
 
 def _signature(source: SourceFile, start: int, problems: Collector):
@@ -338,8 +360,10 @@ class _Types:
             return RType("object", text, span, name=text.split("<")[0].split("::")[-1].strip())
         return RType("other", text, span)
 
-    def function(self, tree: Tree, at: int, start: int):
-        """The C view and the Rust signature of a parsed function, or None after errors."""
+    def function(self, tree: Tree, at: int, start: int, by_hand: bool = False):
+        """The C view and the Rust signature of a parsed function, or None after errors. One
+        `by_hand` (a derivative written by hand) is compared as Rust (its result, a tuple say,
+        has no C view)."""
         before = len(self.problems.diagnostics)
         kids = tree.children
         name_tok = next(k for k in kids if isinstance(k, Token) and k.type == "NAME")
@@ -374,7 +398,7 @@ class _Types:
         for p in params:
             for c_name, ctype in self.c_params(p):
                 c_params.append(Param(c_name, ctype))
-        c_returns = self.c_return(returns)
+        c_returns = VOID if by_hand and returns is not None and returns.kind == "tuple" else self.c_return(returns)
         if returns is not None and returns.kind in ("option", "result"):  # (whether a value came: its shim's
             # last parameter; a Result's error may hold values carrying derivatives, written to its shadow)
             c_params.append(Param(OUTCOME, CType("*mut u8", False, False, True, returns.kind == "result", "void *", (),
@@ -661,14 +685,28 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
                problems: Collector) -> Entry | None:
     """An entry of a Rust function made an entry of its C view: each slice's activity followed
     by `const` for its length. What Rust sources do not take yet is an error here."""
-    if annotation.marker != "@diff" or entry is None:
-        problems.add(error(f"{annotation.marker} is for C sources; in a Rust source @diff and @inactive are read",
-                           annotation.span))
+    if entry is None:
         return None
     if entry.of is not None:
         problems.add(error("derivatives of derived functions ('of') are for C sources", entry.of.span))
         return None
     rf = unit.rust[function.name]
+    if annotation.marker == "@derivative":  # (the entry's activities are of the function it names)
+        if rf.owner or rf.generic is not None:
+            problems.add(error(f"a derivative written by hand is a free function, not generic: '{rf.name}' is "
+                               + ("a method" if rf.owner else "generic"), rf.span))
+            return None
+        primal = unit.rust.get(entry.name.text)
+        if primal is None:
+            problems.add(error(f"@derivative names '{entry.name.text}', which is not a free function of this file "
+                               "adgen can read (a generic function, a method, or none)", entry.name.span))
+            return None
+        if primal.shim:
+            problems.add(error(f"a derivative written by hand is of a function of floats, references and slices: "
+                               f"'{primal.name}' takes values by value or returns Option or Result", entry.name.span,
+                               [note(f"'{primal.name}' is declared here", primal.span)]))
+            return None
+        rf = primal
     if entry.mode is not None and entry.mode.text.lower() == "split" and (rf.shim or rf.generic is not None):
         what = "a generic function's instantiation" if rf.generic is not None else \
             "a function returning Option or Result" if rf.outcome else "a function taking values by value"

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Callable
 
 from adgen.frontend.abi import Signature
+from adgen.frontend.prototypes import Prototype
 from adgen.base.diagnostics import AdgenError
 from adgen.frontend.model import Activity, Mode
 from adgen.frontend.render import c_environment
@@ -108,6 +110,7 @@ def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> st
         version=version, source=unit.source.path.name, stem=stem, wrappers=every,
         shims=render_shims(unit, [s.derivation.primal.name for s in signatures]),
         plain=[w for s, w in zip(signatures, every) if s.name not in unit.generic_names and not s.part],
+        by_hand=glue(unit),
         splits=splits(signatures, every),
         dispatches=dispatches(unit, signatures, every), unsafe_spellings=unsafe_spellings(),
         instances=list(dict.fromkeys(_path(unit.rust[s.derivation.primal.name]) for s in signatures
@@ -165,6 +168,119 @@ def wrappers(unit: RustUnit, signatures: list[Signature]) -> list[Wrapper]:
 
 
 _TAPE = "__adgen_tape"  # the forward sweep's tape, a local of its wrapper
+
+
+def by_hand(unit: RustUnit) -> Callable[[Signature, Prototype], str | None]:
+    """For `@derivative` in Rust: None where the function written by hand has the signature of
+    the entry's wrapper (its parameters' types and result, whatever their names); else that
+    signature, said."""
+    def expected(sig: Signature, function: Prototype) -> str | None:
+        w = _wrapper(unit.rust[sig.derivation.primal.name], sig)
+        g = unit.rust[function.name]
+        got = [p.type.text for p in g.params] + [g.returns.text if g.returns is not None else "()"]
+        want = [p.type for p in w.params] + [w.returns or "()"]
+        if [_plain(t) for t in got] == [_plain(t) for t in want]:
+            return None
+        return f"fn {g.name}({', '.join(f'{p.name}: {p.type}' for p in w.params)})" + \
+            (f" -> {w.returns}" if w.returns else "")
+    return expected
+
+
+@dataclass(frozen=True)
+class ByHand:
+    """The glue through which derivative code calls a derivative written by hand in Rust
+    (`BY_HAND` + its number, in the wrappers' module): of the C signature the pipeline calls
+    (specs/annotations.md, `@derivative`), it makes the Rust arguments of the function the
+    user wrote (the entry's wrapper's), as the wrapper makes C arguments of Rust ones, but
+    backwards. Of scalars: `(F's C parameters..., which)` -> the partial derivative with
+    respect to F's `which`-th active parameter (a seed of 1, or tangents 1 for it and 0 for
+    the others). Of arrays: `(the entry's C parameters..., where each active scalar's gradient
+    goes...)`."""
+
+    name: str
+    params: tuple[tuple[str, str], ...]  # (name, Rust FFI type)
+    returns: str | None
+    cases: tuple[tuple[str, str], ...]  # (the call of the function written by hand, what of its result)
+    arrays: bool = False
+    outputs: tuple[str, ...] = ()  # of arrays: the gradients, each written to the pointer after the parameters
+
+
+BY_HAND = "__adgen_by_hand_"
+
+
+def glue(unit: RustUnit) -> list[ByHand]:
+    """The glue of each `@derivative` of the source, in order."""
+    out = []
+    for k, c in enumerate(unit.by_hand):
+        rf, d = unit.rust[c.primal.name], c.derivation
+        w = _wrapper(rf, c.signature)
+        g = unit.rust[c.function.name]
+        primal = {p.name for p in rf.params}
+        seeds = {p.name for p in c.signature.params if p.role.startswith("seed")}
+        r = rf.returns.text if rf.returns is not None else "f64"
+
+        def call(lit: str) -> str:
+            args = []
+            for p in w.params:
+                if p.name in primal or c.of_arrays:  # (of arrays: all as the derivative code gives them)
+                    args.append(_from_c(w, p))
+                elif p.name in seeds:
+                    args.append("1.0")
+                else:  # the tangent of a dual scalar: 1 for the one, 0 for the others
+                    args.append("1.0" if p.name == f"{d.prefix}{lit}" else "0.0")
+            return f"{g.name}({', '.join(args)})"
+
+        def part(expr: str) -> str:  # (where the wrapper's result holds what it holds at `expr` of the C one's)
+            at = [e for e, _ in w.outputs]
+            return "r" if len(at) == 1 else f"r.{at.index(expr)}"
+
+        name = f"{BY_HAND}{k}"
+        actives = [p.name for p, a in zip(rf.params, _per_param(rf, d)) if a is Activity.ACTIVE or a is Activity.DUAL]
+        field = (lambda n: f"r.{n}") if w.result_struct else (lambda n: "r")
+        if c.of_arrays:
+            params = tuple((a.name, a.type) for a in w.ffi)
+            grads = tuple(part(field(f"{d.prefix}{p}")) for p in actives)
+            outs = tuple((f"__adgen_d{i}", f"*mut {_param_type(rf, p)}") for i, p in enumerate(actives))
+            out.append(ByHand(name, params + outs, None, ((call(""), ""),), True, grads))
+            continue
+        params = tuple((a.name, a.type) for a in w.ffi if a.source in primal or a.how == "slice_len")
+        cases = tuple((call(p), part(field(f"{d.prefix}{p}" if d.mode is Mode.REVERSE else f"{d.prefix}ret")))
+                      for p in actives)
+        out.append(ByHand(name, params + (("which", "i32"),), r, cases))
+    return out
+
+
+def _per_param(rf: RFunction, d) -> list[Activity]:
+    """The entry's activity of each Rust parameter (a slice's length, which has its own, skipped)."""
+    acts, out = iter(d.activities), []
+    for p in rf.params:
+        out.append(next(acts))
+        if p.type.kind == "reference" and p.type.elem is not None and p.type.elem.kind == "slice":
+            next(acts)
+    return out
+
+
+def _from_c(w: Wrapper, p: RustParam) -> str:
+    """The wrapper's parameter `p` made again of the C arguments the wrapper makes of it."""
+    a = next(a for a in w.ffi if a.source == p.name and a.how != "slice_len")
+    if a.how in ("slice_ptr", "slice_mut_ptr"):
+        check = next((c for c in w.checks if c.shadow == p.name), None)
+        of = check.primal if check else p.name
+        length = next(x.name for x in w.ffi if x.how == "slice_len" and x.source == of)
+        length = f"{check.times} * {length}" if check and check.times > 1 else length
+        mutable = "_mut" if a.how == "slice_mut_ptr" else ""
+        return f"unsafe {{ core::slice::from_raw_parts{mutable}({a.name}, {length}) }}"
+    if a.how in ("ref_ptr", "ref_mut_ptr"):
+        return f"unsafe {{ &{'mut ' if a.how == 'ref_mut_ptr' else ''}*{a.name} }}"
+    if a.how in ("object_ptr", "object_mut_ptr"):
+        mutable = a.how == "object_mut_ptr"
+        return f"unsafe {{ &{'mut ' if mutable else ''}*({a.name} as *{'mut' if mutable else 'const'} {a.pointee}) }}"
+    return a.name
+
+
+def _plain(t: str) -> str:
+    """A type's text without lifetimes and spaces, to compare."""
+    return re.sub(r"\s+", "", re.sub(r"'\w+\s*", "", t))
 
 
 def _tape_type(name: str) -> str:

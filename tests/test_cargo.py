@@ -205,6 +205,23 @@ pub fn spread(u: &[f64], d_u: &[f64]) -> f64 {
     u[0] * d_u[1]
 }
 
+/// What adgen cannot differentiate (inline assembly), with its derivative written by hand.
+pub fn root(x: f64) -> f64 {
+    let y: f64;
+    unsafe { core::arch::asm!("sqrtsd {0}, {1}", out(xmm_reg) y, in(xmm_reg) x) };
+    y
+}
+
+#[adgen::derivative(root: (active) -> active)]
+pub fn root_grad(x: f64, d_ret: f64) -> (f64, f64) {
+    (root(x), 0.5 / root(x) * d_ret)
+}
+
+// @diff(hyp_grad: (active, active) -> active)
+pub fn hyp(a: f64, b: f64) -> f64 {
+    root(a * a + b * b)
+}
+
 // @diff(dist_grad: (active, active) -> active)
 pub fn dist(p: Point, q: (f64, f64)) -> f64 {
     ((p.x - q.0).powi(2) + (p.y - q.1).powi(2)).sqrt()
@@ -221,7 +238,7 @@ fn main() {
 """
 
 MAIN = """\
-use geo::fit::{damped_grad, dist_grad, loss, loss_dir, loss_grad, poly, poly_grad, spread_grad, Linear, Point};
+use geo::fit::{damped_grad, dist_grad, hyp_grad, loss, loss_dir, loss_grad, poly, poly_grad, spread_grad, Linear, Point};
 use geo::shapes::inner::{energy, energy_grad};
 
 fn main() {
@@ -268,6 +285,8 @@ fn main() {
     let (d, gp, gq) = dist_grad(Point { x: 3.0, y: 4.0 }, (0.0, 0.0), 1.0);
     worst = worst.max((d - 5.0).abs()).max((gp.x - 0.6).abs()).max((gp.y - 0.8).abs());
     worst = worst.max((gq.0 + 0.6).abs()).max((gq.1 + 0.8).abs());
+    let (h, da, db) = hyp_grad(3.0, 4.0, 1.0);  // (through root_grad, written by hand)
+    worst = worst.max((h - 5.0).abs()).max((da - 0.6).abs()).max((db - 0.8).abs());
     let (mut dd_u, mut dd_d_u) = ([0.0; 2], [0.0; 2]);
     let s = spread_grad(&[1.0, 2.0], &mut dd_u, &[3.0, 4.0], &mut dd_d_u, 1.0);
     worst = worst.max((s - 4.0).abs()).max((dd_u[0] - 4.0).abs() + dd_u[1].abs() + dd_d_u[0].abs() + (dd_d_u[1] - 1.0).abs());

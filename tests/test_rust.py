@@ -9,6 +9,7 @@ its build.rs. Skipped, saying why, where no rustc is installed (.ci/run installs
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -1265,3 +1266,124 @@ def test_split_mode_adgen_does_not_build_is_an_error(tmp_path, adgen, code, mess
     (tmp_path / "m.rs").write_text(code)
     result = adgen("generate", tmp_path / "m.rs", "-o", tmp_path / "out")
     assert result.status == 1 and message in result.err and "m.rs:" in result.err, result.err
+
+
+BY_HAND = r"""
+/// 1/sqrt(x) by the machine's instruction: adgen cannot differentiate inline assembly, so its
+/// derivatives are written by hand.
+pub fn rsqrt(x: f64) -> f64 {
+    let y: f64;
+    unsafe { core::arch::asm!("sqrtsd {0}, {1}", out(xmm_reg) y, in(xmm_reg) x) };
+    1.0 / y
+}
+
+// @derivative(rsqrt: (active) -> active)
+pub fn rsqrt_grad(x: f64, d_ret: f64) -> (f64, f64) {
+    (rsqrt(x), -0.5 * rsqrt(x) / x * d_ret)
+}
+
+// @derivative(rsqrt: forward (dual) -> dual)
+pub fn rsqrt_fwd(x: f64, d_x: f64) -> (f64, f64) {
+    (rsqrt(x), -0.5 * rsqrt(x) / x * d_x)
+}
+
+/// A norm of a slice whose reverse derivative of arrays is written by hand, with an active scale.
+pub fn scaled_norm(x: &[f64], w: f64) -> f64 {
+    w * rsqrt(1.0 / x.iter().map(|v| v * v).sum::<f64>())
+}
+
+// @derivative(scaled_norm: (dup, active) -> active)
+pub fn scaled_norm_grad(x: &[f64], d_x: &mut [f64], w: f64, d_ret: f64) -> (f64, f64) {
+    let n = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+    for i in 0..x.len() {
+        d_x[i] += w * x[i] / n * d_ret;
+    }
+    (w * n, n * d_ret)
+}
+
+// @diff(field_grad: (dup, active) -> active; field_fwd: forward (dual, dual) -> dual)
+pub fn field(p: &[f64], k: f64) -> f64 {
+    p.iter().map(|v| rsqrt(1.0 + k * v * v)).sum()
+}
+
+// @diff(energy_grad: (dup, active) -> active)
+pub fn energy(p: &[f64], w: f64) -> f64 {
+    let s = scaled_norm(p, w);
+    s * s + p[0]
+}
+"""
+
+BY_HAND_MAIN = r"""
+mod m {
+    include!("m.rs");
+    include!("out/m.adgen.rs");
+}
+
+fn main() {
+    let (p, k, h) = ([0.5, -1.5, 2.0], 0.8, 1e-6);
+    let exact = |p: &[f64], k: f64| p.iter().map(|v| 1.0 / (1.0 + k * v * v).sqrt()).sum::<f64>();
+    let mut d = [0.0; 3];
+    let (_, dk) = m::field_grad(&p, &mut d, k, 1.0);
+    let mut worst = (dk - (exact(&p, k + h) - exact(&p, k - h)) / (2.0 * h)).abs();
+    for i in 0..3 {
+        let (mut up, mut down) = (p, p);
+        up[i] += h;
+        down[i] -= h;
+        worst = worst.max((d[i] - (exact(&up, k) - exact(&down, k)) / (2.0 * h)).abs());
+        let mut t = [0.0; 3];
+        t[i] = 1.0;
+        worst = worst.max((m::field_fwd(&p, &t, k, 0.0).1 - d[i]).abs());
+    }
+    worst = worst.max((m::field_fwd(&p, &[0.0; 3], k, 1.0).1 - dk).abs());
+    let energy = |p: &[f64], w: f64| { let s = w * p.iter().map(|v| v * v).sum::<f64>().sqrt(); s * s + p[0] };
+    let mut d = [0.0; 3];
+    let (_, dw) = m::energy_grad(&p, &mut d, 1.5, 1.0);
+    worst = worst.max((dw - (energy(&p, 1.5 + h) - energy(&p, 1.5 - h)) / (2.0 * h)).abs());
+    for i in 0..3 {
+        let (mut up, mut down) = (p, p);
+        up[i] += h;
+        down[i] -= h;
+        worst = worst.max((d[i] - (energy(&up, 1.5) - energy(&down, 1.5)) / (2.0 * h)).abs());
+    }
+    println!("{}", if worst < 1e-6 { "ok" } else { "WRONG" });
+}
+"""
+
+
+@pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
+                         else "")
+@pytest.mark.slow
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="its example is x86-64's inline assembly")
+def test_derivatives_written_by_hand(tmp_path, adgen, rustc_named, rustc, version):
+    """`@derivative` in Rust (specs/annotations.md): a function of the entry's wrapper's
+    signature is called in place of differentiating one adgen cannot (inline assembly), in both
+    modes (its partials read off it) and of slices (called in the reverse sweep)."""
+    rustc_named(rustc)
+    (tmp_path / "m.rs").write_text(BY_HAND)
+    result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
+    assert result.status == 0, result.err
+    (tmp_path / "main.rs").write_text(BY_HAND_MAIN)
+    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'm.adgen.o'}",
+                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("code, message, at", [
+    ("pub fn f(x: f64) -> f64 { x }\n// @derivative(f: (active) -> active)\npub fn g(x: f64, s: f64) -> f64 { s }\n",
+     "'g' is declared as the derivative of 'f', but its signature is not the one adgen gives that entry: "
+     "fn g(x: f64, d_ret: f64) -> (f64, f64)", "g(x"),
+    ("pub fn f<T: Copy>(x: T) -> T { x }\n// @derivative(f: (active) -> active)\n"
+     "pub fn g(x: f64, s: f64) -> (f64, f64) { (x, s) }\n", "@derivative names 'f', which is not a free function of "
+     "this file adgen can read", "f:"),
+    ("pub fn f(x: f64) -> f64 { x }\n// @diff(h: (active) -> active)\npub fn h0(x: f64) -> f64 { f(x) }\n"
+     "// @derivative(nowhere: (active) -> active)\npub fn g(x: f64, s: f64) -> (f64, f64) { (x, s) }\n",
+     "@derivative names 'nowhere'", "nowhere"),
+])
+def test_derivatives_written_by_hand_checked(tmp_path, adgen, code, message, at):
+    (tmp_path / "m.rs").write_text(code)
+    result = adgen("generate", tmp_path / "m.rs", "-o", tmp_path / "out")
+    assert result.status == 1 and message in result.err, result.err
+    line, col = map(int, re.search(r"m\.rs:(\d+):(\d+): error", result.err).groups())
+    assert code.split("\n")[line - 1][col - 1:].startswith(at), result.err

@@ -29,8 +29,10 @@ from pathlib import Path
 
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error
 from adgen.base.toolchain import RustCompiler, zig
-from adgen.commands.build.lower import STOP_MIR_INLINING, inactive_array, keep_array, primal_functions
+from adgen.commands.build.lower import (STOP_MIR_INLINING, custom_array, inactive_array, keep_array, kept_apart,
+                                        primal_functions)
 from adgen.frontend.rust_source import BY_VALUE
+from adgen.frontend.rust_wrappers import BY_HAND
 from adgen.commands.outputs import write_all
 from adgen.frontend.annotations import find_annotations
 from adgen.frontend.generate import Generated
@@ -121,7 +123,7 @@ class CrateLowering:
         wrappers = {p: text for g in generated for p, text in g.files.items() if p.suffix == ".rs"}
         write_all({p: text for p, text in wrappers.items()
                    if not p.exists() or p.read_text(encoding="utf-8", errors="replace") != text})
-        bitcode, dependencies = self._compile(any(g.inactive for g in generated))
+        bitcode, dependencies = self._compile(any(kept_apart(g) for g in generated))
         linkage = {(_unqualified(name), *at): symbol  # (name, file, line) -> symbol
                    for (name, *at), symbol in defined_at(Module(optimize.text_of_bitcode(bitcode)).metadata).items()}
         arrays = []
@@ -147,6 +149,14 @@ class CrateLowering:
                 f"{Path(src).stem}.adgen.rs, whose code instantiates the generic functions derived)"))))
             if g.inactive:  # (the functions marked @inactive, found likewise)
                 arrays.append(_keep_module(inactive_array(i), symbols(src, g.inactive, "")))
+            if g.customs:  # (those with derivatives written by hand, then the glue calling those, in the wrappers)
+                wrappers_file = next(os.path.realpath(p) for p in g.files if p.name.endswith(".adgen.rs"))
+                glue = [next((symbol for (n, file, _), symbol in linkage.items() if n == f"{BY_HAND}{k}" and
+                              file == wrappers_file), None) for k in range(len(g.customs))]
+                if None in glue:
+                    problems.append(error(f"the wrappers of {Path(src).name} are not in cargo's compile of the library "
+                                          f"(include! {Path(wrappers_file).name} in it)", span=g.customs[0].function.span))
+                arrays.append(_keep_module(custom_array(i), symbols(src, [c.primal for c in g.customs], "") + glue))
         if problems:
             raise AdgenError(problems)
         return [bitcode, *dependencies, *arrays]

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from adgen.base.diagnostics import AdgenError, SourceFile
 from adgen.frontend.comments import find_rust_comments
-from adgen.frontend.rust_wrappers import render_shims
+from adgen.frontend.rust_wrappers import BY_HAND, render_shims
 from adgen.frontend.generate import Generated
 from adgen.base.naming import BY_ADDRESS_PREFIX, MEMBER_PREFIX
 from adgen.frontend.render import render_text
@@ -54,7 +54,9 @@ def inactive_array(index: int) -> str:
 
 
 def custom_array(index: int) -> str:
-    """The name of the array holding the functions source `index` gives derivatives for by hand."""
+    """The name of the array holding the functions source `index` gives derivatives for by hand,
+    then the functions through which the derivatives call theirs (`partials_function`'s in C,
+    rust_wrappers.BY_HAND's in Rust), in the same order."""
     return f"__adgen_custom_{index}"
 
 
@@ -112,22 +114,30 @@ def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, work
 
     text = _WRAPPERS_INCLUDE.sub(blank, without_annotation_attributes(source.read_text(encoding="utf-8")))
     wrappers = "".join(t for p, t in g.files.items() if p.name.endswith(".adgen.rs"))
+    ffi = "__adgen_ffi_" + re.sub(r"[^A-Za-z0-9_]", "_", source.stem)
     copy.write_text(text + "\n" + wrappers + render_text(
         "lowering.rs.j2", source=source.name, primals=primals, keep=keep_array(index),
         unsafe_spellings=rustc.unsafe_spellings, shims=render_shims(g.unit, [f.name for f in primals]),
-        inactive=g.inactive, keep_inactive=inactive_array(index)))
+        inactive=g.inactive, keep_inactive=inactive_array(index), keep_custom=custom_array(index),
+        customs=[c.primal.name for c in g.customs] + [f"{ffi}::{BY_HAND}{k}" for k in range(len(g.customs))]))
     edition = () if any(f.startswith("--edition") for f in rustc.flags) else ("--edition=2021",)  # theirs, else 2021
     target = workdir / f"{index}-{source.stem}.bc"
     command = [*rustc.command, "--crate-type=lib", "--crate-name", f"adgen_{index}", "--emit=llvm-bc",
                "-C", "opt-level=2", "-C", "no-prepopulate-passes", "-C", "debuginfo=1", "-C", "panic=abort",
                *edition, "--cap-lints=allow", f"--remap-path-prefix={folder}={source.resolve().parent}",
-               "--error-format=json", *STOP_MIR_INLINING[bool(g.inactive)], *rustc.flags, str(copy), "-o", str(target)]
+               "--error-format=json", *STOP_MIR_INLINING[kept_apart(g)], *rustc.flags, str(copy), "-o", str(target)]
     done = subprocess.run(command, capture_output=True, text=True,
-                          env={**os.environ, "RUSTC_BOOTSTRAP": "1"} if g.inactive else None)
+                          env={**os.environ, "RUSTC_BOOTSTRAP": "1"} if kept_apart(g) else None)
     if done.returncode != 0:
         files = Files(g.source, user={os.path.realpath(source): g.source})
         raise AdgenError(rustc_errors(done.stderr, files, rustc.description))
     return target.read_bytes()
+
+
+def kept_apart(g: Generated) -> bool:
+    """Whether the source marks functions whose calls must stay calls (@inactive, @derivative):
+    rustc's MIR inliner is then turned off (STOP_MIR_INLINING)."""
+    return bool(g.inactive or g.customs)
 
 
 def lower_source(compiler: Compiler, source: Path, g: Generated, index: int, flags: list[str], extra: list[str],

@@ -40,7 +40,7 @@ from adgen.commands.build import batches
 from adgen.commands.build.kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel, tape_size
 from adgen.commands.build.levels import entry_levels, primal_ir_name
 from adgen.commands.build.lower import (LIBC_FUNCTIONS, custom_array, inactive_array, keep_array, lower_libc, lower_mpi, lower_rust, lower_source,
-                    lower_stubs, partials_function, primal_functions)
+                    lower_stubs, primal_functions)
 from adgen.ir_ad.reverse.mode import ReverseMode
 from adgen.ir_ad.custom import HandDerivatives, ReverseByHand
 from adgen.ir_ad.rules import hand_rule, written_by_hand
@@ -420,16 +420,21 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
     return text, plans, tapes
 
 
+def _by_hand(linked, generated: list[Generated]):
+    """Each derivative written by hand (@derivative): the IR names of the function it is of and
+    of the glue derivative code calls it through (lowering.c.j2's, rust_wrappers.BY_HAND's), and
+    what the source says of it."""
+    for i, g in enumerate(generated):
+        kept = optimize.kept(linked, custom_array(i)) if g.customs else []
+        for k, c in enumerate(g.customs):
+            yield kept[k], kept[len(g.customs) + k], c
+
+
 def _rules_by_hand(linked, generated: list[Generated]) -> dict:
     """The rules of the functions given derivatives by hand (@derivative), by IR name."""
-    rules = {}
-    for i, g in enumerate(generated):
-        for k, (name, c) in enumerate(zip(optimize.kept(linked, custom_array(i)), g.customs)):
-            if c.of_arrays:
-                continue
-            rules["@" + name] = hand_rule("@" + name, "@" + partials_function(i) + str(k), c.active,
-                                          [p.name for p in c.primal.params], f"'{c.function.name}'")
-    return rules
+    return {"@" + name: hand_rule("@" + name, "@" + glue, c.active, [p.name for p in c.primal.params],
+                                  f"'{c.function.name}'")
+            for name, glue, c in _by_hand(linked, generated) if not c.of_arrays}
 
 
 def _mpi_handles(linked) -> dict[str, str]:
@@ -449,14 +454,12 @@ def _reverse_by_hand(linked, generated: list[Generated]) -> dict[str, HandDeriva
     """The functions given reverse derivatives of arrays by hand (@derivative with dup pointers),
     by IR name: reverse mode calls the C glue calling each (lowering.c.j2)."""
     out = {}
-    for i, g in enumerate(generated):
-        for k, (name, c) in enumerate(zip(optimize.kept(linked, custom_array(i)), g.customs)):
-            if c.of_arrays:
-                d = c.derivation
-                hand = ReverseByHand("@" + partials_function(i) + str(k), c.function.name,
-                                     tuple(a.word for a in d.activities), tuple(p.name for p in c.primal.params),
-                                     d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY))
-                out["@" + name] = HandDerivatives("@" + name, reverse=hand)
+    for name, glue, c in _by_hand(linked, generated):
+        if c.of_arrays:
+            d = c.derivation
+            hand = ReverseByHand("@" + glue, c.function.name, tuple(a.word for a in d.activities),
+                                 tuple(p.name for p in c.primal.params), d.returns in (Activity.ACTIVE, Activity.ACTIVEONLY))
+            out["@" + name] = HandDerivatives("@" + name, reverse=hand)
     return out
 
 

@@ -458,8 +458,8 @@ class Memory:
             return [self.base(inst.operands[1].value)]
         if op in ("atomicrmw", "cmpxchg"):
             return [self.base(inst.operands[0].value)]
-        if op != "call":
-            return []
+        if op != "call" or self.module.noreturn(inst.callee):  # (after a call that does not return, no
+            return []  # reverse sweep runs: a panic's, say, writes nothing it reads)
         first = writes_first_argument(self.module, inst)  # (free, realloc: the memory is gone or moved)
         if first is not None:
             return [self.base(inst.operands[0].value)] if first else []

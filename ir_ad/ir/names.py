@@ -26,9 +26,14 @@ def intrinsic_family(callee: str) -> str | None:
 
 
 def rust_path(symbol: str) -> list[str] | None:
-    """The path a legacy-mangled Rust symbol names (`_ZN5model5rosen17h0123456789abcdefE` ->
-    ["model", "rosen"]), its hash dropped and a closure spelled `{{closure}}`; None for a name
-    that is not such a symbol."""
+    """The path a mangled Rust symbol names (legacy `_ZN5model5rosen17h0123456789abcdefE`, or v0,
+    rustc's default since 1.9x, `_RNvCs1234_5model5rosen` -> ["model", "rosen"]), its hash
+    dropped and a closure spelled `{{closure}}`; None for a name that is not such a symbol."""
+    if symbol.startswith("_R"):
+        try:
+            return _V0(symbol[2:].split(".", 1)[0]).path()
+        except (ValueError, IndexError, RecursionError):
+            return None
     if not _RUST_SYMBOL.fullmatch(symbol):
         return None
     parts, at = [], 3
@@ -43,3 +48,152 @@ def rust_path(symbol: str) -> list[str] | None:
     if parts and _RUST_HASH.fullmatch(parts[-1]):
         parts.pop()
     return parts
+
+
+_BASE62 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_BASIC = {"a": "i8", "b": "bool", "c": "char", "d": "f64", "e": "str", "f": "f32", "h": "u8", "i": "isize",
+          "j": "usize", "l": "i32", "m": "u32", "n": "i128", "o": "u128", "s": "i16", "t": "u16", "u": "()",
+          "v": "...", "x": "i64", "y": "u64", "z": "!", "p": "_"}
+
+
+class _V0:
+    """A reader of Rust's v0 mangling (RFC 2603), enough to name a function by its path:
+    crate roots, namespaces, impls, generic arguments and the types in them, back references."""
+
+    def __init__(self, text: str, at: int = 0):
+        self.s, self.i = text, at
+
+    def _take(self) -> str:
+        c = self.s[self.i]
+        self.i += 1
+        return c
+
+    def _peek(self, c: str) -> bool:
+        if self.s.startswith(c, self.i):
+            self.i += 1
+            return True
+        return False
+
+    def _number(self) -> int:  # <base-62-number>: "_" is 0, digits then "_" are their value + 1
+        if self._peek("_"):
+            return 0
+        n = 0
+        while (c := self._take()) != "_":
+            n = n * 62 + _BASE62.index(c)
+        return n + 1
+
+    def _backref(self, read):
+        at = self._number()
+        if at >= self.i:
+            raise ValueError("a back reference forwards")
+        return read(_V0(self.s, at))
+
+    def _ident(self) -> str:
+        if self._peek("s"):
+            self._number()  # (a disambiguator)
+        self._peek("u")  # (punycode: shown as it is)
+        digits = re.match(r"0|[1-9]\d*", self.s[self.i:])  # (no leading zeros: `0` then the next)
+        if digits is None:
+            raise ValueError("not an identifier")
+        self.i += digits.end()
+        self._peek("_")
+        name = self.s[self.i:self.i + int(digits.group())]
+        self.i += int(digits.group())
+        return name
+
+    def path(self) -> list[str]:
+        c = self._take()
+        if c == "C":
+            return [self._ident()]
+        if c == "N":
+            namespace, prefix = self._take(), self.path()
+            name = self._ident()
+            return prefix + ["{{closure}}" if namespace == "C" else name] if name or namespace == "C" else prefix
+        if c in "MX":
+            if self._peek("s"):
+                self._number()
+            self.path()  # (the impl's own path: where it stands)
+            of = self.type()
+            return [f"<{of} as {'::'.join(self.path())}>" if c == "X" else of]
+        if c == "Y":
+            of = self.type()
+            return [f"<{of} as {'::'.join(self.path())}>"]
+        if c == "I":
+            base, arguments = self.path(), []
+            while not self._peek("E"):
+                arguments.append(self._argument())
+            shown = ", ".join(a for a in arguments if a)
+            return base[:-1] + [f"{base[-1]}<{shown}>" if shown else base[-1]]
+        if c == "B":
+            return self._backref(lambda r: r.path())
+        raise ValueError(f"not a path: {c}")
+
+    def _argument(self) -> str:
+        if self._peek("L"):
+            self._number()
+            return ""
+        if self._peek("K"):
+            return self._const()
+        return self.type()
+
+    def _const(self) -> str:
+        if self._peek("p"):
+            return "_"
+        if self._peek("B"):
+            return self._backref(lambda r: r._const())
+        kind = self._take()
+        negative = self._peek("n")
+        digits = self.s[self.i:self.s.index("_", self.i)]
+        self.i += len(digits) + 1
+        value = int(digits or "0", 16)
+        if kind == "b":
+            return "true" if value else "false"
+        return f"{'-' if negative else ''}{value}"
+
+    def type(self) -> str:
+        c = self._take()
+        if c in _BASIC:
+            return _BASIC[c]
+        if c in "RQ":
+            if self._peek("L"):
+                self._number()
+            return ("&mut " if c == "Q" else "&") + self.type()
+        if c in "PO":
+            return ("*mut " if c == "O" else "*const ") + self.type()
+        if c == "A":
+            of = self.type()
+            return f"[{of}; {self._const()}]"
+        if c == "S":
+            return f"[{self.type()}]"
+        if c == "T":
+            items = []
+            while not self._peek("E"):
+                items.append(self.type())
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if c == "B":
+            return self._backref(lambda r: r.type())
+        if c == "F":
+            if self._peek("G"):
+                self._number()
+            self._peek("U")
+            if self._peek("K") and not self._peek("C"):
+                self._ident()
+            params = []
+            while not self._peek("E"):
+                params.append(self.type())
+            result = self.type()
+            return f"fn({', '.join(params)})" + (f" -> {result}" if result != "()" else "")
+        if c == "D":
+            if self._peek("G"):
+                self._number()
+            traits = []
+            while not self._peek("E"):
+                traits.append("::".join(self.path()))
+                while self._peek("p"):
+                    self._ident()
+                    self.type()
+            if self._peek("L"):
+                self._number()
+            return "dyn " + " + ".join(traits)
+        self.i -= 1
+        return "::".join(self.path())
