@@ -90,6 +90,10 @@ def _instances(unit: Unit, a: Annotation, template, problems: Collector) -> list
     pairs = []
     entries = []
     for e in a.entries:  # (std::autodiff's spelling names none: the file's calls `d_f::<f64>(...)` do)
+        implementors = getattr(template, "implementors", None)  # (a function of a trait object: at each)
+        if implementors and e.template_args is None:
+            entries += [replace(e, template_args=Word(f"<{x}>", e.name.span)) for x in implementors]
+            continue
         called = template.called(e.name.text) if e.template_args is None and e.trailing_return else []
         entries += [replace(e, template_args=w) for w in called] or [e]
     for e in entries:

@@ -79,6 +79,8 @@ class RFunction:
     mutable_self: bool = False  # a method of `&mut self`
     unsafe: bool = False  # an `unsafe fn`: its wrappers are too
     visibility: str = "pub"  # its wrappers': a free function's own (`pub(crate)`, "" for private), a method's `pub`
+    dynamic: tuple[str, str] = ()  # an instantiation of a function of a trait object (DynTemplate): (the
+    # parameter, its trait)
 
     @property
     def outcome(self) -> str:
@@ -91,7 +93,7 @@ class RFunction:
         """Where it takes a value of an aggregate type (or `()`), the function adgen
         differentiates in its place: one taking the value's address (`__adgen_by_value_f`, of
         `rust_shims`); else ""."""
-        if not any(p.by_value for p in self.params) and not self.outcome:
+        if not any(p.by_value for p in self.params) and not self.outcome and not self.dynamic:
             return ""
         return BY_VALUE + re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_",
                                                                 f"{self.owner}_{self.name}".strip("_"))).strip("_")
@@ -148,6 +150,14 @@ def read_rust_unit(source: SourceFile, annotations: list[Annotation]) -> RustUni
         seen.add(at)
         before = len(problems.diagnostics)
         parsed = _signature(source, at, problems)
+        dyn = _trait_object(reader, *parsed) if parsed is not None and not _generic_parameters(parsed[0]) else None
+        if dyn is not None:
+            template = DynTemplate(reader, *parsed, *dyn)
+            if template.readable(problems):
+                unit.templates[at] = template
+            else:
+                unit.unreadable.add(at)
+            continue
         if parsed is not None and _generic_parameters(parsed[0]):
             template = RustTemplate(reader, *parsed)
             if template.readable(problems):
@@ -315,7 +325,8 @@ class _Types:
             return RType("other", text, span)
         kind = node.data
         written = self.text(node, base).strip()
-        if kind == "named" and written in self.subst:  # a generic parameter: its argument, where it is used
+        if kind in ("named", "dyn_trait") and written in self.subst:  # a generic parameter (a trait
+            # object's type, DynTemplate's): its argument, where it is used
             argument = _Types(SourceFile(self.source.path, self.subst[written]), self.structs, self.problems)
             try:
                 tree = _parser("type").parse(self.subst[written])
@@ -334,6 +345,9 @@ class _Types:
             return RType("array", text, span, elem=self.rtype(kids[1], base), count=count)
         if kind == "fn_pointer":
             return RType("fn", text, span)
+        if kind == "dyn_trait":  # (its trait: the first bound's last segment, `dyn geo::Model + Send` -> Model)
+            return RType("dyn", text, span, name=re.split(r"\s*\+\s*", written[3:].strip())[0].split("<")[0]
+                         .split("::")[-1].strip())
         if kind == "unit":
             return RType("unit", text, span)
         if kind == "tuple":
@@ -373,7 +387,7 @@ class _Types:
         # (a function with type or const parameters is a RustTemplate's, instantiated).
         generic = [t for p in declared for t in p.iter_subtrees_topdown() if t.data == "impl_trait"]
         for g in generic:
-            self.problems.add(error(_IMPL_TRAIT.format(name_tok.value), self.span(g, at)))
+            self.problems.add(error(_impl_trait(name_tok.value, self.text(g, at)), self.span(g, at)))
         where = next((k for k in kids if isinstance(k, Tree) and k.data == "where_clause"), None)
         if where is not None and self.subst:
             where = None  # (its bounds are rustc's to check, at the instantiation)
@@ -532,6 +546,10 @@ class _Types:
             return "void", 24, [t.elem.name.replace("f64", "double").replace("f32", "float")]
         if t.kind in ("object", "tuple") and depth == 0:  # (likewise: bytes of a size and layout C does not know)
             return "void", 0, [""]
+        if t.kind == "dyn":  # (one is differentiated at each type implementing its trait: DynTemplate)
+            self.refuse(t, f"two trait objects ('{t.text}' and another): adgen differentiates a function of one, at "
+                           "each type of the file implementing its trait")
+            return "", 0, []
         self.refuse(t, f"a pointer to '{t.text}' (pointers to floats, integers, arrays of them, structs, "
                        "Vec<f64> and other sized types by path are)")
         return "", 0, []
@@ -580,8 +598,8 @@ class RustTemplate:
         self.reader, self.tree, self.at, self.start = reader, tree, at, start
         name = next(k for k in tree.children if isinstance(k, Token) and k.type == "NAME")
         self.name, self.span = name.value, reader.span(name, at)
-        generics = next(k for k in tree.children if isinstance(k, Tree) and k.data == "generics")
-        self.lifetimes = tuple(str(g.children[0]) for g in generics.children
+        generics = next((k for k in tree.children if isinstance(k, Tree) and k.data == "generics"), None)
+        self.lifetimes = tuple(str(g.children[0]) for g in (generics.children if generics is not None else ())
                                if isinstance(g, Tree) and g.data == "lifetime_param")
         self.params, self.names = [], []
         for g in _generic_parameters(tree):
@@ -610,7 +628,7 @@ class RustTemplate:
         impl_traits = [t for p in self.tree.children if isinstance(p, Tree) and p.data.endswith("_param")
                        for t in p.iter_subtrees_topdown() if t.data == "impl_trait"]
         for t in impl_traits:
-            problems.add(error(_IMPL_TRAIT.format(self.name), self.reader.span(t, self.at)))
+            problems.add(error(_impl_trait(self.name, self.reader.text(t, self.at)), self.reader.span(t, self.at)))
         return not impl_traits
 
     def instantiate(self, unit: RustUnit, arguments: str) -> Prototype | str:
@@ -632,6 +650,103 @@ class RustTemplate:
                                                                 tuple(args)))
         unit.c_types = [LocalType(name, text, 0) for name, text in self.reader.typedefs.items()]
         return prototype
+
+
+class DynTemplate(RustTemplate):
+    """A function taking a trait object (`m: &dyn Model`), differentiated at each type of the file
+    implementing the trait as if generic over it (`loss<Linear>`: `m: &Linear`), through a
+    function of adgen's in its place taking the concrete reference and passing it on (its shim,
+    where the trait object's table is a constant of adgen's compile: its calls are made direct,
+    dispatch.py); the wrapper tells the types apart by their TypeId, so the trait must have
+    `Any` as a supertrait."""
+
+    kind = "function of trait objects"
+
+    def __init__(self, reader: _Types, tree: Tree, at: int, start: int, param: RParam, written: str):
+        super().__init__(reader, tree, at, start)
+        self.param, self.trait = param, param.type.elem.name
+        self.names, self.params = [written], [written]
+        self.implementors = _implementors(reader.source.text, self.trait)
+
+    def readable(self, problems: Collector) -> bool:
+        """Whether the trait is the file's, with `Any` as a supertrait and implementations in it."""
+        if not super().readable(problems):
+            return False
+        t = self.param.type.elem
+        bounds = _supertraits(self.reader.source.text, self.trait)
+        if _CLOSURE.match(t.text):
+            problems.add(error(CLOSURES.format(t.text), t.span))
+        elif bounds is None:
+            problems.add(error(f"adgen cannot pass a trait object of '{self.trait}', which this file does not "
+                               "declare: adgen differentiates it at the types of the file implementing it", t.span))
+        elif not re.search(r"(?:^|[\s+:])Any\b", bounds):
+            problems.add(error(f"adgen tells trait objects apart by the TypeId of their types: declare "
+                               f"`trait {self.trait}: std::any::Any` (its implementations then own their data, "
+                               "'static)", t.span))
+        elif not self.implementors:
+            problems.add(error(f"no type of this file implements '{self.trait}' (`impl {self.trait} for Type`): "
+                               "adgen differentiates a trait object at those", t.span))
+        else:
+            return True
+        return False
+
+    def called(self, name: str) -> list[Word]:
+        return []
+
+    def instantiate(self, unit: RustUnit, arguments: str) -> Prototype | str:
+        made = super().instantiate(unit, arguments)
+        if not isinstance(made, str):
+            rf = unit.rust.pop(made.name)
+            rf = replace(rf, dynamic=(self.param.name, self.trait))
+            made = replace(made, name=rf.shim)
+            unit.rust[made.name] = rf
+        return made
+
+
+def _trait_object(reader: _Types, tree: Tree, at: int, start: int) -> tuple[RParam, str] | None:
+    """A function's parameter that is a reference to a trait object, and the trait object's
+    type as written (`dyn Model`); None without one (more than one is refused, when its C view is
+    read: `dyn` there has none)."""
+    for p in (k for k in tree.children if isinstance(k, Tree) and k.data in ("named_param", "unnamed_param")):
+        t = p.children[-1]
+        if isinstance(t, Tree) and t.data == "reference" and isinstance(t.children[-1], Tree) and \
+                t.children[-1].data == "dyn_trait":
+            pname = next(k for k in p.children if isinstance(k, Token) and k.type in ("NAME", "UNDERSCORE")).value
+            problems, reader.problems = reader.problems, Collector()
+            try:
+                rp = RParam(pname, reader.rtype(t, at), reader.span(p, at))
+            finally:
+                reader.problems = problems
+            others = [q for q in tree.iter_subtrees_topdown() if q.data == "dyn_trait" and q is not t.children[-1]]
+            return None if others else (rp, reader.text(t.children[-1], at).strip())
+    return None
+
+
+def _plain_text(text: str) -> str:
+    """The file with its comments (but attributes) blanked, offsets kept."""
+    plain = list(text)
+    for c in find_rust_comments(text):
+        if not c.attribute:
+            plain[c.start:c.end] = " " * (c.end - c.start)
+    return "".join(plain)
+
+
+def _supertraits(text: str, trait: str) -> str | None:
+    """The bounds of the file's `trait NAME: ...` ("" with none), or None where it declares none."""
+    m = re.search(rf"\btrait\s+{re.escape(trait)}\b\s*(?:<[^{{]*?>)?\s*(?::([^{{]*?))?(?:\bwhere\b[^{{]*)?\{{",
+                  _plain_text(text))
+    return None if m is None else (m.group(1) or "")
+
+
+def _implementors(text: str, trait: str) -> list[str]:
+    """The types the file implements `trait` for (`impl Model for Linear`), each once, in order;
+    not generic ones (`impl<T> Model for W<T>`), which no instantiation names."""
+    found = []
+    for m in re.finditer(rf"\bimpl\s*(<[^{{]*?>)?\s*(?:[\w:]+::)?{re.escape(trait)}\s+for\s+([\w:]+(?:\s*<[^{{]*?>)?)"
+                         r"\s*(?:\{|\bwhere\b)", _plain_text(text)):
+        if m.group(1) is None and re.sub(r"\s+", "", m.group(2)) not in found:
+            found.append(re.sub(r"\s+", "", m.group(2)))
+    return found
 
 
 def _written(reader: "_Types", tree: Tree, at: int, start: int) -> RFunction:
@@ -681,6 +796,25 @@ def _respan(t: RType, span: Span) -> RType:
     return replace(t, span=span, elem=_respan(t.elem, span) if t.elem is not None else None)
 
 
+def _written_by_hand(g: RFunction, entry: Entry, unit: RustUnit, problems: Collector) -> RFunction | None:
+    """The function a derivative `g` written by hand is of (`@derivative(F: ...)`), or None after errors."""
+    if g.owner or g.generic is not None:
+        problems.add(error(f"a derivative written by hand is a free function, not generic: '{g.name}' is "
+                           + ("a method" if g.owner else "generic"), g.span))
+        return None
+    primal = unit.rust.get(entry.name.text)
+    if primal is None:
+        problems.add(error(f"@derivative names '{entry.name.text}', which is not a free function of this file "
+                           "adgen can read (a generic function, a method, or none)", entry.name.span))
+        return None
+    if primal.shim:
+        problems.add(error(f"a derivative written by hand is of a function of floats, references and slices: "
+                           f"'{primal.name}' takes values by value or returns Option or Result", entry.name.span,
+                           [note(f"'{primal.name}' is declared here", primal.span)]))
+        return None
+    return primal
+
+
 def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype, unit: RustUnit,
                problems: Collector) -> Entry | None:
     """An entry of a Rust function made an entry of its C view: each slice's activity followed
@@ -692,21 +826,9 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
         return None
     rf = unit.rust[function.name]
     if annotation.marker == "@derivative":  # (the entry's activities are of the function it names)
-        if rf.owner or rf.generic is not None:
-            problems.add(error(f"a derivative written by hand is a free function, not generic: '{rf.name}' is "
-                               + ("a method" if rf.owner else "generic"), rf.span))
+        rf = _written_by_hand(rf, entry, unit, problems)
+        if rf is None:
             return None
-        primal = unit.rust.get(entry.name.text)
-        if primal is None:
-            problems.add(error(f"@derivative names '{entry.name.text}', which is not a free function of this file "
-                               "adgen can read (a generic function, a method, or none)", entry.name.span))
-            return None
-        if primal.shim:
-            problems.add(error(f"a derivative written by hand is of a function of floats, references and slices: "
-                               f"'{primal.name}' takes values by value or returns Option or Result", entry.name.span,
-                               [note(f"'{primal.name}' is declared here", primal.span)]))
-            return None
-        rf = primal
     if entry.mode is not None and entry.mode.text.lower() == "split" and (rf.shim or rf.generic is not None):
         what = "a generic function's instantiation" if rf.generic is not None else \
             "a function returning Option or Result" if rf.outcome else "a function taking values by value"
@@ -768,7 +890,7 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
     return replace(entry, name=Word(c_name, entry.name.span))
 
 
-__all__ = ["read_rust_unit", "rust_entry", "unclashing", "RustUnit", "RustTemplate", "Generic", "RFunction", "RParam", "RType",
+__all__ = ["read_rust_unit", "rust_entry", "unclashing", "RustUnit", "RustTemplate", "DynTemplate", "Generic", "RFunction", "RParam", "RType",
            "is_rust", "SCALARS"]
 
 
@@ -778,6 +900,15 @@ _NOT_COPY = {"String", "Vec", "Box", "Rc", "Arc", "HashMap", "BTreeMap", "HashSe
 _AGGREGATES = ("named", "object", "tuple", "array", "unit")
 _BY_VALUE = {Activity.ACTIVE: "dup", Activity.DUAL: "dual", Activity.DUALONLY: "dualonly", Activity.CONST: "const"}
 _IMPL_TRAIT = "'{}' takes an `impl Trait` parameter, which no instantiation can name: write a generic parameter for it"
+_CLOSURE = re.compile(r"(?:impl|dyn)\s+(?:(?:std|core)::ops::)?Fn(?:Mut|Once)?\s*\(")
+CLOSURES = ("adgen cannot pass a closure ('{}'): its code is its caller's compile, which derivatives cannot follow "
+            "(differentiate the function that makes the closure and calls this one, or pass a value of a type "
+            "implementing a trait of the file: `m: &dyn Model`, or `M: Model` at a named instantiation)")
+
+
+def _impl_trait(name: str, written: str) -> str:
+    """What to say of an `impl Trait` parameter: a closure's, or another."""
+    return CLOSURES.format(written.strip()) if _CLOSURE.match(written.strip()) else _IMPL_TRAIT.format(name)
 _UNSIZED = {"str", "Path", "OsStr", "CStr", "Self"}  # (behind a reference, two words: a pointer and a length)
 OUTCOME = "__adgen_outcome"  # the shim's parameter saying whether a value came (Option) or the error (Result)
 _OUTCOME = re.compile(r"(?:(?:std|core)::(?:option|result)::)?(Option|Result)\s*<\s*(f64|f32)\s*(?:,(.+))?>")

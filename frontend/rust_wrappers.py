@@ -84,6 +84,9 @@ class Dispatch:
     names: tuple[str, ...]  # and as arguments (`T`, `N`)
     signature: Wrapper  # its parameters and result as written (`x: &[T]`)
     instances: tuple[tuple[str, Wrapper], ...]  # (the arguments, `f64`; the instantiation's wrapper)
+    dynamic: tuple[str, str, str] = ()  # a function of a trait object: (its parameter, the trait object's
+    # type, `dyn Model`, the trait); its wrapper tells the instances apart by TypeId
+    shadows: tuple[tuple[str, bool], ...] = ()  # and the trait object's shadows: (name, mutable)
 
 
 @dataclass(frozen=True)
@@ -130,10 +133,18 @@ def dispatches(unit: RustUnit, signatures: list[Signature], every: list[Wrapper]
         g = unit.rust[sig.derivation.primal.name].generic
         written = replace(_wrapper(g.written, sig), name=name,
                           summary=sig.summary().replace(f"of {sig.derivation.primal.name}", f"of {g.name}"))
+        rf = unit.rust[sig.derivation.primal.name]
+        dynamic, shadows = (), ()
+        if rf.dynamic:  # (the trait object's type as written, and its shadows, which the wrapper casts too)
+            param, trait = rf.dynamic
+            t = next(p.type for p in g.written.params if p.name == param)
+            dynamic = (param, t.elem.text, trait)
+            shadows = tuple((p.name, p.type.startswith("&mut")) for p in written.params
+                            if p.name != param and p.name.startswith(sig.derivation.prefix + param) and "dyn" in p.type)
         out.append(Dispatch(name, f"__adgen_{owner + '_' if owner else ''}{name}", owner, g.lifetimes, g.params,
                             g.names, written,
-                            tuple((", ".join(unit.rust[s.derivation.primal.name].generic.arguments), _this(w))
-                                  for s, w in members)))
+                            tuple((", ".join(unit.rust[s.derivation.primal.name].generic.arguments),
+                                   w if dynamic else _this(w)) for s, w in members), dynamic, shadows))
     return out
 
 
@@ -519,7 +530,7 @@ def shims(unit: RustUnit, names: list[str]) -> list[Shim]:
                 params.append((p.name, p.type.text))
                 args.append(p.name)
         base = rf.generic.name if rf.generic is not None else rf.name
-        turbofish = f"::<{', '.join(rf.generic.arguments)}>" if rf.generic is not None else ""
+        turbofish = f"::<{', '.join(rf.generic.arguments)}>" if rf.generic is not None and not rf.dynamic else ""
         call = f"this.{base}{turbofish}({', '.join(args)})" if rf.owner else f"{base}{turbofish}({', '.join(args)})"
         returns = rf.returns.text if rf.returns is not None and rf.returns.kind != "unit" else None
         if rf.outcome == "option":

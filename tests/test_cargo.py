@@ -138,7 +138,8 @@ FIT = """\
 //! A model trait, a model holding its weights in a Vec, a generic loss over models and floats.
 use std::ops::{Add, Mul, Sub};
 
-pub trait Model {
+/// `Any` as a supertrait: adgen tells trait objects of it apart by their types' TypeId.
+pub trait Model: std::any::Any {
     fn predict(&self, x: &[f64]) -> f64;
 }
 
@@ -165,6 +166,13 @@ impl Linear {
 /// Generic over the model: the squared error over rows of `x`.
 // @diff(loss_grad<Linear>: (dup, const, const) -> active; loss_dir<Linear>: forward (dual, const, const) -> dualonly)
 pub fn loss<M: Model>(m: &M, x: &Vec<f64>, y: &[f64]) -> f64 {
+    let n = x.len() / y.len();
+    (0..y.len()).map(|i| { let e = m.predict(&x[i * n..(i + 1) * n]) - y[i]; e * e }).sum()
+}
+
+/// Of a trait object: differentiated at each type of the file implementing Model.
+// @diff(risk_grad: (dup, const, const) -> active)
+pub fn risk(m: &dyn Model, x: &Vec<f64>, y: &[f64]) -> f64 {
     let n = x.len() / y.len();
     (0..y.len()).map(|i| { let e = m.predict(&x[i * n..(i + 1) * n]) - y[i]; e * e }).sum()
 }
@@ -238,7 +246,8 @@ fn main() {
 """
 
 MAIN = """\
-use geo::fit::{damped_grad, dist_grad, hyp_grad, loss, loss_dir, loss_grad, poly, poly_grad, spread_grad, Linear, Point};
+use geo::fit::{damped_grad, dist_grad, hyp_grad, loss, loss_dir, loss_grad, poly, poly_grad, risk_grad, spread_grad, Linear,
+               Model, Point};
 use geo::shapes::inner::{energy, energy_grad};
 
 fn main() {
@@ -267,6 +276,13 @@ fn main() {
         let g = if k < 2 { dm.w[k] } else { dm.bias };
         worst = worst.max((fd - g).abs()).max((fd - loss_dir(&m, &t, &rows, &y)).abs());
     }
+    let (boxed, mut d_boxed): (Box<dyn Model>, Box<dyn Model>) =  // (trait objects: the same gradient)
+        (Box::new(Linear { w: m.w.clone(), bias: m.bias }), Box::new(Linear { w: vec![0.0; 2], bias: 0.0 }));
+    let risk = risk_grad(&*boxed, &mut *d_boxed, &rows, &y, 1.0);
+    let (mut dm3, mut t) = (Linear { w: vec![0.0; 2], bias: 0.0 }, Linear { w: vec![0.0; 2], bias: 0.0 });
+    loss_grad(&m, &mut dm3, &rows, &y, 1.0);
+    std::mem::swap(&mut t, unsafe { &mut *(&mut *d_boxed as *mut dyn Model as *mut Linear) });
+    worst = worst.max((risk - value).abs()).max((t.w[0] - dm3.w[0]).abs() + (t.w[1] - dm3.w[1]).abs() + (t.bias - dm3.bias).abs());
     let prior = vec![0.1, 0.2];
     let (mut dm2, mut dprior) = (Linear { w: vec![0.0; 2], bias: 0.0 }, vec![0.0; 2]);
     m.decay_grad(&mut dm2, &prior, &mut dprior, 1.0);

@@ -261,7 +261,7 @@ ERRORS = [
     ("pub fn f(x: impl Into<f64>) -> f64 { x.into() }", "(active) -> active", "'f' takes an `impl Trait` parameter",
      "impl Into<f64>)"),
     ("pub fn f<'a>(x: &'a f64, g: &dyn Fn(f64) -> f64) -> f64 { g(*x) }", "(dup, const) -> active",
-     "a pointer to 'dyn Fn(f64) -> f64'", "dyn Fn(f64) -> f64)"),
+     "adgen cannot pass a closure ('dyn Fn(f64) -> f64')", "dyn Fn(f64) -> f64)"),
     ("pub fn f(x: f64) -> impl Into<f64> { x }", "(active) -> active", "a result of type 'impl Into<f64>'",
      "impl Into<f64> {"),
     ("pub fn f(x: Vec<f64>) -> f64 { x[0] }", "(dup) -> active", "adgen cannot pass a Vec by value ('Vec<f64>')",
@@ -1382,6 +1382,122 @@ def test_derivatives_written_by_hand(tmp_path, adgen, rustc_named, rustc, versio
      "@derivative names 'nowhere'", "nowhere"),
 ])
 def test_derivatives_written_by_hand_checked(tmp_path, adgen, code, message, at):
+    (tmp_path / "m.rs").write_text(code)
+    result = adgen("generate", tmp_path / "m.rs", "-o", tmp_path / "out")
+    assert result.status == 1 and message in result.err, result.err
+    line, col = map(int, re.search(r"m\.rs:(\d+):(\d+): error", result.err).groups())
+    assert code.split("\n")[line - 1][col - 1:].startswith(at), result.err
+
+
+TRAIT_OBJECTS = r"""
+/// `Any` as a supertrait: the wrappers tell trait objects apart by their types' TypeId.
+pub trait Model: std::any::Any {
+    fn predict(&self, x: &[f64]) -> f64;
+}
+
+pub struct Linear {
+    pub w: Vec<f64>,
+    pub b: f64,
+}
+
+pub struct Quadratic {
+    pub a: f64,
+}
+
+impl Model for Linear {
+    fn predict(&self, x: &[f64]) -> f64 {
+        self.w.iter().zip(x).map(|(w, x)| w * x).sum::<f64>() + self.b
+    }
+}
+
+impl Model for Quadratic {
+    fn predict(&self, x: &[f64]) -> f64 {
+        self.a * x.iter().map(|v| v * v).sum::<f64>()
+    }
+}
+
+/// The squared error of a model given as a trait object.
+// @diff(loss_grad: (dup, dup, const) -> active; loss_fwd: forward (dual, const, const) -> dual)
+pub fn loss(m: &dyn Model, x: &[f64], y: f64) -> f64 {
+    let e = m.predict(x) - y;
+    e * e
+}
+"""
+
+TRAIT_OBJECTS_MAIN = r"""
+mod m {
+    include!("m.rs");
+    include!("out/m.adgen.rs");
+}
+use m::Model;
+
+fn main() {
+    let (x, h) = ([0.5, -1.0, 2.0], 1e-6);
+    let models: Vec<Box<dyn Model>> = vec![Box::new(m::Linear { w: vec![0.3, 0.1, -0.2], b: 0.4 }),
+                                           Box::new(m::Quadratic { a: 1.5 })];
+    let mut shadows: Vec<Box<dyn Model>> = vec![Box::new(m::Linear { w: vec![0.0; 3], b: 0.0 }),
+                                                Box::new(m::Quadratic { a: 0.0 })];
+    let mut worst: f64 = 0.0;
+    for (model, shadow) in models.iter().zip(shadows.iter_mut()) {
+        let mut dx = [0.0; 3];
+        let v = m::loss_grad(&**model, &mut **shadow, &x, &mut dx, 1.0, 1.0);
+        worst = worst.max((v - m::loss(&**model, &x, 1.0)).abs());
+        for i in 0..3 {
+            let (mut up, mut down) = (x, x);
+            up[i] += h;
+            down[i] -= h;
+            worst = worst.max((dx[i] - (m::loss(&**model, &up, 1.0) - m::loss(&**model, &down, 1.0)) / (2.0 * h)).abs());
+        }
+    }
+    let q = m::Quadratic { a: 1.5 };  // (the gradient in the shadow object, forward against reverse)
+    let mut dq = m::Quadratic { a: 0.0 };
+    m::loss_grad(&q, &mut dq, &x, &mut [0.0; 3], 1.0, 1.0);
+    let fd = (m::loss(&m::Quadratic { a: 1.5 + h }, &x, 1.0) - m::loss(&m::Quadratic { a: 1.5 - h }, &x, 1.0)) / (2.0 * h);
+    worst = worst.max((dq.a - fd).abs()).max((m::loss_fwd(&q, &m::Quadratic { a: 1.0 }, &x, 1.0).1 - fd).abs());
+    let mixed = std::panic::catch_unwind(|| {  // (a shadow of another type than the object's)
+        m::loss_grad(&m::Quadratic { a: 1.0 }, &mut m::Linear { w: vec![0.0; 3], b: 0.0 }, &x, &mut [0.0; 3], 1.0, 1.0)
+    });
+    println!("{}", if worst < 1e-6 && mixed.is_err() { "ok" } else { "WRONG" });
+}
+"""
+
+
+@pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
+                         else "")
+@pytest.mark.slow
+def test_trait_objects(tmp_path, adgen, rustc_named, rustc, version):
+    """`&dyn Model` (specs/annotations.md, "Trait objects"): differentiated at each type of the
+    file implementing the trait, the wrapper choosing by TypeId; the gradient in a shadow object;
+    forward mode; a shadow of another type panics."""
+    rustc_named(rustc)
+    (tmp_path / "m.rs").write_text(TRAIT_OBJECTS)
+    result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
+    assert result.status == 0, result.err
+    (tmp_path / "main.rs").write_text(TRAIT_OBJECTS_MAIN)
+    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'm.adgen.o'}",
+                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("code, message, at", [
+    ("pub trait M { fn p(&self) -> f64; }\npub struct A(f64);\nimpl M for A { fn p(&self) -> f64 { self.0 } }\n"
+     "// @diff(g: (dup) -> active)\npub fn f(m: &dyn M) -> f64 { m.p() }\n",
+     "adgen tells trait objects apart by the TypeId of their types: declare `trait M: std::any::Any`", "dyn M"),
+    ("// @diff(g: (dup) -> active)\npub fn f(m: &dyn std::fmt::Debug) -> f64 { 0.0 }\n",
+     "adgen cannot pass a trait object of 'Debug', which this file does not declare", "dyn std"),
+    ("pub trait M: std::any::Any { fn p(&self) -> f64; }\n// @diff(g: (dup) -> active)\n"
+     "pub fn f(m: &dyn M) -> f64 { m.p() }\n", "no type of this file implements 'M'", "dyn M"),
+    ("pub trait M: std::any::Any { fn p(&self) -> f64; }\npub struct A(f64);\n"
+     "impl M for A { fn p(&self) -> f64 { self.0 } }\n// @diff(g: (dup, dup) -> active)\n"
+     "pub fn f(m: &dyn M, n: &dyn M) -> f64 { m.p() * n.p() }\n", "two trait objects ('dyn M' and another)", "dyn M"),
+    ("// @diff(g: (const, active) -> active)\npub fn f(k: &dyn Fn(f64) -> f64, x: f64) -> f64 { k(x) }\n",
+     "adgen cannot pass a closure ('dyn Fn(f64) -> f64'): its code is its caller's compile", "dyn Fn"),
+    ("// @diff(g: (const, active) -> active)\npub fn f(k: impl Fn(f64) -> f64, x: f64) -> f64 { k(x) }\n",
+     "adgen cannot pass a closure ('impl Fn(f64) -> f64')", "impl Fn"),
+])
+def test_trait_objects_adgen_cannot_pass_are_errors_at_the_type(tmp_path, adgen, code, message, at):
     (tmp_path / "m.rs").write_text(code)
     result = adgen("generate", tmp_path / "m.rs", "-o", tmp_path / "out")
     assert result.status == 1 and message in result.err, result.err
