@@ -216,9 +216,11 @@ def _budget(word: Word, mode: Mode, problems: Collector) -> int | None:
 
 
 def check_nested(pending: list[tuple[Entry, Unit]], derived: list[tuple[Derivation | None, Entry, Unit]],
-                 problems: Collector) -> list[tuple[Derivation, Unit]]:
+                 problems: Collector, adapt: Callable | None = None) -> list[tuple[Derivation, Unit]]:
     """The entries deriving another entry's derived function (`of NAME`, any depth), each once
-    the one it derives is checked; NAME must be an entry of the same file, and no cycle."""
+    the one it derives is checked; NAME must be an entry of the same file, and no cycle. `adapt`
+    (entry, inner derivation, unit) makes an entry one of the derived function's C view, or None
+    after errors (a Rust wrapper's parameters are not its C function's)."""
     known = {(id(u), e.name.text): d for d, e, u in derived}
     out = []
     while pending:
@@ -234,6 +236,9 @@ def check_nested(pending: list[tuple[Entry, Unit]], derived: list[tuple[Derivati
                                    f"(give '{entry.of.text}' no budget, or derive another entry without one)",
                                    entry.of.span))
                 inner = None
+            if inner is not None and adapt is not None:
+                adapted = adapt(entry, inner, unit)
+                entry, inner = (adapted, inner) if adapted is not None else (entry, None)
             d = _check_of(entry, inner, problems) if inner is not None else None
             known[(id(unit), entry.name.text)] = d
             if d is not None:

@@ -20,7 +20,7 @@ from adgen.frontend.manifest import manifest
 from adgen.frontend.languages import refuse_unread
 from adgen.frontend.render import output_names, render
 from adgen.frontend.rust_source import RustUnit, is_rust, read_rust_unit, rust_entry, unclashing
-from adgen.frontend.rust_wrappers import by_hand, render_rust
+from adgen.frontend.rust_wrappers import by_hand, nested_entry, render_rust
 from adgen.base.timing import Stages, plural
 
 
@@ -82,7 +82,9 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
                     d = check_entry(entry, function, problems)
                     checked.append((unclashing(d) if d is not None and isinstance(unit, RustUnit) else d, entry, unit))
         derived = [(d, unit) for d, _, unit in checked if d is not None]
-        derived += check_nested(nested, checked, problems)
+        derived += check_nested(nested, checked, problems,
+                                lambda e, inner, unit: nested_entry(e, inner, unit, problems)
+                                if isinstance(unit, RustUnit) else e)
         derived = check_overloads(derived, problems)
         signatures = check_names(derived, problems)
         if problems.diagnostics and any(u is not None and u.errors and not isinstance(u, RustUnit) for u in units):

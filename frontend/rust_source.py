@@ -822,8 +822,7 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
     if entry is None:
         return None
     if entry.of is not None:
-        problems.add(error("derivatives of derived functions ('of') are for C sources", entry.of.span))
-        return None
+        return entry  # (its activities are of the derived function's wrapper: rust_wrappers.nested_entry)
     rf = unit.rust[function.name]
     if annotation.marker == "@derivative":  # (the entry's activities are of the function it names)
         rf = _written_by_hand(rf, entry, unit, problems)

@@ -12,12 +12,14 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from adgen.frontend.abi import Signature
+from adgen.frontend.abi import Signature, signature
+from adgen.frontend.annotations import Entry, Word
+from adgen.base.diagnostics import Collector, error, note
 from adgen.frontend.prototypes import Prototype
 from adgen.base.diagnostics import AdgenError
 from adgen.frontend.model import Activity, Mode
 from adgen.frontend.render import c_environment
-from adgen.frontend.rust_source import BY_VALUE, OUTCOME, RFunction, RType, RustUnit
+from adgen.frontend.rust_source import BY_VALUE, OUTCOME, RFunction, RParam, RType, RustUnit
 from adgen.base.toolchain import select_rustc
 
 _SEPARATE = {Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY}
@@ -174,8 +176,100 @@ def unsafe_spellings() -> bool:
 
 def wrappers(unit: RustUnit, signatures: list[Signature]) -> list[Wrapper]:
     """One per C function (a split-mode entry's four parts each): how Rust declares and calls it."""
-    return [_wrapper(unit.rust[s.derivation.primal.name], s, {p for n, p in unit.blocked if n == s.name})
+    return [_of(unit, s) if s.derivation.inner is not None else
+            _wrapper(unit.rust[s.derivation.primal.name], s, {p for n, p in unit.blocked if n == s.name})
             if not s.part else _part(unit.rust[s.derivation.primal.name], s) for s in signatures]
+
+
+def _of(unit: RustUnit, sig: Signature) -> Wrapper:
+    """The wrapper of a derivative of a derived function (`of INNER`): INNER's wrapper's
+    parameters, each followed by its shadows or tangents (of its own type, `&mut` in reverse
+    mode, `d2_x`...) where the entry says, then the seeds; its C function's parameters in their
+    order, INNER's passed as INNER's wrapper passes them, their shadows as those of the Rust
+    parameter they come from."""
+    d, inner = sig.derivation, _inner_wrapper(unit, sig.derivation.inner)
+    n, reverse = d.width, d.mode.family is Mode.REVERSE
+    own = {"self" if a.name == "self_" else a.name: a for a in inner.ffi}  # (by C names: `self_` is Rust's)
+    acts = dict(zip(own, d.activities))
+    rust = {p.name: p for p in inner.params}
+    params, ffi, checks = [], [], list(inner.checks)  # (INNER's own lengths, which its C function assumes)
+    for p in inner.params:
+        params.append(p)
+        c = next(name for name, a in own.items() if a.source == p.name and a.how != "slice_len")
+        if acts[c] in _SEPARATE or acts[c] in _INTERLEAVED:
+            times = n if acts[c] in _INTERLEAVED else 1
+            lanes = [f"{d.prefix}{p.name}"] if times > 1 or n == 1 else [f"{d.prefix}{p.name}_{k}" for k in range(n)]
+            for lane in lanes:
+                params.append(RustParam(lane, _shadow_text(p.type, reverse, times)))
+                if p.type.lstrip("&").lstrip().startswith(("[", "mut [")) and ";" not in p.type:
+                    checks.append(LengthCheck(lane, p.name, times))
+    for slot in sig.params:
+        if slot.name in own:
+            ffi.append(own[slot.name])
+        elif slot.role.startswith("seed"):
+            r = inner.returns or "f64"
+            params.append(RustParam(slot.name, r))
+            ffi.append(FfiArg(slot.name, r, "value", slot.name))
+        else:  # a shadow or tangent of INNER's parameter: the Rust shadow of where it comes from
+            of = re.match(r"\w+ of (\w+)", slot.role).group(1)
+            c = own[of]
+            lane = next(q.name for q in params if q.name == slot.name or q.name == f"{d.prefix}{rust[c.source].name}"
+                        + slot.name.removeprefix(f"{d.prefix}{of}"))
+            mutable = reverse or c.how in ("slice_mut_ptr", "ref_mut_ptr", "object_mut_ptr")
+            how = {"slice_ptr": "slice_mut_ptr", "ref_ptr": "ref_mut_ptr", "object_ptr": "object_mut_ptr"}.get(c.how, c.how) \
+                if mutable else c.how
+            ffi.append(FfiArg(slot.name, c.type.replace("*const", "*mut") if mutable else c.type, how, lane, c.pointee))
+    r = inner.returns or "()"
+    at = d.entry.name.span
+    written = RFunction(inner.name, tuple(RParam(p.name, RType("other", p.type, at), at) for p in inner.params),
+                        RType("other", r, at) if inner.returns else None, at)
+    fields = [(f.name, f"[{_field_type(written, d.prefix, f.name, r)}; {f.count}]" if f.count > 1 else
+               _field_type(written, d.prefix, f.name, r)) for f in sig.fields]
+    outputs = _outputs(written, d.prefix, fields, sig.result_struct, {})
+    returns = None if not outputs else outputs[0][1] if len(outputs) == 1 else \
+        "(" + ", ".join(t for _, t in outputs) + ")"
+    return Wrapper(sig.name, sig.summary(), inner.name, tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
+                   tuple(fields), returns, inner.unsafe, inner.owner, (), tuple(outputs), inner.lifetimes,
+                   inner.visibility)
+
+
+def _shadow_text(t: str, reverse: bool, times: int) -> str:
+    """The type of a shadow of a wrapper's parameter of type `t` (as written there)."""
+    m = re.match(r"&(?:'\w+\s+)?(mut\s+)?(.*)$", t.strip())
+    if m is None:  # a scalar: its tangent (N of them interleaved: an array)
+        return f"&[{t}; {times}]" if times > 1 else t
+    inner = m.group(2)
+    if times > 1 and not inner.startswith("["):
+        inner = f"[{inner}; {times}]"
+    return f"&{'mut ' if reverse or m.group(1) else ''}{inner}"
+
+
+def _inner_wrapper(unit: RustUnit, inner) -> Wrapper:
+    """The wrapper of the derived function an `of` entry derives."""
+    sig = signature(inner)
+    return _of(unit, sig) if inner.inner is not None else _wrapper(unit.rust[inner.primal.name], sig)
+
+
+def nested_entry(entry: Entry, inner, unit: RustUnit, problems: Collector) -> Entry | None:
+    """An `of INNER` entry of a Rust source made one of INNER's C function: one activity per
+    parameter of INNER's wrapper (its slices' lengths, which its C function takes after their
+    shadows, `const`), or None after errors."""
+    rf = unit.rust.get(inner.primal.name) if inner.inner is None else None
+    if inner.inner is None and (rf is None or rf.shim or rf.generic is not None or
+                                any(n == inner.name for n, _ in unit.blocked)):
+        problems.add(error(f"'{entry.name.text}' derives '{inner.name}', a derivative of a generic function, of trait "
+                           "objects or of values by value: its wrapper dispatches in Rust, which derivatives do not "
+                           "follow (derive an entry of a function of references and floats)", entry.of.span))
+        return None
+    w = _inner_wrapper(unit, inner)
+    if len(entry.activities) != len(w.params):
+        problems.add(error(f"'{entry.name.text}' lists {len(entry.activities)} activities, but '{inner.name}' takes "
+                           f"{len(w.params)} parameters ({', '.join(p.name for p in w.params)})", entry.params_span,
+                           [note(f"'{inner.name}' is made here", inner.entry.name.span)]))
+        return None
+    by_param = dict(zip((p.name for p in w.params), entry.activities))
+    return replace(entry, activities=tuple(Word("const", entry.params_span) if a.how == "slice_len"
+                                           else by_param[a.source] for a in w.ffi))
 
 
 _TAPE = "__adgen_tape"  # the forward sweep's tape, a local of its wrapper

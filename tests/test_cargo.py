@@ -72,6 +72,14 @@ mod tests {
         let (e, tape) = crate::shapes::inner::energy_split_forward(&x, &mut d_split);
         tape.reverse(1.0);  // (split mode: the tape borrows d_split until then)
         assert!(close(e, value) && d_split == d, "{:?} against {:?}", d_split, d);
+        let (v, mut g, mut hv) = ([1.0, -0.5, 0.25, 2.0], [0.0; 4], [0.0; 4]);  // (a Hessian-vector product)
+        crate::shapes::inner::energy_hvp(&x, &v, &mut g, &mut hv, 1.0);
+        let along = |s: f64| { let y: Vec<f64> = x.iter().zip(&v).map(|(x, v)| x + s * v).collect();
+                               let mut d = vec![0.0; 4]; crate::shapes::inner::energy_grad(&y, &mut d, 1.0); d };
+        let (up, down) = (along(1e-6), along(-1e-6));
+        for i in 0..4 {
+            assert!(close(hv[i], (up[i] - down[i]) / 2e-6), "hv[{}] = {} against {}", i, hv[i], (up[i] - down[i]) / 2e-6);
+        }
         let p = crate::model::Params { a: 1.5, b: -0.25 };
         let mut dp = crate::model::Params { a: 0.0, b: 0.0 };
         crate::model::misfit_grad(&p, &mut dp, &x, 1.0);
@@ -94,6 +102,7 @@ mod tests {
 SHAPES = """\
 pub mod inner {
     // @diff(energy_grad: (dup) -> active; energy_split: split (dup) -> active)
+    // @diff(energy_hvp: forward of energy_grad (dual, dual, const) -> const)
     pub fn energy(x: &[f64]) -> f64 {
         let mut s = 0.0;
         for i in 0..x.len() {

@@ -1503,3 +1503,104 @@ def test_trait_objects_adgen_cannot_pass_are_errors_at_the_type(tmp_path, adgen,
     assert result.status == 1 and message in result.err, result.err
     line, col = map(int, re.search(r"m\.rs:(\d+):(\d+): error", result.err).groups())
     assert code.split("\n")[line - 1][col - 1:].startswith(at), result.err
+
+
+HIGHER = r"""
+// @diff(rosen_grad: (dup) -> active)
+// @diff(rosen_hvp: forward of rosen_grad (dual, dual, const) -> const)
+// @diff(rosen_hvp2: forward[2] of rosen_grad (dual, dual, const) -> const)
+// @diff(rosen_rr: reverse of rosen_grad (dup, dup, const) -> activeonly)
+pub fn rosen(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        s += 100.0 * (x[i + 1] - x[i] * x[i]).powi(2) + (1.0 - x[i]).powi(2);
+    }
+    s
+}
+
+pub struct Spring {
+    pub k: f64,
+}
+
+impl Spring {
+    /// A method's derivative derived again: its scalar's second derivative, forward over forward.
+    // @diff(energy_dir: forward (const, dual) -> dualonly)
+    // @diff(energy_curv: forward of energy_dir (const, dual, dual) -> dualonly)
+    pub fn energy(&self, x: f64) -> f64 {
+        0.5 * self.k * x.powi(3)
+    }
+}
+"""
+
+HIGHER_MAIN = r"""
+mod m {
+    include!("m.rs");
+    include!("out/m.adgen.rs");
+}
+
+fn grad(x: &[f64]) -> Vec<f64> {
+    let mut d = vec![0.0; x.len()];
+    m::rosen_grad(x, &mut d, 1.0);
+    d
+}
+
+fn main() {
+    let (x, v, w, h) = ([0.3, -0.8, 1.1, 0.5], [1.0, 0.5, -0.25, 2.0], [0.0, 1.0, 0.0, 0.0], 1e-6);
+    let along = |v: &[f64]| -> Vec<f64> {  // (central differences of the gradient along v)
+        let up: Vec<f64> = x.iter().zip(v).map(|(a, b)| a + h * b).collect();
+        let down: Vec<f64> = x.iter().zip(v).map(|(a, b)| a - h * b).collect();
+        grad(&up).iter().zip(grad(&down)).map(|(a, b)| (a - b) / (2.0 * h)).collect()
+    };
+    let close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(a, b)| (a - b).abs() < 1e-5 * (1.0 + b.abs()));
+    let (mut d_x, mut hv) = ([0.0; 4], [0.0; 4]);
+    let value = m::rosen_hvp(&x, &v, &mut d_x, &mut hv, 1.0);
+    let mut ok = value == m::rosen(&x) && close(&hv, &along(&v)) && close(&d_x, &grad(&x));
+    let (mut g, mut hv0, mut hv1) = ([0.0; 4], [0.0; 4], [0.0; 4]);
+    m::rosen_hvp2(&x, &v, &w, &mut g, &mut hv0, &mut hv1, 1.0);
+    ok &= hv0 == hv && close(&hv1, &along(&w));
+    let (mut d2_x, mut d_x, mut seed) = ([0.0; 4], [0.0; 4], v);
+    m::rosen_rr(&x, &mut d2_x, &mut d_x, &mut seed, 1.0, 0.0);  // (reverse over reverse: H v too)
+    ok &= close(&d2_x, &hv);
+    let s = m::Spring { k: 3.0 };
+    ok &= (s.energy_curv(2.0, 1.0, 1.0, 0.0) - 3.0 * 3.0 * 2.0).abs() < 1e-12;  // (3 k x d_x d2_x)
+    println!("{}", if ok { "ok" } else { "WRONG" });
+}
+"""
+
+
+@pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
+                         else "")
+@pytest.mark.slow
+def test_derivatives_of_derived_functions(tmp_path, adgen, rustc_named, rustc, version):
+    """`of` in Rust (specs/annotations.md): a Hessian-vector product forward over reverse, at width
+    2, and reverse over reverse, against differences of the gradient; a method's, forward over
+    forward. The entry's activities are of the derived function's wrapper's parameters."""
+    rustc_named(rustc)
+    (tmp_path / "m.rs").write_text(HIGHER)
+    result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
+    assert result.status == 0, result.err
+    text = (tmp_path / "out" / "m.adgen.rs").read_text()
+    assert "pub fn rosen_hvp(x: &[f64], d2_x: &[f64], d_x: &mut [f64], d2_d_x: &mut [f64], d_ret: f64) -> f64" in text
+    (tmp_path / "main.rs").write_text(HIGHER_MAIN)
+    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'm.adgen.o'}",
+                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("code, message, at", [
+    ("// @diff(g<f64>: (dup) -> active)\n// @diff(h<f64>: forward of g (dual, dual, const) -> const)\n"
+     "pub fn f<T: Copy>(x: &[T]) -> T { x[0] }\n", "'h' derives 'g', but no @diff entry of this file makes", "g (dual"),
+    ("#[derive(Clone, Copy)]\npub struct P { pub a: f64 }\n// @diff(g: (active) -> active)\n"
+     "// @diff(h: forward of g (dual, dual) -> const)\npub fn f(p: P) -> f64 { p.a }\n",
+     "a derivative of a generic function, of trait objects or of values by value", "g (dual"),
+    ("// @diff(g: (dup) -> active)\n// @diff(h: forward of g (dual, dual) -> const)\npub fn f(x: &[f64]) -> f64 "
+     "{ x[0] }\n", "'h' lists 2 activities, but 'g' takes 3 parameters (x, d_x, d_ret)", "(dual, dual)"),
+])
+def test_derivatives_of_derived_functions_checked(tmp_path, adgen, code, message, at):
+    (tmp_path / "m.rs").write_text(code)
+    result = adgen("generate", tmp_path / "m.rs", "-o", tmp_path / "out")
+    assert result.status == 1 and message in result.err, result.err
+    line, col = map(int, re.search(r"m\.rs:(\d+):(\d+): error", result.err).groups())
+    assert code.split("\n")[line - 1][col - 1:].startswith(at), result.err
