@@ -228,6 +228,30 @@ def _build_model(tmp_path: Path, adgen, model: str = MODEL) -> Path:
     return out
 
 
+def _run_with(tmp_path: Path, adgen, source: str, main: str, rustc: str = "rustc") -> str:
+    """`source` built as m.rs by adgen, a `main.rs` including it and its wrappers compiled with
+    the object by `rustc` and run: its output (each test's prints "ok" when its checks hold)."""
+    (tmp_path / "m.rs").write_text(source)
+    result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
+    assert result.status == 0, result.err
+    (tmp_path / "main.rs").write_text(main)
+    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'm.adgen.o'}",
+                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout
+
+
+def _refused_at(tmp_path: Path, adgen, code: str, message: str, at: str) -> None:
+    """`code` as m.rs is refused with `message`, the error standing where `at` starts."""
+    (tmp_path / "m.rs").write_text(code)
+    result = adgen("generate", tmp_path / "m.rs", "-o", tmp_path / "out")
+    assert result.status == 1 and message in result.err, result.err
+    line, col = map(int, re.search(r"m\.rs:(\d+):(\d+): error", result.err).groups())
+    assert code.split("\n")[line - 1][col - 1:].startswith(at), result.err
+
+
 @pytest.mark.slow
 def test_forward_reverse_and_batched_against_finite_differences(tmp_path, adgen):
     out = _build_model(tmp_path, adgen)
@@ -1083,15 +1107,7 @@ def test_inactive_functions(tmp_path, adgen, rustc_named, rustc, version):
     """`@inactive` on Rust functions, public and private, small enough for rustc's MIR inliner
     (which adgen's compile turns off for them): calls of them carry no derivative, in both modes."""
     rustc_named(rustc)
-    (tmp_path / "m.rs").write_text(INACTIVE)
-    result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
-    assert result.status == 0, result.err
-    (tmp_path / "main.rs").write_text(INACTIVE_MAIN)
-    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'm.adgen.o'}",
-                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
-    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+    assert _run_with(tmp_path, adgen, INACTIVE, INACTIVE_MAIN, rustc) == "ok\n"
 
 
 OUTCOMES = r"""
@@ -1239,15 +1255,7 @@ def test_split_mode_with_a_typed_tape(tmp_path, adgen):
     """`split` on Rust functions (specs/abi.md, "Rust"): the forward sweep returns a tape that
     borrows the shadows until its `reverse` consumes it; three tapes alive, one reversed, two
     dropped (released: valgrind finds no leak, where it is installed); width 2; a method."""
-    (tmp_path / "m.rs").write_text(SPLIT)
-    result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
-    assert result.status == 0, result.err
-    (tmp_path / "main.rs").write_text(SPLIT_MAIN)
-    done = subprocess.run(["rustc", "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'm.adgen.o'}",
-                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
-    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+    assert _run_with(tmp_path, adgen, SPLIT, SPLIT_MAIN, "rustc") == "ok\n"
     if shutil.which("valgrind"):
         checked = subprocess.run(["valgrind", "-q", "--leak-check=full", "--error-exitcode=9", str(tmp_path / "prog")],
                                  capture_output=True, text=True)
@@ -1359,15 +1367,7 @@ def test_derivatives_written_by_hand(tmp_path, adgen, rustc_named, rustc, versio
     signature is called in place of differentiating one adgen cannot (inline assembly), in both
     modes (its partials read off it) and of slices (called in the reverse sweep)."""
     rustc_named(rustc)
-    (tmp_path / "m.rs").write_text(BY_HAND)
-    result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
-    assert result.status == 0, result.err
-    (tmp_path / "main.rs").write_text(BY_HAND_MAIN)
-    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'm.adgen.o'}",
-                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
-    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+    assert _run_with(tmp_path, adgen, BY_HAND, BY_HAND_MAIN, rustc) == "ok\n"
 
 
 @pytest.mark.parametrize("code, message, at", [
@@ -1382,11 +1382,7 @@ def test_derivatives_written_by_hand(tmp_path, adgen, rustc_named, rustc, versio
      "@derivative names 'nowhere'", "nowhere"),
 ])
 def test_derivatives_written_by_hand_checked(tmp_path, adgen, code, message, at):
-    (tmp_path / "m.rs").write_text(code)
-    result = adgen("generate", tmp_path / "m.rs", "-o", tmp_path / "out")
-    assert result.status == 1 and message in result.err, result.err
-    line, col = map(int, re.search(r"m\.rs:(\d+):(\d+): error", result.err).groups())
-    assert code.split("\n")[line - 1][col - 1:].startswith(at), result.err
+    _refused_at(tmp_path, adgen, code, message, at)
 
 
 TRAIT_OBJECTS = r"""
@@ -1470,15 +1466,7 @@ def test_trait_objects(tmp_path, adgen, rustc_named, rustc, version):
     file implementing the trait, the wrapper choosing by TypeId; the gradient in a shadow object;
     forward mode; a shadow of another type panics."""
     rustc_named(rustc)
-    (tmp_path / "m.rs").write_text(TRAIT_OBJECTS)
-    result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
-    assert result.status == 0, result.err
-    (tmp_path / "main.rs").write_text(TRAIT_OBJECTS_MAIN)
-    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'm.adgen.o'}",
-                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
-    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+    assert _run_with(tmp_path, adgen, TRAIT_OBJECTS, TRAIT_OBJECTS_MAIN, rustc) == "ok\n"
 
 
 @pytest.mark.parametrize("code, message, at", [
@@ -1498,11 +1486,7 @@ def test_trait_objects(tmp_path, adgen, rustc_named, rustc, version):
      "adgen cannot pass a closure ('impl Fn(f64) -> f64')", "impl Fn"),
 ])
 def test_trait_objects_adgen_cannot_pass_are_errors_at_the_type(tmp_path, adgen, code, message, at):
-    (tmp_path / "m.rs").write_text(code)
-    result = adgen("generate", tmp_path / "m.rs", "-o", tmp_path / "out")
-    assert result.status == 1 and message in result.err, result.err
-    line, col = map(int, re.search(r"m\.rs:(\d+):(\d+): error", result.err).groups())
-    assert code.split("\n")[line - 1][col - 1:].startswith(at), result.err
+    _refused_at(tmp_path, adgen, code, message, at)
 
 
 HIGHER = r"""
@@ -1576,17 +1560,9 @@ def test_derivatives_of_derived_functions(tmp_path, adgen, rustc_named, rustc, v
     2, and reverse over reverse, against differences of the gradient; a method's, forward over
     forward. The entry's activities are of the derived function's wrapper's parameters."""
     rustc_named(rustc)
-    (tmp_path / "m.rs").write_text(HIGHER)
-    result = adgen("build", "-q", tmp_path / "m.rs", "-o", tmp_path / "out")
-    assert result.status == 0, result.err
+    assert _run_with(tmp_path, adgen, HIGHER, HIGHER_MAIN, rustc) == "ok\n"
     text = (tmp_path / "out" / "m.adgen.rs").read_text()
     assert "pub fn rosen_hvp(x: &[f64], d2_x: &[f64], d_x: &mut [f64], d2_d_x: &mut [f64], d_ret: f64) -> f64" in text
-    (tmp_path / "main.rs").write_text(HIGHER_MAIN)
-    done = subprocess.run([rustc, "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'm.adgen.o'}",
-                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
-    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
 
 
 @pytest.mark.parametrize("code, message, at", [
@@ -1599,8 +1575,4 @@ def test_derivatives_of_derived_functions(tmp_path, adgen, rustc_named, rustc, v
      "{ x[0] }\n", "'h' lists 2 activities, but 'g' takes 3 parameters (x, d_x, d_ret)", "(dual, dual)"),
 ])
 def test_derivatives_of_derived_functions_checked(tmp_path, adgen, code, message, at):
-    (tmp_path / "m.rs").write_text(code)
-    result = adgen("generate", tmp_path / "m.rs", "-o", tmp_path / "out")
-    assert result.status == 1 and message in result.err, result.err
-    line, col = map(int, re.search(r"m\.rs:(\d+):(\d+): error", result.err).groups())
-    assert code.split("\n")[line - 1][col - 1:].startswith(at), result.err
+    _refused_at(tmp_path, adgen, code, message, at)
