@@ -186,12 +186,8 @@ def read_rust_unit(source: SourceFile, annotations: list[Annotation]) -> RustUni
 
 def _defined(text: str, name: str) -> int | None:
     """Where the file's free function `name` starts (its attributes' first line), or None."""
-    plain = list(text)
-    for c in find_rust_comments(text):
-        if not c.attribute:
-            plain[c.start:c.end] = " " * (c.end - c.start)
     for m in re.finditer(r"(?m)^[ \t]*((?:(?:pub(?:\([^)]*\))?|const|async|unsafe|extern\s+\"[^\"]*\")\s+)*fn\s+"
-                         + re.escape(name) + r"\b)", "".join(plain)):
+                         + re.escape(name) + r"\b)", _plain_text(text)):
         if not impl_owner(text, m.start(1)):
             return m.start(1)
     return None
@@ -547,8 +543,8 @@ class _Types:
         if t.kind in ("object", "tuple") and depth == 0:  # (likewise: bytes of a size and layout C does not know)
             return "void", 0, [""]
         if t.kind == "dyn":  # (one is differentiated at each type implementing its trait: DynTemplate)
-            self.refuse(t, f"two trait objects ('{t.text}' and another): adgen differentiates a function of one, at "
-                           "each type of the file implementing its trait")
+            self.refuse(t, f"a trait object ('{t.text}') here: adgen differentiates a function of one trait object, "
+                           "not generic, at each type of the file implementing its trait")
             return "", 0, []
         self.refuse(t, f"a pointer to '{t.text}' (pointers to floats, integers, arrays of them, structs, "
                        "Vec<f64> and other sized types by path are)")

@@ -14,9 +14,8 @@ from typing import Callable
 
 from adgen.frontend.abi import Signature, signature
 from adgen.frontend.annotations import Entry, Word
-from adgen.base.diagnostics import Collector, error, note
+from adgen.base.diagnostics import AdgenError, Collector, error, note
 from adgen.frontend.prototypes import Prototype
-from adgen.base.diagnostics import AdgenError
 from adgen.frontend.model import Activity, Mode
 from adgen.frontend.render import c_environment
 from adgen.frontend.rust_source import BY_VALUE, OUTCOME, RFunction, RParam, RType, RustUnit
