@@ -68,6 +68,7 @@ class Wrapper:
     lifetimes: tuple[str, ...] = ()  # the primal's, which its parameters' types name
     visibility: str = "pub"  # the primal's (a method's wrappers `pub`)
     outcome: str = ""  # "option", "result": the outputs wrapped (Some, Ok) as the local OUTCOME says
+    rust_name: str = ""  # the Rust function's name where it is not the C function's (`beside`)
 
 
 @dataclass(frozen=True)
@@ -113,13 +114,43 @@ def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> st
     return c_environment().get_template("wrappers.rs.j2").render(
         version=version, source=unit.source.path.name, stem=stem, wrappers=every,
         shims=render_shims(unit, [s.derivation.primal.name for s in signatures]),
-        plain=[w for s, w in zip(signatures, every) if s.name not in unit.generic_names and not s.part],
+        plain=[replace(w, rust_name=BESIDE + w.name) if beside(unit, s) else w
+               for s, w in zip(signatures, every) if s.name not in unit.generic_names and not s.part],
         by_hand=glue(unit),
         splits=splits(signatures, every),
         dispatches=dispatches(unit, signatures, every), unsafe_spellings=unsafe_spellings(),
         instances=list(dict.fromkeys(_path(unit.rust[s.derivation.primal.name]) for s in signatures
                                      if not s.derivation.primal.name.startswith(BY_VALUE) and s.derivation.inner is None)),
         ffi=ffi)
+
+
+BESIDE = "__adgen_"  # (the wrapper's name, before a method std::autodiff's attribute derives: `__adgen_df`)
+
+
+def beside(unit: RustUnit, sig: Signature) -> bool:
+    """Whether std::autodiff's attribute derives a method (not generic): as std::autodiff's does,
+    adgen's crate of attributes then puts the derived method beside it, in its `impl` block (so a
+    trait may declare it), calling the wrapper, named `__adgen_NAME`; adgen's own compile puts it
+    there likewise (`methods_beside`)."""
+    d = sig.derivation
+    rf = unit.rust.get(d.primal.name)
+    return (d.entry.trailing_return and d.inner is None and not sig.part and rf is not None and bool(rf.owner)
+            and rf.generic is None)
+
+
+def methods_beside(unit: RustUnit, signatures: list[Signature]) -> dict[int, str]:
+    """The derived methods adgen's crate of attributes puts beside the methods std::autodiff's
+    attributes derive, as adgen's own compile of the source has them in place of the attribute:
+    by where its entry's name is in the source, the method's text."""
+    out = {}
+    for s, w in zip(signatures, wrappers(unit, signatures)):
+        if beside(unit, s):
+            params = ", ".join("self: " + p.type if p.name == "self" else f"{p.name}: {p.type}" for p in w.params)
+            call = f"Self::{BESIDE}{w.name}({', '.join(p.name for p in w.params)})"
+            out[s.derivation.entry.name.span.offset] = (  # (private: adgen's compile calls it in the file only)
+                f"{'unsafe ' if w.unsafe else ''}fn {w.name}({params})"
+                f"{' -> ' + w.returns if w.returns else ''} {{ {'unsafe { ' + call + ' }' if w.unsafe else call} }}")
+    return out
 
 
 def dispatches(unit: RustUnit, signatures: list[Signature], every: list[Wrapper]) -> list[Dispatch]:

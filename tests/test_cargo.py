@@ -164,6 +164,19 @@ impl Model for Linear {
     }
 }
 
+/// A trait declaring the derived method std::autodiff's attribute puts beside its method.
+pub trait Scored {
+    fn score(&self, s: f64) -> f64;
+    fn d_score(&self, s: f64, seed: f64) -> (f64, f64);
+}
+
+impl Scored for Linear {
+    #[adgen::autodiff_reverse(d_score, Const, Active, Active)]
+    fn score(&self, s: f64) -> f64 {
+        self.bias * s * s + self.w[0]
+    }
+}
+
 impl Linear {
     /// A method over Vec<f64>: the weights' decay toward a prior.
     #[adgen::diff(decay_grad: (dup, dup) -> active)]
@@ -256,7 +269,7 @@ fn main() {
 
 MAIN = """\
 use geo::fit::{damped_grad, dist_grad, hyp_grad, loss, loss_dir, loss_grad, poly, poly_grad, risk_grad, spread_grad, Linear,
-               Model, Point};
+               Model, Point, Scored};
 use geo::shapes::inner::{energy, energy_grad};
 
 fn main() {
@@ -292,6 +305,8 @@ fn main() {
     loss_grad(&m, &mut dm3, &rows, &y, 1.0);
     std::mem::swap(&mut t, unsafe { &mut *(&mut *d_boxed as *mut dyn Model as *mut Linear) });
     worst = worst.max((risk - value).abs()).max((t.w[0] - dm3.w[0]).abs() + (t.w[1] - dm3.w[1]).abs() + (t.bias - dm3.bias).abs());
+    let (score, d_s) = m.d_score(2.0, 1.0);
+    worst = worst.max((score - 1.5).abs()).max((d_s - 1.0).abs());
     let prior = vec![0.1, 0.2];
     let (mut dm2, mut dprior) = (Linear { w: vec![0.0; 2], bias: 0.0 }, vec![0.0; 2]);
     m.decay_grad(&mut dm2, &prior, &mut dprior, 1.0);

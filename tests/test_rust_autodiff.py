@@ -432,7 +432,40 @@ fn out(x: &[f64], y: &mut [f64]) {
     }
 }
 
+// A trait declaring the derived method the attribute puts beside its method (trait.rs), and an
+// inherent method's (impl.rs), both modes.
+struct Foo {
+    a: f64,
+}
+
+trait MyTrait {
+    fn f(&self, x: f64) -> f64;
+    fn df(&self, x: f64, seed: f64) -> (f64, f64);
+}
+
+impl MyTrait for Foo {
+    #[autodiff_reverse(df, Const, Active, Active)]
+    fn f(&self, x: f64) -> f64 {
+        self.a * 0.25 * (x * x - 1.0 - 2.0 * x.ln())
+    }
+}
+
+impl Foo {
+    #[autodiff_forward(g_dir, Dual, Dual, Dual)]
+    #[autodiff_reverse(g_grad, Duplicated, Duplicated, Active)]
+    pub fn g(&self, x: &[f64]) -> f64 {
+        self.a * x.iter().map(|v| v * v).sum::<f64>()
+    }
+}
+
 fn main() {
+    let foo = Foo { a: 3.0 };
+    let (v, dx) = foo.df(2.0, 1.0);
+    assert!(v == foo.f(2.0) && (dx - 3.0 * 0.25 * (4.0 - 1.0)).abs() < 1e-12);
+    let (mut d_foo, mut d_x) = (Foo { a: 0.0 }, [0.0; 2]);
+    assert_eq!(foo.g_grad(&mut d_foo, &[1.0, 2.0], &mut d_x, 1.0), 15.0);
+    assert!(d_foo.a == 5.0 && d_x == [6.0, 12.0]);
+    assert_eq!(foo.g_dir(&Foo { a: 1.0 }, &[1.0, 2.0], &[0.5, 0.0]), (15.0, 5.0 + 3.0));
     let x = 3.0f32;
     let mut d = 0.0;
     assert_eq!(d_square(&x, &mut d, 1.0), 9.0);

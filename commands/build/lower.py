@@ -21,7 +21,7 @@ from typing import Sequence
 
 from adgen.base.diagnostics import AdgenError, SourceFile
 from adgen.frontend.comments import find_rust_comments
-from adgen.frontend.rust_wrappers import BY_HAND, render_shims
+from adgen.frontend.rust_wrappers import BY_HAND, methods_beside, render_shims
 from adgen.frontend.generate import Generated
 from adgen.base.naming import BY_ADDRESS_PREFIX, MEMBER_PREFIX
 from adgen.frontend.render import render_text
@@ -72,13 +72,18 @@ def primal_functions(g: Generated) -> list:
                  if s.derivation.inner is None}.values())
 
 
-def without_annotation_attributes(text: str) -> str:
+def without_annotation_attributes(text: str, beside: dict[int, str] | None = None) -> str:
     """Rust source with its `#[adgen::...]` attributes (and std::autodiff's) and its imports of
-    adgen's crate blanked (lines and columns kept): adgen's own compile needs no macro crate for
-    them (the user's build takes adgen's, specs/annotations.md)."""
-    for c in find_rust_comments(text):
+    adgen's crate blanked (lines kept): adgen's own compile needs no macro crate for them (the
+    user's build takes adgen's, specs/annotations.md). `beside`: the derived methods adgen's
+    crate of attributes would put beside a method, by where their names are in an attribute,
+    written in its place (rust_wrappers.methods_beside)."""
+    for c in sorted(find_rust_comments(text), key=lambda c: -c.start):  # (from the end: offsets stay)
         if c.attribute:
-            text = text[:c.start] + re.sub(r"[^\n]", " ", text[c.start:c.end]) + text[c.end:]
+            method = next((m for at, m in (beside or {}).items() if c.start <= at < c.end), "")
+            first, newline, rest = text[c.start:c.end].partition("\n")
+            replaced = method.ljust(len(first)) + newline + re.sub(r"[^\n]", " ", rest)  # (on its first line)
+            text = text[:c.start] + replaced + text[c.end:]
     # (and the imports of the attributes from adgen's crate: `use adgen::autodiff_reverse;`)
     return re.sub(r"(?m)^[ \t]*(?:pub(?:\([^)]*\))?\s+)?use\s+(?:::)?adgen::[^;]*;",
                   lambda m: re.sub(r"[^\n]", " ", m.group()), text)
@@ -112,7 +117,8 @@ def lower_rust(rustc: RustCompiler, source: Path, g: Generated, index: int, work
         return re.sub(r"[^\n]", " ", m.group()) if re.search(rf'\b{re.escape(source.stem)}\.adgen\.rs"', m.group()) \
             else m.group()
 
-    text = _WRAPPERS_INCLUDE.sub(blank, without_annotation_attributes(source.read_text(encoding="utf-8")))
+    text = _WRAPPERS_INCLUDE.sub(blank, without_annotation_attributes(source.read_text(encoding="utf-8"),
+                                                                      methods_beside(g.unit, g.signatures)))
     wrappers = "".join(t for p, t in g.files.items() if p.name.endswith(".adgen.rs"))
     ffi = "__adgen_ffi_" + re.sub(r"[^A-Za-z0-9_]", "_", source.stem)
     copy.write_text(text + "\n" + wrappers + render_text(
