@@ -63,7 +63,8 @@ class Writer:
 
     def function(self, k: int) -> tuple[str, str, bool]:
         """A function's text, its data parameter's type, whether it is a method, and the generic
-        arguments its calls name (`::<3>`, or ""; "by value" for the parameters by value)."""
+        arguments its calls name (`::<3>`, or ""; "by value" for the parameters by value, "split"
+        where a split-mode entry derives it too, whose tape gives the check its gradient)."""
         rng = self.rng
         method = rng.random() < 0.3
         data = "&Vec<f64>" if rng.random() < 0.3 else "&[f64]"
@@ -107,9 +108,11 @@ class Writer:
             return (f"// @diff(f{k}_grad: (dup, active) -> active; f{k}_fwd: forward (dual, dual) -> dualonly)\n"
                     f"pub fn f{k}(x: {data}, q: Params) -> f64 {{\n    {body}\n}}\n", data, False, "by value")
         at, declared, of = ("<Params, 3>", "<Q: Weights, const M: usize>", "Q") if generic else ("", "", "Params")
+        split = not generic and rng.random() < 0.5
         return (f"// @diff(f{k}_grad{at}: (dup, dup) -> active; f{k}_fwd{at}: forward (dual, dual) -> dualonly)\n"
+                + (f"// @diff(f{k}_split: split (dup, dup) -> active)\n" if split else "") +
                 f"pub fn f{k}{declared}(x: {data}, q: &{of}) -> f64 {{\n    {body}\n}}\n", data, False,
-                "::<Params, 3>" if generic else "")
+                "::<Params, 3>" if generic else "split" if split else "")
 
 
 DRIVER = """\
@@ -186,10 +189,16 @@ def crate(rng: random.Random, functions: int) -> dict[str, str]:
         elif method:
             f, grad = f"|x, q| q.m{k}{at}({x})", f"|x, q, dx, dq| {{ q.m{k}_grad{at}(dq, {x}, {dx}, 1.0); }}"
             fwd = f"|x, q, tx, tq| q.m{k}_fwd{at}(tq, {x}, {x.replace('x', 'tx')})"
+        elif at == "split":  # (the forward sweep's tape, reversed: the gradient)
+            f, fwd = f"|x, q| f{k}({x}, q)", f"|x, q, tx, tq| f{k}_fwd({x}, {x.replace('x', 'tx')}, q, tq)"
+            grad = f"|x, q, dx, dq| {{ let (_, tape) = f{k}_split_forward({x}, {dx}, q, dq); tape.reverse(1.0); }}"
+            if data == "&Vec<f64>":
+                grad = (f"|x, q, dx, dq| {{ let mut v = dx.to_vec(); {{ let (_, tape) = f{k}_split_forward("
+                        f"&x.to_vec(), &mut v, q, dq); tape.reverse(1.0); }} dx.copy_from_slice(&v); }}")
         else:
             f, grad = f"|x, q| f{k}{at}({x}, q)", f"|x, q, dx, dq| {{ f{k}_grad{at}({x}, {dx}, q, dq, 1.0); }}"
             fwd = f"|x, q, tx, tq| f{k}_fwd{at}({x}, {x.replace('x', 'tx')}, q, tq)"
-        if data == "&Vec<f64>" and at != "by value":  # (a shadow Vec: the gradient copied back into the array)
+        if data == "&Vec<f64>" and at not in ("by value", "split"):  # (a shadow Vec: the gradient copied back)
             grad = ("|x, q, dx, dq| { let mut v = dx.to_vec(); "
                     + (f"q.m{k}_grad{at}(dq, &x.to_vec(), &mut v, 1.0);" if method else
                        f"f{k}_grad{at}(&x.to_vec(), &mut v, q, dq, 1.0);") + " dx.copy_from_slice(&v); }")
