@@ -71,7 +71,8 @@ class Writer:
         q = "self" if method else "q"
         generic = rng.random() < 0.4  # over the parameters' type (not a method's) and a const M = 3
         by_value = self.copy and not method and not generic and rng.random() < 0.35
-        p = (lambda i: f"{q}.w({i})") if generic and not method else (lambda i: f"{q}.p[{i}]")
+        dynamic = not method and not generic and not by_value and rng.random() < 0.3  # (q: &dyn Weights)
+        p = (lambda i: f"{q}.w({i})") if (generic or dynamic) and not method else (lambda i: f"{q}.p[{i}]")
         m = "M" if generic else "3"
         made = rng.choice(["collect", "vec", "push"])
         first = self.expression(["x[i]", p(f"i % {m}"), "(i as f64)"])
@@ -107,8 +108,9 @@ class Writer:
         if by_value:
             return (f"// @diff(f{k}_grad: (dup, active) -> active; f{k}_fwd: forward (dual, dual) -> dualonly)\n"
                     f"pub fn f{k}(x: {data}, q: Params) -> f64 {{\n    {body}\n}}\n", data, False, "by value")
-        at, declared, of = ("<Params, 3>", "<Q: Weights, const M: usize>", "Q") if generic else ("", "", "Params")
-        split = not generic and rng.random() < 0.5
+        at, declared, of = ("<Params, 3>", "<Q: Weights, const M: usize>", "Q") if generic else \
+            ("", "", "dyn Weights") if dynamic else ("", "", "Params")
+        split = not generic and not dynamic and rng.random() < 0.5
         return (f"// @diff(f{k}_grad{at}: (dup, dup) -> active; f{k}_fwd{at}: forward (dual, dual) -> dualonly)\n"
                 + (f"// @diff(f{k}_split: split (dup, dup) -> active)\n" if split else "") +
                 f"pub fn f{k}{declared}(x: {data}, q: &{of}) -> f64 {{\n    {body}\n}}\n", data, False,
@@ -172,7 +174,7 @@ def crate(rng: random.Random, functions: int) -> dict[str, str]:
     field = "Vec<f64>" if layout == "vec" else "[f64; 3]"
     derive = "" if layout == "vec" else "#[derive(Clone, Copy)]\n"
     parts = [f"{derive}{'' if layout == 'vec' else layout}pub struct Params {{\n    pub p: {field},\n}}\n",
-             "pub trait Weights {\n    fn w(&self, i: usize) -> f64;\n}\n",
+             "pub trait Weights: std::any::Any {\n    fn w(&self, i: usize) -> f64;\n}\n",
              "impl Weights for Params {\n    fn w(&self, i: usize) -> f64 {\n        self.p[i]\n    }\n}\n"]
     calls = []
     for k in range(functions):
