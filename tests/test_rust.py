@@ -1250,12 +1250,15 @@ fn main() {
 """
 
 
+@pytest.mark.parametrize("rustc, version", _installed_rustcs(), ids=lambda v: "rustc-%d.%d" % v if isinstance(v, tuple)
+                         else "")
 @pytest.mark.slow
-def test_split_mode_with_a_typed_tape(tmp_path, adgen):
+def test_split_mode_with_a_typed_tape(tmp_path, adgen, rustc_named, rustc, version):
     """`split` on Rust functions (specs/abi.md, "Rust"): the forward sweep returns a tape that
     borrows the shadows until its `reverse` consumes it; three tapes alive, one reversed, two
     dropped (released: valgrind finds no leak, where it is installed); width 2; a method."""
-    assert _run_with(tmp_path, adgen, SPLIT, SPLIT_MAIN, "rustc") == "ok\n"
+    rustc_named(rustc)
+    assert _run_with(tmp_path, adgen, SPLIT, SPLIT_MAIN, rustc) == "ok\n"
     if shutil.which("valgrind"):
         checked = subprocess.run(["valgrind", "-q", "--leak-check=full", "--error-exitcode=9", str(tmp_path / "prog")],
                                  capture_output=True, text=True)
