@@ -8,10 +8,12 @@ methods taking `&self` of it; some
 generic, derived at named instantiations (over the parameters' type through a trait, and a
 const parameter: `f0_grad<Params, 3>`). Their bodies make vectors of their own (`collect`,
 `vec!`, `push`), run loops of random smooth arithmetic calling the other module's helpers, and
-return a weighted sum. Each function has a gradient (reverse mode, `dup` for the data and the
-parameters) and a tangent (forward mode); the package's program checks both, on every input,
-against central differences (two steps, extrapolated) and against each other, and prints a line
-per function: ok, inconclusive (the differences have not converged, the slopes on either side
+return a weighted sum; some take the parameters as a trait object (`q: &dyn Weights`). Each
+function has a gradient (reverse mode, `dup` for the data and the parameters; for some, from a
+split-mode entry's tape) and a tangent (forward mode); the package's program checks both, on
+every input, against central differences (two steps, extrapolated) and against each other, and
+prints a line per function; for some, also Hessian-vector products (an entry deriving the
+gradient forward, `of`) against differences of the gradient: ok, inconclusive (the differences have not converged, the slopes on either side
 of the point differ — a tie of `min` or `max` — or the value is so large that rounding makes
 the difference) or WRONG. A crate adgen
 refuses with located errors (its file, line and what it cannot differentiate) counts as no
@@ -64,7 +66,8 @@ class Writer:
     def function(self, k: int) -> tuple[str, str, bool]:
         """A function's text, its data parameter's type, whether it is a method, and the generic
         arguments its calls name (`::<3>`, or ""; "by value" for the parameters by value, "split"
-        where a split-mode entry derives it too, whose tape gives the check its gradient)."""
+        where a split-mode entry derives it too, whose tape gives the check its gradient, "hvp"
+        where an entry derives its gradient again, forward: Hessian-vector products)."""
         rng = self.rng
         method = rng.random() < 0.3
         data = "&Vec<f64>" if rng.random() < 0.3 else "&[f64]"
@@ -111,10 +114,14 @@ class Writer:
         at, declared, of = ("<Params, 3>", "<Q: Weights, const M: usize>", "Q") if generic else \
             ("", "", "dyn Weights") if dynamic else ("", "", "Params")
         split = not generic and not dynamic and rng.random() < 0.5
+        hvp = not generic and not dynamic and rng.random() < 0.5  # (then `of` too: "hvp")
         return (f"// @diff(f{k}_grad{at}: (dup, dup) -> active; f{k}_fwd{at}: forward (dual, dual) -> dualonly)\n"
-                + (f"// @diff(f{k}_split: split (dup, dup) -> active)\n" if split else "") +
+                + (f"// @diff(f{k}_split: split (dup, dup) -> active)\n" if split else "")
+                + (f"// @diff(f{k}_hvp: forward of f{k}_grad (dual, dual, dual, dual, const) -> const)\n"
+                   if hvp else "") +
                 f"pub fn f{k}{declared}(x: {data}, q: &{of}) -> f64 {{\n    {body}\n}}\n", data, False,
-                "::<Params, 3>" if generic else "split" if split else "")
+                "::<Params, 3>" if generic else "split+hvp" if split and hvp else "split" if split else
+                "hvp" if hvp else "")
 
 
 DRIVER = """\
@@ -159,6 +166,43 @@ fn check(name: &str, f: &dyn Fn(&[f64], &Params) -> f64, grad: &dyn Fn(&[f64], &
     println!("{{}} {{}}", name, if wrong {{ "WRONG" }} else if unsure {{ "inconclusive" }} else {{ "ok" }});
 }}
 
+/// Hessian-vector products (forward over reverse) against differences of the gradient.
+fn check_hvp(name: &str, grad: &dyn Fn(&[f64], &Params, &mut [f64], &mut Params),
+             hvp: &dyn Fn(&[f64], &Params, &[f64], &Params, &mut [f64], &mut Params)) {{
+    let x = [0.3, -0.8, 0.55, 1.1, -0.25];
+    let q = Params {{ p: {make}([0.7, -0.4, 0.9]) }};
+    let (tx, tq) = ([0.2, -0.1, 0.4, 0.3, -0.5], Params {{ p: {make}([0.3, 0.1, -0.2]) }});
+    let (mut hx, mut hq) = ([0.0; {n}], Params {{ p: {make}([0.0; 3]) }});
+    hvp(&x, &q, &tx, &tq, &mut hx, &mut hq);
+    let along = |s: f64| {{
+        let (mut xs, mut qs) = (x, Params {{ p: q.p.clone() }});
+        for i in 0..{n} {{ xs[i] += s * tx[i]; }}
+        for i in 0..3 {{ qs.p[i] += s * tq.p[i]; }}
+        let (mut dx, mut dq) = ([0.0; {n}], Params {{ p: {make}([0.0; 3]) }});
+        grad(&xs, &qs, &mut dx, &mut dq);
+        let mut all = dx.to_vec();
+        all.extend(dq.p.iter());
+        all
+    }};
+    let (p1, m1, p2, m2) = (along(1e-5), along(-1e-5), along(2e-5), along(-2e-5));
+    let h: Vec<f64> = hx.iter().chain(hq.p.iter()).cloned().collect();
+    let (mut wrong, mut unsure) = (false, false);
+    for i in 0..h.len() {{
+        let (d1, d2) = ((p1[i] - m1[i]) / 2e-5, (p2[i] - m2[i]) / 4e-5);
+        let fd = (4.0 * d1 - d2) / 3.0;
+        let tol = 1e-4 * (1.0 + fd.abs());
+        if (h[i] - fd).abs() > tol && (h[i] - d1).abs() > tol {{
+            if (d1 - d2).abs() <= tol {{
+                wrong = true;
+                println!("{{}} hvp {{}}: {{}} differences {{}} {{}}", name, i, h[i], d1, d2);
+            }} else {{
+                unsure = true;
+            }}
+        }}
+    }}
+    println!("{{}} {{}}", name, if wrong {{ "WRONG" }} else if unsure {{ "inconclusive" }} else {{ "ok" }});
+}}
+
 fn main() {{
 {calls}
 }}
@@ -178,11 +222,12 @@ def crate(rng: random.Random, functions: int) -> dict[str, str]:
              "impl Weights for Params {\n    fn w(&self, i: usize) -> f64 {\n        self.p[i]\n    }\n}\n"]
     calls = []
     for k in range(functions):
-        text, data, method, at = w.function(k)
+        text, data, method, kind = w.function(k)
+        at = kind if kind.startswith("::") else ""  # (a generic's arguments, as its calls name them)
         parts.append(text)
         x = "&x.to_vec()" if data == "&Vec<f64>" else "x"
         dx = "&mut dx.to_vec()" if data == "&Vec<f64>" else "dx"
-        if at == "by value":  # (its gradient returned: copied into the check's shadow)
+        if kind == "by value":  # (its gradient returned: copied into the check's shadow)
             f, fwd = f"|x, q| f{k}({x}, *q)", f"|x, q, tx, tq| f{k}_fwd({x}, {x.replace('x', 'tx')}, *q, *tq)"
             grad = f"|x, q, dx, dq| {{ let (_, g) = f{k}_grad({x}, {dx}, *q, 1.0); *dq = g; }}"
             if data == "&Vec<f64>":
@@ -191,7 +236,7 @@ def crate(rng: random.Random, functions: int) -> dict[str, str]:
         elif method:
             f, grad = f"|x, q| q.m{k}{at}({x})", f"|x, q, dx, dq| {{ q.m{k}_grad{at}(dq, {x}, {dx}, 1.0); }}"
             fwd = f"|x, q, tx, tq| q.m{k}_fwd{at}(tq, {x}, {x.replace('x', 'tx')})"
-        elif at == "split":  # (the forward sweep's tape, reversed: the gradient)
+        elif kind.startswith("split"):  # (the forward sweep's tape, reversed: the gradient)
             f, fwd = f"|x, q| f{k}({x}, q)", f"|x, q, tx, tq| f{k}_fwd({x}, {x.replace('x', 'tx')}, q, tq)"
             grad = f"|x, q, dx, dq| {{ let (_, tape) = f{k}_split_forward({x}, {dx}, q, dq); tape.reverse(1.0); }}"
             if data == "&Vec<f64>":
@@ -200,11 +245,20 @@ def crate(rng: random.Random, functions: int) -> dict[str, str]:
         else:
             f, grad = f"|x, q| f{k}{at}({x}, q)", f"|x, q, dx, dq| {{ f{k}_grad{at}({x}, {dx}, q, dq, 1.0); }}"
             fwd = f"|x, q, tx, tq| f{k}_fwd{at}({x}, {x.replace('x', 'tx')}, q, tq)"
-        if data == "&Vec<f64>" and at not in ("by value", "split"):  # (a shadow Vec: the gradient copied back)
+        if data == "&Vec<f64>" and kind not in ("by value", "split", "split+hvp"):  # (a shadow Vec: copied back)
             grad = ("|x, q, dx, dq| { let mut v = dx.to_vec(); "
                     + (f"q.m{k}_grad{at}(dq, &x.to_vec(), &mut v, 1.0);" if method else
                        f"f{k}_grad{at}(&x.to_vec(), &mut v, q, dq, 1.0);") + " dx.copy_from_slice(&v); }")
         calls.append(f'    check("{"m" if method else "f"}{k}", &{f}, &{grad}, &{fwd});')
+        if kind.endswith("hvp"):  # (the gradient's tangents: d2_d_x, d2_d_q)
+            if data == "&Vec<f64>":
+                hvp = (f"|x, q, tx, tq, hx, hq| {{ let (mut g, mut h) = (vec![0.0; {N}], vec![0.0; {N}]); "
+                       f"let mut gq = Params {{ p: q.p.clone() }}; f{k}_hvp(&x.to_vec(), &tx.to_vec(), &mut g, &mut h, "
+                       f"q, tq, &mut gq, hq, 1.0); hx.copy_from_slice(&h); }}")
+            else:
+                hvp = (f"|x, q, tx, tq, hx, hq| {{ let (mut g, mut gq) = ([0.0; {N}], Params {{ p: q.p.clone() }}); "
+                       f"f{k}_hvp(x, tx, &mut g, hx, q, tq, &mut gq, hq, 1.0); }}")
+            calls.append(f'    check_hvp("f{k}", &{grad}, &{hvp});')
     parts.append('include!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/adgen/model.adgen.rs"));\n')
     return {
         "Cargo.toml": '[package]\nname = "fz"\nversion = "0.1.0"\nedition = "2021"\n\n[workspace]\n',
