@@ -174,3 +174,20 @@ def test_a_modules_functions_are_parsed_when_asked_for():
     assert module.instruction_count() == 4
     with pytest.raises(IRError):
         functions["@g"]  # (read only now)
+
+
+@pytest.mark.parametrize("symbol, path", [
+    ("_ZN5model5rosen17h0123456789abcdefE", ["model", "rosen"]),
+    ("_RNvCsei9dqA7VXss_7adgen_05sumsq", ["adgen_0", "sumsq"]),
+    ("_RNvNtCsjVHDvCH4wtg_8ode_real4safe20dbrusselator_2d_loop", ["ode_real", "safe", "dbrusselator_2d_loop"]),
+    ("_RNvMNtCsgvbsrvnw3yD_9hashbrown3rawNtB2_11Fallibility9alloc_err",  # (an inherent impl's: back references)
+     ["hashbrown::raw::Fallibility", "alloc_err"]),
+    ("_RNvNCNKNvNvMNtNtCsjrHSEGnQ3l9_3std4hash6randomNtBa_11RandomState3new4KEYS0s_023___RUST_STD_INTERNAL_VAL",
+     ["std::hash::random::RandomState", "new", "KEYS", "{{closure}}", "__RUST_STD_INTERNAL_VAL"]),  # (`0` then `23`)
+    ("_RNvXs_NtCs1_4core3fmtjNtB4_7Display3fmt", ["<usize as core::fmt::Display>", "fmt"]),
+    ("main", None),
+])
+def test_rust_symbols_name_their_paths(symbol, path):
+    """Rust symbols in either mangling (ir/names.rust_path), for errors that name the user's function."""
+    from adgen.ir_ad.ir import rust_path
+    assert rust_path(symbol) == path

@@ -27,8 +27,9 @@ def intrinsic_family(callee: str) -> str | None:
 
 def rust_path(symbol: str) -> list[str] | None:
     """The path a mangled Rust symbol names (legacy `_ZN5model5rosen17h0123456789abcdefE`, or v0,
-    rustc's default since 1.9x, `_RNvCs1234_5model5rosen` -> ["model", "rosen"]), its hash
-    dropped and a closure spelled `{{closure}}`; None for a name that is not such a symbol."""
+    nightly's default, which a stable rustc follows under RUSTC_BOOTSTRAP=1 as adgen's compile
+    sets it for @inactive, `_RNvCs1234_5model5rosen`: ["model", "rosen"]), its hash dropped and
+    a closure spelled `{{closure}}`; None for a name that is not such a symbol."""
     if symbol.startswith("_R"):
         try:
             return _V0(symbol[2:].split(".", 1)[0]).path()
