@@ -89,13 +89,9 @@ def _instances(unit: Unit, a: Annotation, template, problems: Collector) -> list
     each with the instantiation its template arguments name (`norm_grad_d<double>: ...`)."""
     pairs = []
     entries = []
-    for e in a.entries:  # (std::autodiff's spelling names none: the file's calls `d_f::<f64>(...)` do)
-        implementors = getattr(template, "implementors", None)  # (a function of a trait object: at each)
-        if implementors and e.template_args is None:
-            entries += [replace(e, template_args=Word(f"<{x}>", e.name.span)) for x in implementors]
-            continue
-        called = template.called(e.name.text) if e.template_args is None and e.trailing_return else []
-        entries += [replace(e, template_args=w) for w in called] or [e]
+    for e in a.entries:  # (an entry naming none derives those the template says: `unnamed`)
+        derived = template.unnamed(e) if e.template_args is None else []
+        entries += [replace(e, template_args=w) for w in derived] or [e]
     for e in entries:
         if e.template_args is None:
             problems.add(error(f"'{template.name}' is a {template.kind}: name the instantiation each entry "

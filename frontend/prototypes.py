@@ -139,8 +139,9 @@ class Template:
     def instantiate(self, unit: "Unit", arguments: str) -> "Prototype | str":
         return instantiate(unit, self, arguments)
 
-    def called(self, name: str) -> list:
-        return []  # (C++ entries name their instantiations)
+    def unnamed(self, entry) -> list:
+        """The instantiations an entry naming none derives: none (C++ entries name theirs)."""
+        return []
 
     def instantiates(self, symbol: str) -> bool:
         """Whether a mangled name (Itanium C++ ABI) is of an instantiation of this template:

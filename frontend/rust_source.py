@@ -608,10 +608,13 @@ class RustTemplate:
             else:
                 self.params.append(pname)
 
-    def called(self, name: str) -> list[Word]:
-        """The generic arguments of the file's calls of the derived function `name` that name
-        them (`d_square::<f64>(...)`), each once: the instantiations std::autodiff's spelling,
-        which names none, derives."""
+    def unnamed(self, entry: Entry) -> list[Word]:
+        """The instantiations an entry naming none derives: for std::autodiff's spelling, the
+        generic arguments of the file's calls of the derived function that name them
+        (`d_square::<f64>(...)`), each once; for adgen's, none (an error says to name them)."""
+        if not entry.trailing_return:
+            return []
+        name = entry.name.text
         found: dict[str, Word] = {}
         text = self.reader.source.text
         for m in re.finditer(rf"\b{re.escape(name)}\s*::\s*(<(?:[^<>()]|<[^<>()]*>)*>)\s*\(", text):
@@ -686,8 +689,9 @@ class DynTemplate(RustTemplate):
             return True
         return False
 
-    def called(self, name: str) -> list[Word]:
-        return []
+    def unnamed(self, entry: Entry) -> list[Word]:
+        """Every type of the file implementing the trait (an entry names none)."""
+        return [Word(f"<{x}>", entry.name.span) for x in self.implementors]
 
     def instantiate(self, unit: RustUnit, arguments: str) -> Prototype | str:
         made = super().instantiate(unit, arguments)
@@ -927,11 +931,7 @@ def unclashing(d: Derivation) -> Derivation:
 def impl_owner(text: str, at: int) -> str:
     """The type whose `impl` block (inherent, or of a trait) holds the item at `at` directly, or
     "": the innermost block open there, its header read with comments and literals blanked."""
-    plain = list(text[:at])
-    for c in find_rust_comments(text[:at]):
-        if not c.attribute:
-            plain[c.start:c.end] = " " * (c.end - c.start)
-    plain = re.sub(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])\'', lambda m: " " * len(m.group()), "".join(plain))
+    plain = re.sub(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])\'', lambda m: " " * len(m.group()), _plain_text(text[:at]))
     opened: list[int] = []
     for i, ch in enumerate(plain):
         if ch == "{":

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from adgen.frontend.abi import Signature, signature
+from adgen.frontend.abi import Signature, shadow_names, signature
 from adgen.frontend.annotations import Entry, Word
 from adgen.base.diagnostics import AdgenError, Collector, error, note
 from adgen.frontend.prototypes import Prototype
@@ -228,8 +228,7 @@ def _of(unit: RustUnit, sig: Signature) -> Wrapper:
         c = next(name for name, a in own.items() if a.source == p.name and a.how != "slice_len")
         if acts[c] in _SEPARATE or acts[c] in _INTERLEAVED:
             times = n if acts[c] in _INTERLEAVED else 1
-            lanes = [f"{d.prefix}{p.name}"] if times > 1 or n == 1 else [f"{d.prefix}{p.name}_{k}" for k in range(n)]
-            for lane in lanes:
+            for lane in shadow_names(p.name, 1 if times > 1 else n, d.prefix):
                 params.append(RustParam(lane, _shadow_text(p.type, reverse, times)))
                 if p.type.lstrip("&").lstrip().startswith(("[", "mut [")) and ";" not in p.type:
                     checks.append(LengthCheck(lane, p.name, times))
@@ -253,13 +252,10 @@ def _of(unit: RustUnit, sig: Signature) -> Wrapper:
     at = d.entry.name.span
     written = RFunction(inner.name, tuple(RParam(p.name, RType("other", p.type, at), at) for p in inner.params),
                         RType("other", r, at) if inner.returns else None, at)
-    fields = [(f.name, f"[{_field_type(written, d.prefix, f.name, r)}; {f.count}]" if f.count > 1 else
-               _field_type(written, d.prefix, f.name, r)) for f in sig.fields]
+    fields = _fields(written, sig, r)
     outputs = _outputs(written, d.prefix, fields, sig.result_struct, {})
-    returns = None if not outputs else outputs[0][1] if len(outputs) == 1 else \
-        "(" + ", ".join(t for _, t in outputs) + ")"
     return Wrapper(sig.name, sig.summary(), inner.name, tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
-                   tuple(fields), returns, inner.unsafe, inner.owner, (), tuple(outputs), inner.lifetimes,
+                   tuple(fields), _result(outputs), inner.unsafe, inner.owner, (), tuple(outputs), inner.lifetimes,
                    inner.visibility)
 
 
@@ -438,24 +434,29 @@ def _part(rf: RFunction, sig: Signature) -> Wrapper:
         outputs = w.outputs + ((_TAPE, tape_type),)
         return replace(w, params=params, ffi=w.ffi + (tape,), locals=w.locals + ((_TAPE, tape_type,
                                                                                   f"{_tape_type(d.name)}::new()"),),
-                       outputs=outputs, returns=outputs[0][1] if len(outputs) == 1 else
-                       "(" + ", ".join(t for _, t in outputs) + ")", lifetimes=("'t",) + rf.lifetimes)
+                       outputs=outputs, returns=_result(outputs), lifetimes=("'t",) + rf.lifetimes)
     r = rf.returns.text if rf.returns is not None else "()"
     seeds = [p.name for p in sig.params if p.role.startswith("seed")]
-    fields = [(f.name, "usize" if sig.part == "tape_size" else
-               f"[{_field_type(rf, d.prefix, f.name, r)}; {f.count}]" if f.count > 1 else
-               _field_type(rf, d.prefix, f.name, r)) for f in sig.fields]
+    fields = [(f.name, "usize") for f in sig.fields] if sig.part == "tape_size" else _fields(rf, sig, r)
     outputs = _outputs(rf, d.prefix, fields, sig.result_struct, {}) if sig.part == "reverse" else []
-    returns = None if not outputs else outputs[0][1] if len(outputs) == 1 else \
-        "(" + ", ".join(t for _, t in outputs) + ")"
     return Wrapper(sig.name, sig.summary(), rf.name, tuple(RustParam(n, r) for n in seeds),
                    (() if sig.part == "tape_size" else (tape,)) + tuple(FfiArg(n, r, "value", n) for n in seeds), (),
-                   sig.result_struct, tuple(fields), returns, rf.unsafe, rf.owner, outputs=tuple(outputs),
+                   sig.result_struct, tuple(fields), _result(outputs), rf.unsafe, rf.owner, outputs=tuple(outputs),
                    visibility=rf.visibility)
 
 
-def _field_type(rf: RFunction, prefix: str, name: str, r: str) -> str:
-    return r if name in ("ret", f"{prefix}ret") else _param_type(rf, name[len(prefix):])
+def _fields(rf: RFunction, sig: Signature, r: str) -> list[tuple[str, str]]:
+    """The C result's fields as Rust types: the result's (`r`) and the parameters' gradients'."""
+    prefix, out = sig.derivation.prefix, []
+    for f in sig.fields:
+        base = r if f.name in ("ret", f"{prefix}ret") else _param_type(rf, f.name[len(prefix):])
+        out.append((f.name, f"[{base}; {f.count}]" if f.count > 1 else base))
+    return out
+
+
+def _result(outputs: list | tuple) -> str | None:
+    """A wrapper's result type: nothing, one value's, or a tuple of them."""
+    return None if not outputs else outputs[0][1] if len(outputs) == 1 else "(" + ", ".join(t for _, t in outputs) + ")"
 
 
 def splits(signatures: list[Signature], every: list[Wrapper]) -> list[Split]:
@@ -487,7 +488,7 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset()) -> 
                 ffi.append(FfiArg(f"{d.prefix}{rp.name}", "*mut u8", "object_mut_ptr", f"&mut {d.prefix}{rp.name}",
                                   t.text))
             elif act in _SEPARATE:
-                for lane in [f"{d.prefix}{rp.name}"] if n == 1 else [f"{d.prefix}{rp.name}_{k}" for k in range(n)]:
+                for lane in shadow_names(rp.name, n, d.prefix):
                     params.append(RustParam(lane, t.text))
                     ffi.append(FfiArg(lane, "*const u8", "object_ptr", f"&{lane}", t.text))
             continue
@@ -508,8 +509,7 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset()) -> 
             ffi.append(FfiArg(f"{rp.name}_len", "usize", "slice_len", rp.name))
             continue
         if act in _SEPARATE or act in _INTERLEAVED:
-            lanes = [f"{d.prefix}{rp.name}"] if act in _INTERLEAVED or n == 1 else \
-                [f"{d.prefix}{rp.name}_{k}" for k in range(n)]
+            lanes = shadow_names(rp.name, 1 if act in _INTERLEAVED else n, d.prefix)
             shadow = _shadow(t, reverse, n if act in _INTERLEAVED else 1, slice_)
             for lane in lanes:
                 params.append(RustParam(lane, shadow.text))
@@ -531,13 +531,9 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset()) -> 
     for s in seeds:
         params.append(RustParam(s.name, r))
         ffi.append(FfiArg(s.name, r, "value", s.name))
-    fields = []
-    for f in sig.fields:
-        base = _field_type(rf, d.prefix, f.name, r)
-        fields.append((f.name, f"[{base}; {f.count}]" if f.count > 1 else base))
+    fields = _fields(rf, sig, r)
     outputs = _outputs(rf, d.prefix, fields, sig.result_struct, gradients)
-    returns = None if not outputs else outputs[0][1] if len(outputs) == 1 else \
-        "(" + ", ".join(t for _, t in outputs) + ")"
+    returns = _result(outputs)
     if rf.outcome == "option":
         returns = f"Option<{returns or '()'}>"
     elif rf.outcome == "result":

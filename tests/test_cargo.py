@@ -402,6 +402,28 @@ def test_a_function_cargo_does_not_compile_is_an_error_at_its_line(tmp_path):
 
 
 @needs_cargo
+def test_a_derivative_written_by_hand_whose_wrappers_cargo_does_not_compile_is_an_error_at_it(tmp_path):
+    """The glue derivative code calls a derivative written by hand through is in the wrappers:
+    a module that does not `include!` them has none (an error at the derivative, nothing linked)."""
+    folder = TOOLCHAINS[0][0]
+    root = _workspace(tmp_path)
+    lib = root / "geo" / "src" / "lib.rs"
+    lib.write_text("pub mod hand;\n" + lib.read_text())
+    (root / "geo" / "src" / "hand.rs").write_text(
+        "pub fn cube(x: f64) -> f64 {\n    x * x * x\n}\n\n"
+        "// @derivative(cube: (active) -> active)\npub fn cube_grad(x: f64, d_ret: f64) -> (f64, f64) {\n"
+        "    (cube(x), 3.0 * x * x * d_ret)\n}\n\n"
+        "// @diff(total_grad: (dup) -> active)\npub fn total(x: &[f64]) -> f64 {\n"
+        "    let mut s = 0.0;\n    for v in x {\n        s += cube(*v).sin();\n    }\n    s\n}\n")
+    done = _cargo(folder, "adgen", "build", cwd=root, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert re.search(r"hand\.rs:6:8: error: the wrappers of hand\.rs are not in cargo's compile of the library "
+                     r"\(include! hand\.adgen\.rs in it\)", done.stderr), done.stderr
+    # (no derivatives: the archive is the empty one cargo's link line needs while it compiles the library)
+    assert (root / "geo" / "target" / "adgen" / "libgeo_adgen.a").read_bytes() == b"!<arch>\n"
+
+
+@needs_cargo
 def test_a_call_into_code_without_bitcode_is_an_error_at_its_line(tmp_path):
     """std's code is not bitcode: a call adgen cannot follow is located in the user's file."""
     folder = TOOLCHAINS[0][0]

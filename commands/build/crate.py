@@ -129,12 +129,18 @@ class CrateLowering:
         arrays = []
         problems = []
 
-        def symbols(src: Path, functions: list, why: str) -> list:
+        def own(g: Generated, name: str) -> str | None:
+            """The symbol of a function of adgen's in the source's wrappers (a shim, a derivative's glue)."""
+            wrappers_file = next(os.path.realpath(p) for p in g.files if p.name.endswith(".adgen.rs"))
+            return next((symbol for (n, file, _), symbol in linkage.items() if n == name and file == wrappers_file),
+                        None)
+
+        def symbols(src: Path, g: Generated, functions: list, why: str) -> list:
             """The functions' symbols in cargo's compile, by their debug information (an error for each not there)."""
             found = []
             for f in functions:
                 if f.name.startswith(BY_VALUE):  # adgen's function taking values' addresses, in the wrappers
-                    name = next((symbol for (n, *_), symbol in linkage.items() if n == f.name), None)
+                    name = own(g, f.name)
                 else:
                     where = (os.path.realpath(src), f.span.source.line_col(f.span.offset)[0])
                     name = linkage.get((_unqualified(f.name), *where))
@@ -144,19 +150,17 @@ class CrateLowering:
             return found
 
         for i, (src, g) in enumerate(zip(sources, generated)):
-            arrays.append(_keep_module(keep_array(i), symbols(src, primal_functions(g), (
+            arrays.append(_keep_module(keep_array(i), symbols(src, g, primal_functions(g), (
                 " (in a module the library does not declare, or a file not `include!`ing its wrappers, "
                 f"{Path(src).stem}.adgen.rs, whose code instantiates the generic functions derived)"))))
             if g.inactive:  # (the functions marked @inactive, found likewise)
-                arrays.append(_keep_module(inactive_array(i), symbols(src, g.inactive, "")))
+                arrays.append(_keep_module(inactive_array(i), symbols(src, g, g.inactive, "")))
             if g.customs:  # (those with derivatives written by hand, then the glue calling those, in the wrappers)
-                wrappers_file = next(os.path.realpath(p) for p in g.files if p.name.endswith(".adgen.rs"))
-                glue = [next((symbol for (n, file, _), symbol in linkage.items() if n == f"{BY_HAND}{k}" and
-                              file == wrappers_file), None) for k in range(len(g.customs))]
+                glue = [own(g, f"{BY_HAND}{k}") for k in range(len(g.customs))]
                 if None in glue:
                     problems.append(error(f"the wrappers of {Path(src).name} are not in cargo's compile of the library "
-                                          f"(include! {Path(wrappers_file).name} in it)", span=g.customs[0].function.span))
-                arrays.append(_keep_module(custom_array(i), symbols(src, [c.primal for c in g.customs], "") + glue))
+                                          f"(include! {Path(src).stem}.adgen.rs in it)", span=g.customs[0].function.span))
+                arrays.append(_keep_module(custom_array(i), symbols(src, g, [c.primal for c in g.customs], "") + glue))
         if problems:
             raise AdgenError(problems)
         return [bitcode, *dependencies, *arrays]
