@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import check_enzyme, machine
+from bench.installed import byte_compiled
 from bench.records import commit, envelope, write as write_records
 from bench.gradbench.inputs import LSTM_TEXT_NOTE, PROGRAMS, SIZES, Case, cases, lstm_text
 
@@ -126,6 +127,7 @@ def build(tool: str, program: str, src: Path, include: Path, work: Path, args: a
     if args.reuse and exe.is_file():
         return Build(tool, program, True, 0.0, command)
     exe.unlink(missing_ok=True)
+    byte_compiled()  # (adgen as pip installs it: bench/installed.py)
     started = time.perf_counter()
     try:
         done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=args.build_timeout)
