@@ -25,6 +25,11 @@ def mpi_include_flags(sources: list[Path], flags: list[str]) -> list[str]:
     return list(_wrapper_flags(os.environ.get("MPICC") or shutil.which("mpicc") or ""))
 
 
+def includes_mpi(text: str) -> bool:
+    """Whether a source's text includes mpi.h itself (not through a header of its own)."""
+    return "mpi.h" in text and _INCLUDES_MPI.search(text.encode()) is not None
+
+
 def _includes_mpi(path: Path) -> bool:
     try:
         return bool(_INCLUDES_MPI.search(path.read_bytes()))

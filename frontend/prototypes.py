@@ -159,14 +159,17 @@ def _real(path) -> str:
 
 
 def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = frozenset(),
-              generated_headers: dict[str, str] | None = None, included: bool = False) -> Unit:
+              generated_headers: dict[str, str] | None = None, included: frozenset[str] = frozenset()) -> Unit:
     """Parse `source`. `made`: the names of the `*.adgen.h` headers this run makes, whose includes
     are stood in for; `generated_headers` maps the spellings of those includes to the text they
     should have (empty on the first pass: the header being made cannot be read yet). A header an
-    earlier run made for another source is read as it is. `included`: the prototypes of the
-    functions the files it includes declare too (not system headers; `adgen cc` looks for
-    Enzyme's requests among them), which take most of the reading where they are many (llm.c's
-    train_gpt2.c, included by a wrapper)."""
+    earlier run made for another source is read as it is. `included`: names (C's, or C++'s
+    symbols) of functions whose prototypes are read where the files it includes declare them (not
+    system headers; `adgen cc` looks for Enzyme's requests among them), with those of every
+    function declared there with attributes (Enzyme's `enzyme_inactive`, say). Only those: a
+    prototype's types take most of the reading where the declarations are many (mpi.h's 800
+    functions, found through the MPI wrapper's -I: 0.3 s; llm.c's train_gpt2.c, included by a
+    wrapper)."""
     _real.cache_clear()
     _bytes.cache_clear()
     flags = _absolute_includes(flags)  # clang looks for "DIR/name": the stand-ins must match
@@ -211,7 +214,9 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
         path = _real(name)
         if path == main:
             unit.functions.append(_function(cursor, source, main))
-        elif included and not where.is_in_system_header:
+        elif included and not where.is_in_system_header and (
+                (cursor.mangled_name if cxx else spelling) in included or spelling in included or
+                _spells_attribute(cursor)):
             if path not in files:
                 files[path] = SourceFile(name)
             unit.included.append(_function(cursor, files[path], main))
@@ -478,17 +483,25 @@ def _bytes(path: str) -> bytes | None:
         return None
 
 
+def _spells_attribute(cursor) -> bool:
+    """Whether a declaration's text may spell `__attribute__` (where it is not all in one file
+    adgen can read, it may)."""
+    extent = cursor.extent
+    start, end = extent.start, extent.end
+    if start.file is not None and end.file is not None and start.file.name == end.file.name:
+        text = _bytes(start.file.name)
+        if text is not None:
+            return b"__attribute__" in text[start.offset:end.offset]
+    return True
+
+
 def _attributes(cursor) -> tuple[str, ...]:
     """The attributes in `__attribute__((...))` of a declaration, each as its tokens joined:
     clang drops those it does not know (Enzyme's plugin's `enzyme_inactive`) from the AST. A
     declaration whose text does not spell `__attribute__` has none, and its tokens (a function's
     body among them: all of a header's inline code, where a header is read) are not asked for."""
-    extent = cursor.extent
-    start, end = extent.start, extent.end
-    if start.file is not None and end.file is not None and start.file.name == end.file.name:
-        text = _bytes(start.file.name)
-        if text is not None and b"__attribute__" not in text[start.offset:end.offset]:
-            return ()
+    if not _spells_attribute(cursor):
+        return ()
     words: list[str] = []
     tokens = [t.spelling for t in cursor.get_tokens()]
     i = 0

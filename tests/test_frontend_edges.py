@@ -156,7 +156,25 @@ def test_attributes_are_read_from_declarations_that_spell_them_only(tmp_path, mo
     asked = []
     tokens = Cursor.get_tokens
     monkeypatch.setattr(Cursor, "get_tokens", lambda self: asked.append(self.spelling) or tokens(self))
-    unit = read_unit(SourceFile(source), [f"-I{tmp_path}"], included=True)
+    unit = read_unit(SourceFile(source), [f"-I{tmp_path}"], included=frozenset({"twice"}))
     attributes = {f.name: f.attributes for f in [*unit.functions, *unit.included]}
     assert attributes == {"twice": (), "quiet": ("enzyme_inactive",), "plain": ()}
     assert asked == ["quiet"]
+
+
+def test_prototypes_of_included_files_are_read_for_the_names_asked_and_attributes(tmp_path):
+    """`adgen cc` asks for the prototypes of the functions its requests name, and of those with
+    attributes (Enzyme's `enzyme_inactive`), among what the included files declare: a header of
+    hundreds of other declarations (mpi.h, found through the MPI wrapper's -I) costs no types."""
+    from adgen.base.diagnostics import SourceFile
+    from adgen.frontend.prototypes import read_unit
+
+    (tmp_path / "lib.h").write_text("double wanted(double x);\ndouble other(double *x, int n);\n"
+                                    "__attribute__((enzyme_inactive)) double noted(double x);\n" +
+                                    "".join(f"int unused{k}(const char *s, long n);\n" for k in range(50)))
+    source = tmp_path / "f.c"
+    source.write_text('#include "lib.h"\ndouble f(double x) { return wanted(x) + noted(x); }\n')
+    unit = read_unit(SourceFile(source), [f"-I{tmp_path}"], included=frozenset({"wanted"}))
+    assert {f.name: f.attributes for f in unit.included} == {"wanted": (), "noted": ("enzyme_inactive",)}
+    assert [p.name for p in unit.included[0].params] == ["x"]
+    assert [f.name for f in unit.functions] == ["f"]

@@ -22,6 +22,7 @@ from adgen.commands.outputs import depfile_rule, write_all
 from adgen.base.timing import Stages, plural
 from adgen.frontend.rust_source import is_rust
 from adgen.frontend.languages import is_cxx
+from adgen.base.mpi_wrapper import includes_mpi
 from adgen.base.naming import BY_ADDRESS_PREFIX
 from adgen.base.toolchain import Compiler, cores, select_rustc
 
@@ -249,6 +250,9 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
             lowered = [compilers.submit(_lower_source, compiler, src, g, i, flags, extra, work, generated)
                        for i, (src, g) in enumerate(zip(sources, generated))]
         stubs = [compilers.submit(lower_stubs, compiler, g, i, flags, extra, work) for i, g in enumerate(generated)]
+        # MPI's rules, compiled meanwhile where a source includes mpi.h (the link below takes them if it needs them)
+        rules_code = compilers.submit(lower_mpi, compiler, flags, extra, work) \
+            if crate is None and any(includes_mpi(g.source.text) for g in generated) else None
         bitcode, problems = [], Collector()
         for done in lowered:
             try:
@@ -265,7 +269,8 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
         rules = {r.lstrip("@") for name in called & mpi.RULES for r in mpi.rule_names(name)}
         if rules or called & set(mpi.COMMUNICATIONS):  # the derivatives of MPI's calls, which derived code
             # calls (those of the calls made), and its datatypes as the IR spells them (mpi.handles)
-            optimize.link_into(linked, lower_mpi(compiler, flags, extra, work))
+            optimize.link_into(linked, rules_code.result() if rules_code is not None else
+                               lower_mpi(compiler, flags, extra, work))
             optimize.only(linked, mpi.RULE_PREFIX, rules)
         if tm is not None:
             arrays = (keep_array, inactive_array, custom_array)  # (globals in C, functions in Rust)

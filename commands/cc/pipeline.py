@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,13 +67,15 @@ def compile_unit(source: Path, flags: list[str], user_flags: list[str], compiler
     (preprocessor and language flags), `user_flags` all the user gave for the object itself,
     `read_flags` what libclang reads it with. Also gives the cache plans of the reverse-mode
     derivatives (`--adgen-explain`). `assembly`: assembly text (-S) instead of an object."""
-    with tempfile.TemporaryDirectory(prefix="adgen-cc-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="adgen-cc-") as tmp, ThreadPoolExecutor(max_workers=1) as clang:
         work = Path(tmp)
+        # the file's own object compiled meanwhile (the driver found it names Enzyme's API: it is needed)
+        compiled = clang.submit(_compile, source, user_flags, compiler, work)
         with stages.stage("read", source.name):
             unit = read_calls(source, compiler, flags, read_flags, work)
         if unit is None:
             return None, ""
-        user = _compile(source, user_flags, compiler, work)
+        user = _parsed(*compiled.result())
         tm = _machine_of(user)
         kernels, tapes, derivatives, explained = {}, {}, None, ""
         if unit.requests:
@@ -123,8 +126,8 @@ def read_calls(source: Path, compiler: Compiler, flags: list[str], read_flags: l
     probe = Module(hinted(str(lowered)))
     named = differentiated(probe)
     prototypes, functions = None, {}
-    if named:
-        prototypes = read_unit(SourceFile(source), read_flags, included=True)
+    if named:  # (of the functions its includes declare, those named, and those with attributes: _registered)
+        prototypes = read_unit(SourceFile(source), read_flags, included=frozenset(named))
         functions = {f.symbol or f.name: f for f in [*prototypes.included, *prototypes.functions]}
         if named - set(functions) and prototypes.cxx:  # instantiations of function templates (`(void *)f<double>`)
             functions |= instances_referenced(prototypes, named - set(functions))
@@ -315,16 +318,21 @@ def _shared_globals(text: str, user) -> str:
     return without_constructors(declare_globals(text, defined))  # (the program's own initializers: run once)
 
 
-def _compile(source: Path, user_flags: list[str], compiler: Compiler, work: Path):
-    """The file compiled as the user's flags say, to LLVM bitcode, parsed."""
+def _compile(source: Path, user_flags: list[str], compiler: Compiler, work: Path) -> tuple[bytes, str]:
+    """The file compiled as the user's flags say, to LLVM bitcode, and clang's warnings (run in a
+    thread of its own: nothing of LLVM's here, whose context is not shared between threads)."""
     out = work / "user.bc"
     driver = cxx_command(compiler) if is_cxx(source) else compiler.command
     command = zig_spelling([*driver, *user_flags, "-c", "-emit-llvm", str(source), "-o", str(out)])
     done = subprocess.run(command, capture_output=True, text=True, errors="replace")  # it may quote bytes not UTF-8
     if done.returncode != 0:
         raise AdgenError(error(f"{compiler.description} could not compile {source}:\n{done.stderr.rstrip()}"))
-    sys.stderr.write(done.stderr)  # its warnings, as a C compiler prints them
-    return optimize.parse_bitcode(out.read_bytes())
+    return out.read_bytes(), done.stderr
+
+
+def _parsed(bitcode: bytes, warnings: str):
+    sys.stderr.write(warnings)  # its warnings, as a C compiler prints them
+    return optimize.parse_bitcode(bitcode)
 
 
 def _machine_of(user):

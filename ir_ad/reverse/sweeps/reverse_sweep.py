@@ -49,6 +49,9 @@ class ReverseSweep:
         self.sharing, self.name, self.fallback = sharing, name or d.derived.rev, fallback
         self.adjoints = Adjoints(self.needs, release_only, sharing)
         self.local_shadow: dict[str, Shadow] = {}
+        # _undone_before's: the writes in each block; by block, what the writes of the other blocks give
+        self._undone_in: dict[str, list[Instruction]] | None = None
+        self._undone_elsewhere: dict[str, frozenset] = {}
 
     # ================================================================== collecting
     def collect(self) -> dict[Key, set]:
@@ -83,15 +86,23 @@ class ReverseSweep:
         `end` in the same iteration of the loops around it, (write, loop) for one inside a loop
         around both, whose earlier iterations ran before."""
         d = self.d
-        around = d.loops.loop_of[d.cfg.block_of_inst(end)]
-        chain = around.ancestors() if around is not None else []
-        found = set()
-        for write in d.undoable:
-            if d.cfg.may_follow_in_iteration(write, end, around):
-                found.add((id(write), None))
-            home = d.loops.loop_of[d.cfg.block_of_inst(write)]
-            found |= {(id(write), loop) for loop in chain if loop.contains(home)}
-        return frozenset(found)
+        block = d.cfg.block_of_inst(end)
+        around = d.loops.loop_of[block]
+        if self._undone_in is None:  # the writes by block, for the writes of end's own block
+            self._undone_in = {}
+            for write in d.undoable:
+                self._undone_in.setdefault(d.cfg.block_of_inst(write), []).append(write)
+        if block not in self._undone_elsewhere:  # (what the writes of other blocks give depends on the block alone)
+            chain = around.ancestors() if around is not None else []
+            found = set()
+            for write in d.undoable:
+                home = d.cfg.block_of_inst(write)
+                if home != block and d.cfg.may_follow_in_iteration(write, end, around):
+                    found.add((id(write), None))
+                found |= {(id(write), loop) for loop in chain if loop.contains(d.loops.loop_of[home])}
+            self._undone_elsewhere[block] = frozenset(found)
+        same = {(id(w), None) for w in self._undone_in.get(block, ()) if d.cfg.may_follow_in_iteration(w, end, around)}
+        return self._undone_elsewhere[block] | same if same else self._undone_elsewhere[block]
 
     # ------------------------------------------------------------------ blocks
     def _block(self, block) -> None:
