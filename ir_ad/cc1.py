@@ -56,9 +56,11 @@ class Cc1:
 
     def compile(self, text: str, options: list[str], timings: list | None = None) -> bytes:
         """The object code of a module's text, optimized at O3 with the vectorizers on and
-        LLVM's `options` set, in one run (a part of the derivative module: ir_ad/parts.py)."""
+        LLVM's `options` set, in one run (a part of the derivative module: ir_ad/parts.py). The
+        text is verified as it is read: llvmlite may not have read it (optimize.compile_text)."""
         return self._run(text.encode(), 3, ["-emit-obj", "-vectorize-loops", "-vectorize-slp",
-                                            *(arg for o in options for arg in ("-mllvm", o))], timings, suffix=".ll")
+                                            *(arg for o in options for arg in ("-mllvm", o))], timings, suffix=".ll",
+                         verify=True)
 
     @property
     def joins(self) -> bool:
@@ -82,7 +84,8 @@ class Cc1:
                                        f"{done.stderr.strip()[:2000]}"))
             return out.read_bytes()
 
-    def _run(self, bitcode: bytes, level: int, what: list[str], timings: list | None, suffix: str = ".bc") -> bytes:
+    def _run(self, bitcode: bytes, level: int, what: list[str], timings: list | None, suffix: str = ".bc",
+             verify: bool = False) -> bytes:
         m = self.machine
         target = ["-triple", m.triple, *(["-target-cpu", m.cpu] if m.cpu else []),
                   *(arg for f in m.features.split(",") if f for arg in ("-target-feature", f))]
@@ -90,8 +93,8 @@ class Cc1:
             source, out = Path(tmp) / f"in{suffix}", Path(tmp) / "out"
             source.write_bytes(bitcode)
             command = [*self.command, *target, f"-O{level}", "-mrelocation-model", "pic", "-pic-level", "2",
-                       "-disable-llvm-verifier", *what, *(["-ftime-report"] if timings is not None else []),
-                       "-x", "ir", str(source), "-o", str(out)]
+                       *([] if verify else ["-disable-llvm-verifier"]), *what,
+                       *(["-ftime-report"] if timings is not None else []), "-x", "ir", str(source), "-o", str(out)]
             start = time.perf_counter()
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0 or not out.exists():

@@ -514,21 +514,42 @@ def compile_object(module, exported: set[str], tm, shared: set[str] = frozenset(
     if cc1 is not None and cc1.joins:
         _internalize(module, exported, shared)
         module.triple = tm.triple
-        text = str(module)
-        pieces = split.live(split.read_pieces(text)) if split.splittable(text) else []
-        cut = parts.plan(pieces) if pieces else None
-        if cut is not None:
-            texts = split.part_texts(pieces, cut.owner(), cut.copied, len(cut.parts), split.tag_of(text))
-            each: list[list | None] = [[] if timings is not None else None for _ in texts]
-            order = sorted(range(len(texts)), key=lambda k: -cut.sizes[k])  # the largest first
-            with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # each a process of its own
-                done = {k: pool.submit(cc1.compile, texts[k], _FINAL_OPTIONS, each[k]) for k in order}
-                objects = [done[k].result() for k in range(len(texts))]
-            if timings is not None:
-                timings += [t for part in each for t in part]
-            return cc1.join(objects), cut.describe()
+        made = _in_parts(str(module), jobs, timings, cc1)
+        if made is not None:
+            return made
     final = finish(module, exported, tm, shared, timings, cc1)
     return emit_object(final, tm, timings=timings, cc1=cc1), "in one part"
+
+
+def compile_text(text: str, exported: set[str], tm, shared: set[str] = frozenset(), jobs: int = 1,
+                 timings: list | None = None, cc1: Cc1 | None = None) -> tuple[bytes, str]:
+    """`compile_object` of a module's text: where clang compiles it in parts, the text is made
+    what `_internalize` makes of a module (ir/linkage.py) and cut as it is, without llvmlite
+    reading and printing it again (llm.c's derivative: 80 ms of its build; clang verifies each
+    part as it reads it, cc1.py); else it is read and compiled whole."""
+    if cc1 is not None and cc1.joins and split.splittable(text):
+        made = _in_parts(linkage.internalized(text, exported, shared, tm.triple), jobs, timings, cc1)
+        if made is not None:
+            return made
+    return compile_object(parse(text), exported, tm, shared, jobs, timings, cc1)
+
+
+def _in_parts(text: str, jobs: int, timings: list | None, cc1: Cc1) -> tuple[bytes, str] | None:
+    """The object of an internalized module's text compiled in parts, each by a clang of its
+    own (parts.py), at most `jobs` at once; None where it is not to be cut."""
+    pieces = split.live(split.read_pieces(text)) if split.splittable(text) else []
+    cut = parts.plan(pieces) if pieces else None
+    if cut is None:
+        return None
+    texts = split.part_texts(pieces, cut.owner(), cut.copied, len(cut.parts), split.tag_of(text))
+    each: list[list | None] = [[] if timings is not None else None for _ in texts]
+    order = sorted(range(len(texts)), key=lambda k: -cut.sizes[k])  # the largest first
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # each a process of its own
+        done = {k: pool.submit(cc1.compile, texts[k], _FINAL_OPTIONS, each[k]) for k in order}
+        objects = [done[k].result() for k in range(len(texts))]
+    if timings is not None:
+        timings += [t for part in each for t in part]
+    return cc1.join(objects), cut.describe()
 
 
 def _internalize(module, exported: set[str], shared: set[str]) -> None:

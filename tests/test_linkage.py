@@ -121,3 +121,65 @@ def test_a_stub_files_strong_definitions_but_its_own_become_declarations():
         assert kept in lines
     llvm.parse_assembly(text).verify()
     assert declarations_but(text, {"f_grad"}) == text
+
+
+MODULE = """\
+target triple = "x86_64-unknown-linux-gnu"
+
+@kept_out = external global double
+@weakly = weak global i32 0
+@"plain" = dso_local global i32 1, align 4
+@hidden_one = hidden global [2 x double] zeroinitializer
+@local = internal thread_local global ptr null
+@common_one = common dso_local global i64 0
+@llvm.used = appending global [1 x ptr] [ptr @"f'grad"], section "llvm.metadata"
+
+define dso_local double @"f'grad"(ptr %x) {
+  %v = load double, ptr %x
+  %w = call double @helper(double %v)
+  store i32 2, ptr @"plain"
+  ret double %w
+}
+
+define linkonce_odr hidden double @helper(double %v) {
+  ret double %v
+}
+
+define dso_local void @callback(ptr %p) {
+  store ptr %p, ptr @local
+  ret void
+}
+
+define internal void @"already local"() {
+  ret void
+}
+
+declare double @outside(double)
+"""
+
+
+def test_internalized_text_links_as_the_module_internalized_by_llvmlite():
+    """linkage.internalized, on the text the derivative object is compiled from, gives every
+    definition the linkage and visibility optimize._internalize gives it in a module llvmlite
+    holds (only the exported functions visible, the shared ones weak, the variables internal
+    but LLVM's and weak ones), names quoted where they need not be as LLVM prints them, and
+    the target's triple."""
+    from adgen.ir_ad import optimize
+    from adgen.ir_ad.ir.linkage import internalized
+
+    exported, shared = {"f'grad"}, {"callback"}
+    text = internalized(MODULE, exported, shared, "x86_64-pc-linux-gnu")
+    assert '@"plain"' not in text and "store i32 2, ptr @plain" in text
+    ours = optimize.parse(text)
+    theirs = optimize.parse(MODULE)
+    optimize._internalize(theirs, exported, shared)
+
+    def linkages(module):
+        return ({f.name: (f.linkage.name, f.visibility.name) for f in module.functions},
+                {g.name: (g.linkage.name, g.visibility.name) for g in module.global_variables})
+
+    assert linkages(ours) == linkages(theirs)
+    assert ours.triple == "x86_64-pc-linux-gnu"
+    functions, variables = linkages(ours)
+    assert functions["callback"][0] == "weak_odr" and functions["helper"] == ("internal", "default")
+    assert variables["hidden_one"] == ("internal", "default") and variables["weakly"][0] == "weak_any"

@@ -110,9 +110,9 @@ def _whole(linked, sources: list[Path], generated: list[Generated], primals: lis
                 objects[out_dir / f"{stem}.adgen.ll"] = str(final)
         else:
             with stages.stage("compile", f"{stem}.adgen.o from {before} instructions") as note:
-                objects[out_dir / f"{stem}.adgen.o"], how = optimize.compile_object(
-                    optimize.parse(without_tail_calls(fork_again(text, outlined))), exported, tm, shared, jobs,
-                    timings=note.parts, cc1=cc1)
+                objects[out_dir / f"{stem}.adgen.o"], how = optimize.compile_text(
+                    without_tail_calls(fork_again(text, outlined)), exported, tm, shared, jobs, timings=note.parts,
+                    cc1=cc1)
                 note.text += f", {how}"
     return objects, explained
 
@@ -194,8 +194,8 @@ def _batch(code: bytes, k: int, plan: batches.Plan, sources: list[Path], generat
             continue
         with stages.stage("compile", f"{src.stem}.adgen.o, {label}, from {before} instructions") as note:
             # (no OpenMP region to fork again: batches.batchable)
-            objects[i], how = optimize.compile_object(optimize.parse(without_tail_calls(text)), exported, tm, shared,
-                                                      jobs, timings=note.parts, cc1=cc1)
+            objects[i], how = optimize.compile_text(without_tail_calls(text), exported, tm, shared, jobs,
+                                                    timings=note.parts, cc1=cc1)
             note.text += f", {how}"
     return objects, explained
 

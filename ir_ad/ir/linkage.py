@@ -171,3 +171,47 @@ def _bodies(text: str) -> dict[str, str]:
         elif name is not None:
             lines.append(line)
     return out
+
+
+# What a definition made internal keeps of its head: not its linkage, preemption, visibility or
+# DLL storage (a local symbol has default visibility; it is the module's own)
+_NOT_LOCAL = {"private", "internal", "available_externally", "linkonce", "weak", "common", "appending",
+              "extern_weak", "linkonce_odr", "weak_odr", "external", "dso_local", "dso_preemptable", "default",
+              "hidden", "protected", "dllexport", "dllimport"}
+_TRIPLE = re.compile(r'^target triple = "[^"]*"$', re.M)
+# a global's name quoted where it need not be (`@"__adgen_omp_team"`, as adgen's templates write
+# some): spelled as LLVM prints it, `@__adgen_omp_team`, which the cut into parts (split.py) takes
+# for the same name
+_QUOTED_PLAIN = re.compile(r'@"([-a-zA-Z$._][-a-zA-Z$._0-9]*)"')
+
+
+def internalized(text: str, exported: set[str], shared: set[str], triple: str) -> str:
+    """The text of the derivative module as its object is compiled from it: only the functions
+    `exported` visible; `shared` (external functions of the sources that the program calls through
+    pointers) weak, so that the program's own definitions win; every variable it defines
+    internal but LLVM's and weak ones; compiled for `triple`. What optimize._internalize does to a
+    module llvmlite holds, done to the text, so that a module split into parts for clang is not
+    read and printed again by llvmlite (bare names, as llvmlite gives them); names quoted where they
+    need not be are spelled as LLVM prints them."""
+    out = []
+    for line in text.split("\n"):
+        if line.startswith("define "):
+            at = line.index("@")
+            name, words = _bare(line[at:]), line[len("define "):at].split()
+            if name in shared:
+                if not _NOT_STRONG & set(words):  # (external, unspelled)
+                    line = "define weak_odr " + line[len("define "):]
+            elif name not in exported:
+                line = " ".join(["define", "internal", *(w for w in words if w not in _NOT_LOCAL)]) + " " + line[at:]
+        elif line.startswith("@"):
+            m = _GLOBAL.match(line)
+            words = m.group(2).split() if m else []
+            if m and not m.group(1).startswith(("@llvm.", '@"llvm.')) and \
+                    not {"external", "extern_weak", "weak"} & set(words):
+                kept = [w for w in words if w not in _NOT_LOCAL]
+                line = f"{m.group(1)} = internal {' '.join(kept) + ' ' if kept else ''}{m.group(3)} {m.group(4)}"
+        out.append(line)
+    text = _QUOTED_PLAIN.sub(r"@\1", "\n".join(out))
+    if _TRIPLE.search(text):
+        return _TRIPLE.sub(f'target triple = "{triple}"', text, count=1)
+    return f'target triple = "{triple}"\n{text}'
