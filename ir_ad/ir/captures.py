@@ -21,7 +21,7 @@ from adgen.ir_ad.ir.edit import lines_by_function, mentions
 from adgen.ir_ad.ir.functions import parse_header
 from adgen.ir_ad.ir.instructions import parse_instruction, strip_metadata
 from adgen.ir_ad.ir.model import Instruction
-from adgen.ir_ad.ir.parallel import FORK, region_call
+from adgen.ir_ad.ir.parallel import FORK, names_region, region_call
 
 _PROMOTED = "adgen.omp.capture."  # the caller's loads of a slot before the fork, numbered
 
@@ -116,7 +116,7 @@ class _Promotion:
         sites: dict[str, list[tuple[str, int, Instruction]]] = {}
         for fn, body in self.functions.items():
             for i, line in enumerate(body):
-                if not line.startswith("  ") or " call " not in line:
+                if not line.startswith("  ") or " call " not in line or not names_region(line):
                     continue
                 inst = parse_instruction(strip_metadata(line)[0])
                 if inst.opcode != "call":

@@ -133,6 +133,12 @@ def _ticketed(line: str, k: int) -> str:
             f"ptr {args[2].value})" + line[len(head):])
 
 
+def names_region(line: str) -> bool:
+    """Whether an instruction's text may be a fork or a serialized region's call (else it is
+    neither, and need not be read: a module's calls are thousands)."""
+    return FORK in line or _TID in line
+
+
 def region_call(inst) -> bool:
     """Whether a call is of an outlined function, in a region serialization made (not one clang
     serialized itself, `if(0)`): reverse mode forks its derivatives again (reverse/mode.py)."""
