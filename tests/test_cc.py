@@ -462,6 +462,18 @@ def test_a_missing_source_is_an_error_before_any_compile(tmp_path):
     assert not (tmp_path / "prog").exists()
 
 
+def test_an_output_that_is_a_directory_is_an_error_before_any_compile(tmp_path):
+    """`-o DIR` for an object or a program, where DIR is a directory: said as adgen's error, as
+    `adgen build` says it, not as the linker's at the end (a file with Enzyme's calls or without)."""
+    (tmp_path / "plain.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "out").mkdir()
+    for args in (["-c", "plain.c", "-o", "out"], ["plain.c", "-o", "out"]):
+        done = adgen_cc(*args, cwd=tmp_path, check=False)
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert done.stderr.splitlines()[0] == "adgen: error: cannot write out: it is a directory", done.stderr
+    assert os.listdir(tmp_path / "out") == []
+
+
 UNITY = {
     "geom.c": "struct pt { double x, y; };\n"
               "double dist2(const struct pt *p, int n) {\n"
