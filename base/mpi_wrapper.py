@@ -14,27 +14,27 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
-_INCLUDES_MPI = re.compile(rb'^\s*#\s*include\s*[<"]mpi\.h[>"]', re.M)
+_INCLUDES_MPI = re.compile(r'^\s*#\s*include\s*[<"]mpi\.h[>"]', re.M)
 
 
 def mpi_include_flags(sources: list[Path], flags: list[str]) -> list[str]:
     """The wrapper's -I and -D flags where a source includes mpi.h that `flags` do not reach;
     none where there is no wrapper (libclang then says mpi.h is not found, at the #include)."""
-    if not any(_includes_mpi(Path(s)) for s in sources) or _reaches_mpi_h(flags):
+    if not any(includes_mpi(_text(Path(s))) for s in sources) or _reaches_mpi_h(flags):
         return []
     return list(_wrapper_flags(os.environ.get("MPICC") or shutil.which("mpicc") or ""))
 
 
 def includes_mpi(text: str) -> bool:
     """Whether a source's text includes mpi.h itself (not through a header of its own)."""
-    return "mpi.h" in text and _INCLUDES_MPI.search(text.encode()) is not None
+    return "mpi.h" in text and _INCLUDES_MPI.search(text) is not None
 
 
-def _includes_mpi(path: Path) -> bool:
+def _text(path: Path) -> str:
     try:
-        return bool(_INCLUDES_MPI.search(path.read_bytes()))
+        return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return False
+        return ""
 
 
 def _reaches_mpi_h(flags: list[str]) -> bool:

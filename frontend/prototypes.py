@@ -215,8 +215,7 @@ def read_unit(source: SourceFile, flags: list[str], made: frozenset[str] = froze
         if path == main:
             unit.functions.append(_function(cursor, source, main))
         elif included and not where.is_in_system_header and (
-                (cursor.mangled_name if cxx else spelling) in included or spelling in included or
-                _spells_attribute(cursor)):
+                spelling in included or (cxx and cursor.mangled_name in included) or _spells_attribute(cursor)):
             if path not in files:
                 files[path] = SourceFile(name)
             unit.included.append(_function(cursor, files[path], main))

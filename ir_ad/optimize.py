@@ -2,7 +2,7 @@
 (O2 simplification, with vectorization left for after), name every value, and,
 after differentiation, internalize, optimize again (O3, vectorization on: what the exported
 functions do not reach is dropped) and emit objects, a large module in parts at once
-(`compile_object`).
+(`compile_text`).
 
 The optimizing and emitting functions take `timings`: a list that, where given, gets (pass,
 seconds) of LLVM's pass timers for each pass run (`-v` prints the largest). Given a `Cc1` (the
@@ -504,40 +504,31 @@ def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timin
     return module
 
 
-def compile_object(module, exported: set[str], tm, shared: set[str] = frozenset(), jobs: int = 1,
-                   timings: list | None = None, cc1: Cc1 | None = None) -> tuple[bytes, str]:
-    """`finish` and `emit_object` in one: the object code, and what was done, for -v. Where
-    clang does the work and the module is large, in parts (ir_ad/parts.py), each optimized and
-    compiled by a clang of its own, at most `jobs` at once, their objects joined into one:
-    bench/programs/gpt2.c's derivative took 0.85 s whole and takes 0.43 s in two parts on two
-    cores. How the module is cut depends on the module alone, not on `jobs`."""
-    if cc1 is not None and cc1.joins:
-        _internalize(module, exported, shared)
-        module.triple = tm.triple
-        made = _in_parts(str(module), jobs, timings, cc1)
-        if made is not None:
-            return made
-    final = finish(module, exported, tm, shared, timings, cc1)
-    return emit_object(final, tm, timings=timings, cc1=cc1), "in one part"
-
-
 def compile_text(text: str, exported: set[str], tm, shared: set[str] = frozenset(), jobs: int = 1,
                  timings: list | None = None, cc1: Cc1 | None = None) -> tuple[bytes, str]:
-    """`compile_object` of a module's text: where clang compiles it in parts, the text is made
-    what `_internalize` makes of a module (ir/linkage.py) and cut as it is, without llvmlite
-    reading and printing it again (llm.c's derivative: 80 ms of its build; clang verifies each
-    part as it reads it, cc1.py); else it is read and compiled whole."""
+    """The object code of a module's text, only `exported` visible (`_internalize`), optimized
+    (`finish`) and emitted, and what was done, for -v. Where clang does the work and the module
+    is large, in parts (ir_ad/parts.py), each optimized and compiled by a clang of its own, at
+    most `jobs` at once, their objects joined into one: bench/programs/gpt2.c's derivative took
+    0.85 s whole and takes 0.43 s in two parts on two cores. How the module is cut depends on
+    the module alone, not on `jobs`. Cut, the text is internalized as text (ir/linkage.py) and
+    not read and printed again by llvmlite (llm.c's derivative: 80 ms of its build; clang
+    verifies each part as it reads it, cc1.py)."""
     if cc1 is not None and cc1.joins and split.splittable(text):
         made = _in_parts(linkage.internalized(text, exported, shared, tm.triple), jobs, timings, cc1)
         if made is not None:
             return made
-    return compile_object(parse(text), exported, tm, shared, jobs, timings, cc1)
+    module = parse(text)
+    if cc1 is not None and cc1.joins:
+        module.triple = tm.triple
+    final = finish(module, exported, tm, shared, timings, cc1)
+    return emit_object(final, tm, timings=timings, cc1=cc1), "in one part"
 
 
 def _in_parts(text: str, jobs: int, timings: list | None, cc1: Cc1) -> tuple[bytes, str] | None:
-    """The object of an internalized module's text compiled in parts, each by a clang of its
-    own (parts.py), at most `jobs` at once; None where it is not to be cut."""
-    pieces = split.live(split.read_pieces(text)) if split.splittable(text) else []
+    """The object of an internalized, splittable module's text compiled in parts, each by a
+    clang of its own (parts.py), at most `jobs` at once; None where it is not to be cut."""
+    pieces = split.live(split.read_pieces(text))
     cut = parts.plan(pieces) if pieces else None
     if cut is None:
         return None

@@ -207,10 +207,10 @@ def test_the_joined_object_computes_what_the_whole_module_computes(tmp_path, mon
     chosen = optimize.machine(None, None)
     tm, cc1 = optimize.create(chosen), Cc1.bundled(select_compiler(None), chosen)
     exported = {"entry", "state_now", "greeting"}
-    whole, how_whole = optimize.compile_object(optimize.parse(MODULE), exported, tm, jobs=2, cc1=cc1)
+    whole, how_whole = optimize.compile_text(MODULE, exported, tm, jobs=2, cc1=cc1)
     monkeypatch.setattr(parts, "PART", 2000)
-    joined, how = optimize.compile_object(optimize.parse(MODULE), exported, tm, jobs=2, cc1=cc1)
-    one_at_a_time, _ = optimize.compile_object(optimize.parse(MODULE), exported, tm, jobs=1, cc1=cc1)
+    joined, how = optimize.compile_text(MODULE, exported, tm, jobs=2, cc1=cc1)
+    one_at_a_time, _ = optimize.compile_text(MODULE, exported, tm, jobs=1, cc1=cc1)
     assert how_whole == "in one part" and how.startswith("in 2 parts"), how
     assert joined == one_at_a_time  # how many run at once changes nothing
     results = []

@@ -53,7 +53,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
           ) -> tuple[list[tuple[list[Path], list[str]]], list[Generated], str]:
     """`read_flags` are what libclang reads the sources with; `flags` (-I, -D) and `extra` (after
     --) what clang lowers them with; `jobs`, how many clang processes may optimize and compile
-    derivative code at once (optimize.compile_object; default: one per core this process may
+    derivative code at once (optimize.compile_text; default: one per core this process may
     run on); `depfile`, where to write a Makefile rule of the objects' dependencies (with the
     other outputs, all or none); `crate`, a cargo package's lowering of all the sources at once
     (crate.py: its library compiled by cargo) instead of each source's own. Returns what was

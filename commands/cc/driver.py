@@ -175,8 +175,9 @@ def main(argv: list[str], cxx: bool = False) -> int:
     missing = [error(f"no such file or directory: '{s}'") for _, s in line.sources if str(s) != "-" and not s.is_file()]
     if missing:  # (as clang says it, before any source is compiled)
         raise AdgenError(missing)
-    if line.output and Path(line.output).is_dir() and not Path(line.output).is_symlink():  # (said before any
-        raise AdgenError(error(f"cannot write {line.output}: it is a directory"))  # compile; the linker said it last)
+    # (said before any compile, as adgen build says it; else the linker says it, last)
+    if line.output and Path(line.output).is_dir() and not Path(line.output).is_symlink():
+        raise AdgenError(error(f"cannot write {line.output}: it is a directory"))
     implicit = [] if any(f.startswith("-fsanitize") for f in line.compile_flags) else ["-fno-sanitize=all"]
     with tempfile.TemporaryDirectory(prefix="adgen-cc-") as tmp:
         argv = list(line.argv)

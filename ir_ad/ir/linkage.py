@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from adgen.ir_ad.ir.reach import bare
-from adgen.ir_ad.ir.split import Piece, declaration, global_declaration
+from adgen.ir_ad.ir.split import LINKAGES, Piece, declaration, global_declaration
 
 _NAME = r'@(?:"[^"]*"|[-a-zA-Z$._0-9]+)'
 # `@A = [linkage, visibility, unnamed_addr...] alias TYPE, ptr @B`: an alias of a global by name
@@ -175,9 +175,7 @@ def _bodies(text: str) -> dict[str, str]:
 
 # What a definition made internal keeps of its head: not its linkage, preemption, visibility or
 # DLL storage (a local symbol has default visibility; it is the module's own)
-_NOT_LOCAL = {"private", "internal", "available_externally", "linkonce", "weak", "common", "appending",
-              "extern_weak", "linkonce_odr", "weak_odr", "external", "dso_local", "dso_preemptable", "default",
-              "hidden", "protected", "dllexport", "dllimport"}
+_NOT_LOCAL = LINKAGES | {"dso_local", "dso_preemptable", "default", "hidden", "protected", "dllexport", "dllimport"}
 _TRIPLE = re.compile(r'^target triple = "[^"]*"$', re.M)
 # a global's name quoted where it need not be (`@"__adgen_omp_team"`, as adgen's templates write
 # some): spelled as LLVM prints it, `@__adgen_omp_team`, which the cut into parts (split.py) takes

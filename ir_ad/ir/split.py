@@ -22,7 +22,7 @@ _GLOBAL = re.compile(r'^@("[^"]*"|[-a-zA-Z$._0-9]+) = ((?:[a-z_]+(?:\([^)]*\))? 
 _INTERNAL = re.compile(r"^(define|declare) (internal|private) ")
 _MEMORY = re.compile(r"\s+(store |%\S+ = (load|getelementptr) )")
 _ATTRIBUTE_GROUP = re.compile(r"#\d+")
-_LINKAGES = {"private", "internal", "available_externally", "linkonce", "weak", "common", "appending", "extern_weak",
+LINKAGES = {"private", "internal", "available_externally", "linkonce", "weak", "common", "appending", "extern_weak",
              "linkonce_odr", "weak_odr", "external"}
 # what a module's text may hold that a part cannot copy or split: such a module is compiled whole
 _WHOLE_ONLY = re.compile(r'^(module asm |\$[-\w.$"]+ = comdat |@[^=]+= [^"]*\b(alias|ifunc)\b|@llvm\.)', re.M)
@@ -214,7 +214,7 @@ def declaration(define: str, crossing: bool) -> str:
             if depth == 0:
                 break
     groups = " ".join(_ATTRIBUTE_GROUP.findall(head[end + 1:].split("{")[0]))
-    words = [w for w in head[:start].split(" ") if w not in _LINKAGES]
+    words = [w for w in head[:start].split(" ") if w not in LINKAGES]
     if crossing:  # (hidden is local to the link: no preemption to state)
         words = ["hidden", *(w for w in words if w not in ("default", "protected", "dso_local", "dso_preemptable"))]
     return f"declare {' '.join(words)}{head[start:end + 1]}{' ' + groups if groups else ''}"

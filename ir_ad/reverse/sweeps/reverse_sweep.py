@@ -50,7 +50,9 @@ class ReverseSweep:
         self.adjoints = Adjoints(self.needs, release_only, sharing)
         self.local_shadow: dict[str, Shadow] = {}
         # _undone_before's: the writes in each block; by block, what the writes of the other blocks give
-        self._undone_in: dict[str, list[Instruction]] | None = None
+        self._undone_in: dict[str, list[Instruction]] = {}
+        for write in d.undoable:
+            self._undone_in.setdefault(d.cfg.block_of_inst(write), []).append(write)
         self._undone_elsewhere: dict[str, frozenset] = {}
 
     # ================================================================== collecting
@@ -88,10 +90,6 @@ class ReverseSweep:
         d = self.d
         block = d.cfg.block_of_inst(end)
         around = d.loops.loop_of[block]
-        if self._undone_in is None:  # the writes by block, for the writes of end's own block
-            self._undone_in = {}
-            for write in d.undoable:
-                self._undone_in.setdefault(d.cfg.block_of_inst(write), []).append(write)
         if block not in self._undone_elsewhere:  # (what the writes of other blocks give depends on the block alone)
             chain = around.ancestors() if around is not None else []
             found = set()
