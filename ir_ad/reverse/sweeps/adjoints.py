@@ -124,12 +124,14 @@ class Adjoints:
             if inst.type.kind == "vector":
                 raise self.d.fail(f"'{name.lstrip('@')}' on a vector value in reverse mode (which argument won is "
                                   "kept per scalar)")
-            partials = rule.from_choice(b, self.needs.need(Key(CHOICE, inst.result), site, (I1,))[0],
-                                        V(inst.type, "poison"))
-        else:
-            lazy = [_Lazy(a.type, lambda a=a: self.needs.value(a, site)) for a in args]
-            result = _Lazy(inst.type, lambda: self.needs.value(Operand(inst.type, inst.result), site))
-            partials = rule.partials(b, lazy, result)
+            chosen = rule.chosen(b, self.needs.need(Key(CHOICE, inst.result), site, (I1,))[0])
+            for a, this in zip(args, chosen):
+                if self.activity.active(a.value):
+                    self.add(b, a.value, self.layout.where(b, this, dr))
+            return
+        lazy = [_Lazy(a.type, lambda a=a: self.needs.value(a, site)) for a in args]
+        result = _Lazy(inst.type, lambda: self.needs.value(Operand(inst.type, inst.result), site))
+        partials = rule.partials(b, lazy, result)
         scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
         for a, partial in zip(args, partials):
             if partial is not None and self.activity.active(a.value):
