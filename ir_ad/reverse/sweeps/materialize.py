@@ -13,6 +13,7 @@ from __future__ import annotations
 from adgen.ir_ad.reverse.sweeps import storage
 from adgen.ir_ad.ir.builder import CACHE, PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, CacheSlot, PlanSite, descriptor_types
+from adgen.ir_ad.reverse.plan.carried import Carry
 from adgen.ir_ad.ir import I1, I64, PTR, Operand
 from adgen.ir_ad.reverse.plan.keys import BLOB, DESC, MASK, SHADOW, Key, align_of
 from adgen.ir_ad.analysis.loops import Loop
@@ -23,9 +24,14 @@ from adgen.ir_ad.shadows import Shadow, points_nowhere
 
 
 class Materializer:
-    def __init__(self, d: ReverseFacts, plan: CachePlan, local_shadow: dict[str, Shadow]):
+    def __init__(self, d: ReverseFacts, plan: CachePlan, local_shadow: dict[str, Shadow],
+                 carries: dict[Key, Carry] | None = None):
         self.d, self.plan, self.layout, self.activity = d, plan, d.layout, d.activity
         self.local_shadow = local_shadow  # the reverse sweep's own shadows of local arrays
+        self.carries = carries or {}  # values from the previous reverse iteration (plan/carried.py)
+        self.carried_from: dict[Key, list[Carry]] = {}
+        for carry in self.carries.values():
+            self.carried_from.setdefault(carry.phi, []).append(carry)
         self.params = {p.name for p in d.fn.params}
         self.made: dict[tuple, Shadow] = {}
         self.regions = 0  # branches in prologues (see _remake_value)
@@ -42,6 +48,14 @@ class Materializer:
             made = self._load(key, slot, site, b, shift)
         else:
             made = getattr(self, "_remake_" + key.kind)(key, site, b, shift)
+            carry = self.carries.get(key)
+            if carry is not None and _this_iteration(carry, site, shift):
+                valid, prev = b.load(I1, V(PTR, carry.slot("valid"))), b.load(carry.type, V(PTR, carry.slot("prev")))
+                made = (b.select(valid, prev, made[0]),)
+        for carry in self.carried_from.get(key, ()):
+            if _this_iteration(carry, site, shift):
+                b.store(made[0], V(PTR, carry.slot("cur")))
+                b.store(V(I1, "true"), V(PTR, carry.slot("has")))
         self.made[memo] = made
         return made
 
@@ -211,6 +225,11 @@ class Materializer:
         trip = self.d.loops.by_header[key.name].trip
         start, bound = (self._operand(o, site, b, shift) for o in trip.operands)
         return (b.binary("sub", storage.trip_count(b, trip, start, bound), V(I64, "1")),)
+
+
+def _this_iteration(carry: Carry, site: Site, shift: tuple) -> bool:
+    """Whether a site makes its values at the reverse iteration of the carry's loop it is in."""
+    return not shift[0] and site.loop is not None and carry.loop.contains(site.loop)
 
 
 def counter(loop: Loop) -> V:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from adgen.ir_ad.reverse.sweeps.adjoints import Adjoints
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, PlanSite
+from adgen.ir_ad.reverse.plan.carried import Carry, carried
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction
 from adgen.ir_ad.reverse.plan.keys import CAME, EXIT, LOG, LOG_OWNER, RETURNS, Key, came_type
 from adgen.ir_ad.reverse.plan.read_back import read_back
@@ -54,6 +55,7 @@ class ReverseSweep:
         for write in d.undoable:
             self._undone_in.setdefault(d.cfg.block_of_inst(write), []).append(write)
         self._undone_elsewhere: dict[str, frozenset] = {}
+        self.carries: dict[Key, Carry] = {}  # by the latch value's key (plan/carried.py)
 
     # ================================================================== collecting
     def collect(self) -> dict[Key, set]:
@@ -76,11 +78,33 @@ class ReverseSweep:
         self._entry()
         self.sites = [self.entry] + [s for b in blocks for s in self.segments[b.label] +
                                      [self.edges[(p, b.label)] for p in d.cfg.preds[b.label]]]
+        self._carry()
         needs: dict[Key, set] = {}
         for site in self.sites:
             for key in site.wants:
                 needs.setdefault(key, set()).add(PlanSite(site.loop, site.before))
         return needs
+
+    def _carry(self) -> None:
+        """The values taken from the previous reverse iteration (plan/carried.py): each pair's
+        slots moved on the way back to the previous iteration, cleared where the loop is entered."""
+        wanted: dict[Key, list[Site]] = {}
+        for site in self.sites:
+            for key in site.wants:
+                wanted.setdefault(key, []).append(site)
+        self.carries = carried(self.d, wanted)
+        for carry in self.carries.values():
+            term = self.segments[carry.loop.header][-1].term
+            at = term.index(f"{_back(carry.loop.header)[1:]}:") + 1
+            t, k = carry.type.text, carry.number
+            term[at:at] = [f"%\"carry'{k}.c\" = load {t}, ptr {carry.slot('cur')}",
+                           f"store {t} %\"carry'{k}.c\", ptr {carry.slot('prev')}",
+                           f"%\"carry'{k}.h\" = load i1, ptr {carry.slot('has')}",
+                           f"store i1 %\"carry'{k}.h\", ptr {carry.slot('valid')}",
+                           f"store i1 false, ptr {carry.slot('has')}"]
+            for (p, block), edge in self.edges.items():
+                if carry.loop in self.d.loops.exited(p, block):
+                    edge.lines += [f"  store i1 false, ptr {carry.slot(w)}" for w in ("has", "valid")]
 
     def _undone_before(self, end: Instruction) -> frozenset:
         """The undone writes still in effect when the reverse sweep gets back to just before
@@ -142,7 +166,7 @@ class ReverseSweep:
             count = b.load(I64, counter(loop))
             first = b.value(I1, f"icmp eq {count}, 0")
             less = b.binary("sub", count, V(I64, "1"))
-            back = local(f"back'{bare(block.label)}")
+            back = _back(block.label)
             site.term = [f"br {first}, label {self._edge(loop.entries[0], block.label)}, label {back}",
                          f"{back[1:]}:", f"store {less}, ptr {counter(loop).ref}",
                          f"br label {self._edge(loop.latches[0], block.label)}"]
@@ -219,7 +243,7 @@ class ReverseSweep:
     # ================================================================== writing
     def write(self, plan: CachePlan) -> str:
         d = self.d
-        mat = Materializer(d, plan, self.local_shadow)
+        mat = Materializer(d, plan, self.local_shadow, self.carries)
         fn, derived = self.fn, d.derived
         for block in fn.blocks:  # a group's buffer is freed once its loops are reversed
             loop = d.loops.by_header.get(block.label)
@@ -296,6 +320,10 @@ class ReverseSweep:
                     eb.store(self.adjoints.empty(t), slot)
         for loop in self.d.loops.loops:
             eb.emit(f"{counter(loop).ref} = alloca i64")
+        for carry in self.carries.values():
+            for what, t in (("cur", carry.type), ("prev", carry.type), ("has", I1), ("valid", I1)):
+                eb.emit(f"{carry.slot(what)} = alloca {t.text}")
+            eb.lines += [f"  store i1 false, ptr {carry.slot(w)}" for w in ("has", "valid")]
         for k, inst in self.adjoints.undo:
             eb.emit(f"%\"undo'{k}.value\" = alloca {inst.operands[0].type.text}")
             eb.emit(f"%\"undo'{k}.at\" = alloca ptr")
@@ -311,6 +339,11 @@ class ReverseSweep:
             if count.type.text != "i64":
                 count = b.cast("zext", count, I64)
             self.local_shadow[name] = self.layout.allocate(b, b.size_of(inst.source_type, count), on_stack=True)
+
+
+def _back(header: str) -> str:
+    """The block of a loop's reverse that goes back to the iteration before."""
+    return local(f"back'{bare(header)}")
 
 
 def _common_loop(d: ReverseFacts, p: str, block: str):
