@@ -156,6 +156,14 @@ def test_an_output_overlapping_the_input(build_lib, n):
     _check(lib, "shifted", "shifted_grad", [_values(n + 1, 4), _values(n * n, 5)], [n])
 
 
+def test_logs_of_every_size_one_after_another(build_lib):
+    """A discarded log is kept for the next (templates/undo_log.ll.j2, adgen.log.pool.put):
+    logs larger and smaller than the one kept, one after another, each gradient right."""
+    lib = build_lib(OVERLAPPING)
+    for n in (5, 1, 7, 2, 7, 3):
+        _check(lib, "shifted", "shifted_grad", [_values(n + 1, n), _values(n * n, n + 1)], [n])
+
+
 @quick_first("n", [2, 3, 6])
 def test_a_loop_writing_what_its_inner_loop_reads(build_lib, n):
     lib = build_lib(IN_PLACE)
