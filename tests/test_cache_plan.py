@@ -348,3 +348,49 @@ def test_undone_stores_leave_the_results_and_give_the_gradient(built):
 
         for j in range(4):
             assert close(dx[j], _grad_fd(row, x, j)), (k, j)
+
+
+QUOTIENT = r"""
+// @diff(step_grad: (dup, dup, const))
+void step(double *y, double *k, int n)
+{
+    for (int s = 0; s < 2; s++) {
+        for (int i = 0; i < n; i++)
+            k[i] = y[i] * y[i];
+        for (int i = 0; i < n; i++)
+            y[i] += (k[i] + 1.0) / 6;
+    }
+}
+"""
+
+
+def test_a_quotient_by_a_constant_stores_nothing_of_its_numerator(tmp_path, capsys):
+    """A rule's partials are written only for the arguments with derivatives, and ask only for
+    what those use: fdiv's partial in a constant divisor asked for the numerator, `k[i] + 1.0`,
+    which the next round overwrites, and the plan stored it once per iteration (GradBench's ode)."""
+    from adgen.commands.cli import main
+
+    src = tmp_path / "step.c"
+    src.write_text(QUOTIENT.lstrip())
+    assert main(["build", "-q", "--explain", str(src), "-o", str(tmp_path / "out")]) == 0
+    text = capsys.readouterr().out
+    assert "k[i] + 1.0" not in text and re.search(r"step\.c:6\b", text) and not re.search(r"step\.c:8\b", text), text
+    compile_c("-c", "-O2", "-fPIC", src, "-o", tmp_path / "step.o")
+    compile_c("-shared", tmp_path / "step.o", tmp_path / "out" / "step.adgen.o", "-o", tmp_path / "lib.so")
+    lib = C.CDLL(str(tmp_path / "lib.so"))
+    n, y0 = 3, [0.3, -0.7, 1.1]
+    grad, step = fn(lib, "step_grad", None, P, P, P, P, I), fn(lib, "step", None, P, P, I)
+
+    def total(y):
+        ys, ks = arr(y), arr([0.0] * n)
+        step(ys, ks, n)
+        return sum(ys) + 2 * sum(ks)
+
+    ys, dys, ks, dks = arr(y0), arr([1.0] * n), arr([0.0] * n), arr([2.0] * n)
+    grad(ys, dys, ks, dks, n)
+    h = 1e-6
+    for j in range(n):
+        up, down = list(y0), list(y0)
+        up[j] += h
+        down[j] -= h
+        assert dys[j] == pytest.approx((total(up) - total(down)) / (2 * h), rel=1e-6)

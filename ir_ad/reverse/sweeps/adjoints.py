@@ -5,7 +5,7 @@ the rules of rules.py give the partial derivatives."""
 
 from __future__ import annotations
 
-from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
+from adgen.ir_ad.ir.builder import _PIECES, PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type, floating
 from adgen.ir_ad.reverse.plan.keys import CHOICE, GUARD, OLD, Key, instruction_key
 from adgen.ir_ad import vectors
@@ -129,12 +129,13 @@ class Adjoints:
                 if self.activity.active(a.value):
                     self.add(b, a.value, self.layout.where(b, this, dr))
             return
-        lazy = [_Lazy(a.type, lambda a=a: self.needs.value(a, site)) for a in args]
-        result = _Lazy(inst.type, lambda: self.needs.value(Operand(inst.type, inst.result), site))
-        partials = rule.partials(b, lazy, result)
+        makes = [lambda a=a: self.needs.value(a, site) for a in args] + \
+            [lambda: self.needs.value(Operand(inst.type, inst.result), site)]
+        partials = _only_used(b, [a.type for a in args] + [inst.type], makes, rule.partials,
+                              [self.activity.active(a.value) for a in args])
         scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
         for a, partial in zip(args, partials):
-            if partial is not None and self.activity.active(a.value):
+            if partial is not None:
                 self.add(b, a.value, scale(b, partial, dr))
 
     def reverse_load(self, inst, site, b) -> None:
@@ -359,20 +360,46 @@ def _shared(d, pointer: Operand) -> bool:
     return d.pattern.team and d.memory.base(pointer.value).kind != "fresh"
 
 
-class _Lazy(V):
-    """A primal value the reverse sweep asks for only if a rule's partial uses it."""
+def _only_used(b: Builder, types: list[Type], makes: list, partials, wanted: list[bool]) -> list[V | None]:
+    """A rule's partials (`partials(b, args, result)`), of which only those `wanted` (of the
+    arguments with derivatives) are written, with what they are computed from; None for the
+    others. The primal values (`makes`: the arguments' then the result's) are asked for only
+    where a partial written uses them: fdiv's partial in its divisor, `-a / b^2`, asked for the
+    numerator `a` where the divisor is a constant, and the plan stored `a` once per iteration
+    for nothing (GradBench's ode: `yf[i] += h * (k1[i] + ...) / 6`)."""
+    deferred = [_Deferred(t, k) for k, t in enumerate(types)]
+    scratch: list[str] = []
+    kept, b.lines = b.lines, scratch
+    try:
+        made = partials(b, deferred[:-1], deferred[-1])
+    finally:
+        b.lines = kept
+    used = [p for p, w in zip(made, wanted) if p is not None and w]
+    lines = _slice(scratch, {p.ref for p in used})
+    named = {d.ref: makes[d.index]().ref for d in deferred
+             if any(d.ref == p.ref for p in used) or any(d.ref in line for line in lines)}
+    for line in lines:
+        b.lines.append("".join(named.get(piece, piece) for piece in _PIECES.findall(line)))
+    return [V(p.type, named.get(p.ref, p.ref)) if p is not None and w else None for p, w in zip(made, wanted)]
 
-    def __init__(self, t: Type, make):
+
+def _slice(lines: list[str], roots: set[str]) -> list[str]:
+    """Of `lines`, those computing the values `roots` (and the lines that define no value), in order."""
+    defined = {line.split("=", 1)[0].strip(): k for k, line in enumerate(lines) if line.lstrip().startswith("%")}
+    keep, work = set(), [r for r in roots if r in defined]
+    while work:
+        k = defined[work.pop()]
+        if k in keep:
+            continue
+        keep.add(k)
+        work += [piece for piece in _PIECES.findall(lines[k].split("=", 1)[1]) if piece in defined]
+    return [line for k, line in enumerate(lines) if k in keep or not line.lstrip().startswith("%")]
+
+
+class _Deferred(V):
+    """A primal value a rule's partial may use, named by a token until a partial written uses it."""
+
+    def __init__(self, t: Type, index: int):
         object.__setattr__(self, "type", t)
-        object.__setattr__(self, "_make", make)
-        object.__setattr__(self, "_made", None)
-
-    @property
-    def ref(self) -> str:  # type: ignore[override]
-        if self._made is None:
-            object.__setattr__(self, "_made", self._make())
-        return self._made.ref
-
-    def __str__(self) -> str:
-        return f"{self.type.text} {self.ref}"
-
+        object.__setattr__(self, "ref", f"%\"adgen'arg.{index}\"")
+        object.__setattr__(self, "index", index)
