@@ -16,20 +16,15 @@ import numpy as np
 import pytest
 
 import adgen
+from every_mode import annotations, check_hessian_vector_product, check_lanes_and_split, check_reverse
 
 NAMES = ("pairs", "product", "apart", "sometimes", "nested", "breaks")
-
-
-def _annotations(name: str) -> str:
-    return (f"// @diff({name}_grad: (dup, const) -> activeonly; {name}_grad2: reverse[2] (dup, const) -> activeonly;\n"
-            f"//       {name}_split: split (dup, const) -> activeonly; {name}_tan: (dual, const) -> dualonly;\n"
-            f"//       {name}_hvp: forward of {name}_grad (dual, dual, const, const))\n")
 
 
 SOURCE = r"""
 #include <math.h>
 
-""" + _annotations("pairs") + r"""double pairs(const double *x, int n)
+""" + annotations("pairs") + r"""double pairs(const double *x, int n)
 {
     double s = 0;
     for (int i = 0; i < n - 1; i++) {
@@ -39,7 +34,7 @@ SOURCE = r"""
     return s;
 }
 
-""" + _annotations("product") + r"""double product(const double *x, int n)
+""" + annotations("product") + r"""double product(const double *x, int n)
 {
     double p = 1, s = 0;
     for (int i = 0; i < n; i++) {
@@ -50,7 +45,7 @@ SOURCE = r"""
     return s;
 }
 
-""" + _annotations("apart") + r"""double apart(const double *x, int n)
+""" + annotations("apart") + r"""double apart(const double *x, int n)
 {
     double s = 0;
     for (int i = 0; i < n - 2; i++)
@@ -58,7 +53,7 @@ SOURCE = r"""
     return s;
 }
 
-""" + _annotations("sometimes") + r"""double sometimes(const double *x, int n)
+""" + annotations("sometimes") + r"""double sometimes(const double *x, int n)
 {
     double s = 0;
     for (int i = 0; i < n - 1; i++) {
@@ -71,7 +66,7 @@ SOURCE = r"""
     return s;
 }
 
-""" + _annotations("nested") + r"""double nested(const double *x, int n)
+""" + annotations("nested") + r"""double nested(const double *x, int n)
 {
     double s = 0;
     for (int i = 0; i < n - 1; i++) {
@@ -82,7 +77,7 @@ SOURCE = r"""
     return s;
 }
 
-""" + _annotations("breaks") + r"""double breaks(const double *x, int n)
+""" + annotations("breaks") + r"""double breaks(const double *x, int n)
 {
     double s = 0;
     for (int i = 0; i < n - 1; i++) {
@@ -95,7 +90,6 @@ SOURCE = r"""
 """
 
 X = np.array([0.7, -0.4, 1.3, 2.1, -0.9, 0.5, 1.7])  # no kinks within the finite differences' step
-N = len(X)
 
 
 @pytest.fixture(scope="module")
@@ -106,51 +100,19 @@ def lib(tmp_path_factory):
     return adgen.load(src, build_dir=work / "build")
 
 
-def _differences(f, x, h=1e-6):
-    out = np.zeros(N)
-    for k in range(N):
-        e = np.zeros(N)
-        e[k] = h
-        out[k] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
-
-
-def _grad(lib, name, x):
-    dx = np.zeros(N)
-    getattr(lib, f"{name}_grad")(x.copy(), dx, N, 1.0)
-    return dx
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_reverse_against_differences_and_forward(lib, name):
-    primal = lambda x: getattr(lib, name)(x.copy(), N)
-    grad = _grad(lib, name, X)
-    assert grad == pytest.approx(_differences(primal, X), rel=1e-7, abs=1e-7)
-    tangents = [getattr(lib, f"{name}_tan")(X.copy(), e, N) for e in np.eye(N)]
-    assert tangents == pytest.approx(list(grad), rel=1e-12, abs=1e-14)
+    check_reverse(lib, name, X)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_two_lanes_and_split_mode(lib, name):
-    grad = _grad(lib, name, X)
-    d0, d1 = np.zeros(N), np.zeros(N)
-    getattr(lib, f"{name}_grad2")(X.copy(), d0, d1, N, 1.0, -2.0)
-    assert d0 == pytest.approx(grad, rel=1e-13, abs=1e-14) and d1 == pytest.approx(-2 * grad, rel=1e-13, abs=1e-14)
-    split = getattr(lib, f"{name}_split")
-    d = np.zeros(N)
-    _, tape = split.forward(X.copy(), d, N)
-    split.reverse(tape, 1.0)
-    assert d == pytest.approx(grad, rel=1e-13, abs=1e-14)
+    check_lanes_and_split(lib, name, X)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_hessian_vector_products(lib, name):
-    v = np.array([1.0, -0.5, 0.25, 2.0, 0.3, -1.1, 0.6])
-    hv = np.zeros(N)
-    getattr(lib, f"{name}_hvp")(X.copy(), v, np.zeros(N), hv, N, 1.0)
-    h = 1e-5
-    want = (_grad(lib, name, X + h * v) - _grad(lib, name, X - h * v)) / (2 * h)
-    assert hv == pytest.approx(want, rel=1e-6, abs=1e-6)
+    check_hessian_vector_product(lib, name, X, np.array([1.0, -0.5, 0.25, 2.0, 0.3, -1.1, 0.6]))
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 9, 40])
@@ -168,27 +130,13 @@ def test_every_length(lib, n):
     assert dx == pytest.approx(want, rel=1e-13, abs=1e-13)
 
 
-ROSENBROCK = """
-// @diff(rosenbrock_grad: (dup, const) -> activeonly)
-double rosenbrock(const double *x, int n)
-{
-    double s = 0;
-    for (int i = 0; i < n - 1; i++) {
-        double a = x[i + 1] - x[i] * x[i], b = 1.0 - x[i];
-        s += 100.0 * a * a + b * b;
-    }
-    return s;
-}
-"""
-
-
 def test_rosenbrock_reads_x_once_per_iteration(tmp_path):
-    """Its vectorized reverse loop loads x once (and dx once), where it loaded x[i] and x[i + 1]."""
+    """The vectorized reverse loop of `pairs` (Rosenbrock's) loads x once, where it loaded x[i] and x[i + 1]."""
     src = tmp_path / "ros.c"
-    src.write_text(ROSENBROCK)
+    src.write_text(SOURCE)
     subprocess.run([sys.executable, "-m", "adgen.commands.cli", "build", "-q", "--emit-llvm", str(src), "-o",
                     str(tmp_path)], check=True)
-    fn = re.search(r"define void @rosenbrock_grad\((.*?)\n}\n", (tmp_path / "ros.adgen.ll").read_text(), re.S).group(1)
+    fn = re.search(r"define void @pairs_grad\((.*?)\n}\n", (tmp_path / "ros.adgen.ll").read_text(), re.S).group(1)
     x = re.match(r"ptr [^%]*(%\S+),", fn).group(1)  # the first parameter
     loop = re.search(r"\nvector\.body:.*?\n\n", fn, re.S).group(0)
     base = dict(re.findall(r"(%\S+) = getelementptr [^,]*, ptr (%\S+),", loop))

@@ -16,16 +16,10 @@ import numpy as np
 import pytest
 
 import adgen
+from every_mode import annotations, check_hessian_vector_product, check_lanes_and_split, check_reverse
 
 NAMES = ("root", "nested", "biggest", "smallest", "stored", "product", "quotient", "passed", "returned", "early",
          "unread")
-
-
-def _annotations(name: str) -> str:
-    return (f"// @diff({name}_grad: (dup, const) -> activeonly; {name}_grad2: reverse[2] (dup, const) -> activeonly;\n"
-            f"//       {name}_split: split (dup, const) -> activeonly; {name}_tan: (dual, const) -> dualonly;\n"
-            f"//       {name}_tan2: forward[2] (dual, const) -> dualonly;\n"
-            f"//       {name}_hvp: forward of {name}_grad (dual, dual, const, const))\n")
 
 
 SOURCE = r"""
@@ -33,7 +27,7 @@ SOURCE = r"""
 #include <math.h>
 #include <stdlib.h>
 
-""" + _annotations("root") + r"""double root(const double *x, int n)
+""" + annotations("root", lanes=True) + r"""double root(const double *x, int n)
 {
     double s = 0;
     for (int i = 0; i < n; i++)
@@ -42,7 +36,7 @@ SOURCE = r"""
 }
 
 /* the whole slice below the side not chosen: both square roots have NaN partials below 0 */
-""" + _annotations("nested") + r"""double nested(const double *x, int n)
+""" + annotations("nested", lanes=True) + r"""double nested(const double *x, int n)
 {
     double s = 0;
     for (int i = 0; i < n; i++)
@@ -50,7 +44,7 @@ SOURCE = r"""
     return s;
 }
 
-""" + _annotations("biggest") + r"""double biggest(const double *x, int n)
+""" + annotations("biggest", lanes=True) + r"""double biggest(const double *x, int n)
 {
     double s = 0;
     for (int i = 0; i < n; i++)
@@ -58,7 +52,7 @@ SOURCE = r"""
     return s;
 }
 
-""" + _annotations("smallest") + r"""double smallest(const double *x, int n)
+""" + annotations("smallest", lanes=True) + r"""double smallest(const double *x, int n)
 {
     double s = 0;
     for (int i = 0; i < n; i++)
@@ -67,7 +61,7 @@ SOURCE = r"""
 }
 
 /* the side not chosen comes through memory: stored in one loop, loaded in the next */
-""" + _annotations("stored") + r"""double stored(const double *x, int n)
+""" + annotations("stored", lanes=True) + r"""double stored(const double *x, int n)
 {
     double *w = malloc(n * sizeof *w), s = 0;
     for (int i = 0; i < n; i++)
@@ -80,7 +74,7 @@ SOURCE = r"""
     return s;
 }
 
-""" + _annotations("product") + r"""double product(const double *x, int n)
+""" + annotations("product", lanes=True) + r"""double product(const double *x, int n)
 {
     double t = 0;
     for (int i = 0; i < n; i++)
@@ -88,7 +82,7 @@ SOURCE = r"""
     return t;
 }
 
-""" + _annotations("quotient") + r"""double quotient(const double *x, int n)
+""" + annotations("quotient", lanes=True) + r"""double quotient(const double *x, int n)
 {
     double t = 0;
     for (int i = 0; i < n; i++)
@@ -100,7 +94,7 @@ SOURCE = r"""
    between a callee's result and another value (a checkpointed loop's step is such a callee) */
 __attribute__((noinline)) static double pick(double a, double b, double c) { return c > 0 ? a : b; }
 
-""" + _annotations("passed") + r"""double passed(const double *x, int n)
+""" + annotations("passed", lanes=True) + r"""double passed(const double *x, int n)
 {
     double s = 0;
     for (int i = 0; i < n; i++)
@@ -110,7 +104,7 @@ __attribute__((noinline)) static double pick(double a, double b, double c) { ret
 
 __attribute__((noinline)) static double root_of(double a) { return sqrt(sqrt(a)); }
 
-""" + _annotations("returned") + r"""double returned(const double *x, int n)
+""" + annotations("returned", lanes=True) + r"""double returned(const double *x, int n)
 {
     double s = 0;
     for (int i = 0; i < n; i++) {
@@ -121,7 +115,7 @@ __attribute__((noinline)) static double root_of(double a) { return sqrt(sqrt(a))
 }
 
 /* a value computed on every path and read on one only: here where the loop breaks, never at X */
-""" + _annotations("early") + r"""double early(const double *x, int n)
+""" + annotations("early", lanes=True) + r"""double early(const double *x, int n)
 {
     double r = sqrt(x[0]) * 3.0, s = 0;
     for (int i = 1; i < n; i++) {
@@ -142,14 +136,13 @@ __attribute__((noinline)) static double unless(double v, const double *x, int n)
     return s;
 }
 
-""" + _annotations("unread") + r"""double unread(const double *x, int n)
+""" + annotations("unread", lanes=True) + r"""double unread(const double *x, int n)
 {
     return unless(sqrt(x[0]) * 3.0, x, n);
 }
 """
 
 X = np.array([-1.0, -0.3, 0.7, 4.0])  # no kinks within the finite differences' step
-N = len(X)
 
 
 @pytest.fixture(scope="module")
@@ -160,52 +153,16 @@ def lib(tmp_path_factory):
     return adgen.load(src, build_dir=work / "build")
 
 
-def _differences(f, x, h=1e-6):
-    out = np.zeros(N)
-    for k in range(N):
-        e = np.zeros(N)
-        e[k] = h
-        out[k] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
-
-
-def _grad(lib, name, x):
-    dx = np.zeros(N)
-    getattr(lib, f"{name}_grad")(x.copy(), dx, N, 1.0)
-    return dx
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_reverse_against_differences_and_forward(lib, name):
-    primal = lambda x: getattr(lib, name)(x.copy(), N)
-    want = _differences(primal, X)
-    grad = _grad(lib, name, X)
-    assert np.isfinite(grad).all() and grad == pytest.approx(want, abs=1e-7)
-    tangents = [getattr(lib, f"{name}_tan")(X.copy(), e, N) for e in np.eye(N)]
-    assert tangents == pytest.approx(list(grad), rel=1e-13, abs=1e-15)
+    check_reverse(lib, name, X)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_two_lanes_and_split_mode(lib, name):
-    grad = _grad(lib, name, X)
-    d0, d1 = np.zeros(N), np.zeros(N)
-    getattr(lib, f"{name}_grad2")(X.copy(), d0, d1, N, 1.0, -2.0)
-    assert d0 == pytest.approx(grad, rel=1e-13) and d1 == pytest.approx(-2 * grad, rel=1e-13)
-    split = getattr(lib, f"{name}_split")
-    d = np.zeros(N)
-    _, tape = split.forward(X.copy(), d, N)  # (no primal result: activeonly)
-    split.reverse(tape, 1.0)
-    assert d == pytest.approx(grad, rel=1e-13)
-    for k in range(0, N, 2):
-        lanes = getattr(lib, f"{name}_tan2")(X.copy(), np.eye(N)[k], np.eye(N)[k + 1], N)
-        assert list(np.ravel(lanes)) == pytest.approx([grad[k], grad[k + 1]], rel=1e-13, abs=1e-15)
+    check_lanes_and_split(lib, name, X, lanes=True)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_hessian_vector_products(lib, name):
-    v = np.array([1.0, -0.5, 0.25, 2.0])
-    hv = np.zeros(N)
-    getattr(lib, f"{name}_hvp")(X.copy(), v, np.zeros(N), hv, N, 1.0)
-    h = 1e-5
-    want = (_grad(lib, name, X + h * v) - _grad(lib, name, X - h * v)) / (2 * h)
-    assert np.isfinite(hv).all() and hv == pytest.approx(want, rel=1e-6, abs=1e-6)
+    check_hessian_vector_product(lib, name, X, np.array([1.0, -0.5, 0.25, 2.0]))

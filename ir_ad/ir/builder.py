@@ -16,6 +16,24 @@ _PIECES = re.compile(r'%(?:"[^"]*"|[-a-zA-Z$._0-9]+)|c?"[^"]*"|[^%"c]+|.')  # lo
 _SIMPLE_NAME = re.compile(r"[-a-zA-Z$._][-a-zA-Z$._0-9]*\Z")
 
 
+def renamed(text: str, names: dict[str, str]) -> str:
+    """IR text with the local names in `names` replaced, token by token (%a not inside %ab)."""
+    return "".join(names.get(piece, piece) for piece in _PIECES.findall(text)) if names else text
+
+
+def sliced(lines: list[str], roots: set[str]) -> list[str]:
+    """Of a Builder's `lines`, those computing the values `roots`, and those defining no value
+    (they may have effects), in order."""
+    defined = {line.split("=", 1)[0].strip(): k for k, line in enumerate(lines) if line.lstrip().startswith("%")}
+    keep, work = set(), [r for r in roots if r in defined]
+    while work:
+        k = defined[work.pop()]
+        if k not in keep:
+            keep.add(k)
+            work += [piece for piece in _PIECES.findall(lines[k].split("=", 1)[1]) if piece in defined]
+    return [line for k, line in enumerate(lines) if k in keep or not line.lstrip().startswith("%")]
+
+
 def local(name: str) -> str:
     """`%name`, quoted when the name needs it."""
     return "%" + (name if _SIMPLE_NAME.match(name) else '"' + name + '"')
@@ -120,9 +138,7 @@ class Builder:
 
     def reemit(self, inst, refs: dict[str, str]) -> V:
         """A copy of a pure instruction, with some of its operands (by name) replaced."""
-        text = inst.text.split("=", 1)[1].strip()
-        if refs:  # token by token, so that %a is not replaced inside %ab
-            text = "".join(refs.get(piece, piece) for piece in _PIECES.findall(text))
+        text = renamed(inst.text.split("=", 1)[1].strip(), refs)
         return self.value(inst.type, text + (self.tag(PRIMAL) if inst.opcode == "load" else ""))
 
     def value(self, t: Type, text: str, hint: str = "") -> V:

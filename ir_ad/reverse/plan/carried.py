@@ -38,13 +38,34 @@ class Carry:
         """One of the slots: cur and prev (P's values), has and valid (whether they were made)."""
         return f"%\"carry'{self.number}.{what}\""
 
+    def slots(self) -> list[str]:
+        """The entry's lines making the slots, none made."""
+        return [f"  {self.slot(w)} = alloca {t}" for w, t in (("cur", self.type.text), ("prev", self.type.text),
+                                                           ("has", "i1"), ("valid", "i1"))] + self.entered()
 
-def carried(d, wanted: dict[Key, list]) -> dict[Key, Carry]:
+    def entered(self) -> list[str]:
+        """Where the sweep enters the loop: nothing made yet."""
+        return [f"  store i1 false, ptr {self.slot(w)}" for w in ("has", "valid")]
+
+    def back(self) -> list[str]:
+        """On the way back to the previous iteration: this one's P becomes the one before's."""
+        t, k = self.type.text, self.number
+        return [f"%\"carry'{k}.c\" = load {t}, ptr {self.slot('cur')}",
+                f"store {t} %\"carry'{k}.c\", ptr {self.slot('prev')}",
+                f"%\"carry'{k}.h\" = load i1, ptr {self.slot('has')}",
+                f"store i1 %\"carry'{k}.h\", ptr {self.slot('valid')}", f"store i1 false, ptr {self.slot('has')}"]
+
+
+def carried(d, sites: list) -> dict[Key, Carry]:
     """The carries worth making, by V's key: for each loop the reverse sweep counts down (one
     way in, one latch), each header phi whose latch value is computed in the loop itself, where
-    a site in the loop needs the phi (`wanted`: key -> the sites that need it). V itself may be
-    needed only to compute another value again: where it is not needed at all, what the sweep
-    writes for it is dead and the optimizer drops it."""
+    one of the sweep's `sites` in the loop needs the phi. V itself may be needed only to compute
+    another value again: where it is not needed at all, what the sweep writes for it is dead and
+    the optimizer drops it."""
+    wanted: dict[Key, list] = {}
+    for site in sites:
+        for key in site.wants:
+            wanted.setdefault(key, []).append(site)
     found: dict[Key, Carry] = {}
     blocks = {b.label: b for b in d.fn.blocks}
     for loop in d.loops.loops:

@@ -5,7 +5,7 @@ the rules of rules.py give the partial derivatives."""
 
 from __future__ import annotations
 
-from adgen.ir_ad.ir.builder import _PIECES, PRIMAL, Builder, V, bare, local
+from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local, renamed, sliced
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type, floating
 from adgen.ir_ad.reverse.plan.keys import CHOICE, GUARD, OLD, Key, instruction_key
 from adgen.ir_ad import vectors
@@ -120,23 +120,20 @@ class Adjoints:
             raise self.d.fail(f"'{name.lstrip('@')}', which has no derivative rule")
         if rule.refuse is not None and (why := rule.refuse([self.activity.on(a) for a in args])):
             raise self.d.fail(why)
-        if rule.choice is not None:
+        wanted = [self.activity.active(a.value) for a in args]
+        if rule.choice is not None:  # the adjoint whole to the argument chosen (rules.Rule.chosen)
             if inst.type.kind == "vector":
                 raise self.d.fail(f"'{name.lstrip('@')}' on a vector value in reverse mode (which argument won is "
                                   "kept per scalar)")
             chosen = rule.chosen(b, self.needs.need(Key(CHOICE, inst.result), site, (I1,))[0])
-            for a, this in zip(args, chosen):
-                if self.activity.active(a.value):
-                    self.add(b, a.value, self.layout.where(b, this, dr))
-            return
-        makes = [lambda a=a: self.needs.value(a, site) for a in args] + \
-            [lambda: self.needs.value(Operand(inst.type, inst.result), site)]
-        partials = _only_used(b, [a.type for a in args] + [inst.type], makes, rule.partials,
-                              [self.activity.active(a.value) for a in args])
-        scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
-        for a, partial in zip(args, partials):
-            if partial is not None:
-                self.add(b, a.value, scale(b, partial, dr))
+            terms = [self.layout.where(b, this, dr) if w else None for this, w in zip(chosen, wanted)]
+        else:
+            scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
+            terms = [None if p is None else scale(b, p, dr) for p in _only_used(
+                b, rule.partials, [*args, Operand(inst.type, inst.result)], lambda op: self.needs.value(op, site), wanted)]
+        for a, term in zip(args, terms):
+            if term is not None:
+                self.add(b, a.value, term)
 
     def reverse_load(self, inst, site, b) -> None:
         if inst.result is None or not self.activity.active(inst.result):
@@ -360,14 +357,14 @@ def _shared(d, pointer: Operand) -> bool:
     return d.pattern.team and d.memory.base(pointer.value).kind != "fresh"
 
 
-def _only_used(b: Builder, types: list[Type], makes: list, partials, wanted: list[bool]) -> list[V | None]:
+def _only_used(b: Builder, partials, operands: list[Operand], value, wanted: list[bool]) -> list[V | None]:
     """A rule's partials (`partials(b, args, result)`), of which only those `wanted` (of the
     arguments with derivatives) are written, with what they are computed from; None for the
-    others. The primal values (`makes`: the arguments' then the result's) are asked for only
-    where a partial written uses them: fdiv's partial in its divisor, `-a / b^2`, asked for the
-    numerator `a` where the divisor is a constant, and the plan stored `a` once per iteration
-    for nothing (GradBench's ode: `yf[i] += h * (k1[i] + ...) / 6`)."""
-    deferred = [_Deferred(t, k) for k, t in enumerate(types)]
+    others. The primal values of `operands` (the arguments, then the result) are asked for
+    (`value(operand)`) only where a partial written uses them: fdiv's partial in its divisor,
+    `-a / b^2`, asked for the numerator `a` where the divisor is a constant, and the plan stored
+    `a` once per iteration for nothing (GradBench's ode: `yf[i] += h * (k1[i] + ...) / 6`)."""
+    deferred = [_Deferred(op.type, k) for k, op in enumerate(operands)]
     scratch: list[str] = []
     kept, b.lines = b.lines, scratch
     try:
@@ -375,25 +372,11 @@ def _only_used(b: Builder, types: list[Type], makes: list, partials, wanted: lis
     finally:
         b.lines = kept
     used = [p for p, w in zip(made, wanted) if p is not None and w]
-    lines = _slice(scratch, {p.ref for p in used})
-    named = {d.ref: makes[d.index]().ref for d in deferred
+    lines = sliced(scratch, {p.ref for p in used})
+    named = {d.ref: value(operands[d.index]).ref for d in deferred
              if any(d.ref == p.ref for p in used) or any(d.ref in line for line in lines)}
-    for line in lines:
-        b.lines.append("".join(named.get(piece, piece) for piece in _PIECES.findall(line)))
+    b.lines += [renamed(line, named) for line in lines]
     return [V(p.type, named.get(p.ref, p.ref)) if p is not None and w else None for p, w in zip(made, wanted)]
-
-
-def _slice(lines: list[str], roots: set[str]) -> list[str]:
-    """Of `lines`, those computing the values `roots` (and the lines that define no value), in order."""
-    defined = {line.split("=", 1)[0].strip(): k for k, line in enumerate(lines) if line.lstrip().startswith("%")}
-    keep, work = set(), [r for r in roots if r in defined]
-    while work:
-        k = defined[work.pop()]
-        if k in keep:
-            continue
-        keep.add(k)
-        work += [piece for piece in _PIECES.findall(lines[k].split("=", 1)[1]) if piece in defined]
-    return [line for k, line in enumerate(lines) if k in keep or not line.lstrip().startswith("%")]
 
 
 class _Deferred(V):

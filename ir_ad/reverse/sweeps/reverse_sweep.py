@@ -88,23 +88,14 @@ class ReverseSweep:
     def _carry(self) -> None:
         """The values taken from the previous reverse iteration (plan/carried.py): each pair's
         slots moved on the way back to the previous iteration, cleared where the loop is entered."""
-        wanted: dict[Key, list[Site]] = {}
-        for site in self.sites:
-            for key in site.wants:
-                wanted.setdefault(key, []).append(site)
-        self.carries = carried(self.d, wanted)
+        self.carries = carried(self.d, self.sites)
         for carry in self.carries.values():
             term = self.segments[carry.loop.header][-1].term
             at = term.index(f"{_back(carry.loop.header)[1:]}:") + 1
-            t, k = carry.type.text, carry.number
-            term[at:at] = [f"%\"carry'{k}.c\" = load {t}, ptr {carry.slot('cur')}",
-                           f"store {t} %\"carry'{k}.c\", ptr {carry.slot('prev')}",
-                           f"%\"carry'{k}.h\" = load i1, ptr {carry.slot('has')}",
-                           f"store i1 %\"carry'{k}.h\", ptr {carry.slot('valid')}",
-                           f"store i1 false, ptr {carry.slot('has')}"]
+            term[at:at] = carry.back()
             for (p, block), edge in self.edges.items():
                 if carry.loop in self.d.loops.exited(p, block):
-                    edge.lines += [f"  store i1 false, ptr {carry.slot(w)}" for w in ("has", "valid")]
+                    edge.lines += carry.entered()
 
     def _undone_before(self, end: Instruction) -> frozenset:
         """The undone writes still in effect when the reverse sweep gets back to just before
@@ -321,9 +312,7 @@ class ReverseSweep:
         for loop in self.d.loops.loops:
             eb.emit(f"{counter(loop).ref} = alloca i64")
         for carry in self.carries.values():
-            for what, t in (("cur", carry.type), ("prev", carry.type), ("has", I1), ("valid", I1)):
-                eb.emit(f"{carry.slot(what)} = alloca {t.text}")
-            eb.lines += [f"  store i1 false, ptr {carry.slot(w)}" for w in ("has", "valid")]
+            eb.lines += carry.slots()
         for k, inst in self.adjoints.undo:
             eb.emit(f"%\"undo'{k}.value\" = alloca {inst.operands[0].type.text}")
             eb.emit(f"%\"undo'{k}.at\" = alloca ptr")
