@@ -181,3 +181,66 @@ def test_recursive_gradients_on_the_stack(tmp_path, adgen):
               "-o", tmp_path / "driver", "-lm", "-lpthread")
     done = subprocess.run([str(tmp_path / "driver")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
+
+
+CHUNKS = r"""
+#include <math.h>
+// @diff(twice_grad: (dup, const) -> activeonly)
+double twice(const double *x, int n)
+{
+    double m = -INFINITY, s = -INFINITY;
+    for (int i = 0; i < n; i++)
+        m = fmax(m, x[i]);
+    for (int i = 0; i < n; i++)
+        s = fmax(s, sin(x[i]));
+    return m + s;
+}
+"""
+
+# two loops storing a byte per iteration each (which argument of fmax won): two buffers, each
+# larger than a chunk's 64 KiB at these sizes, in chunks of their own
+CHUNKS_DRIVER = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "chunks.adgen.h"
+
+int main(void)
+{
+    int sizes[] = {100000, 20000, 200000, 100000, 100, 300000, 100000};
+    for (int k = 0; k < 7; k++) {
+        int n = sizes[k], big = 0, top = 0;
+        double *x = malloc(n * sizeof *x), *g = calloc(n, sizeof *g);
+        for (int i = 0; i < n; i++) {
+            x[i] = 3 * sin(0.37 * i + k) + 1e-6 * i;  /* no ties */
+            big = x[i] > x[big] ? i : big;
+            top = sin(x[i]) > sin(x[top]) ? i : top;
+        }
+        twice_grad(x, g, n, 1.0);
+        for (int i = 0; i < n; i++) {
+            double want = (i == big) + (i == top ? cos(x[i]) : 0.0);
+            if (fabs(g[i] - want) > 1e-15) {
+                printf("n = %d, i = %d: %g, want %g\n", n, i, g[i], want);
+                return 1;
+            }
+        }
+        free(x), free(g);
+    }
+    printf("ok\n");
+    return 0;
+}
+"""
+
+
+def test_gradients_of_every_size_one_after_another(tmp_path, adgen):
+    """A gradient whose storage takes several chunks leaves one chunk as large as them all for the
+    next (templates/runtime.ll.j2, adgen.arena.leave): calls larger and smaller than the one
+    before, each gradient right."""
+    (tmp_path / "chunks.c").write_text(CHUNKS)
+    (tmp_path / "driver.c").write_text(CHUNKS_DRIVER)
+    result = adgen("build", "-q", tmp_path / "chunks.c", "-o", tmp_path)
+    assert result.status == 0, result.err
+    compile_c("-O2", "-I", tmp_path, tmp_path / "driver.c", tmp_path / "chunks.c", tmp_path / "chunks.adgen.o",
+              "-o", tmp_path / "driver", "-lm")
+    done = subprocess.run([str(tmp_path / "driver")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
