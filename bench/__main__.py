@@ -10,7 +10,8 @@ C: each measurement is the best of several repetitions. For each kernel it repor
 
   reverse:  the primal, adgen's gradient, the hand-written and Enzyme's gradients, and each
             gradient's peak heap bytes (stored values, caches and shadow memory: what the derivative
-            allocates); gradients are checked against the hand-written ones or, where there
+            allocates; adgen's in a process of its own, its first gradient there, since adgen's
+            runtime keeps its stack's memory for the next gradient, which then allocates nothing); gradients are checked against the hand-written ones or, where there
             is none, against central finite differences, and Enzyme's against adgen's;
   forward8: forward[8] against eight width-1 calls and against Enzyme's forward[8] (the
             lanes must agree);
@@ -95,7 +96,16 @@ def measure(quick: bool, enzyme: Path | None, enzyme_cc: str, only: str | None =
         program = build(Path(tmp), enzyme, enzyme_cc)
         out = subprocess.run([str(program), "quick" if quick else "full", "0", *([only] if only else [])],
                              check=True, capture_output=True, text=True)
-    return [parse(line) for line in out.stdout.splitlines() if line.strip()]
+        records = [parse(line) for line in out.stdout.splitlines() if line.strip()]
+        sizes: dict[str, int] = {}
+        for record in records:  # adgen's peak: its first gradient in a process of its own (`bench peak`)
+            if record["mode"] == "reverse":
+                base = record["kernel"].split("/")[0]
+                index = sizes[base] = sizes.get(base, -1) + 1
+                peak = subprocess.run([str(program), "peak", base, str(index), *(["quick"] if quick else [])],
+                                      check=True, capture_output=True, text=True)
+                record["adgen_bytes"] = int(peak.stdout)
+    return records
 
 
 def _ms(seconds: float | None) -> str:

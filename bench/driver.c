@@ -107,6 +107,9 @@ void reproj_error_enzyme_fwd8(const double *cam, double **dc, const double *X, d
 static int reps = 10;
 static const char *only; /* run this kernel alone (NULL: all) */
 static int counting;     /* `bench count KERNEL`: one gradient, collected by callgrind, then exit */
+static int peaking = -1; /* `bench peak KERNEL K`: the peak bytes of the first gradient of its Kth size
+                          * in this process, nothing run before it (adgen's runtime keeps its stack's
+                          * memory for the next gradient, which would then allocate nothing), then exit */
 
 static int wanted(const char *kernel)
 {
@@ -172,6 +175,11 @@ void *__wrap_realloc(void *p, size_t n)
  * driver exits */
 #define ADGEN_PEAK(bytes, ...)                                                                     \
     do {                                                                                           \
+        if (peaking >= 0) {                                                                        \
+            PEAK(bytes, __VA_ARGS__);                                                              \
+            printf("%zu\n", (size_t)(bytes));                                                      \
+            exit(0);                                                                               \
+        }                                                                                          \
         if (counting) {                                                                            \
             CALLGRIND_TOGGLE_COLLECT;                                                              \
             __VA_ARGS__;                                                                           \
@@ -786,6 +794,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench count: no kernel %s\n", only);
         return 2;
     }
+    if (argc > 3 && strcmp(argv[1], "peak") == 0) {
+        peaking = atoi(argv[3]), reps = 0, only = argv[2];  /* (reps 0: nothing timed before it) */
+        run_all(argc > 4 && strcmp(argv[4], "quick") == 0 ? QUICK : FULL);
+        fprintf(stderr, "bench peak: no kernel %s of size %s\n", only, argv[3]);
+        return 2;
+    }
     int size = argc > 1 && strcmp(argv[1], "quick") == 0 ? QUICK : FULL;
     reps = argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : size == QUICK ? 3 : 10;
     only = argc > 3 ? argv[3] : NULL;
@@ -803,7 +817,7 @@ static void run_all(int size)
 {
     if (wanted("rosenbrock"))
         bench_rosenbrock(SIZED(1000000, 100000, 10000));
-    if (wanted("norm") && size != COUNT)
+    if (wanted("norm") && size != COUNT && peaking != 1)
         bench_norm(20000);
     if (wanted("norm"))
         bench_norm(SIZED(80000, 80000, 2000));
@@ -811,7 +825,7 @@ static void run_all(int size)
         bench_logsumexp(SIZED(1000000, 100000, 10000));
     if (wanted("gmm"))
         bench_gmm(SIZED(1000, 200, 50), 25, 10);
-    if (wanted("gmm_objective"))
+    if (wanted("gmm_objective") && peaking != 1)
         bench_gmm_objective(10, 25, SIZED(1000, 200, 20));
     if (wanted("gmm_objective") && size != COUNT)
         bench_gmm_objective(64, 50, size == QUICK ? 20 : 1000);
