@@ -24,14 +24,13 @@ Partials = Callable[[Builder, list[V], V], list[V | None]]
 class Rule:
     arity: int
     partials: Partials
-    # For piecewise primitives whose result is one of their arguments (min, max): which it is, as
-    # an i1 from the arguments and result, and from that i1, whether each argument is the one
-    # (an i1 each). Reverse mode asks for the choice, a byte to store where the arguments would be
-    # words, and routes the adjoint whole to the argument chosen with a select: no product, so
-    # the others get an exact zero whatever the adjoint is, and a loop's chain of adjoints through
-    # max (logsumexp's) is a select per iteration, not a multiply and a select.
+    # For primitives of two arguments whose result is one of them (min, max): whether it is the
+    # first, an i1 from the arguments and result. Both modes take the primitive for a select by
+    # it (its tangent the chosen argument's; its adjoint to the chosen argument whole, the other an
+    # exact zero, as a select's): no product, so a loop's chain of adjoints through max
+    # (logsumexp's) is a select per iteration, not a multiply and a select. Reverse mode asks for
+    # the choice, a byte to store where the arguments would be words.
     choice: Callable[[Builder, list[V], V], V] | None = None
-    chosen: Callable[[Builder, V], list[V]] | None = None
     # A derivative written by hand: the reverse sweep stores the function's result rather than
     # call it again, and the rule refuses derivatives flowing into a parameter it takes as const
     # (`refuse` gets which arguments carry derivatives and says what is wrong, or None).
@@ -73,13 +72,8 @@ def _pick_by_result(b, x, r):
     return _by_winner(b, _first_won(b, x, r), r)
 
 
-def _winner(b, first):
-    """min/max: whether each argument is the one the result came from (ties: the first)."""
-    return [first, b.value(first.type, f"xor {first}, true")]
-
-
 def _min_max() -> "Rule":
-    return Rule(2, _pick_by_result, _first_won, _winner, masks=True)
+    return Rule(2, _pick_by_result, _first_won, masks=True)
 
 
 def _sign(b, x):  # -1, 0 or 1

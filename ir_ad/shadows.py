@@ -335,10 +335,6 @@ class Layout:
         zero = b.fcmp("oeq", partial, b.zero(partial.type))
         return tuple(b.select(zero, b.zero(y.type), y) for y in self.scale(b, partial, s))
 
-    def where(self, b: Builder, cond: V, s: Shadow) -> Shadow:
-        """s where `cond` (a primal i1) holds, else exactly zero, lane by lane."""
-        return tuple(b.select(cond, x, b.zero(x.type)) for x in s)
-
     def add(self, b: Builder, a: Shadow, c: Shadow) -> Shadow:
         return tuple(b.binary(f"fadd {FLAGS}", x, y) for x, y in zip(a, c))
 

@@ -24,8 +24,11 @@ class ArithmeticRules:
         if rule.refuse is not None and (why := rule.refuse([self._on(a) for a in args])):
             raise self.fail(why)
         x = [V(a.type, a.value) for a in args]
-        if rule.choice is not None and inst.type.kind != "vector":  # the chosen argument's tangent, whole
-            return self._chosen(inst, rule, args, x)
+        if rule.choice is not None and inst.type.kind != "vector":  # a select by the choice (rules.Rule.choice)
+            zero = self.layout.zero(inst.type)
+            t0, t1 = (self.shadow(a) if self._on(a) else zero for a in args)
+            first = rule.choice(self.b, x, V(inst.type, inst.result))
+            return self.bind(inst, self.layout.select(self.b, first, t0, t1))
         partials = rule.partials(self.b, x, V(inst.type, inst.result))
         total = None
         for a, p in zip(args, partials):
@@ -34,16 +37,6 @@ class ArithmeticRules:
             term = (self.layout.scale_masked if rule.masks else self.layout.scale)(self.b, p, self.shadow(a))
             total = term if total is None else self.layout.add(self.b, total, term)
         self.bind(inst, total or self.layout.zero(inst.type))
-
-    def _chosen(self, inst: Instruction, rule, args: list[Operand], x: list[V]) -> None:
-        """min/max: the tangent of the argument the result is (rules.Rule.chosen), selected."""
-        chosen = rule.chosen(self.b, rule.choice(self.b, x, V(inst.type, inst.result)))
-        zero = self.layout.zero(inst.type)
-        tangents = [self.shadow(a) if self._on(a) else zero for a in args]
-        total = tangents[-1]
-        for this, tangent in zip(reversed(chosen[:-1]), reversed(tangents[:-1])):
-            total = self.layout.select(self.b, this, tangent, total)
-        self.bind(inst, total)
 
     def op_fadd(self, inst):
         self.elementwise(inst, "fadd", inst.operands)

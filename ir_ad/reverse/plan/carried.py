@@ -7,7 +7,7 @@ at iteration k, V's value already: the P it made one reverse iteration earlier. 
 iteration's `x[i]` (load PRE): the reverse sweep read x twice per iteration, and now reads it
 once (one vector load and a shuffle where it vectorizes, as Enzyme's gradient does).
 
-The sweep (reverse_sweep.py, materialize.py) keeps, per pair, the P of the iteration in a slot
+The sweep (sweeps/carrying.py writes it) keeps, per pair, the P of the iteration in a slot
 (`cur`, with `has` saying it was made), moves it to `prev` (and `has` to `valid`) on the way
 back to the previous iteration, clears both where the sweep enters the loop, and makes V as
 `valid ? prev : V computed again` (computed again on the first reverse iteration, or where the
@@ -33,27 +33,6 @@ class Carry:
     latch: Key  # V
     type: Type
     number: int  # names its slots
-
-    def slot(self, what: str) -> str:
-        """One of the slots: cur and prev (P's values), has and valid (whether they were made)."""
-        return f"%\"carry'{self.number}.{what}\""
-
-    def slots(self) -> list[str]:
-        """The entry's lines making the slots, none made."""
-        return [f"  {self.slot(w)} = alloca {t}" for w, t in (("cur", self.type.text), ("prev", self.type.text),
-                                                           ("has", "i1"), ("valid", "i1"))] + self.entered()
-
-    def entered(self) -> list[str]:
-        """Where the sweep enters the loop: nothing made yet."""
-        return [f"  store i1 false, ptr {self.slot(w)}" for w in ("has", "valid")]
-
-    def back(self) -> list[str]:
-        """On the way back to the previous iteration: this one's P becomes the one before's."""
-        t, k = self.type.text, self.number
-        return [f"%\"carry'{k}.c\" = load {t}, ptr {self.slot('cur')}",
-                f"store {t} %\"carry'{k}.c\", ptr {self.slot('prev')}",
-                f"%\"carry'{k}.h\" = load i1, ptr {self.slot('has')}",
-                f"store i1 %\"carry'{k}.h\", ptr {self.slot('valid')}", f"store i1 false, ptr {self.slot('has')}"]
 
 
 def carried(d, sites: list) -> dict[Key, Carry]:

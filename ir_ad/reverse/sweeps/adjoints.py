@@ -83,13 +83,7 @@ class Adjoints:
         if op in ("fpext", "fptrunc", "bitcast", "freeze"):
             return self.add(b, ops[0].value, dr) if ops[0].value in self.activity.floaty else None
         if op == "select":
-            cond = self.needs.value(ops[0], site)
-            zero = self.layout.zero(self.activity.floaty[inst.result])
-            if self.activity.active(ops[1].value):
-                self.add(b, ops[1].value, self.layout.select(b, cond, dr, zero))
-            if self.activity.active(ops[2].value):
-                self.add(b, ops[2].value, self.layout.select(b, cond, zero, dr))
-            return
+            return self._selected(b, self.needs.value(ops[0], site), dr, inst, ops[1], ops[2])
         if op in ("fadd", "fsub", "fmul", "fdiv", "frem", "fneg"):
             return self.reverse_rule(inst, op, ops, dr, site, b)
         if op in LANE_OPS:
@@ -120,20 +114,26 @@ class Adjoints:
             raise self.d.fail(f"'{name.lstrip('@')}', which has no derivative rule")
         if rule.refuse is not None and (why := rule.refuse([self.activity.on(a) for a in args])):
             raise self.d.fail(why)
-        wanted = [self.activity.active(a.value) for a in args]
-        if rule.choice is not None:  # the adjoint whole to the argument chosen (rules.Rule.chosen)
+        if rule.choice is not None:  # a select by the choice (rules.Rule.choice)
             if inst.type.kind == "vector":
                 raise self.d.fail(f"'{name.lstrip('@')}' on a vector value in reverse mode (which argument won is "
                                   "kept per scalar)")
-            chosen = rule.chosen(b, self.needs.need(Key(CHOICE, inst.result), site, (I1,))[0])
-            terms = [self.layout.where(b, this, dr) if w else None for this, w in zip(chosen, wanted)]
-        else:
-            scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
-            terms = [None if p is None else scale(b, p, dr) for p in _only_used(
-                b, rule.partials, [*args, Operand(inst.type, inst.result)], lambda op: self.needs.value(op, site), wanted)]
-        for a, term in zip(args, terms):
+            return self._selected(b, self.needs.need(Key(CHOICE, inst.result), site, (I1,))[0], dr, inst, *args)
+        wanted = [self.activity.active(a.value) for a in args]
+        scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
+        terms = [None if p is None else scale(b, p, dr) for p in _only_used(
+            b, rule.partials, [*args, Operand(inst.type, inst.result)], lambda op: self.needs.value(op, site), wanted)]
+        for a, term in zip(args, terms):  # (each partial scaled before any is added)
             if term is not None:
                 self.add(b, a.value, term)
+
+    def _selected(self, b: Builder, cond: V, dr: Shadow, inst: Instruction, first: Operand, second: Operand) -> None:
+        """The adjoint of a select by `cond` (or of a min/max, by its choice): whole to the one chosen."""
+        zero = self.layout.zero(self.activity.floaty[inst.result])
+        if self.activity.active(first.value):
+            self.add(b, first.value, self.layout.select(b, cond, dr, zero))
+        if self.activity.active(second.value):
+            self.add(b, second.value, self.layout.select(b, cond, zero, dr))
 
     def reverse_load(self, inst, site, b) -> None:
         if inst.result is None or not self.activity.active(inst.result):

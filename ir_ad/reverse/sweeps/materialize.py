@@ -10,7 +10,7 @@ values that do not dominate each other."""
 
 from __future__ import annotations
 
-from adgen.ir_ad.reverse.sweeps import storage
+from adgen.ir_ad.reverse.sweeps import carrying, storage
 from adgen.ir_ad.ir.builder import CACHE, PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, CacheSlot, PlanSite, descriptor_types
 from adgen.ir_ad.reverse.plan.carried import Carry
@@ -50,12 +50,10 @@ class Materializer:
             made = getattr(self, "_remake_" + key.kind)(key, site, b, shift)
             carry = self.carries.get(key)
             if carry is not None and _this_iteration(carry, site, shift):
-                valid, prev = b.load(I1, V(PTR, carry.slot("valid"))), b.load(carry.type, V(PTR, carry.slot("prev")))
-                made = (b.select(valid, prev, made[0]),)
+                made = (carrying.taken(b, carry, made[0]),)
         for carry in self.carried_from.get(key, ()):
             if _this_iteration(carry, site, shift):
-                b.store(made[0], V(PTR, carry.slot("cur")))
-                b.store(V(I1, "true"), V(PTR, carry.slot("has")))
+                carrying.made(b, carry, made[0])
         self.made[memo] = made
         return made
 

@@ -14,6 +14,7 @@ induction variables are recomputed from it, and stored values are indexed by it.
 
 from __future__ import annotations
 
+from adgen.ir_ad.reverse.sweeps import carrying
 from adgen.ir_ad.reverse.sweeps.adjoints import Adjoints
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, PlanSite
@@ -92,10 +93,10 @@ class ReverseSweep:
         for carry in self.carries.values():
             term = self.segments[carry.loop.header][-1].term
             at = term.index(f"{_back(carry.loop.header)[1:]}:") + 1
-            term[at:at] = carry.back()
+            term[at:at] = carrying.back(carry)
             for (p, block), edge in self.edges.items():
                 if carry.loop in self.d.loops.exited(p, block):
-                    edge.lines += carry.entered()
+                    edge.lines += carrying.entered(carry)
 
     def _undone_before(self, end: Instruction) -> frozenset:
         """The undone writes still in effect when the reverse sweep gets back to just before
@@ -312,7 +313,7 @@ class ReverseSweep:
         for loop in self.d.loops.loops:
             eb.emit(f"{counter(loop).ref} = alloca i64")
         for carry in self.carries.values():
-            eb.lines += carry.slots()
+            eb.lines += carrying.slots(carry)
         for k, inst in self.adjoints.undo:
             eb.emit(f"%\"undo'{k}.value\" = alloca {inst.operands[0].type.text}")
             eb.emit(f"%\"undo'{k}.at\" = alloca ptr")
