@@ -6,7 +6,9 @@ of each kernel), bench/hand.c (hand-written gradients, the reference where there
 bench/driver.c, all with --march native, then runs them in one process. With --enzyme, the
 same kernels are also differentiated by Enzyme (bench/enzyme.c, compiled by clang-19 with the
 plugin: ClangEnzyme-19.so, built from github.com/EnzymeAD/Enzyme against LLVM 19) and timed in the same run. Timing is in
-C: each measurement is the best of several repetitions. For each kernel it reports
+C: each measurement is the best of several repetitions, and adgen's and Enzyme's gradients are
+timed in turns, a repetition of each at a time, so that the machine's drift over the run falls on
+both alike. For each kernel it reports
 
   reverse:  the primal, adgen's gradient, the hand-written and Enzyme's gradients, and each
             gradient's peak heap bytes (stored values, caches and shadow memory: what the derivative

@@ -209,6 +209,30 @@ static double now(void)
         }                                                                                          \
     } while (0)
 
+/* adgen's gradient and Enzyme's, timed in turns (a repetition of one, then of the other), so that
+ * the machine's drift over the run (its clock, other processes) falls on both alike; adgen's
+ * alone where Enzyme is not built in */
+#ifdef WITH_ENZYME
+#define BEST_BESIDE_ENZYME(result, statement, enzyme_result, enzyme_statement)                     \
+    do {                                                                                           \
+        result = enzyme_result = 1e30;                                                             \
+        for (int rep = 0; rep < reps; rep++) {                                                     \
+            double start = now();                                                                  \
+            statement;                                                                             \
+            double took = now() - start;                                                           \
+            if (took < result)                                                                     \
+                result = took;                                                                     \
+            start = now();                                                                         \
+            enzyme_statement;                                                                      \
+            took = now() - start;                                                                  \
+            if (took < enzyme_result)                                                              \
+                enzyme_result = took;                                                              \
+        }                                                                                          \
+    } while (0)
+#else
+#define BEST_BESIDE_ENZYME(result, statement, enzyme_result, enzyme_statement) BEST(result, statement)
+#endif
+
 static double *filled(size_t n, double scale, unsigned seed)
 {
     double *a = malloc(n * sizeof *a);
@@ -367,11 +391,11 @@ static void print(struct record r)
         struct record r = { #kernel, "reverse" };                                                  \
         directions(d, n, seed + 1);                                                                \
         BEST(r.primal, sink += kernel(x, n));                                                      \
-        BEST(r.adgen, memset(g1, 0, n * sizeof *g1); kernel##_grad(x, g1, n, 1.0));                \
+        BEST_BESIDE_ENZYME(r.adgen, memset(g1, 0, n * sizeof *g1); kernel##_grad(x, g1, n, 1.0),        \
+                           r.enzyme, memset(g3, 0, n * sizeof *g3); kernel##_enzyme_grad(x, g3, n));     \
         ADGEN_PEAK(r.adgen_bytes, kernel##_grad(x, g1, n, 1.0));                                         \
         BEST(r.hand, memset(g2, 0, n * sizeof *g2); kernel##_hand(x, g2, n, 1.0));                 \
-        ENZYME(BEST(r.enzyme, memset(g3, 0, n * sizeof *g3); kernel##_enzyme_grad(x, g3, n));      \
-               PEAK(r.enzyme_bytes, kernel##_enzyme_grad(x, g3, n)); memset(g3, 0, n * sizeof *g3); \
+        ENZYME(PEAK(r.enzyme_bytes, kernel##_enzyme_grad(x, g3, n)); memset(g3, 0, n * sizeof *g3);  \
                kernel##_enzyme_grad(x, g3, n); r.enzyme_diff = difference(g3, g2, n));             \
         memset(g1, 0, n * sizeof *g1);                                                             \
         kernel##_grad(x, g1, n, 1.0);                                                              \
@@ -399,12 +423,12 @@ static void bench_norm(int n)
     for (int k = 0; k < 8; k++)
         o[k] = zeros(n);
     BEST(r.primal, norm(out, in, n));
-    BEST(r.adgen, memcpy(s1, seed, n * sizeof *s1); memset(d1, 0, n * sizeof *d1); norm_grad(out, s1, in, d1, n));
+    BEST_BESIDE_ENZYME(r.adgen, memcpy(s1, seed, n * sizeof *s1); memset(d1, 0, n * sizeof *d1); norm_grad(out, s1, in, d1, n),
+                       r.enzyme, memcpy(s2, seed, n * sizeof *s2); memset(d3, 0, n * sizeof *d3);
+                       norm_enzyme_grad(out, s2, in, d3, n));
     ADGEN_PEAK(r.adgen_bytes, norm_grad(out, s1, in, d1, n));
     BEST(r.hand, memcpy(s2, seed, n * sizeof *s2); memset(d2, 0, n * sizeof *d2); norm_hand(out, s2, in, d2, n));
-    ENZYME(BEST(r.enzyme, memcpy(s2, seed, n * sizeof *s2); memset(d3, 0, n * sizeof *d3);
-                norm_enzyme_grad(out, s2, in, d3, n));
-           PEAK(r.enzyme_bytes, norm_enzyme_grad(out, s2, in, d3, n)); memcpy(s2, seed, n * sizeof *s2);
+    ENZYME(PEAK(r.enzyme_bytes, norm_enzyme_grad(out, s2, in, d3, n)); memcpy(s2, seed, n * sizeof *s2);
            memset(d3, 0, n * sizeof *d3); norm_enzyme_grad(out, s2, in, d3, n); r.enzyme_diff = difference(d3, d2, n));
     memcpy(s1, seed, n * sizeof *s1);
     memset(d1, 0, n * sizeof *d1);
@@ -444,11 +468,11 @@ static void bench_gmm(int n, int k, int d)
 #define GMM_DIFF(p, q)                                                                             \
     fmax(difference(ga[p], ga[q], k), fmax(difference(gm[p], gm[q], k * d), difference(gq[p], gq[q], k * d)))
     BEST(r.primal, sink += gmm(al, mu, lq, x, n, k, d));
-    BEST(r.adgen, GMM_CLEAR(0); gmm_grad(al, ga[0], mu, gm[0], lq, gq[0], x, n, k, d, 1.0));
+    BEST_BESIDE_ENZYME(r.adgen, GMM_CLEAR(0); gmm_grad(al, ga[0], mu, gm[0], lq, gq[0], x, n, k, d, 1.0),
+                       r.enzyme, GMM_CLEAR(2); gmm_enzyme_grad(al, ga[2], mu, gm[2], lq, gq[2], x, n, k, d));
     ADGEN_PEAK(r.adgen_bytes, gmm_grad(al, ga[0], mu, gm[0], lq, gq[0], x, n, k, d, 1.0));
     BEST(r.hand, GMM_CLEAR(1); gmm_hand(al, ga[1], mu, gm[1], lq, gq[1], x, n, k, d, 1.0));
-    ENZYME(BEST(r.enzyme, GMM_CLEAR(2); gmm_enzyme_grad(al, ga[2], mu, gm[2], lq, gq[2], x, n, k, d));
-           PEAK(r.enzyme_bytes, gmm_enzyme_grad(al, ga[2], mu, gm[2], lq, gq[2], x, n, k, d)); GMM_CLEAR(2);
+    ENZYME(PEAK(r.enzyme_bytes, gmm_enzyme_grad(al, ga[2], mu, gm[2], lq, gq[2], x, n, k, d)); GMM_CLEAR(2);
            gmm_enzyme_grad(al, ga[2], mu, gm[2], lq, gq[2], x, n, k, d); r.enzyme_diff = GMM_DIFF(2, 1));
     GMM_CLEAR(0);
     gmm_grad(al, ga[0], mu, gm[0], lq, gq[0], x, n, k, d, 1.0);
@@ -481,11 +505,11 @@ static void bench_ba(int n_cams, int n_pts, int n_obs)
     directions(dp, np, 16);
 #define BA_CLEAR(q) memset(gc[q], 0, nc * 8), memset(gp[q], 0, np * 8)
     BEST(r.primal, sink += ba(cams, pts, obs, feat, n_obs));
-    BEST(r.adgen, BA_CLEAR(0); ba_grad(cams, gc[0], pts, gp[0], obs, feat, n_obs, 1.0));
+    BEST_BESIDE_ENZYME(r.adgen, BA_CLEAR(0); ba_grad(cams, gc[0], pts, gp[0], obs, feat, n_obs, 1.0),
+                       r.enzyme, BA_CLEAR(2); ba_enzyme_grad(cams, gc[2], pts, gp[2], obs, feat, n_obs));
     ADGEN_PEAK(r.adgen_bytes, ba_grad(cams, gc[0], pts, gp[0], obs, feat, n_obs, 1.0));
     BEST(r.hand, BA_CLEAR(1); ba_hand(cams, gc[1], pts, gp[1], obs, feat, n_obs, 1.0));
-    ENZYME(BEST(r.enzyme, BA_CLEAR(2); ba_enzyme_grad(cams, gc[2], pts, gp[2], obs, feat, n_obs));
-           PEAK(r.enzyme_bytes, ba_enzyme_grad(cams, gc[2], pts, gp[2], obs, feat, n_obs)); BA_CLEAR(2);
+    ENZYME(PEAK(r.enzyme_bytes, ba_enzyme_grad(cams, gc[2], pts, gp[2], obs, feat, n_obs)); BA_CLEAR(2);
            ba_enzyme_grad(cams, gc[2], pts, gp[2], obs, feat, n_obs);
            r.enzyme_diff = fmax(difference(gc[2], gc[1], nc), difference(gp[2], gp[1], np)));
     BA_CLEAR(0);
@@ -509,11 +533,11 @@ static void bench_lstm(int T, int H, int layers)
     directions(db, nb, 21);
 #define LSTM_CLEAR(q) memset(gW[q], 0, nw * 8), memset(gb[q], 0, nb * 8)
     BEST(r.primal, sink += lstm(W, b, xs, T, H, layers));
-    BEST(r.adgen, LSTM_CLEAR(0); lstm_grad(W, gW[0], b, gb[0], xs, T, H, layers, 1.0));
+    BEST_BESIDE_ENZYME(r.adgen, LSTM_CLEAR(0); lstm_grad(W, gW[0], b, gb[0], xs, T, H, layers, 1.0),
+                       r.enzyme, LSTM_CLEAR(2); lstm_enzyme_grad(W, gW[2], b, gb[2], xs, T, H, layers));
     ADGEN_PEAK(r.adgen_bytes, lstm_grad(W, gW[0], b, gb[0], xs, T, H, layers, 1.0));
     BEST(r.hand, LSTM_CLEAR(1); lstm_hand(W, gW[1], b, gb[1], xs, T, H, layers, 1.0));
-    ENZYME(BEST(r.enzyme, LSTM_CLEAR(2); lstm_enzyme_grad(W, gW[2], b, gb[2], xs, T, H, layers));
-           PEAK(r.enzyme_bytes, lstm_enzyme_grad(W, gW[2], b, gb[2], xs, T, H, layers)); LSTM_CLEAR(2);
+    ENZYME(PEAK(r.enzyme_bytes, lstm_enzyme_grad(W, gW[2], b, gb[2], xs, T, H, layers)); LSTM_CLEAR(2);
            lstm_enzyme_grad(W, gW[2], b, gb[2], xs, T, H, layers);
            r.enzyme_diff = fmax(difference(gW[2], gW[1], nw), difference(gb[2], gb[1], nb)));
     LSTM_CLEAR(0);
@@ -558,12 +582,12 @@ static void bench_nbody(int n)
     directions(dv, m, 26);
 #define NBODY_RESET(q) memcpy(pos, pos0, bytes), memcpy(vel, vel0, bytes), memset(g[q][0], 0, bytes), memset(g[q][1], 0, bytes)
     BEST(r.primal, memcpy(pos, pos0, bytes); memcpy(vel, vel0, bytes); sink += nbody(pos, vel, mass, n, 0.01));
-    BEST(r.adgen, NBODY_RESET(0); nbody_grad(pos, g[0][0], vel, g[0][1], mass, n, 0.01, 1.0));
+    BEST_BESIDE_ENZYME(r.adgen, NBODY_RESET(0); nbody_grad(pos, g[0][0], vel, g[0][1], mass, n, 0.01, 1.0),
+                       r.enzyme, NBODY_RESET(2); nbody_enzyme_grad(pos, g[2][0], vel, g[2][1], mass, n, 0.01));
     NBODY_RESET(0);
     ADGEN_PEAK(r.adgen_bytes, nbody_grad(pos, g[0][0], vel, g[0][1], mass, n, 0.01, 1.0));
     BEST(r.hand, NBODY_RESET(1); nbody_hand(pos, g[1][0], vel, g[1][1], mass, n, 0.01, 1.0));
-    ENZYME(BEST(r.enzyme, NBODY_RESET(2); nbody_enzyme_grad(pos, g[2][0], vel, g[2][1], mass, n, 0.01));
-           NBODY_RESET(2); PEAK(r.enzyme_bytes, nbody_enzyme_grad(pos, g[2][0], vel, g[2][1], mass, n, 0.01));
+    ENZYME(NBODY_RESET(2); PEAK(r.enzyme_bytes, nbody_enzyme_grad(pos, g[2][0], vel, g[2][1], mass, n, 0.01));
            NBODY_RESET(2); nbody_enzyme_grad(pos, g[2][0], vel, g[2][1], mass, n, 0.01);
            r.enzyme_diff = fmax(difference(g[2][0], g[1][0], m), difference(g[2][1], g[1][1], m)));
     NBODY_RESET(0);
@@ -592,14 +616,16 @@ static void bench_heat(int n, int steps)
     for (int k = 0; k < 8; k++)
         ds[k] = zeros(m), dalpha[k] = 0.5 + k;
     BEST(r.primal, memcpy(u, u0, bytes); sink += heat(u, s, n, 0.2, steps));
-    BEST(r.adgen, memcpy(u, u0, bytes); memset(g[0], 0, bytes); memset(gs, 0, bytes);
-         ga = heat_grad(u, g[0], s, gs, n, 0.2, steps, 1.0));
+    double ge = 0;
+    BEST_BESIDE_ENZYME(r.adgen, memcpy(u, u0, bytes); memset(g[0], 0, bytes); memset(gs, 0, bytes);
+                       ga = heat_grad(u, g[0], s, gs, n, 0.2, steps, 1.0),
+                       r.enzyme, memcpy(u, u0, bytes); memset(g[2], 0, bytes); memset(gs, 0, bytes);
+                       ge = heat_enzyme_grad(u, g[2], s, gs, n, 0.2, steps));
+    (void)ge;
     memcpy(u, u0, bytes);
     ADGEN_PEAK(r.adgen_bytes, heat_grad(u, g[0], s, gs, n, 0.2, steps, 1.0));
     BEST(r.hand, memcpy(u, u0, bytes); memset(g[1], 0, bytes); gh = heat_hand(u, g[1], s, gs, n, 0.2, steps, 1.0));
-    ENZYME(double ge = 0; BEST(r.enzyme, memcpy(u, u0, bytes); memset(g[2], 0, bytes); memset(gs, 0, bytes);
-                               ge = heat_enzyme_grad(u, g[2], s, gs, n, 0.2, steps));
-           memcpy(u, u0, bytes); PEAK(r.enzyme_bytes, heat_enzyme_grad(u, g[2], s, gs, n, 0.2, steps));
+    ENZYME(memcpy(u, u0, bytes); PEAK(r.enzyme_bytes, heat_enzyme_grad(u, g[2], s, gs, n, 0.2, steps));
            memcpy(u, u0, bytes); memset(g[2], 0, bytes); memset(gs, 0, bytes);
            ge = heat_enzyme_grad(u, g[2], s, gs, n, 0.2, steps);
            r.enzyme_diff = fmax(difference(g[2], g[1], m), relative(ge, gh)));
@@ -647,9 +673,10 @@ static void bench_gmm_objective(int d, int k, int n)
 #define GO_ADGEN gmm_objective_grad(d, k, n, al, ga[0], mu, gm[0], icf, gi[0], x, 1.0, 0, &err, &gerr)
 #define GO_ENZYME gmm_objective_enzyme_grad(d, k, n, al, ga[1], mu, gm[1], icf, gi[1], x, 1.0, 0, &err, &gerr)
     BEST(r.primal, gmm_objective(d, k, n, al, mu, icf, x, 1.0, 0, &err); sink += err);
-    BEST(r.adgen, GO_RUN(0, GO_ADGEN));
+    BEST_BESIDE_ENZYME(r.adgen, GO_RUN(0, GO_ADGEN),
+                       r.enzyme, GO_RUN(1, GO_ENZYME));
     ADGEN_PEAK(r.adgen_bytes, GO_RUN(0, GO_ADGEN));
-    ENZYME(BEST(r.enzyme, GO_RUN(1, GO_ENZYME)); PEAK(r.enzyme_bytes, GO_RUN(1, GO_ENZYME));
+    ENZYME(PEAK(r.enzyme_bytes, GO_RUN(1, GO_ENZYME));
            r.enzyme_diff = fmax(difference(ga[1], ga[0], k), fmax(difference(gm[1], gm[0], k * d),
                                                                   difference(gi[1], gi[0], nicf))));
     double e1, e2, e3;
@@ -745,9 +772,10 @@ static void bench_reproj_error(int n_cams, int n_pts, int n_obs)
         reproj_error(cams + 11 * cam_of[o], pts + 3 * pt_of[o], w + o, feat + 2 * o, err);
         sink += err[0];
     });
-    BEST(r.adgen, RE_JACOBIAN(0, reproj_error_grad));
+    BEST_BESIDE_ENZYME(r.adgen, RE_JACOBIAN(0, reproj_error_grad),
+                       r.enzyme, RE_JACOBIAN(1, reproj_error_enzyme_grad));
     ADGEN_PEAK(r.adgen_bytes, RE_JACOBIAN(0, reproj_error_grad));
-    ENZYME(BEST(r.enzyme, RE_JACOBIAN(1, reproj_error_enzyme_grad)); PEAK(r.enzyme_bytes, RE_JACOBIAN(1, reproj_error_enzyme_grad));
+    ENZYME(PEAK(r.enzyme_bytes, RE_JACOBIAN(1, reproj_error_enzyme_grad));
            r.enzyme_diff = difference(jac[1], jac[0], 30 * (size_t)n_obs));
     /* central differences of observation 0's residual in its camera's entries */
     for (int c = 0; c < 11; c++) {

@@ -122,7 +122,7 @@ def kernels(data: dict, figures: Figures) -> list[str]:
     text = ["The kernels of `bench/kernels.c` (norm and gmm_objective at two sizes each), differentiated by "
             "adgen, beside the hand-written gradients of `bench/hand.c` where there is one and Enzyme's "
             "(`bench/enzyme.c`), all built for the machine (`-march=native`) and timed in one process: each "
-            "time the best of several repetitions. Memory: the derivative's peak heap bytes (its stored "
+            "time the best of several repetitions, adgen's and Enzyme's gradients timed in turns. Memory: the derivative's peak heap bytes (its stored "
             "values, caches and shadow memory; adgen's in its first call in a process of its own)."
             + (" Measured with `--quick` (smaller sizes, fewer repetitions)." if settings.get("quick") else "")
             + (f" One kernel only (`--only {settings['only']}`)." if settings.get("only") else ""), ""]

@@ -44,6 +44,12 @@ class Rule:
     # argument's own partials may be infinite or NaN there, and must not reach the derivative
     # (masked.py, and forward mode's product with this partial).
     masks: bool = False
+    # The primitive of the same argument whose value this one's partial is (sin's is cos, cos's is
+    # -sin), which LLVM computes with it in one call (sincos). The reverse sweep takes the partial
+    # from the primal's call of it where there is one (sweeps/adjoints.py); where there is none it
+    # computes the partner itself, and computing this primitive again there costs all but nothing
+    # (plan/costs.py).
+    partner: str | None = None
 
 
 def _c(b: Builder, like: V, value: float) -> V:
@@ -170,10 +176,8 @@ RULES: dict[str, Rule] = {
     "log10": R(1, lambda b, x, r: [_recip(b, b.fmul(x[0], _c(b, r, math.log(10.0))))], cost=25),
     "log1p": R(1, lambda b, x, r: [_recip(b, b.fadd(x[0], _c(b, r, 1.0)))], cost=30),
     # trigonometric and hyperbolic
-    # (each one's partial is the other of the same argument, which LLVM computes with it in one
-    # sincos call: computing either again where the partial is needed costs all but nothing)
-    "sin": R(1, lambda b, x, r: [b.math("cos", x[0])]),
-    "cos": R(1, lambda b, x, r: [b.fneg(b.math("sin", x[0]))]),
+    "sin": R(1, lambda b, x, r: [b.math("cos", x[0])], cost=40, partner="cos"),
+    "cos": R(1, lambda b, x, r: [b.fneg(b.math("sin", x[0]))], cost=40, partner="sin"),
     "tan": R(1, lambda b, x, r: [b.fadd(_c(b, r, 1.0), b.fmul(r, r))], cost=50),
     "asin": R(1, lambda b, x, r: [_recip(b, b.math("sqrt", _one_minus_sq(b, x[0])))], cost=40),
     "acos": R(1, lambda b, x, r: [b.fneg(_recip(b, b.math("sqrt", _one_minus_sq(b, x[0]))))], cost=40),
@@ -262,9 +266,14 @@ def rule_for(callee: str) -> Rule | None:
     """The rule for a call target: `@llvm.sin.f64`, `@sin`, `@sinf`, `@llvm.powi.f64.i32`, ..."""
     if callee in _WRITTEN:
         return _WRITTEN[callee]
+    return RULES.get(primitive(callee))
+
+
+def primitive(callee: str) -> str:
+    """The name of the primitive a call target computes, as RULES names it: `@llvm.sin.f64`,
+    `@sin` and `@sinf` are all `sin`."""
     family = intrinsic_family(callee)
     name = family or callee.lstrip("@").strip('"')
     if family is None and name not in RULES and name not in ALIASES and name.endswith("f"):
         name = name[:-1]  # sinf -> sin, fminf -> fmin
-    name = ALIASES.get(name, name)
-    return RULES.get(name)
+    return ALIASES.get(name, name)

@@ -4,6 +4,7 @@ and the declarations of the intrinsics and libm functions the derivative code ca
 from __future__ import annotations
 
 import re
+from typing import Callable
 from dataclasses import dataclass
 
 from adgen.ir_ad.ir.types import I1, I64, PTR, Type, element_align, vector
@@ -128,6 +129,8 @@ class Builder:
         self.lines = lines if lines is not None else []
         self.prefix = prefix
         self.count = 0
+        # a value the code already has for a libm call on these arguments, or None (math())
+        self.known: Callable[[str, tuple[V, ...]], V | None] | None = None
 
     def fresh(self, hint: str = "") -> str:
         self.count += 1
@@ -203,6 +206,8 @@ class Builder:
     def math(self, name: str, *args: V) -> V:
         """A libm function or its LLVM intrinsic, on float or double scalars, or on vectors of them
         (the intrinsic's vector form, `llvm.sqrt.v2f64`)."""
+        if self.known is not None and (had := self.known(name, args)) is not None:
+            return had
         t = args[0].type
         if name in INTRINSIC_MATH:
             callee = f"@llvm.{name}.{_mangled(t)}"

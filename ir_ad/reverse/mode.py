@@ -386,7 +386,8 @@ def _plan(d: ReverseFacts, needs: dict[Key, set]) -> CachePlan:
         plan = make_plan(d.fn.name, d.keys, d.loops, needs, forced, sizes, d.undoable if d.logged else ())
         # time against memory: the expensive calls the forward sweep computes anyway, stored
         live = {name for name in forward_live(d.fn, d.cfg, {k.name for k, _ in plan.cut if k.kind == VALUE},
-                                              d.pattern.ret_needed, PURE_INTRINSICS) if expensive(d.cfg, name)}
+                                              d.pattern.ret_needed, PURE_INTRINSICS)
+                if expensive(d.cfg, name, d.activity.active)}
         if not live & {k.name for k in plan.recomputed if k.kind == VALUE}:
             return plan
         d.keys.live, d.keys.defs = live, {}

@@ -155,7 +155,7 @@ class Keys:
                                (rule_for(inst.callee) is not None and not is_intrinsic(inst.callee)
                                 and rule_for(inst.callee).recompute
                                 and not any(o.type.kind == "ptr" for o in inst.operands))):  # frexp writes
-            if key.name in self.live and expensive(self.cfg, key.name):  # (time against memory)
+            if key.name in self.live and expensive(self.cfg, key.name, self.activity.active):  # (time against memory)
                 d.why = (f"recomputing it would take about {rule_for(inst.callee).cost} instructions (a call "
                          f"to {called(inst.callee)}); storing it takes {human_size(slot_size(inst.type))}")
             else:

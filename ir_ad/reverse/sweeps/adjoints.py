@@ -9,7 +9,8 @@ from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local, renamed, sli
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type, floating
 from adgen.ir_ad.reverse.plan.keys import CHOICE, GUARD, OLD, Key, instruction_key
 from adgen.ir_ad import vectors
-from adgen.ir_ad.rules import rule_for
+from adgen.ir_ad.rules import primitive, rule_for
+from adgen.ir_ad.reverse.plan.costs import partner
 from adgen.ir_ad.vectors import LANE_OPS
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, SYNCHRONIZATION,
                                allocates, callee_name, kind_of, no_derivative, reallocated)
@@ -122,7 +123,8 @@ class Adjoints:
         wanted = [self.activity.active(a.value) for a in args]
         scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
         terms = [None if p is None else scale(b, p, dr) for p in _only_used(
-            b, rule.partials, [*args, Operand(inst.type, inst.result)], lambda op: self.needs.value(op, site), wanted)]
+            b, rule.partials, [*args, Operand(inst.type, inst.result)], lambda op: self.needs.value(op, site), wanted,
+            _partner(self.d.cfg, inst))]
         for a, term in zip(args, terms):  # (each partial scaled before any is added)
             if term is not None:
                 self.add(b, a.value, term)
@@ -259,9 +261,7 @@ class Adjoints:
         if dst.value not in activity.pointers:
             return
         d = self.needs.shadow(dst, site)
-        length = self.needs.value(size, site)
-        if length.type.text != "i64":
-            length = b.cast("zext", length, I64)
+        length = _as_i64(b, self.needs.value(size, site))
         real = self.needs.real(dst, d, site, b)  # (runtime activity: none to clear or move where it is its own)
         if src.value not in activity.pointers:
             return self.layout.zero_memory(b, d, _unless(b, real, length))
@@ -286,9 +286,7 @@ class Adjoints:
         dst, size = inst.operands[0], inst.operands[2]
         if dst.value not in self.activity.pointers or id(inst) in self.d.first_writes:
             return
-        length = self.needs.value(size, site)
-        if length.type.text != "i64":
-            length = b.cast("zext", length, I64)
+        length = _as_i64(b, self.needs.value(size, site))
         d = self.needs.shadow(dst, site)
         self.layout.zero_memory(b, d, _unless(b, self.needs.real(dst, d, site, b), length))
 
@@ -319,6 +317,11 @@ class Adjoints:
         else:  # (the memory kept while an undo log may write it again)
             b.call('@"adgen.free.later"', VOID, [primal])
             b.call('@"adgen.shadow.free"', VOID, [shadow[0]])
+
+
+def _as_i64(b: Builder, length: V) -> V:
+    """A length (memcpy's, memset's) as an i64."""
+    return length if length.type.text == "i64" else b.cast("zext", length, I64)
 
 
 def _unless(b: Builder, real: V | None, length: V) -> V:
@@ -357,20 +360,40 @@ def _shared(d, pointer: Operand) -> bool:
     return d.pattern.team and d.memory.base(pointer.value).kind != "fresh"
 
 
-def _only_used(b: Builder, partials, operands: list[Operand], value, wanted: list[bool]) -> list[V | None]:
+def _partner(cfg, inst: Instruction) -> tuple[str, Operand] | None:
+    """The primitive the primal computes on a call's arguments that is the partial of the call's
+    (cos for sin: rules.Rule.partner), and its value; else None."""
+    found = partner(cfg, inst) if inst.opcode == "call" else None
+    return None if found is None else (primitive(found.callee), Operand(found.type, found.result))
+
+
+def _only_used(b: Builder, partials, operands: list[Operand], value, wanted: list[bool],
+               had: tuple[str, Operand] | None = None) -> list[V | None]:
     """A rule's partials (`partials(b, args, result)`), of which only those `wanted` (of the
     arguments with derivatives) are written, with what they are computed from; None for the
     others. The primal values of `operands` (the arguments, then the result) are asked for
     (`value(operand)`) only where a partial written uses them: fdiv's partial in its divisor,
     `-a / b^2`, asked for the numerator `a` where the divisor is a constant, and the plan stored
-    `a` once per iteration for nothing (GradBench's ode: `yf[i] += h * (k1[i] + ...) / 6`)."""
+    `a` once per iteration for nothing (GradBench's ode: `yf[i] += h * (k1[i] + ...) / 6`).
+    `had`: a primitive the primal computes on the same arguments (sin's partner, cos), and that
+    value, which a partial asking for it gets (plan/costs.py)."""
+    operands = list(operands)
     deferred = [_Deferred(op.type, k) for k, op in enumerate(operands)]
+    arguments = tuple(d.ref for d in deferred[:-1])
+
+    def known(name: str, args: tuple[V, ...]) -> V | None:
+        if had is None or name != had[0] or tuple(a.ref for a in args) != arguments:
+            return None
+        operands.append(had[1])
+        deferred.append(_Deferred(had[1].type, len(operands) - 1))
+        return deferred[-1]
+
     scratch: list[str] = []
-    kept, b.lines = b.lines, scratch
+    kept, b.lines, b.known = b.lines, scratch, known
     try:
-        made = partials(b, deferred[:-1], deferred[-1])
+        made = partials(b, deferred[:len(arguments)], deferred[len(arguments)])
     finally:
-        b.lines = kept
+        b.lines, b.known = kept, None
     used = [p for p, w in zip(made, wanted) if p is not None and w]
     lines = sliced(scratch, {p.ref for p in used})
     named = {d.ref: value(operands[d.index]).ref for d in deferred
