@@ -88,7 +88,8 @@ def test_hello_built_by_adgen_agrees_with_manual(harness, tmp_path):
         pytest.skip("no nlohmann/json.hpp: set ADGEN_GRADBENCH_JSON to its folder (or a clone of nlohmann/json)")
     markdown = tmp_path / "gradbench.md"
     status = harness.main([str(GRADBENCH), *(["--json-include", JSON] if JSON else []), "--only", "hello",
-                           "--reps", "2", "-o", str(tmp_path / "work"), "--markdown", str(markdown)])
+                           "--reps", "2", "--min-seconds", "0", "-o", str(tmp_path / "work"), "--markdown",
+                           str(markdown)])
     records = json.loads((tmp_path / "work" / "results.json").read_text())
     builds = {b["tool"]: b for b in records["builds"]}
     assert builds["manual"]["ok"], builds["manual"]["error"]

@@ -1,5 +1,5 @@
-"""`python -m bench.gradbench GRADBENCH_SRC [--enzyme PLUGIN] [--json-include DIR] [--only NAMES] [--reps N] [-o DIR]
-[--json FILE]`:
+"""`python -m bench.gradbench GRADBENCH_SRC [--enzyme PLUGIN] [--json-include DIR] [--only NAMES] [--reps N]
+[--min-seconds S] [-o DIR] [--json FILE]`:
 GradBench's twelve C++ programs written for Enzyme (GRADBENCH_SRC: a checkout of
 github.com/gradbench/gradbench, which adgen's developers bring with `fetch`; its tools/enzyme/*.cpp
 are built unchanged, never copied here), differentiated by adgen.
@@ -19,7 +19,9 @@ INPUT.json FUNCTION), on its derivative function (ba, gmm, ht, lstm: jacobian; d
 ode: gradient; kmeans: dir; hello: double; particle and saddle: rr, ff, fr, rf), at the eval's
 smallest standard input and, where cheap, one larger (bench/gradbench/inputs.py: GradBench's
 generators written out again, numpy only). Time: the median of the "evaluate" timings the
-program itself reports (the input's min_runs = --reps, min_seconds 0), in ms. Each output is
+program itself reports (the input's min_runs = --reps, min_seconds = --min-seconds, 1 by default
+as in GradBench's evals: a program whose evaluation takes microseconds evaluates for a second, not
+twenty times), in ms. Each output is
 compared with manual's (particle and saddle: with the constant GradBench's eval expects): the
 largest over its numbers of |a - b| / max(|a|, |b|, 1e-12 * the reference's largest magnitude);
 agreement is <= 1e-8.
@@ -286,6 +288,9 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, argpa
     parser.add_argument("--quick", action="store_true", help="the smallest inputs only")
     parser.add_argument("--reps", type=int, default=5, help="evaluations per run, the program's min_runs "
                                                              "(default 5; the median is reported)")
+    parser.add_argument("--min-seconds", type=float, default=1.0,
+                        help="seconds a run evaluates for at least, the program's min_seconds (default 1, "
+                             "GradBench's evals' own)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds a run may take (default 600)")
     parser.add_argument("--build-timeout", type=float, default=1800, help="seconds a build may take (default 1800)")
     parser.add_argument("--reuse", action="store_true",
@@ -338,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         if path not in inputs.values():
             value = case.make(src)
             if isinstance(value, dict):
-                value = value | {"min_runs": args.reps, "min_seconds": 0}
+                value = value | {"min_runs": args.reps, "min_seconds": args.min_seconds}
             path.write_text(json.dumps(value))
         inputs[case.name] = path
 
@@ -388,9 +393,10 @@ def main(argv: list[str] | None = None) -> int:
         + (f"{_version(args.enzyme_cxx)}" if args.enzyme else "not run") + f"; manual (GradBench's hand-written "
         f"derivatives): `{args.manual_cxx} {' '.join(COMMON)}` ({_version(args.manual_cxx)}). Each with `-I cpp` "
         "and nlohmann's json.hpp.",
-        f"- Time: the median of the {args.reps} \"evaluate\" timings each program reports itself "
-        "(GradBench's protocol: cpp/gradbench/main.hpp, min_runs = "
-        f"{args.reps}), ms, the derivative function only (not reading the input). Timings on a shared machine "
+        "- Time: the median of the \"evaluate\" timings each program reports itself "
+        f"(GradBench's protocol: cpp/gradbench/main.hpp, min_runs = {args.reps}, min_seconds = "
+        f"{args.min_seconds:g}: at least {args.reps} evaluations, for at least {args.min_seconds:g} s), ms, the "
+        "derivative function only (not reading the input). Timings on a shared machine "
         "are indicative only.",
         "- Max rel. diff: the largest |a - b| / max(|a|, |b|, 1e-12 × the reference's largest magnitude) over "
         "the output's numbers, against manual's output (particle, saddle: the constant GradBench's eval expects; "
@@ -405,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     records = {"builds": [asdict(b) for b in builds.values()],
                "results": [asdict(r) | {"output": None} for r in results.values()],
                "summary": summary}
-    settings = {"reps": args.reps, "quick": args.quick, "enzyme": bool(args.enzyme), "programs": args.only,
+    settings = {"reps": args.reps, "min_seconds": args.min_seconds, "quick": args.quick, "enzyme": bool(args.enzyme), "programs": args.only,
                 "cases": [c.name for c in chosen], "gradbench_commit": commit(src, "tools", "cpp"),
                 "manual_cxx": f"{args.manual_cxx} ({_version(args.manual_cxx)})",
                 "enzyme_cxx": f"{args.enzyme_cxx} ({_version(args.enzyme_cxx)})" if args.enzyme else None}
