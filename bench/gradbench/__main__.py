@@ -411,7 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     records = {"builds": [asdict(b) for b in builds.values()],
                "results": [asdict(r) | {"output": None} for r in results.values()],
                "summary": summary}
-    settings = {"reps": args.reps, "min_seconds": args.min_seconds, "quick": args.quick, "enzyme": bool(args.enzyme), "programs": args.only,
+    settings = {"reps": args.reps, "min_seconds": args.min_seconds, "quick": args.quick, "enzyme": bool(args.enzyme),
+                "programs": args.only,
                 "cases": [c.name for c in chosen], "gradbench_commit": commit(src, "tools", "cpp"),
                 "manual_cxx": f"{args.manual_cxx} ({_version(args.manual_cxx)})",
                 "enzyme_cxx": f"{args.enzyme_cxx} ({_version(args.enzyme_cxx)})" if args.enzyme else None}
