@@ -197,16 +197,22 @@ static double now(void)
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-#define BEST(result, statement)                                                                    \
+/* one timed run of the statement, kept in `result` where it is the fastest yet (variadic: a
+ * statement expanded from other macros may hold commas) */
+#define TIMED(result, ...)                                                                         \
+    do {                                                                                           \
+        double start = now();                                                                      \
+        __VA_ARGS__;                                                                               \
+        double took = now() - start;                                                               \
+        if (took < result)                                                                         \
+            result = took;                                                                         \
+    } while (0)
+
+#define BEST(result, ...)                                                                          \
     do {                                                                                           \
         result = 1e30;                                                                             \
-        for (int rep = 0; rep < reps; rep++) {                                                     \
-            double start = now();                                                                  \
-            statement;                                                                             \
-            double took = now() - start;                                                           \
-            if (took < result)                                                                     \
-                result = took;                                                                     \
-        }                                                                                          \
+        for (int rep = 0; rep < reps; rep++)                                                       \
+            TIMED(result, __VA_ARGS__);                                                            \
     } while (0)
 
 /* adgen's gradient and Enzyme's, timed in turns (a repetition of one, then of the other), so that
@@ -217,16 +223,8 @@ static double now(void)
     do {                                                                                           \
         result = enzyme_result = 1e30;                                                             \
         for (int rep = 0; rep < reps; rep++) {                                                     \
-            double start = now();                                                                  \
-            statement;                                                                             \
-            double took = now() - start;                                                           \
-            if (took < result)                                                                     \
-                result = took;                                                                     \
-            start = now();                                                                         \
-            enzyme_statement;                                                                      \
-            took = now() - start;                                                                  \
-            if (took < enzyme_result)                                                              \
-                enzyme_result = took;                                                              \
+            TIMED(result, statement);                                                              \
+            TIMED(enzyme_result, enzyme_statement);                                                \
         }                                                                                          \
     } while (0)
 #else
