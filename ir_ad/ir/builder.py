@@ -4,8 +4,8 @@ and the declarations of the intrinsics and libm functions the derivative code ca
 from __future__ import annotations
 
 import re
-from typing import Callable
 from dataclasses import dataclass
+from typing import Callable
 
 from adgen.ir_ad.ir.types import I1, I64, PTR, Type, element_align, vector
 

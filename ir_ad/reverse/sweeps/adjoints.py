@@ -9,7 +9,7 @@ from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local, renamed, sli
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type, floating
 from adgen.ir_ad.reverse.plan.keys import CHOICE, GUARD, OLD, Key, instruction_key
 from adgen.ir_ad import vectors
-from adgen.ir_ad.rules import primitive, rule_for
+from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.reverse.plan.costs import partner
 from adgen.ir_ad.vectors import LANE_OPS
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, SYNCHRONIZATION,
@@ -364,7 +364,7 @@ def _partner(cfg, inst: Instruction) -> tuple[str, Operand] | None:
     """The primitive the primal computes on a call's arguments that is the partial of the call's
     (cos for sin: rules.Rule.partner), and its value; else None."""
     found = partner(cfg, inst) if inst.opcode == "call" else None
-    return None if found is None else (primitive(found.callee), Operand(found.type, found.result))
+    return None if found is None else (rule_for(inst.callee).partner, Operand(found.type, found.result))
 
 
 def _only_used(b: Builder, partials, operands: list[Operand], value, wanted: list[bool],
