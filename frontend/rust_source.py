@@ -127,6 +127,9 @@ class RustUnit(Unit):
     # std::autodiff's `Dualv` on a slice: its N tangents one after another in one slice (lane k the k-th
     # block), which the wrapper passes as adgen's N separate lanes (`dual`); by (derived name, parameter)
     blocked: set = field(default_factory=set)
+    # `const` `&mut` float data (rust_source._scratch_type): passed with a scratch shadow the wrapper makes, by
+    # (derived name, parameter)
+    scratch: set = field(default_factory=set)
     by_hand: list = field(default_factory=list)  # its checked @derivative annotations (checks.Custom), in order
 
 
@@ -843,8 +846,12 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
                            f"{len(rf.params)} parameter{'' if len(rf.params) == 1 else 's'}", entry.params_span,
                            [note(f"'{rf.name}' is declared here", rf.span)]))
         return None
-    words = []
+    words, scratch = [], []
+    mode = entry.mode.text.lower() if entry.mode is not None else "reverse"
     for word, p in zip(entry.activities, rf.params):
+        if word.text.lower() == "const" and mode in ("reverse", "forward") and _scratch_type(p.type):
+            scratch.append(p.name)  # (derivatives may flow through its memory within the call: kept in a scratch
+            word = Word("dup" if mode == "reverse" else "dual", word.span)  # shadow, which the wrapper makes)
         if entry.trailing_return and word.text.lower() == "dualv" and p.type.kind == "reference" and \
                 p.type.elem is not None and p.type.elem.kind == "slice":  # (std::autodiff's lanes: blocks)
             unit.blocked.add((entry.name.text, p.name))
@@ -870,8 +877,16 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
     if rf.outcome:  # (the outcome's parameter of the shim: an error's shadow beside it)
         words.append(Word("dup" if rf.outcome == "result" and (entry.mode is None or entry.mode.text.lower() != "forward")
                           else "dual" if rf.outcome == "result" else "const", entry.params_span))
+    if scratch and mode == "reverse" and (entry.returns is None or entry.returns.text.lower() == "const") and not any(
+            p.type.mutable and p.name not in scratch and ACTIVITY_WORDS.get(w.text.lower()) in (
+                Activity.DUP, Activity.DUPONLY, Activity.DUPV) for w, p in zip(entry.activities, rf.params)):
+        problems.add(error(f"'{entry.name.text}' has no output carrying derivatives: its result is const or none, "
+                           f"and what it writes ({', '.join(repr(n) for n in scratch)}) is const; mark an output "
+                           "dup, or the result active", entry.name.span))
+        return None
     entry = replace(entry, activities=tuple(words))
     if rf.generic is None:
+        unit.scratch.update((entry.name.text, name) for name in scratch)
         return entry
     # An instantiation's derived function: a C function of its own name (`loss_grad__f64`), which
     # the one generic Rust wrapper of that name dispatches to, by the arguments (rust_wrappers.py).
@@ -886,7 +901,21 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
     suffix = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", "_".join(rf.generic.arguments))).strip("_")
     c_name = f"{entry.name.text}__{suffix}"
     unit.generic_names[c_name] = entry.name.text
+    unit.scratch.update((c_name, name) for name in scratch)
     return replace(entry, name=Word(c_name, entry.name.span))
+
+
+def _scratch_type(t: RType) -> bool:
+    """A `&mut` reference to floats (one, an array or slice of them, a `Vec`): `const`, it gets a
+    zeroed shadow of its own, made by the wrapper, so that derivatives stored in its memory and
+    read again within the call are kept, while none comes in or goes out (std::autodiff's `Const`
+    of a buffer the function writes, as ADBench's LSTM state)."""
+    if t.kind != "reference" or not t.mutable or t.elem is None:
+        return False
+    e = t.elem
+    while e.kind in ("array", "slice", "vec") and e.elem is not None:
+        e = e.elem
+    return e.kind == "scalar" and e.name in ("f32", "f64")
 
 
 __all__ = ["read_rust_unit", "rust_entry", "unclashing", "RustUnit", "RustTemplate", "DynTemplate", "Generic", "RFunction", "RParam", "RType",

@@ -207,7 +207,8 @@ def unsafe_spellings() -> bool:
 def wrappers(unit: RustUnit, signatures: list[Signature]) -> list[Wrapper]:
     """One per C function (a split-mode entry's four parts each): how Rust declares and calls it."""
     return [_of(unit, s) if s.derivation.inner is not None else
-            _wrapper(unit.rust[s.derivation.primal.name], s, {p for n, p in unit.blocked if n == s.name})
+            _wrapper(unit.rust[s.derivation.primal.name], s, {p for n, p in unit.blocked if n == s.name},
+                     {p for n, p in unit.scratch if n == s.name})
             if not s.part else _part(unit.rust[s.derivation.primal.name], s) for s in signatures]
 
 
@@ -282,7 +283,7 @@ def nested_entry(entry: Entry, inner, unit: RustUnit, problems: Collector) -> En
     shadows, `const`), or None after errors."""
     rf = unit.rust.get(inner.primal.name) if inner.inner is None else None
     if inner.inner is None and (rf is None or rf.shim or rf.generic is not None or
-                                any(n == inner.name for n, _ in unit.blocked)):
+                                any(n == inner.name for n, _ in unit.blocked | unit.scratch)):
         problems.add(error(f"'{entry.name.text}' derives '{inner.name}', a derivative of a generic function, of trait "
                            "objects or of values by value: its wrapper dispatches in Rust, which derivatives do not "
                            "follow (derive an entry of a function of references and floats)", entry.of.span))
@@ -468,7 +469,8 @@ def splits(signatures: list[Signature], every: list[Wrapper]) -> list[Split]:
     return [Split(_tape_type(name), p["forward"], p["reverse"], p["free"], p["tape_size"]) for name, p in parts.items()]
 
 
-def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset()) -> Wrapper:
+def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
+             scratch: set[str] = frozenset()) -> Wrapper:
     d = sig.derivation
     n, reverse = d.width, d.mode.family is Mode.REVERSE
     params, ffi, checks, locals_, gradients = [], [], [], [], {}
@@ -508,7 +510,11 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset()) -> 
                                   "value", source))
             ffi.append(FfiArg(f"{rp.name}_len", "usize", "slice_len", rp.name))
             continue
-        if act in _SEPARATE or act in _INTERLEAVED:
+        if rp.name in scratch:  # (`const`: its shadows the wrapper's own, zeroed; rust_source._scratch_type)
+            for lane in shadow_names(rp.name, n, d.prefix):
+                locals_.append((lane, *_scratch(t, rp.name)))
+                ffi.append(FfiArg(lane, _ffi_type(t), _how(t), lane if slice_ else f"&mut {lane}", _pointee(t)))
+        elif act in _SEPARATE or act in _INTERLEAVED:
             lanes = shadow_names(rp.name, 1 if act in _INTERLEAVED else n, d.prefix)
             shadow = _shadow(t, reverse, n if act in _INTERLEAVED else 1, slice_)
             for lane in lanes:
@@ -564,6 +570,16 @@ def _outputs(rf: RFunction, prefix: str, fields: list, result_struct: str | None
             out.append((gradients[p.name], p.type.text))
     done = {field("ret"), field(f"{prefix}ret")}
     return out + [(field(name), t) for name, t in fields if (field(name), t) not in out and field(name) not in done]
+
+
+def _scratch(t: RType, name: str) -> tuple[str, str]:
+    """The type and first value of a scratch shadow of `name`, of type `t` (`&mut` floats): as
+    many zeros as it holds."""
+    if t.elem.kind in ("slice", "vec"):
+        e = t.elem.elem
+        zero = "0.0" if e.kind == "scalar" else f"unsafe {{ core::mem::zeroed::<{e.text}>() }}"
+        return f"Vec<{t.elem.elem.text}>", f"vec![{zero}; {name}.len()]"
+    return t.elem.text, "unsafe { core::mem::zeroed() }"
 
 
 def _param_type(rf: RFunction, name: str) -> str:

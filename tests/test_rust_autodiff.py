@@ -432,6 +432,20 @@ fn out(x: &[f64], y: &mut [f64]) {
     }
 }
 
+// A state updated in place and read again at the next step, `Const` as ADBench's LSTM marks its
+// own: the wrapper's scratch shadow keeps the derivatives that flow through it.
+#[autodiff_reverse(d_steps, Const, Duplicated, Const, DuplicatedOnly)]
+fn steps(n: usize, w: &[f64], state: &mut [f64], loss: &mut f64) {
+    let mut total = 0.0;
+    for _ in 0..n {
+        for i in 0..state.len() {
+            state[i] = (state[i] * w[i] + w[i + 1]).tanh();
+        }
+        total += state.iter().sum::<f64>();
+    }
+    *loss = total;
+}
+
 // A trait declaring the derived method the attribute puts beside its method (trait.rs), and an
 // inherent method's (impl.rs), both modes.
 struct Foo {
@@ -482,6 +496,18 @@ fn main() {
     d_out2(&xs, &[1.0, 0.0, 0.0, 1.0], &mut ys2, &mut dys2);
     assert!(dys2[0] == dys[0] && dys2[1] == 0.0 && dys2[2] == 0.0);
     assert!((dys2[3] - (1.5f64.cos() * 1.5 + 1.5f64.sin())).abs() < 1e-12);
+    let (w, s0) = ([0.5, -0.3, 0.8], [0.1, 0.2]);
+    let (mut dw, mut s, mut l, mut dl) = ([0.0; 3], s0, 0.0, 1.0);
+    d_steps(3, &w, &mut dw, &mut s, &mut l, &mut dl);
+    for k in 0..3 {
+        let at = |h: f64| {
+            let (mut v, mut s, mut l) = (w, s0, 0.0);
+            v[k] += h;
+            steps(3, &v, &mut s, &mut l);
+            l
+        };
+        assert!((dw[k] - (at(1e-6) - at(-1e-6)) / 2e-6).abs() < 1e-6, "{} {}", k, dw[k]);
+    }
     println!("ok");
 }
 
