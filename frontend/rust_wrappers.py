@@ -69,6 +69,8 @@ class Wrapper:
     visibility: str = "pub"  # the primal's (a method's wrappers `pub`)
     outcome: str = ""  # "option", "result": the outputs wrapped (Some, Ok) as the local OUTCOME says
     rust_name: str = ""  # the Rust function's name where it is not the C function's (`beside`)
+    vectors: tuple[LengthCheck, ...] = ()  # a `&mut Vec`'s shadows: as much room as the vector (which may
+    # grow in the call, within its capacity), their lengths its own after it
 
 
 @dataclass(frozen=True)
@@ -473,7 +475,7 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
              scratch: set[str] = frozenset()) -> Wrapper:
     d = sig.derivation
     n, reverse = d.width, d.mode.family is Mode.REVERSE
-    params, ffi, checks, locals_, gradients = [], [], [], [], {}
+    params, ffi, checks, locals_, gradients, vectors = [], [], [], [], {}, []
     acts = iter(d.activities)
     for rp in rf.params:
         t = rp.type
@@ -522,6 +524,8 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
                 ffi.append(FfiArg(lane, _ffi_type(shadow), _how(shadow), lane, _pointee(shadow)))
                 if slice_ or vec:
                     checks.append(LengthCheck(lane, rp.name, n if act in _INTERLEAVED else 1))
+                if vec and t.mutable and shadow.mutable:
+                    vectors.append(checks[-1])
         if slice_:
             ffi.append(FfiArg(f"{rp.name}_len", "usize", "slice_len", rp.name))
     if rf.outcome:  # (whether a value came, or the error: a local the C function writes)
@@ -546,7 +550,7 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
         returns = f"Result<{returns or '()'}, {rf.returns.name}>"
     return Wrapper(sig.name, sig.summary(), rf.name, tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
                    tuple(fields), returns, rf.unsafe, rf.owner, tuple(locals_),
-                   tuple(outputs), rf.lifetimes, rf.visibility, rf.outcome)
+                   tuple(outputs), rf.lifetimes, rf.visibility, rf.outcome, vectors=tuple(vectors))
 
 
 def _outputs(rf: RFunction, prefix: str, fields: list, result_struct: str | None, gradients: dict) -> list:
@@ -575,7 +579,9 @@ def _outputs(rf: RFunction, prefix: str, fields: list, result_struct: str | None
 def _scratch(t: RType, name: str) -> tuple[str, str]:
     """The type and first value of a scratch shadow of `name`, of type `t` (`&mut` floats): as
     many zeros as it holds."""
-    if t.elem.kind in ("slice", "vec"):
+    if t.elem.kind == "vec":  # (as much room as the vector, which may grow in the call within it)
+        return t.elem.text, f"{{ let mut v = vec![0.0; {name}.capacity()]; v.truncate({name}.len()); v }}"
+    if t.elem.kind == "slice":
         e = t.elem.elem
         zero = "0.0" if e.kind == "scalar" else f"unsafe {{ core::mem::zeroed::<{e.text}>() }}"
         return f"Vec<{t.elem.elem.text}>", f"vec![{zero}; {name}.len()]"

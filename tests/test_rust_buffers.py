@@ -1,15 +1,22 @@
-"""A `const` `&mut` reference to floats in Rust (a slice, an array, one float, a `Vec`): the
-function may store values carrying derivatives there and read them again within the call (an
-RNN's state updated in place, ADBench's LSTM), so the wrapper passes a zeroed scratch shadow of
-its own. No derivative comes in or goes out through it; those flowing through it within the call
-are kept (specs/annotations.md, "Rust sources"). Each gradient is checked against central
-differences of the function from the same state, forward mode against reverse, at widths 1
-and 2; the state is left as the primal leaves it; split mode, whose tape would outlive the
-scratch, keeps the located error."""
+"""Buffers a Rust function writes (specs/annotations.md, "Rust sources").
+
+A `const` `&mut` reference to floats (a slice, an array, one float, a `Vec`): the function may
+store values carrying derivatives there and read them again within the call (an RNN's state
+updated in place, ADBench's LSTM), so the wrapper passes a zeroed scratch shadow of its own. No
+derivative comes in or goes out through it; those flowing through it within the call are kept.
+Each gradient is checked against central differences of the function from the same state,
+forward mode against reverse, at widths 1 and 2; the state is left as the primal leaves it;
+split mode, whose tape would outlive the scratch, keeps the located error.
+
+A `&mut Vec` growing within its capacity: its shadow is given as much room, zeroed, and the
+length the vector has after the call (a shadow with less room was written past its end), under
+valgrind where it is installed."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -170,3 +177,56 @@ def test_a_gradient_with_no_output_carrying_derivatives_is_an_error(tmp_path, ad
     result = adgen("build", tmp_path / "m.rs", "-o", tmp_path / "out")
     assert result.status == 1 and "m.rs:1:10: error: 'g' has no output carrying derivatives" in result.err, result.err
     assert not (tmp_path / "out").exists()
+
+
+GROWING = r"""
+// @diff(grow_grad: (dup, dup) -> active; grow_tan: forward (dual, dual) -> dual)
+pub fn grow(w: &[f64], v: &mut Vec<f64>) -> f64 {
+    for x in w {
+        v.push(x.sin() * v[0]);
+    }
+    v.iter().sum()
+}
+"""
+
+GROWING_MAIN = r"""
+mod m;
+use m::*;
+include!("out/m.adgen.rs");
+
+fn main() {
+    let w = [0.3, 0.5, -0.2];
+    let f = |w: &[f64]| { let mut v = Vec::with_capacity(16); v.push(2.0); grow(w, &mut v) };
+    let mut v = Vec::with_capacity(16);
+    v.push(2.0);
+    let mut dv = vec![0.5];  // (room for one: the wrapper gives it the vector's)
+    let mut dw = [0.0; 3];
+    let r = grow_grad(&w, &mut dw, &mut v, &mut dv, 1.0);
+    assert!((r - f(&w)).abs() < 1e-12 && v.len() == 4 && dv.len() == 4);
+    let d0 = 1.0 + w.iter().map(|x| x.sin()).sum::<f64>();  // (the gradient as to v[0], plus its seed 0.5)
+    assert!((dv[0] - (0.5 + d0)).abs() < 1e-12, "{:?}", dv);
+    for k in 0..3 {
+        let mut e = w;
+        e[k] += 1e-6;
+        let mut m = w;
+        m[k] -= 1e-6;
+        assert!((dw[k] - (f(&e) - f(&m)) / 2e-6).abs() < 1e-6, "{} {:?}", k, dw);
+    }
+    let (mut v, mut dv) = (vec![2.0], vec![1.0]);
+    v.reserve(8);
+    let (r, t) = grow_tan(&w, &[1.0, 0.0, 0.0], &mut v, &mut dv);
+    assert!((r - f(&w)).abs() < 1e-12 && dv.len() == 4);
+    assert!((dv[1] - (w[0].cos() * 2.0 + w[0].sin())).abs() < 1e-12 && (dv[2] - w[1].sin()).abs() < 1e-12, "{:?}", dv);
+    assert!((t - dv.iter().sum::<f64>()).abs() < 1e-12);
+    println!("ok");
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_vector_growing_within_its_capacity_has_a_shadow_as_long(tmp_path, adgen):
+    assert _run_with(tmp_path, adgen, GROWING, GROWING_MAIN) == "ok\n"
+    if shutil.which("valgrind") is None:
+        pytest.skip("no valgrind: the program ran, but its memory accesses were not checked")
+    run = subprocess.run(["valgrind", "-q", "--error-exitcode=9", str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stderr[-3000:]
