@@ -6,11 +6,13 @@ here; the caller writes every output at once, and only when no stage found an er
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from adgen.base import __version__
 from adgen.frontend.abi import Signature
+from adgen.frontend.model import Derivation
 from adgen.frontend.annotations import find_annotations
 from adgen.frontend.checks import (Custom, attach, check_custom, check_entry, check_names, check_nested,
                                    check_overloads)
@@ -41,7 +43,9 @@ class Generated:
         return outputs(self.source, self.unit, self.signatures, directory)
 
 
-def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stages) -> list[Generated]:
+def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stages, namespace: str = ""
+             ) -> list[Generated]:
+    """`namespace`: a cargo package's crate, whose Rust sources' C functions it names (`_symbols`)."""
     refuse_unread(sources)
     _check_stems(sources)
     with stages.stage("parse"):
@@ -85,12 +89,12 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         derived += check_nested(nested, checked, problems,
                                 lambda e, inner, unit: nested_entry(e, inner, unit, problems)
                                 if isinstance(unit, RustUnit) else e)
-        derived = check_overloads(derived, problems)
+        derived = _symbols(check_overloads(derived, problems), namespace)
         signatures = check_names(derived, problems)
         if problems.diagnostics and any(u is not None and u.errors and not isinstance(u, RustUnit) for u in units):
             problems = _recheck_c(units, signatures, derived, out_dir, flags, problems)
         problems.raise_if_any()
-    for remark in headers.unmade():
+    for remark in headers.unmade() + [r for u in units if isinstance(u, RustUnit) for r in u.remarks]:
         stages.remark(remark)
     with stages.stage("render", plural(len(signatures), "derivative function")):
         results = []
@@ -99,6 +103,29 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
             results.append(Generated(src, unit, mine, outputs(src, unit, mine, out_dir),
                                      list(inactive.get(id(unit), {}).values()), customs.get(id(unit), [])))
     return results
+
+
+def _symbols(derived: list[tuple[Derivation, Unit]], namespace: str) -> list[tuple[Derivation, Unit]]:
+    """Rust sources' derived functions, whose names are Rust's, scoped by their module, are C
+    functions of names of their own where several sources are built together or a crate's are
+    (`grad__adgen_safe`, `grad__adgen_mycrate_model`): two modules may both derive `grad`, and
+    two crates linked into one program may too. Their wrappers keep the Rust names
+    (RustUnit.symbol_tag)."""
+    rust = {id(unit): unit for _, unit in derived if isinstance(unit, RustUnit)}
+    if not namespace and len(rust) < 2:
+        return derived
+    for unit in rust.values():
+        unit.symbol_tag = "__adgen_" + re.sub(r"\W", "_", f"{namespace}_{unit.source.path.stem}".lstrip("_"))
+    return [(_tagged(d, unit.symbol_tag) if id(unit) in rust else d, unit) for d, unit in derived]
+
+
+def _tagged(d: Derivation, tag: str) -> Derivation:
+    """`d` with its C name tagged, and its inner derivation's (an `of` entry's primal is that one's
+    derived function)."""
+    if d.inner is None:
+        return replace(d, name=d.name + tag)
+    inner = _tagged(d.inner, tag)
+    return replace(d, name=d.name + tag, inner=inner, primal=replace(d.primal, name=inner.name))
 
 
 def _read_c(src: SourceFile, found: list, flags: list[str], made: frozenset[str]) -> Unit | None:

@@ -19,7 +19,7 @@ from lark.exceptions import UnexpectedInput
 from adgen.frontend.annotations import Annotation, Entry, Word, following
 from adgen.frontend.comments import closing, find_rust_comments
 from adgen.frontend.ctype import CType
-from adgen.base.diagnostics import Collector, SourceFile, Span, error, note
+from adgen.base.diagnostics import Collector, Diagnostic, SourceFile, Span, error, note
 from adgen.frontend.languages import is_rust
 from adgen.frontend.local_type import LocalType
 from adgen.frontend.model import ACTIVITY_WORDS, Activity, Derivation
@@ -130,6 +130,14 @@ class RustUnit(Unit):
     # `const` `&mut` float data (rust_source._scratch_type): passed with a scratch shadow the wrapper makes, by
     # (derived name, parameter)
     scratch: set = field(default_factory=set)
+    symbol_tag: str = ""  # what its derived functions' C names end with (generate._symbols), which Rust's lack
+    # integers given a derivative's activity, by derived name: ({parameter: activity}, the result's or None)
+    ghosts: dict = field(default_factory=dict)
+    remarks: list = field(default_factory=list)  # (warnings: Diagnostic.render's text)
+
+    def rust_name(self, name: str) -> str:
+        """The Rust name of a C function of its derivatives (`grad__adgen_safe_forward` -> `grad_forward`)."""
+        return name.replace(self.symbol_tag, "", 1) if self.symbol_tag else name
     by_hand: list = field(default_factory=list)  # its checked @derivative annotations (checks.Custom), in order
 
 
@@ -846,9 +854,14 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
                            f"{len(rf.params)} parameter{'' if len(rf.params) == 1 else 's'}", entry.params_span,
                            [note(f"'{rf.name}' is declared here", rf.span)]))
         return None
-    words, scratch = [], []
+    words, scratch, ghosts = [], [], {}
     mode = entry.mode.text.lower() if entry.mode is not None else "reverse"
     for word, p in zip(entry.activities, rf.params):
+        act = ACTIVITY_WORDS.get(word.text.lower())
+        if act not in (None, Activity.CONST) and _integers(p.type):
+            ghosts[p.name] = act  # (no derivative: the wrapper takes its shadows, std::autodiff's shape, as it is)
+            unit.remarks.append(_warning(f"'{p.name}' holds integers", act, word.span))
+            word = Word("const", word.span)
         if word.text.lower() == "const" and mode in ("reverse", "forward") and _scratch_type(p.type):
             scratch.append(p.name)  # (derivatives may flow through its memory within the call: kept in a scratch
             word = Word("dup" if mode == "reverse" else "dual", word.span)  # shadow, which the wrapper makes)
@@ -885,8 +898,15 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
                            "dup, or the result active", entry.name.span))
         return None
     entry = replace(entry, activities=tuple(words))
+    ret = ACTIVITY_WORDS.get(entry.returns.text.lower()) if entry.returns is not None else None
+    if ret not in (None, Activity.CONST) and rf.returns is not None and _integers(rf.returns):
+        unit.remarks.append(_warning(f"'{rf.name}' returns an integer", ret, entry.returns.span))
+        entry = replace(entry, returns=Word("const", entry.returns.span))
+    else:
+        ret = None
     if rf.generic is None:
         unit.scratch.update((entry.name.text, name) for name in scratch)
+        unit.ghosts[entry.name.text] = (ghosts, ret)
         return entry
     # An instantiation's derived function: a C function of its own name (`loss_grad__f64`), which
     # the one generic Rust wrapper of that name dispatches to, by the arguments (rust_wrappers.py).
@@ -902,7 +922,21 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
     c_name = f"{entry.name.text}__{suffix}"
     unit.generic_names[c_name] = entry.name.text
     unit.scratch.update((c_name, name) for name in scratch)
+    unit.ghosts[c_name] = (ghosts, ret)
     return replace(entry, name=Word(c_name, entry.name.span))
+
+
+def _warning(what: str, act: Activity, span: Span) -> str:
+    return Diagnostic("warning", f"{what}, and integers carry no derivative: activity '{act.word}' is taken as "
+                      "std::autodiff takes it (the wrapper takes the shadows and seeds it has and leaves them as they "
+                      "are; the derivatives are zero)", span).render()
+
+
+def _integers(t: RType) -> bool:
+    """An integer, or a reference or pointer to integers (one, an array or slice of them)."""
+    while t.kind in ("reference", "pointer", "array", "slice") and t.elem is not None:
+        t = t.elem
+    return t.kind == "scalar" and t.name in SCALARS and not SCALARS[t.name][2] and t.name != "bool"
 
 
 def _scratch_type(t: RType) -> bool:

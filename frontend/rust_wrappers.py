@@ -72,6 +72,11 @@ class Wrapper:
     vectors: tuple[LengthCheck, ...] = ()  # a `&mut Vec`'s shadows: as much room as the vector (which may
     # grow in the call, within its capacity), their lengths its own after it
 
+    @property
+    def uses_result(self) -> bool:
+        """Whether what it returns is made of the C function's result (`r`)."""
+        return any(re.search(r"\br\b", e) for e, _ in self.outputs)
+
 
 @dataclass(frozen=True)
 class Dispatch:
@@ -116,10 +121,11 @@ def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> st
     return c_environment().get_template("wrappers.rs.j2").render(
         version=version, source=unit.source.path.name, stem=stem, wrappers=every,
         shims=render_shims(unit, [s.derivation.primal.name for s in signatures]),
-        plain=[replace(w, rust_name=BESIDE + w.name) if beside(unit, s) else w
-               for s, w in zip(signatures, every) if s.name not in unit.generic_names and not s.part],
-        by_hand=glue(unit),
-        splits=splits(signatures, every),
+        plain=[replace(w, rust_name=BESIDE + unit.rust_name(w.name)) if beside(unit, s) else
+               replace(w, rust_name=unit.rust_name(w.name)) for s, w in zip(signatures, every)
+               if unit.rust_name(s.name) not in unit.generic_names and not s.part],
+        by_hand=glue(unit), beside=BESIDE,
+        splits=splits(unit, signatures, every),
         dispatches=dispatches(unit, signatures, every), unsafe_spellings=unsafe_spellings(),
         instances=list(dict.fromkeys(_path(unit.rust[s.derivation.primal.name]) for s in signatures
                                      if not s.derivation.primal.name.startswith(BY_VALUE) and s.derivation.inner is None)),
@@ -148,9 +154,10 @@ def methods_beside(unit: RustUnit, signatures: list[Signature]) -> dict[int, str
     for s, w in zip(signatures, wrappers(unit, signatures)):
         if beside(unit, s):
             params = ", ".join("self: " + p.type if p.name == "self" else f"{p.name}: {p.type}" for p in w.params)
-            call = f"Self::{BESIDE}{w.name}({', '.join(p.name for p in w.params)})"
+            name = unit.rust_name(w.name)
+            call = f"Self::{BESIDE}{name}({', '.join(p.name for p in w.params)})"
             out[s.derivation.entry.name.span.offset] = (  # (private: adgen's compile calls it in the file only)
-                f"{'unsafe ' if w.unsafe else ''}fn {w.name}({params})"
+                f"{'unsafe ' if w.unsafe else ''}fn {name}({params})"
                 f"{' -> ' + w.returns if w.returns else ''} {{ {'unsafe { ' + call + ' }' if w.unsafe else call} }}")
     return out
 
@@ -159,8 +166,8 @@ def dispatches(unit: RustUnit, signatures: list[Signature], every: list[Wrapper]
     """The generic derived functions, each with its instantiations' wrappers, in the order first derived."""
     groups: dict[tuple[str, str], list] = {}
     for sig, w in zip(signatures, every):
-        if sig.name in unit.generic_names:
-            groups.setdefault((w.owner, unit.generic_names[sig.name]), []).append((sig, w))
+        if unit.rust_name(sig.name) in unit.generic_names:
+            groups.setdefault((w.owner, unit.generic_names[unit.rust_name(sig.name)]), []).append((sig, w))
     out = []
     for (owner, name), members in groups.items():
         sig, _ = members[0]
@@ -209,9 +216,11 @@ def unsafe_spellings() -> bool:
 def wrappers(unit: RustUnit, signatures: list[Signature]) -> list[Wrapper]:
     """One per C function (a split-mode entry's four parts each): how Rust declares and calls it."""
     return [_of(unit, s) if s.derivation.inner is not None else
-            _wrapper(unit.rust[s.derivation.primal.name], s, {p for n, p in unit.blocked if n == s.name},
-                     {p for n, p in unit.scratch if n == s.name})
-            if not s.part else _part(unit.rust[s.derivation.primal.name], s) for s in signatures]
+            _wrapper(unit.rust[s.derivation.primal.name], s, {p for n, p in unit.blocked if n == unit.rust_name(s.name)},
+                     {p for n, p in unit.scratch if n == unit.rust_name(s.name)},
+                     unit.ghosts.get(unit.rust_name(s.name), ({}, None)))
+            if not s.part else _part(unit.rust[s.derivation.primal.name], s, unit.rust_name(s.derivation.name))
+            for s in signatures]
 
 
 def _of(unit: RustUnit, sig: Signature) -> Wrapper:
@@ -422,7 +431,7 @@ def _tape_type(name: str) -> str:
     return "".join(w[:1].upper() + w[1:] for w in name.split("_") if w) + "Tape"
 
 
-def _part(rf: RFunction, sig: Signature) -> Wrapper:
+def _part(rf: RFunction, sig: Signature, name: str) -> Wrapper:
     """A split-mode part: the forward sweep as the reverse-mode wrapper without the seeds (its
     shadows borrowed for the tape's lifetime `'t`), then the tape; the reverse sweep taking the
     tape and the seeds; what frees a tape; the tape's size."""
@@ -430,13 +439,13 @@ def _part(rf: RFunction, sig: Signature) -> Wrapper:
     tape = FfiArg("tape", "*mut u8", "value", f"{_TAPE}.bytes()" if sig.part == "forward" else "self.bytes()")
     if sig.part == "forward":
         w = _wrapper(rf, sig)
-        tape_type = _tape_type(d.name) + "<'t>"
+        tape_type = _tape_type(name) + "<'t>"
         primal = {p.name for p in rf.params}
         params = tuple(p if p.name in primal else replace(p, type=re.sub(r"^&(?:'\w+\s+)?", "&'t ", p.type))
                        for p in w.params)
         outputs = w.outputs + ((_TAPE, tape_type),)
         return replace(w, params=params, ffi=w.ffi + (tape,), locals=w.locals + ((_TAPE, tape_type,
-                                                                                  f"{_tape_type(d.name)}::new()"),),
+                                                                                  f"{_tape_type(name)}::new()"),),
                        outputs=outputs, returns=_result(outputs), lifetimes=("'t",) + rf.lifetimes)
     r = rf.returns.text if rf.returns is not None else "()"
     seeds = [p.name for p in sig.params if p.role.startswith("seed")]
@@ -462,17 +471,21 @@ def _result(outputs: list | tuple) -> str | None:
     return None if not outputs else outputs[0][1] if len(outputs) == 1 else "(" + ", ".join(t for _, t in outputs) + ")"
 
 
-def splits(signatures: list[Signature], every: list[Wrapper]) -> list[Split]:
+def splits(unit: RustUnit, signatures: list[Signature], every: list[Wrapper]) -> list[Split]:
     """The split-mode entries' Rust APIs, each of its four parts' wrappers."""
     parts: dict[str, dict[str, Wrapper]] = {}
     for sig, w in zip(signatures, every):
         if sig.part:
-            parts.setdefault(sig.derivation.name, {})[sig.part] = w
-    return [Split(_tape_type(name), p["forward"], p["reverse"], p["free"], p["tape_size"]) for name, p in parts.items()]
+            parts.setdefault(unit.rust_name(sig.derivation.name), {})[sig.part] = w
+    return [Split(_tape_type(name), replace(p["forward"], rust_name=unit.rust_name(p["forward"].name)), p["reverse"],
+                  p["free"], p["tape_size"]) for name, p in parts.items()]
 
 
 def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
-             scratch: set[str] = frozenset()) -> Wrapper:
+             scratch: set[str] = frozenset(), ghosts: tuple = ({}, None)) -> Wrapper:
+    """`ghosts`: the integers given a derivative's activity (RustUnit.ghosts), which take
+    std::autodiff's shadows and seeds and pass them to none."""
+    ghosts, ghost_return = ghosts
     d = sig.derivation
     n, reverse = d.width, d.mode.family is Mode.REVERSE
     params, ffi, checks, locals_, gradients, vectors = [], [], [], [], {}, []
@@ -516,11 +529,16 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
             for lane in shadow_names(rp.name, n, d.prefix):
                 locals_.append((lane, *_scratch(t, rp.name)))
                 ffi.append(FfiArg(lane, _ffi_type(t), _how(t), lane if slice_ else f"&mut {lane}", _pointee(t)))
-        elif act in _SEPARATE or act in _INTERLEAVED:
+        elif ghosts.get(rp.name) is Activity.ACTIVE:  # (an integer: its gradient zero, std::autodiff's shape)
+            gradients[rp.name] = "0" if n == 1 else f"[0; {n}]"
+        elif ghosts.get(rp.name, act) in _SEPARATE or ghosts.get(rp.name, act) in _INTERLEAVED:
+            ghost, act = rp.name in ghosts, ghosts.get(rp.name, act)  # (a ghost's shadows taken, passed to none)
             lanes = shadow_names(rp.name, 1 if act in _INTERLEAVED else n, d.prefix)
             shadow = _shadow(t, reverse, n if act in _INTERLEAVED else 1, slice_)
             for lane in lanes:
-                params.append(RustParam(lane, shadow.text))
+                params.append(RustParam(("_" if ghost else "") + lane, shadow.text))
+                if ghost:
+                    continue
                 ffi.append(FfiArg(lane, _ffi_type(shadow), _how(shadow), lane, _pointee(shadow)))
                 if slice_ or vec:
                     checks.append(LengthCheck(lane, rp.name, n if act in _INTERLEAVED else 1))
@@ -541,8 +559,12 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
     for s in seeds:
         params.append(RustParam(s.name, r))
         ffi.append(FfiArg(s.name, r, "value", s.name))
+    if ghost_return in (Activity.ACTIVE, Activity.ACTIVEONLY):  # (an integer result's seeds, passed to none)
+        params += [RustParam("_" + name, r) for name in shadow_names("ret", n, d.prefix)]
     fields = _fields(rf, sig, r)
     outputs = _outputs(rf, d.prefix, fields, sig.result_struct, gradients)
+    if ghost_return is not None:  # (its tangents zero, where the C function returns the result alone)
+        outputs = _ghost_result(outputs, ghost_return, n, r)
     returns = _result(outputs)
     if rf.outcome == "option":
         returns = f"Option<{returns or '()'}>"
@@ -574,6 +596,20 @@ def _outputs(rf: RFunction, prefix: str, fields: list, result_struct: str | None
             out.append((gradients[p.name], p.type.text))
     done = {field("ret"), field(f"{prefix}ret")}
     return out + [(field(name), t) for name, t in fields if (field(name), t) not in out and field(name) not in done]
+
+
+def _ghost_result(outputs: list, ret: Activity, n: int, r: str) -> list:
+    """What a wrapper returns where the result is an integer given `ret` (RustUnit.ghosts): the
+    C function's (the result first) with std::autodiff's tangents, zero, or without the result."""
+    result, rest = outputs[0], outputs[1:]
+    if ret is Activity.ACTIVEONLY:
+        return rest
+    if ret is Activity.ACTIVE:
+        return outputs
+    zeros = [("0", r)] if n == 1 else [("[0; %d]" % n, f"[{r}; {n}]")]
+    if n > 1 and ret is Activity.DUAL:  # (forward[N] with the result: one array, the result first)
+        return [(f"[{result[0]}{', 0' * n}]", f"[{r}; {n + 1}]")] + rest
+    return (zeros if ret is Activity.DUALONLY else [result] + zeros) + rest
 
 
 def _scratch(t: RType, name: str) -> tuple[str, str]:

@@ -469,3 +469,48 @@ def test_two_annotated_files_of_one_name_are_an_error_at_the_second(tmp_path):
     assert re.search(r"geo/src/model\.rs:1:1: error: a second annotated file named 'model\.rs' \(the first: "
                      r"\S*geo/src/extra/model\.rs\)", done.stderr), done.stderr  # (in path order)
     assert not (root / "geo" / "target").exists()
+
+
+def _package(name: str, modules: dict[str, str]) -> dict[str, str]:
+    """A library package of annotated modules, linking its derivatives as the README says."""
+    files = {f"{name}/Cargo.toml": f'[package]\nname = "{name}"\nversion = "0.1.0"\nedition = "2021"\n',
+             f"{name}/build.rs": BUILD.replace("geo_adgen", f"{name}_adgen"),
+             f"{name}/src/lib.rs": "".join(f"pub mod {m};\n" for m in modules)}
+    for module, body in modules.items():
+        files[f"{name}/src/{module}.rs"] = (f"{body}\ninclude!(concat!(env!(\"CARGO_MANIFEST_DIR\"), "
+                                            f"\"/target/adgen/{module}.adgen.rs\"));\n")
+    return files
+
+
+@needs_cargo
+def test_modules_and_crates_may_derive_functions_of_one_name(tmp_path):
+    """`grad` in two modules of one crate and in a module of another, both linked into one
+    program (as ADBench's Rust crates derive `dcompute_reproj_error` in `safe` and `unsafe`):
+    each derivative's C function is named by its crate and file (`grad__adgen_one_safe`), its
+    wrapper by the entry."""
+    folder = TOOLCHAINS[0][0]
+    root = tmp_path / "ws"
+    square = "// @diff(grad: (dup) -> active)\npub fn f(x: &[f64]) -> f64 {{ {} }}\n"
+    files = {"Cargo.toml": '[workspace]\nmembers = ["one", "two", "app"]\n',
+             **_package("one", {"safe": square.format("x[0] * x[1]"), "fast": square.format("x[0].sin() * x[1]")}),
+             **_package("two", {"safe": square.format("x[0] + 3.0 * x[1]")}),
+             "app/Cargo.toml": ('[package]\nname = "app"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n'
+                                'one = { path = "../one" }\ntwo = { path = "../two" }\n'),
+             "app/src/main.rs": """fn main() {
+    let x = [0.5, 2.0];
+    let (mut a, mut b, mut c) = ([0.0; 2], [0.0; 2], [0.0; 2]);
+    one::safe::grad(&x, &mut a, 1.0);
+    one::fast::grad(&x, &mut b, 1.0);
+    two::safe::grad(&x, &mut c, 1.0);
+    assert_eq!((a, c), ([2.0, 0.5], [1.0, 3.0]));
+    assert!((b[0] - 0.5f64.cos() * 2.0).abs() < 1e-15 && b[1] == 0.5f64.sin());
+    println!("ok");
+}
+"""}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    built = _cargo(folder, "adgen", "build", cwd=root)
+    assert "one: wrote" in built.stderr and "(grad, grad)" in built.stderr, built.stderr
+    ran = _cargo(folder, "run", "-q", "-p", "app", cwd=root)
+    assert ran.stdout.strip() == "ok", ran.stdout + ran.stderr

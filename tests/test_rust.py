@@ -300,8 +300,8 @@ ERRORS = [
      "dup"),
     ("pub fn f(x: &[f64], k: f64) -> f64 { x[0] * k }", "(dup) -> active", "'g' lists 1 activity, but 'f' takes 2",
      "(dup)"),
-    ("pub fn f(x: &[i32]) -> f64 { 0.0 }", "(dup) -> active", "activity 'dup' needs a pointer to floating-point data "
-     "(float, double, or structs or arrays holding them), but parameter 'x' has type '&[i32]'", "dup"),
+    ("pub fn f(x: &[bool]) -> f64 { 0.0 }", "(dup) -> active", "activity 'dup' needs a pointer to floating-point data "
+     "(float, double, or structs or arrays holding them), but parameter 'x' has type '&[bool]'", "dup"),
     ("pub fn f(x: Option<f64>) -> f64 { 0.0 }", "split (const) -> active",
      "adgen cannot pass the type 'Option<f64>'", "Option"),
     ("pub fn f(x: &[f64]) -> (f64, f64) { (x[0], x[1]) }", "(dup) -> active", "a result of type '(f64, f64)'",

@@ -59,7 +59,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     (crate.py: its library compiled by cargo) instead of each source's own. Returns what was
     written (paths and derived functions per source), the frontend's results, and the cache plans
     of the reverse-mode derivatives as text (`--explain`)."""
-    generated = generate(sources, out_dir, read_flags + extra, stages)
+    generated = generate(sources, out_dir, read_flags + extra, stages, crate.package.crate if crate else "")
     jobs = jobs or cores()
     chosen = optimize.machine(target, march)
     tm, cc1 = optimize.create(chosen), Cc1.bundled(compiler, chosen)
@@ -81,7 +81,7 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
         del linked
         objects, explained = _in_batches(plan, bitcode, sources, generated, primals, out_dir, tm, cc1, jobs, stages)
     written = [([*g.files, *(p for p in objects if p.name.startswith(src.stem + ".adgen."))],
-                [s.name for s in g.signatures]) for src, g in zip(sources, generated)]
+                [getattr(g.unit, "rust_name", str)(s.name) for s in g.signatures]) for src, g in zip(sources, generated)]
     files = {path: text for g in generated for path, text in g.files.items()} | objects
     if depfile is not None:
         files[depfile] = depfile_rule([p for p in objects if p.suffix == ".o"], generated)
