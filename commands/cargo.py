@@ -91,7 +91,7 @@ def build(args, extra: list[str], stages: Stages) -> int:
         if not library.exists():  # (the build script's link line names it while cargo compiles the library)
             write_all({library: b"!<arch>\n"})
         written, _, plans = build_sources(sources, out_dir, flags, [], [], compiler, stages, emit_llvm=args.emit_llvm,
-                                          crate=CrateLowering(package, rustc, args.release, tuple(extra)))
+                                          explain=args.explain, crate=CrateLowering(package, rustc, args.release, tuple(extra)))
         objects = {p: p.read_bytes() for paths, _ in written for p in paths if p.suffix == ".o"}
         with tempfile.TemporaryDirectory(prefix="adgen-") as tmp, stages.stage("write", package.archive_name):
             write_all({library: archive(objects, Path(tmp))})

@@ -4,6 +4,7 @@ no Python traceback reaches the user."""
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import shlex
@@ -293,7 +294,7 @@ def _command(args, extra: list[str], stages: Stages) -> int:
 
         written, generated, plans = build(args.sources, args.out_dir, flags, user, extra, compiler, stages,
                                           args.target, args.march, args.emit_llvm, jobs=args.jobs,
-                                          depfile=args.depfile)
+                                          depfile=args.depfile, explain=args.explain)
         if args.explain:
             print_explained(plans)
         if not args.quiet:
@@ -326,8 +327,12 @@ def program(main) -> None:
     """A program of adgen's: `main`, then an exit that skips tearing down the interpreter's
     objects (the modules' IR and LLVM's: 40 ms of every build), as mypy's command does. Streams
     are flushed; files and temporary folders are closed by then. SIGTERM stops it as Ctrl-C
-    does, its compilers with it (stopping.py)."""
+    does, its compilers with it (stopping.py). Python's collector of cycles runs a hundredth as
+    often as by default: the AD core makes objects by the hundred thousand, few of them garbage,
+    and collecting took 30-80 ms of llm.c's build (the process is short; a Python program
+    calling `adgen.load` keeps its own settings)."""
     stopping.install()
+    gc.set_threshold(70_000, 10, 10)
     try:
         status = main()
     except SystemExit as exc:  # argparse's: --help, --version, a usage error

@@ -178,7 +178,7 @@ def _derive(sources: list[Path], out: Path, flags: list[str]) -> None:
 
     try:
         compiler = select_compiler(None)
-        build(sources, out, list(system_flags(compiler)), [], flags, compiler, Stages())
+        build(sources, out, list(system_flags(compiler)), [], flags, compiler, Stages(), explain=False)
     except AdgenError as exc:
         raise BuildError(diagnostics_text(exc.diagnostics), exc.diagnostics) from exc
     except Exception as exc:

@@ -31,7 +31,7 @@ from adgen.ir_ad.cc1 import Cc1
 from adgen.ir_ad.ir.builder import Declarations
 from adgen.ir_ad.diagnose import IrreducibleLoop, Unsupported, located, source_name
 from adgen.ir_ad.dispatch import devirtualize
-from adgen.ir_ad.reverse.plan.explain import explain
+from adgen.ir_ad.reverse.plan.explain import explain as explain_plans
 from adgen.ir_ad.forward.mode import ZEROS, ForwardMode
 from adgen.ir_ad.ir import Module, count_instructions
 from adgen.ir_ad.ir import identical
@@ -49,8 +49,8 @@ from adgen.ir_ad.rules import hand_rule, written_by_hand
 
 def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list[str], extra: list[str],
           compiler: Compiler, stages: Stages, target: str | None = None, march: str | None = None,
-          emit_llvm: bool = False, jobs: int | None = None, depfile: Path | None = None, crate=None
-          ) -> tuple[list[tuple[list[Path], list[str]]], list[Generated], str]:
+          emit_llvm: bool = False, jobs: int | None = None, depfile: Path | None = None, crate=None,
+          explain: bool = True) -> tuple[list[tuple[list[Path], list[str]]], list[Generated], str]:
     """`read_flags` are what libclang reads the sources with; `flags` (-I, -D) and `extra` (after
     --) what clang lowers them with; `jobs`, how many clang processes may optimize and compile
     derivative code at once (optimize.compile_text; default: one per core this process may
@@ -75,11 +75,12 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     plan = _batches(linked, sources, generated, primals, emit_llvm, cc1, outlined, stages)
     if plan is None:  # one module, as small builds are
         objects, explained = _whole(linked, sources, generated, primals, outlined, out_dir, tm, cc1, jobs, emit_llvm,
-                                    stages)
+                                    stages, explain)
     else:  # in batches, each released before the next (batches.py), of the module's bitcode
         bitcode = linked.as_bitcode()
         del linked
-        objects, explained = _in_batches(plan, bitcode, sources, generated, primals, out_dir, tm, cc1, jobs, stages)
+        objects, explained = _in_batches(plan, bitcode, sources, generated, primals, out_dir, tm, cc1, jobs, stages,
+                                         explain)
     written = [([*g.files, *(p for p in objects if p.name.startswith(src.stem + ".adgen."))],
                 [getattr(g.unit, "rust_name", str)(s.name) for s in g.signatures]) for src, g in zip(sources, generated)]
     files = {path: text for g in generated for path, text in g.files.items()} | objects
@@ -91,11 +92,11 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
 
 
 def _whole(linked, sources: list[Path], generated: list[Generated], primals: list[dict[str, str]], outlined: set[str],
-           out_dir: Path, tm, cc1: Cc1 | None, jobs: int, emit_llvm: bool, stages: Stages
+           out_dir: Path, tm, cc1: Cc1 | None, jobs: int, emit_llvm: bool, stages: Stages, explain: bool = True
            ) -> tuple[dict[Path, bytes | str], list[str]]:
     """The derivatives of one module, an object for each source (with --emit-llvm, the module
     too), and the cache plans explained."""
-    text, explained, shared = _derivatives(linked, generated, primals, tm, cc1, stages)
+    text, explained, shared = _derivatives(linked, generated, primals, tm, cc1, stages, explain=explain)
     objects = {}
     before = count_instructions(text)
     for src, g in zip(sources, generated):
@@ -139,8 +140,8 @@ def _batches(linked, sources: list[Path], generated: list[Generated], primals: l
 
 
 def _in_batches(plan: batches.Plan, bitcode: bytes, sources: list[Path], generated: list[Generated],
-                primals: list[dict[str, str]], out_dir: Path, tm, cc1: Cc1, jobs: int, stages: Stages
-                ) -> tuple[dict[Path, bytes], list[str]]:
+                primals: list[dict[str, str]], out_dir: Path, tm, cc1: Cc1, jobs: int, stages: Stages,
+                explain: bool = True) -> tuple[dict[Path, bytes], list[str]]:
     """The derivatives batch by batch, of the linked module's `bitcode` (optimize.batch_modules
     makes each batch's module), each batch's objects made and all else it made released before
     the next; then each source's objects joined into one. Every batch's errors are reported
@@ -157,7 +158,7 @@ def _in_batches(plan: batches.Plan, bitcode: bytes, sources: list[Path], generat
         try:
             with optimize.apart():  # (LLVM's constants and metadata of the batch freed with its modules)
                 objects, plans = _batch(code, k, plan, sources, generated, primals, tm, cc1, jobs, stages,
-                                        compiling=not problems.diagnostics)
+                                        compiling=not problems.diagnostics, explain=explain)
         except AdgenError as exc:
             problems.diagnostics += exc.diagnostics
             continue
@@ -178,14 +179,14 @@ def _in_batches(plan: batches.Plan, bitcode: bytes, sources: list[Path], generat
 
 
 def _batch(code: bytes, k: int, plan: batches.Plan, sources: list[Path], generated: list[Generated],
-           primals: list[dict[str, str]], tm, cc1: Cc1, jobs: int, stages: Stages, compiling: bool = True
-           ) -> tuple[dict[int, bytes], list[str]]:
+           primals: list[dict[str, str]], tm, cc1: Cc1, jobs: int, stages: Stages, compiling: bool = True,
+           explain: bool = True) -> tuple[dict[int, bytes], list[str]]:
     """Batch k's derivatives, of its module's bitcode `code`: an object for each source with
     derived functions in it (and, from the first batch, for a source with none in any), by
     source index (none unless `compiling`); and its cache plans explained."""
     batch, label = plan.batches[k], f"batch {k + 1} of {len(plan.batches)}"
     text, explained, shared = _derivatives(optimize.parse_bitcode(code), generated, primals, tm, cc1, stages,
-                                           batch.entries, label)
+                                           batch.entries, label, explain)
     objects = {}
     before = count_instructions(text)
     for i, src in enumerate(sources if compiling else []):
@@ -201,12 +202,12 @@ def _batch(code: bytes, k: int, plan: batches.Plan, sources: list[Path], generat
 
 
 def _derivatives(linked, generated: list[Generated], primals: list[dict[str, str]], tm, cc1: Cc1 | None,
-                 stages: Stages, entries: list[tuple[int, Signature]] | None = None, label: str = ""
-                 ) -> tuple[str, list[str], set[str]]:
+                 stages: Stages, entries: list[tuple[int, Signature]] | None = None, label: str = "",
+                 explain: bool = True) -> tuple[str, list[str], set[str]]:
     """The module optimized, analyzed and differentiated (`entries`: the derived functions to
     make, by source index; all by default; `label` says which batch, for -v): the text with the
     derivatives, their cache plans explained, and the functions shared with the user's object
-    (dispatch.py)."""
+    (dispatch.py); the plans explained only where `explain` asks (their text takes a while)."""
     prepared = Prepared(linked, generated, tm, stages, cc1=cc1, label=label)
     del linked  # (a batch's module, which nothing else holds, freed before differentiating)
     made = [(s, primals[i]) for i, s in entries] if entries is not None else \
@@ -214,11 +215,12 @@ def _derivatives(linked, generated: list[Generated], primals: list[dict[str, str
     with stages.stage("differentiate", plural(len(made), "derivative function") + (f", {label}" if label else "")) \
             as note, written_by_hand(prepared.by_hand):
         prepared.timings = note.parts
-        text, explained = prepared.levels(lambda: _levels(prepared, made))
+        text, explained = prepared.levels(lambda: _levels(prepared, made, explain))
     return text, explained, prepared.shared
 
 
-def _levels(prepared: "Prepared", entries: list[tuple[Signature, dict[str, str]]]) -> tuple[str, list[str]]:
+def _levels(prepared: "Prepared", entries: list[tuple[Signature, dict[str, str]]], explain: bool = True
+            ) -> tuple[str, list[str]]:
     """The derivatives, level by level, each from the optimized code of the one before: an
     entry is made at the level after those of the derived functions its primal reaches
     (levels.py), so that a derivative differentiates their code (`of INNER`, or a derived
@@ -231,7 +233,7 @@ def _levels(prepared: "Prepared", entries: list[tuple[Signature, dict[str, str]]
             module = prepared.again(text, level)
         made = [(s, names) for s, names in entries if levels[s.derivation.name] == level]
         text, plans, _ = differentiate(module, made, level, kept=level < last)
-        explained += [explain(module, plans)] if plans else []
+        explained += [explain_plans(module, plans)] if plans and explain else []
     return text, explained
 
 
