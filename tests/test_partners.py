@@ -4,7 +4,9 @@ sweep takes each partial from the primal's value of the other and the plan store
 derivative calls neither again (plan/costs.py); where the partner is computed on a branch that
 need not run, or not at all, the reverse sweep computes it itself. Each function is checked
 against central finite differences and forward mode, at width 2, in split mode and forward over
-reverse; the plans and the code are checked for what they store and call."""
+reverse; the plans and the code are checked for what they store and call. sqrt's partial,
+0.5 / r, shares the reciprocal 1 / r with code that divides by r too (particle's charges, whose
+gradient then divides once per iteration) and is 0.5 / r where nothing else does (rules.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import pytest
 import adgen
 from every_mode import annotations, check_hessian_vector_product, check_lanes_and_split, check_reverse
 
-NAMES = ("rotation", "rotations", "dominated", "branch", "sines")
+NAMES = ("rotation", "rotations", "dominated", "branch", "sines", "charges", "lengths")
 
 
 SOURCE = r"""
@@ -62,6 +64,22 @@ SOURCE = r"""
     double total = 0;
     for (int i = 0; i < n; i++)
         total += sin(x[i]) * exp(0.5 * x[i]) * x[i];
+    return total;
+}
+
+""" + annotations("charges") + r"""double charges(const double *x, int n)
+{
+    double total = 0;
+    for (int i = 0; i < n - 1; i++)
+        total += 1 / sqrt(x[i] * x[i] + x[i + 1] * x[i + 1] + 0.5);
+    return total;
+}
+
+""" + annotations("lengths") + r"""double lengths(const double *x, int n)
+{
+    double total = 0;
+    for (int i = 0; i < n - 1; i++)
+        total += sqrt(x[i] * x[i] + 1.0) * x[i + 1];
     return total;
 }
 """
@@ -132,3 +150,25 @@ def test_one_without_its_partner_is_computed_again(built):
     explained, _ = built
     plan = _plan(explained, "sines")
     assert "a call to exp" in plan and "a call to sin" not in plan, plan
+
+
+def _body(code: str, name: str) -> str:
+    return re.search(rf"define [^@]*@{name}_grad\(.*?\n}}\n", code, re.S).group(0)
+
+
+def test_square_roots_divided_by_share_the_reciprocal(built):
+    """1 / sqrt(...) in a loop: each square root of the gradient (the forward sweep's, the reverse
+    sweep's loops') is divided by once, its reciprocal the partial's and the quotient's adjoint's."""
+    _, code = built
+    body = _body(code, "charges")
+    roots, divisions = len(re.findall(r"call [^@]*@llvm\.sqrt", body)), len(re.findall(r"= fdiv ", body))
+    assert roots >= 2 and divisions == roots, body
+
+
+def test_square_roots_alone_are_divided_into_once(built):
+    """sqrt(...) * x: one division per square root, of the adjoint's product with 0.5 by r (the
+    reciprocal and its product folded back), no reciprocal 1 / r."""
+    _, code = built
+    body = _body(code, "lengths")
+    roots, divisions = len(re.findall(r"call [^@]*@llvm\.sqrt", body)), len(re.findall(r"= fdiv ", body))
+    assert divisions == roots - 1 and not re.search(r"= fdiv [^,]*1\.0+e\+00, ", body), body
