@@ -60,6 +60,7 @@ UNARY = [
     "asinh({0})", "acosh(2.0 + ({0}) * ({0}))", "atanh(0.5 * tanh({0}))", "ldexp({0}, 3)",
     "lgamma(2.0 + tanh({0}))", "tgamma(1.5 + tanh({0}))",
     "(0.7 * sin({0}) - cos({0}) * ({0}))",  # partners of one argument (rules.Rule.partner)
+    "(({0}) / sqrt(1.5 + ({0}) * ({0})))",  # a division by a square root (its partial shares 1 / r: rules.py)
 ]
 BINARY = ["({0} + {1})", "({0} - {1})", "({0} * {1})", "({0} / (1.5 + ({1}) * ({1})))", "hypot({0}, 1.0 + {1})",
           "atan2({0}, 2.0 + ({1}) * ({1}))", "fmax({0}, {1})", "fmin({0}, {1})"]
