@@ -16,7 +16,9 @@ differentiate, by design or yet), or failed (any other error, rustc's included, 
 assertion). A test that uses other unstable features of the standard library (`#![feature(...)]`
 beside autodiff's) has no meaning on stable Rust as it is: it is built with `RUSTC_BOOTSTRAP=1`,
 which lets a stable rustc take them, and the table says so. The multi-file crates of `adbench` (ba, fft, gmm, lstm, ode-real: libraries for
-ADBench's harness) are built as cargo packages with `cargo adgen build`. Writes a Markdown table (default
+ADBench's harness) are built as cargo packages with `cargo adgen build`; those with a check of
+adgen's (`bench/rust_autodiff_checks/CRATE.rs`: the crate's derivatives, called through its own C
+entry points, against central differences of its own primal) run it with `cargo test`. Writes a Markdown table (default
 bench/results/rust_autodiff.md)."""
 
 from __future__ import annotations
@@ -100,6 +102,9 @@ def run(test: Path, rust_src: Path, work: Path, rustc: str, macros: Path) -> tup
     return "passed", ""
 
 
+CHECKS = Path(__file__).with_name("rust_autodiff_checks")  # adgen's checks of the adbench crates' values
+
+
 def adbench(rust_src: Path) -> list[Path]:
     """The multi-file crates of `tests/ui/autodiff/adbench` (a `src/lib.rs` each)."""
     return sorted(p.parent.parent for p in (rust_src / "tests/ui/autodiff/adbench").glob("*/src/lib.rs"))
@@ -134,7 +139,21 @@ def run_crate(folder: Path, rust_src: Path, work: Path, rustc: str, crate: str) 
     compiled = subprocess.run([cargo, "build", "-q"], cwd=package, capture_output=True, text=True, env=env)
     if compiled.returncode != 0:
         return "failed", "cargo build: " + next((line for line in compiled.stderr.splitlines() if "error" in line), "")
-    return "passed", "built (a library: no program to run)"
+    check = CHECKS / f"{name}.rs"
+    if not check.exists():
+        return "passed", "built (a library: no program to run)"
+    (package / "tests" / "common").mkdir(parents=True)
+    shutil.copy(CHECKS / "common.rs", package / "tests" / "common" / "mod.rs")
+    shutil.copy(check, package / "tests" / check.name)
+    tested = subprocess.run([cargo, "test", "-q", "--test", name, "--", "--nocapture", "--test-threads=1"], cwd=package,
+                            capture_output=True, text=True, env=env)
+    errors = re.findall(r"^(.*): largest error (\S+)$", tested.stdout, re.M)
+    if tested.returncode != 0:
+        said = next((line for line in (tested.stdout + tested.stderr).splitlines() if "panicked" in line or "error" in line),
+                    "(no message)")
+        return "failed", f"its values (bench/rust_autodiff_checks/{check.name}): {said[:200]}"
+    return "passed", ("built; its gradients against central differences (bench/rust_autodiff_checks/"
+                      f"{check.name}): " + ", ".join(f"{what.lstrip('.')} {error}" for what, error in errors))
 
 
 def main() -> int:
