@@ -623,8 +623,23 @@ def test_store_to_a_global_is_a_located_error(adgen, c_file, tmp_path):
                  "    return x;\n}\n")
     result = adgen("build", src, "-o", tmp_path / "out")
     assert result.status == 1
-    assert "src.c:5:10: error: cannot differentiate a store of a value carrying derivatives to memory adgen " \
-           "keeps no derivatives of" in result.err
+    assert "src.c:5:10: error: cannot differentiate a store of a value carrying derivatives to the global variable " \
+           "'last' (a global has no shadow)" in result.err
+
+
+@pytest.mark.parametrize("entry", ["g_grad: (dup, const, const) -> active", "g_tan: forward (dual, const, const) -> dual"])
+def test_store_through_a_const_argument_says_which_parameter(adgen, c_file, tmp_path, entry):
+    """In a callee, through a pointer made from a 'const' argument: the callee's parameter named."""
+    src = c_file("static void step(double *s, const double *w, int n)\n{\n    for (int i = 0; i < n; i++)\n"
+                 "        s[i] = s[i] * w[i] + 1.0;\n}\n"
+                 f"// @diff({entry})\n"
+                 "double g(const double *w, double *s, int n)\n{\n    step(s, w, n);\n    step(s, w, n);\n"
+                 "    return s[0] * s[1];\n}\n")
+    result = adgen("build", src, "-o", tmp_path / "out")
+    assert result.status == 1
+    assert "src.c:4:14: error: cannot differentiate a store of a value carrying derivatives through parameter 2, a " \
+           "pointer without a shadow (a 'const' argument, or a pointer made from one: give that argument a shadow, " \
+           "dup) in function 'g'" in result.err, result.err
 
 
 @pytest.mark.parametrize("entry, message", [

@@ -10,7 +10,7 @@ from adgen.ir_ad.ir.builder import V
 from adgen.ir_ad.calls import allocation_size, frees_characters, reallocated
 from adgen.ir_ad.analysis.uses import atomic_update_refusal
 from adgen.ir_ad.analysis.typed_bytes import holds_no_floats
-from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.diagnose import Unsupported, unshadowed_store
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Type, atomic_operation, floating, vector
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, SELF_STORE, carries, self_shadow
 
@@ -39,8 +39,7 @@ class MemoryRules:
             raise self.fail("an atomic store of data carrying derivatives")
         if not self._on(ptr):
             if self._on(value) and carries(self.mode.module, value.type):
-                raise self.fail("a store of a value carrying derivatives to memory adgen keeps no derivatives of "
-                                "(a global variable, say)")
+                raise self.fail(unshadowed_store(self.fn, self.mode.module, ptr.value))
             return
         t = value.type
         if t.kind not in ("float", "ptr", "int") and not floating(t):

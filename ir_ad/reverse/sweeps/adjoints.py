@@ -15,7 +15,7 @@ from adgen.ir_ad.vectors import LANE_OPS
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, SYNCHRONIZATION,
                                allocates, callee_name, kind_of, no_derivative, reallocated)
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow
-from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.diagnose import Unsupported, unshadowed_store
 from adgen.ir_ad.reverse.sweeps.sites import SINK, Site, SiteNeeds
 from adgen.ir_ad.reverse.sweeps.synchronization import reverse_atomic_update, reverse_synchronization
 
@@ -159,7 +159,7 @@ class Adjoints:
         activity = self.activity
         if ptr.value not in activity.pointers:
             if value.value in activity.floaty:
-                raise self.d.fail(_unshadowed_store(self.fn, ptr))
+                raise self.d.fail(unshadowed_store(self.fn, self.activity.module, ptr.value))
             return
         t = value.type if floating(value.type) else activity.floaty.get(value.value) or (
             activity.memtype(ptr.value) if value.type.kind == "int" and value.type.bits in (32, 64) else None)
@@ -328,13 +328,6 @@ def _unless(b: Builder, real: V | None, length: V) -> V:
     """`length` where `real` holds (or is None), else 0: a length of shadow memory to write only
     where it is shadow memory (sites.SiteNeeds.real)."""
     return length if real is None else b.select(real, length, V(length.type, "0"))
-
-
-def _unshadowed_store(fn, ptr: Operand) -> str:
-    """What a store of a value carrying derivatives into memory without them is, in words."""
-    what = "through a 'const' pointer argument" if ptr.value in {p.name for p in fn.params} else \
-        "to memory adgen keeps no derivatives of (a global variable, say)"
-    return f"a store of a value carrying derivatives {what}"
 
 
 def _copied_type(d, inst):
