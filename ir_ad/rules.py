@@ -61,13 +61,26 @@ def _recip(b, x):  # 1 / x
 
 
 def _half_reciprocal(b, r):
-    """sqrt's partial, 0.5 / r, written 0.5 * (1 / r): where the code divides by r too (particle's
-    `1 / dist`, whose reverse has 1 / r as well), LLVM computes 1 / r once (EarlyCSE, which keeps
-    the flags both copies have), a division fewer; where it does not, InstCombine makes it 0.5 / r
-    again (C1 / X * C -> (C1 * C) / X, of a reciprocal used once, both reassociable). Exact either
-    way: halving is."""
-    reciprocal = b.value(r.type, f"fdiv reassoc {_c(b, r, 1.0)}, {r.ref}")
-    return b.value(r.type, f"fmul reassoc {reciprocal}, {_c(b, r, 0.5).ref}")
+    """sqrt's partial, 0.5 / r; 0.5 * (1 / r) where the code divides 1 by r too (GradBench's
+    particle, `1 / dist`, whose derivative has 1 / r as well: `divides_one_by`): LLVM computes 1 / r
+    once (EarlyCSE), a division fewer. Halving is exact: the value is the same."""
+    if b.divides is not None and b.divides(r):
+        return b.fmul(_recip(b, r), _c(b, r, 0.5))
+    return b.fdiv(_c(b, r, 0.5), r)
+
+
+def divides_one_by(fn, inst) -> bool:
+    """Whether the block computing `inst` (of function `fn`) divides 1 by its result (`1 / sqrt(...)`)."""
+    block = next((b for b in fn.blocks if any(i is inst for i in b.instructions)), None)
+    return block is not None and any(i.opcode == "fdiv" and i.operands[1].value == inst.result and
+                                     _is_one(i.operands[0].value) for i in block.instructions)
+
+
+def _is_one(constant: str) -> bool:
+    try:
+        return float(constant) == 1.0
+    except ValueError:
+        return False
 
 
 def _one_minus_sq(b, x):  # 1 - x*x

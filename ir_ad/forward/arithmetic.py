@@ -9,7 +9,7 @@ from adgen.ir_ad.ir.builder import V
 from adgen.ir_ad.ir import PTR, Instruction, Operand
 from adgen.ir_ad import vectors
 from adgen.ir_ad.analysis.flow import addresses_in
-from adgen.ir_ad.rules import rule_for
+from adgen.ir_ad.rules import divides_one_by, rule_for
 
 
 class ArithmeticRules:
@@ -29,7 +29,12 @@ class ArithmeticRules:
             t0, t1 = (self.shadow(a) if self._on(a) else zero for a in args)
             first = rule.choice(self.b, x, V(inst.type, inst.result))
             return self.bind(inst, self.layout.select(self.b, first, t0, t1))
-        partials = rule.partials(self.b, x, V(inst.type, inst.result))
+        if inst.opcode == "call" and divides_one_by(self.fn, inst):  # (the code's 1 / r shared: sqrt's, rules.py)
+            self.b.divides = lambda v: v.ref == inst.result
+        try:
+            partials = rule.partials(self.b, x, V(inst.type, inst.result))
+        finally:
+            self.b.divides = None
         total = None
         for a, p in zip(args, partials):
             if p is None or not self._on(a):

@@ -131,6 +131,9 @@ class Builder:
         self.count = 0
         # a value the code already has for a libm call on these arguments, or None (math())
         self.known: Callable[[str, tuple[V, ...]], V | None] | None = None
+        # whether the code divides 1 by this value where it computes it (rules.reciprocals): a
+        # partial of the form C / v is then C * (1 / v), that one division shared
+        self.divides: Callable[[V], bool] | None = None
 
     def fresh(self, hint: str = "") -> str:
         self.count += 1

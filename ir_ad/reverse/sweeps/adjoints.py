@@ -9,7 +9,7 @@ from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local, renamed, sli
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type, floating
 from adgen.ir_ad.reverse.plan.keys import CHOICE, GUARD, OLD, Key, instruction_key
 from adgen.ir_ad import vectors
-from adgen.ir_ad.rules import rule_for
+from adgen.ir_ad.rules import divides_one_by, rule_for
 from adgen.ir_ad.reverse.plan.costs import partner
 from adgen.ir_ad.vectors import LANE_OPS
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, SYNCHRONIZATION,
@@ -124,7 +124,7 @@ class Adjoints:
         scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
         terms = [None if p is None else scale(b, p, dr) for p in _only_used(
             b, rule.partials, [*args, Operand(inst.type, inst.result)], lambda op: self.needs.value(op, site), wanted,
-            _partner(self.d.cfg, inst))]
+            _partner(self.d.cfg, inst), inst.opcode == "call" and divides_one_by(self.fn, inst))]
         for a, term in zip(args, terms):  # (each partial scaled before any is added)
             if term is not None:
                 self.add(b, a.value, term)
@@ -361,7 +361,7 @@ def _partner(cfg, inst: Instruction) -> tuple[str, Operand] | None:
 
 
 def _only_used(b: Builder, partials, operands: list[Operand], value, wanted: list[bool],
-               had: tuple[str, Operand] | None = None) -> list[V | None]:
+               had: tuple[str, Operand] | None = None, divided: bool = False) -> list[V | None]:
     """A rule's partials (`partials(b, args, result)`), of which only those `wanted` (of the
     arguments with derivatives) are written, with what they are computed from; None for the
     others. The primal values of `operands` (the arguments, then the result) are asked for
@@ -369,7 +369,8 @@ def _only_used(b: Builder, partials, operands: list[Operand], value, wanted: lis
     `-a / b^2`, asked for the numerator `a` where the divisor is a constant, and the plan stored
     `a` once per iteration for nothing (GradBench's ode: `yf[i] += h * (k1[i] + ...) / 6`).
     `had`: a primitive the primal computes on the same arguments (sin's partner, cos), and that
-    value, which a partial asking for it gets (plan/costs.py)."""
+    value, which a partial asking for it gets (plan/costs.py); `divided`: the primal divides 1 by
+    the result where it computes it (Builder.divides)."""
     operands = list(operands)
     deferred = [_Deferred(op.type, k) for k, op in enumerate(operands)]
     arguments = tuple(d.ref for d in deferred[:-1])
@@ -383,10 +384,11 @@ def _only_used(b: Builder, partials, operands: list[Operand], value, wanted: lis
 
     scratch: list[str] = []
     kept, b.lines, b.known = b.lines, scratch, known
+    b.divides = (lambda v: v.ref == deferred[len(arguments)].ref) if divided else None
     try:
         made = partials(b, deferred[:len(arguments)], deferred[len(arguments)])
     finally:
-        b.lines, b.known = kept, None
+        b.lines, b.known, b.divides = kept, None, None
     used = [p for p, w in zip(made, wanted) if p is not None and w]
     lines = sliced(scratch, {p.ref for p in used})
     named = {d.ref: value(operands[d.index]).ref for d in deferred
