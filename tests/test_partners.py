@@ -5,8 +5,8 @@ derivative calls neither again (plan/costs.py); where the partner is computed on
 need not run, or not at all, the reverse sweep computes it itself. Each function is checked
 against central finite differences and forward mode, at width 2, in split mode and forward over
 reverse; the plans and the code are checked for what they store and call. sqrt's partial,
-0.5 / r, shares the reciprocal 1 / r with code that divides by r too (particle's charges, whose
-gradient then divides once per iteration) and is 0.5 / r where nothing else does (rules.py)."""
+0.5 / r, shares the reciprocal 1 / r with code that divides 1 by r too (particle's charges,
+whose gradient then divides once per iteration) and is 0.5 / r where nothing else does (rules.py)."""
 
 from __future__ import annotations
 
@@ -166,8 +166,7 @@ def test_square_roots_divided_by_share_the_reciprocal(built):
 
 
 def test_square_roots_alone_are_divided_into_once(built):
-    """sqrt(...) * x: one division per square root, of the adjoint's product with 0.5 by r (the
-    reciprocal and its product folded back), no reciprocal 1 / r."""
+    """sqrt(...) * x: one division per square root, 0.5 / r, no reciprocal 1 / r."""
     _, code = built
     body = _body(code, "lengths")
     roots, divisions = len(re.findall(r"call [^@]*@llvm\.sqrt", body)), len(re.findall(r"= fdiv ", body))
