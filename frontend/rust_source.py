@@ -854,6 +854,27 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
                            f"{len(rf.params)} parameter{'' if len(rf.params) == 1 else 's'}", entry.params_span,
                            [note(f"'{rf.name}' is declared here", rf.span)]))
         return None
+    made = _c_words(entry, rf, unit, problems)
+    if made is None:
+        return None
+    words, scratch, ghosts = made
+    if scratch and _writes_only_scratch(entry, rf, scratch):
+        problems.add(error(f"'{entry.name.text}' has no output carrying derivatives: its result is const or none, "
+                           f"and what it writes ({', '.join(repr(n) for n in scratch)}) is const; mark an output "
+                           "dup, or the result active", entry.name.span))
+        return None
+    entry, ret = _integer_result(replace(entry, activities=tuple(words)), rf, unit)
+    if rf.generic is None:
+        unit.scratch.update((entry.name.text, name) for name in scratch)
+        unit.ghosts[entry.name.text] = (ghosts, ret)
+        return entry
+    return _instantiation(entry, rf, unit, scratch, (ghosts, ret), problems)
+
+
+def _c_words(entry: Entry, rf: RFunction, unit: RustUnit, problems: Collector) -> tuple[list, list, dict] | None:
+    """The C view's activities of an entry's Rust ones (a slice's length `const` after it; a
+    value by value's as its address's), the `const` buffers given scratch shadows, and the
+    integers given derivatives' activities (RustUnit.scratch, RustUnit.ghosts); None after an error."""
     words, scratch, ghosts = [], [], {}
     mode = entry.mode.text.lower() if entry.mode is not None else "reverse"
     for word, p in zip(entry.activities, rf.params):
@@ -888,28 +909,35 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
                            entry.width.span))
         return None
     if rf.outcome:  # (the outcome's parameter of the shim: an error's shadow beside it)
-        words.append(Word("dup" if rf.outcome == "result" and (entry.mode is None or entry.mode.text.lower() != "forward")
+        words.append(Word("dup" if rf.outcome == "result" and mode != "forward"
                           else "dual" if rf.outcome == "result" else "const", entry.params_span))
-    if scratch and mode == "reverse" and (entry.returns is None or entry.returns.text.lower() == "const") and not any(
-            p.type.mutable and p.name not in scratch and ACTIVITY_WORDS.get(w.text.lower()) in (
-                Activity.DUP, Activity.DUPONLY, Activity.DUPV) for w, p in zip(entry.activities, rf.params)):
-        problems.add(error(f"'{entry.name.text}' has no output carrying derivatives: its result is const or none, "
-                           f"and what it writes ({', '.join(repr(n) for n in scratch)}) is const; mark an output "
-                           "dup, or the result active", entry.name.span))
-        return None
-    entry = replace(entry, activities=tuple(words))
+    return words, scratch, ghosts
+
+
+def _writes_only_scratch(entry: Entry, rf: RFunction, scratch: list[str]) -> bool:
+    """A reverse entry whose result is const or none and whose only written parameters are
+    `const` buffers (scratch shadows): its gradient would be zero whatever the code."""
+    if entry.mode is not None and entry.mode.text.lower() != "reverse" or \
+            entry.returns is not None and entry.returns.text.lower() != "const":
+        return False
+    return not any(p.type.mutable and p.name not in scratch and ACTIVITY_WORDS.get(w.text.lower()) in (
+        Activity.DUP, Activity.DUPONLY, Activity.DUPV) for w, p in zip(entry.activities, rf.params))
+
+
+def _integer_result(entry: Entry, rf: RFunction, unit: RustUnit) -> tuple[Entry, Activity | None]:
+    """An integer result given a derivative's activity made `const`, with a warning, and that
+    activity (the wrapper's shape, RustUnit.ghosts); else the entry as it is and None."""
     ret = ACTIVITY_WORDS.get(entry.returns.text.lower()) if entry.returns is not None else None
-    if ret not in (None, Activity.CONST) and rf.returns is not None and _integers(rf.returns):
-        unit.remarks.append(_warning(f"'{rf.name}' returns an integer", ret, entry.returns.span))
-        entry = replace(entry, returns=Word("const", entry.returns.span))
-    else:
-        ret = None
-    if rf.generic is None:
-        unit.scratch.update((entry.name.text, name) for name in scratch)
-        unit.ghosts[entry.name.text] = (ghosts, ret)
-        return entry
-    # An instantiation's derived function: a C function of its own name (`loss_grad__f64`), which
-    # the one generic Rust wrapper of that name dispatches to, by the arguments (rust_wrappers.py).
+    if ret in (None, Activity.CONST) or rf.returns is None or not _integers(rf.returns):
+        return entry, None
+    unit.remarks.append(_warning(f"'{rf.name}' returns an integer", ret, entry.returns.span))
+    return replace(entry, returns=Word("const", entry.returns.span)), ret
+
+
+def _instantiation(entry: Entry, rf: RFunction, unit: RustUnit, scratch: list[str], ghosts: tuple,
+                   problems: Collector) -> Entry | None:
+    """An instantiation's derived function: a C function of its own name (`loss_grad__f64`), which
+    the one generic Rust wrapper of that name dispatches to, by the arguments (rust_wrappers.py)."""
     shape = (rf.owner, entry.mode and entry.mode.text.lower(), entry.width and entry.width.text,
              tuple(w.text.lower() for w in entry.activities), entry.returns and entry.returns.text.lower())
     first = unit.generic_shapes.setdefault((rf.owner, entry.name.text), (shape, entry.name.span))
@@ -922,7 +950,7 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
     c_name = f"{entry.name.text}__{suffix}"
     unit.generic_names[c_name] = entry.name.text
     unit.scratch.update((c_name, name) for name in scratch)
-    unit.ghosts[c_name] = (ghosts, ret)
+    unit.ghosts[c_name] = ghosts
     return replace(entry, name=Word(c_name, entry.name.span))
 
 

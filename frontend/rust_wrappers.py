@@ -497,17 +497,7 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
             continue  # (no C parameter: adgen's function in its place passes `()`)
         act = next(acts)
         if rp.by_value:  # by its address; its gradient a value of its type, zeroed here, returned
-            ffi.append(FfiArg("self_" if rp.name == "self" else rp.name, "*const u8", "object_ptr", f"&{rp.name}",
-                              t.text))
-            if act is Activity.DUP:
-                locals_.append((f"{d.prefix}{rp.name}", t.text, "unsafe { core::mem::zeroed() }"))
-                gradients[rp.name] = f"{d.prefix}{rp.name}"
-                ffi.append(FfiArg(f"{d.prefix}{rp.name}", "*mut u8", "object_mut_ptr", f"&mut {d.prefix}{rp.name}",
-                                  t.text))
-            elif act in _SEPARATE:
-                for lane in shadow_names(rp.name, n, d.prefix):
-                    params.append(RustParam(lane, t.text))
-                    ffi.append(FfiArg(lane, "*const u8", "object_ptr", f"&{lane}", t.text))
+            _by_value(rp, act, d, params, ffi, locals_, gradients)
             continue
         slice_ = t.kind == "reference" and t.elem is not None and t.elem.kind == "slice"
         vec = t.kind == "reference" and t.elem is not None and t.elem.kind == "vec"
@@ -515,15 +505,7 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
             next(acts)  # the length's, always const
         ffi.append(FfiArg("self_" if rp.name == "self" else rp.name, _ffi_type(t), _how(t), rp.name, _pointee(t)))
         if rp.name in blocked and n > 1:  # (one slice of N blocks: lane k its k-th, `x.len()` long)
-            lane = RustParam(f"{d.prefix}{rp.name}", _shadow(t, reverse, 1, slice_).text)
-            params.append(lane)
-            checks.append(LengthCheck(lane.name, rp.name, n))
-            mutable = lane.type.startswith("&mut")
-            for k in range(n):  # (raw pointers into it: one borrow each, each ended; the length checked)
-                source = f"{lane.name}.{'as_mut_ptr' if mutable else 'as_ptr'}().add({k} * {rp.name}.len())"
-                ffi.append(FfiArg(f"{lane.name}_{k}", _ffi_type(t if not mutable else _shadow(t, True, 1, slice_)),
-                                  "value", source))
-            ffi.append(FfiArg(f"{rp.name}_len", "usize", "slice_len", rp.name))
+            _blocked(rp, d, reverse, params, ffi, checks)
             continue
         if rp.name in scratch:  # (`const`: its shadows the wrapper's own, zeroed; rust_source._scratch_type)
             for lane in shadow_names(rp.name, n, d.prefix):
@@ -547,13 +529,7 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
         if slice_:
             ffi.append(FfiArg(f"{rp.name}_len", "usize", "slice_len", rp.name))
     if rf.outcome:  # (whether a value came, or the error: a local the C function writes)
-        kind = "bool" if rf.outcome == "option" else f"Option<{rf.returns.name}>"
-        locals_.append((OUTCOME, kind, "false" if rf.outcome == "option" else "None"))
-        ffi.append(FfiArg(OUTCOME, "*mut u8", "object_mut_ptr", f"&mut {OUTCOME}", kind))
-        if rf.outcome == "result":  # (the error's shadow: bytes never read as a value, nor dropped)
-            locals_.append((f"{OUTCOME}_shadow", f"core::mem::MaybeUninit<{kind}>", "core::mem::MaybeUninit::zeroed()"))
-            ffi.append(FfiArg(f"{OUTCOME}_shadow", "*mut u8", "object_mut_ptr", f"&mut {OUTCOME}_shadow",
-                              f"core::mem::MaybeUninit<{kind}>"))
+        _outcome(rf, ffi, locals_)
     seeds = [p for p in sig.params if p.role.startswith("seed")]
     r = rf.returns.elem.text if rf.outcome else rf.returns.text if rf.returns is not None else "()"
     for s in seeds:
@@ -573,6 +549,48 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
     return Wrapper(sig.name, sig.summary(), rf.name, tuple(params), tuple(ffi), tuple(checks), sig.result_struct,
                    tuple(fields), returns, rf.unsafe, rf.owner, tuple(locals_),
                    tuple(outputs), rf.lifetimes, rf.visibility, rf.outcome, vectors=tuple(vectors))
+
+
+def _by_value(rp, act: Activity, d, params: list, ffi: list, locals_: list, gradients: dict) -> None:
+    """A value by value: passed by its address; `active`, its gradient a local of its type, zeroed,
+    which the wrapper returns; `dual`, its tangents values of its type, by their addresses."""
+    t = rp.type
+    ffi.append(FfiArg("self_" if rp.name == "self" else rp.name, "*const u8", "object_ptr", f"&{rp.name}", t.text))
+    if act is Activity.DUP:
+        locals_.append((f"{d.prefix}{rp.name}", t.text, "unsafe { core::mem::zeroed() }"))
+        gradients[rp.name] = f"{d.prefix}{rp.name}"
+        ffi.append(FfiArg(f"{d.prefix}{rp.name}", "*mut u8", "object_mut_ptr", f"&mut {d.prefix}{rp.name}", t.text))
+    elif act in _SEPARATE:
+        for lane in shadow_names(rp.name, d.width, d.prefix):
+            params.append(RustParam(lane, t.text))
+            ffi.append(FfiArg(lane, "*const u8", "object_ptr", f"&{lane}", t.text))
+
+
+def _blocked(rp, d, reverse: bool, params: list, ffi: list, checks: list) -> None:
+    """std::autodiff's `Dualv` slice: one slice of N blocks, lane k its k-th, `x.len()` long,
+    passed as N raw pointers into it (one borrow each, each ended; its length checked)."""
+    t, n = rp.type, d.width
+    lane = RustParam(f"{d.prefix}{rp.name}", _shadow(t, reverse, 1, True).text)
+    params.append(lane)
+    checks.append(LengthCheck(lane.name, rp.name, n))
+    mutable = lane.type.startswith("&mut")
+    for k in range(n):
+        source = f"{lane.name}.{'as_mut_ptr' if mutable else 'as_ptr'}().add({k} * {rp.name}.len())"
+        ffi.append(FfiArg(f"{lane.name}_{k}", _ffi_type(t if not mutable else _shadow(t, True, 1, True)), "value",
+                          source))
+    ffi.append(FfiArg(f"{rp.name}_len", "usize", "slice_len", rp.name))
+
+
+def _outcome(rf: RFunction, ffi: list, locals_: list) -> None:
+    """An `Option` or `Result` result: whether a value came, or the error, a local the C function
+    writes (and the error's shadow: bytes never read as a value, nor dropped)."""
+    kind = "bool" if rf.outcome == "option" else f"Option<{rf.returns.name}>"
+    locals_.append((OUTCOME, kind, "false" if rf.outcome == "option" else "None"))
+    ffi.append(FfiArg(OUTCOME, "*mut u8", "object_mut_ptr", f"&mut {OUTCOME}", kind))
+    if rf.outcome == "result":
+        locals_.append((f"{OUTCOME}_shadow", f"core::mem::MaybeUninit<{kind}>", "core::mem::MaybeUninit::zeroed()"))
+        ffi.append(FfiArg(f"{OUTCOME}_shadow", "*mut u8", "object_mut_ptr", f"&mut {OUTCOME}_shadow",
+                          f"core::mem::MaybeUninit<{kind}>"))
 
 
 def _outputs(rf: RFunction, prefix: str, fields: list, result_struct: str | None, gradients: dict) -> list:

@@ -112,11 +112,8 @@ pub fn norm32(x: &[f32]) -> f32 {
 }
 """
 
-MAIN = r"""
-mod model;
-use model::*;
-include!(concat!(env!("ADGEN_OUT"), "/model.adgen.rs"));
-
+# A program's checks: a value against what it should be, central differences (shared by other tests).
+CHECKS = r"""
 macro_rules! check {
     ($got:expr, $want:expr) => {{
         let (g, w): (f64, f64) = ($got as f64, $want as f64);
@@ -134,7 +131,13 @@ fn fd(f: &dyn Fn(&[f64]) -> f64, x: &[f64], i: usize) -> f64 {
     down[i] -= h;
     (f(&up) - f(&down)) / (2.0 * h)
 }
+"""
 
+MAIN = r"""
+mod model;
+use model::*;
+include!(concat!(env!("ADGEN_OUT"), "/model.adgen.rs"));
+""" + CHECKS + r"""
 fn main() {
     let (x, y) = (0.7, -0.4);
     let (f, dx, dy) = mix_grad(x, y, 1.0);

@@ -21,7 +21,7 @@ import subprocess
 import pytest
 
 from conftest import no_rustc
-from test_rust import _run_with
+from test_rust import CHECKS, _run_with
 
 pytestmark = pytest.mark.skipif(no_rustc() is not None, reason=f"no usable rustc: {no_rustc()}")
 
@@ -72,25 +72,7 @@ pub fn single(w: &[f32], s: &mut [f32]) -> f32 {
 MAIN = r"""mod m;
 use m::*;
 include!("out/m.adgen.rs");
-
-macro_rules! check {
-    ($got:expr, $want:expr) => {{
-        let (g, w): (f64, f64) = ($got as f64, $want as f64);
-        if !((g - w).abs() <= 1e-5 * (1.0 + w.abs())) {
-            eprintln!("line {}: {} = {}, want {}", line!(), stringify!($got), g, w);
-            std::process::exit(1);
-        }
-    }};
-}
-
-fn fd(f: &dyn Fn(&[f64]) -> f64, x: &[f64], i: usize) -> f64 {
-    let h = 1e-6;
-    let (mut up, mut down) = (x.to_vec(), x.to_vec());
-    up[i] += h;
-    down[i] -= h;
-    (f(&up) - f(&down)) / (2.0 * h)
-}
-
+""" + CHECKS + r"""
 fn main() {
     let w = [0.3, -0.7, 0.5, 1.1];
     let s0 = [0.2, -0.1, 0.4];

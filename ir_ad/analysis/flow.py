@@ -582,3 +582,17 @@ def _reads_only(module, fn: Function) -> bool:
     """From the function attributes LLVM inferred: memory(none) or memory(read...)."""
     effects = module.memory_effects(fn)
     return effects is not None and "write" not in effects
+
+
+def unshadowed_store(fn: Function, module, pointer: str) -> str:
+    """What a store of a value carrying derivatives into memory without them is, in words: where
+    that memory comes from, as the pointer's base says (a parameter, a global, or else)."""
+    base = Memory(fn, CFG(fn), module).base(pointer)
+    if base.kind == "arg":
+        k = next(i for i, p in enumerate(fn.params) if p.name == base.name) + 1
+        return (f"a store of a value carrying derivatives through parameter {k}, a pointer without a shadow (a "
+                "'const' argument, or a pointer made from one: give that argument a shadow, dup)")
+    if base.kind == "global":
+        name = base.name[1:].strip('"')
+        return f"a store of a value carrying derivatives to the global variable '{name}' (a global has no shadow)"
+    return "a store of a value carrying derivatives to memory adgen keeps no derivatives of (a global variable, say)"

@@ -10,7 +10,8 @@ from adgen.ir_ad.ir.builder import V
 from adgen.ir_ad.calls import allocation_size, frees_characters, reallocated
 from adgen.ir_ad.analysis.uses import atomic_update_refusal
 from adgen.ir_ad.analysis.typed_bytes import holds_no_floats
-from adgen.ir_ad.diagnose import Unsupported, unshadowed_store
+from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.analysis.flow import unshadowed_store
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Type, atomic_operation, floating, vector
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, SELF_STORE, carries, self_shadow
 

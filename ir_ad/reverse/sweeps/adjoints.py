@@ -15,7 +15,8 @@ from adgen.ir_ad.vectors import LANE_OPS
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, SYNCHRONIZATION,
                                allocates, callee_name, kind_of, no_derivative, reallocated)
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow
-from adgen.ir_ad.diagnose import Unsupported, unshadowed_store
+from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.analysis.flow import unshadowed_store
 from adgen.ir_ad.reverse.sweeps.sites import SINK, Site, SiteNeeds
 from adgen.ir_ad.reverse.sweeps.synchronization import reverse_atomic_update, reverse_synchronization
 
