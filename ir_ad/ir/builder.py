@@ -131,7 +131,7 @@ class Builder:
         self.count = 0
         # a value the code already has for a libm call on these arguments, or None (math())
         self.known: Callable[[str, tuple[V, ...]], V | None] | None = None
-        # whether the code divides 1 by this value where it computes it (rules.reciprocals): a
+        # whether the code divides 1 by this value where it computes it (rules.divides_one_by): a
         # partial of the form C / v is then C * (1 / v), that one division shared
         self.divides: Callable[[V], bool] | None = None
 
