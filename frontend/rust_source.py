@@ -134,11 +134,11 @@ class RustUnit(Unit):
     # integers given a derivative's activity, by derived name: ({parameter: activity}, the result's or None)
     ghosts: dict = field(default_factory=dict)
     remarks: list = field(default_factory=list)  # (warnings: Diagnostic.render's text)
+    by_hand: list = field(default_factory=list)  # its checked @derivative annotations (checks.Custom), in order
 
     def rust_name(self, name: str) -> str:
         """The Rust name of a C function of its derivatives (`grad__adgen_safe_forward` -> `grad_forward`)."""
         return name.replace(self.symbol_tag, "", 1) if self.symbol_tag else name
-    by_hand: list = field(default_factory=list)  # its checked @derivative annotations (checks.Custom), in order
 
 
 @cache
@@ -864,11 +864,13 @@ def rust_entry(annotation: Annotation, entry: Entry | None, function: Prototype,
                            "dup, or the result active", entry.name.span))
         return None
     entry, ret = _integer_result(replace(entry, activities=tuple(words)), rf, unit)
-    if rf.generic is None:
-        unit.scratch.update((entry.name.text, name) for name in scratch)
-        unit.ghosts[entry.name.text] = (ghosts, ret)
-        return entry
-    return _instantiation(entry, rf, unit, scratch, (ghosts, ret), problems)
+    if rf.generic is not None:
+        entry = _instantiation(entry, rf, unit, problems)
+        if entry is None:
+            return None
+    unit.scratch.update((entry.name.text, name) for name in scratch)  # (by the C function's name)
+    unit.ghosts[entry.name.text] = (ghosts, ret)
+    return entry
 
 
 def _c_words(entry: Entry, rf: RFunction, unit: RustUnit, problems: Collector) -> tuple[list, list, dict] | None:
@@ -934,8 +936,7 @@ def _integer_result(entry: Entry, rf: RFunction, unit: RustUnit) -> tuple[Entry,
     return replace(entry, returns=Word("const", entry.returns.span)), ret
 
 
-def _instantiation(entry: Entry, rf: RFunction, unit: RustUnit, scratch: list[str], ghosts: tuple,
-                   problems: Collector) -> Entry | None:
+def _instantiation(entry: Entry, rf: RFunction, unit: RustUnit, problems: Collector) -> Entry | None:
     """An instantiation's derived function: a C function of its own name (`loss_grad__f64`), which
     the one generic Rust wrapper of that name dispatches to, by the arguments (rust_wrappers.py)."""
     shape = (rf.owner, entry.mode and entry.mode.text.lower(), entry.width and entry.width.text,
@@ -949,8 +950,6 @@ def _instantiation(entry: Entry, rf: RFunction, unit: RustUnit, scratch: list[st
     suffix = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", "_".join(rf.generic.arguments))).strip("_")
     c_name = f"{entry.name.text}__{suffix}"
     unit.generic_names[c_name] = entry.name.text
-    unit.scratch.update((c_name, name) for name in scratch)
-    unit.ghosts[c_name] = ghosts
     return replace(entry, name=Word(c_name, entry.name.span))
 
 
