@@ -625,6 +625,7 @@ def test_store_to_a_global_is_a_located_error(adgen, c_file, tmp_path):
     assert result.status == 1
     assert "src.c:5:10: error: cannot differentiate a store of a value carrying derivatives to the global variable " \
            "'last' (a global has no shadow)" in result.err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("entry", ["g_grad: (dup, const, const) -> active", "g_tan: forward (dual, const, const) -> dual"])
@@ -640,6 +641,7 @@ def test_store_through_a_const_argument_says_which_parameter(adgen, c_file, tmp_
     assert "src.c:4:14: error: cannot differentiate a store of a value carrying derivatives through parameter 2, a " \
            "pointer without a shadow (a 'const' argument, or a pointer made from one: give that argument a shadow, " \
            "dup) in function 'g'" in result.err, result.err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("entry, message", [
