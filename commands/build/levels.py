@@ -24,8 +24,10 @@ def primal_ir_name(sig: Signature, names: dict[str, str]) -> str:
     return spelled(names.get(kept, kept))
 
 
-def entry_levels(module: Module, entries: list[tuple[Signature, dict[str, str]]], calls: set[str]) -> dict[str, int]:
-    """Each derivation's level (1, 2...), by its name. `calls`: functions whose code is not
+def entry_levels(module: Module, entries: list[tuple[Signature, dict[str, str]]], calls: set[str]
+                 ) -> tuple[dict[str, int], set[str]]:
+    """Each derivation's level (1, 2...), by its name, and the derivations a later level
+    differentiates again (reached by another's primal). `calls`: functions whose code is not
     differentiated (@inactive, derivatives by hand), so what they call does not count. Every
     derivation reaching its own derived function (a cycle) is an error at its annotation."""
     owner = {kernel_name(s): s.derivation.name for s, _ in entries}
@@ -50,7 +52,7 @@ def entry_levels(module: Module, entries: list[tuple[Signature, dict[str, str]]]
             levels[name] = 1 + max((level(n) for n in below[name]), default=0)
         return levels[name]
 
-    return {name: level(name) for name in derivations}
+    return {name: level(name) for name in derivations}, set().union(*below.values())
 
 
 def _closure(below: dict[str, set[str]], start: str) -> set[str]:

@@ -226,13 +226,13 @@ def _levels(prepared: "Prepared", entries: list[tuple[Signature, dict[str, str]]
     (levels.py), so that a derivative differentiates their code (`of INNER`, or a derived
     function called in a differentiated function); the text, and the cache plans explained."""
     explained, text, module = [], "", prepared.module
-    levels = entry_levels(module, entries, prepared.calls)
+    levels, again = entry_levels(module, entries, prepared.calls)
     last = max(levels.values(), default=1)
     for level in range(1, last + 1):
         if level > 1:  # of the optimized code of the levels before
             module = prepared.again(text, level)
         made = [(s, names) for s, names in entries if levels[s.derivation.name] == level]
-        text, plans, _ = differentiate(module, made, level, kept=level < last)
+        text, plans, _ = differentiate(module, made, level, kept=level < last, again=again)
         explained += [explain_plans(module, plans)] if plans and explain else []
     return text, explained
 
@@ -360,27 +360,31 @@ class Prepared:
 
 
 def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]], level: int = 1,
-                  needed_by=lambda sig: sig.name, kept: bool = False) -> tuple[str, list, dict[str, int]]:
+                  needed_by=lambda sig: sig.name, kept: bool = False, again: set[str] = frozenset()
+                  ) -> tuple[str, list, dict[str, int]]:
     """The module's text with the derivative functions and the kernels the stubs call, the
     cache plans of the reverse-mode ones (titled), and the tape bytes of split-mode entries,
     by derived name. `entries`: the signatures to make (of one level: 1 for derivatives of
     C functions, 2 for those of level 1's derived functions...), each with the IR names of the
     functions its source keeps for differentiation, by C name. `needed_by(sig)` names what
     an error is for. `kept`: the sources' keep arrays stay, for a later level to differentiate
-    the functions they keep."""
+    the functions they keep. `again`: the derivations a later level differentiates, made first
+    and without the undo log (the later level would have to differentiate it); the others, and
+    the functions they alone reach, keep it (a store's old value logged only where the reverse
+    sweep reads the memory again, rather than stored each time)."""
     numbers = [int(k[1:]) for k in module.metadata if k[1:].isdigit()]
     decls = Declarations(set(module.functions), max(numbers, default=0) + 1, f"{level}." if level > 1 else "")
     signatures = [s for s, _ in entries]
     forward = ForwardMode(module, decls, level)
-    reverse = ReverseMode(module, decls, level, releases=any(s.derivation.mode is Mode.SPLIT for s in signatures),
-                          log=not kept)
+    reverse = ReverseMode(module, decls, level, releases=any(s.derivation.mode is Mode.SPLIT for s in signatures))
     kernels: list[str] = []
     top: dict[str, list[str]] = {}  # a derived function -> the annotations that call it
     primal_of: dict[str, str] = {}
     tapes: dict[str, int] = {}
     problems, failed = [], set()  # every entry's error, each derivation's once
-    for sig, names in entries:
+    for sig, names in sorted(entries, key=lambda e: e[0].derivation.name not in again):
         d = sig.derivation
+        reverse.log = d.name not in again  # (a pattern made without it is reused by the others: right either way)
         fn = check_primal(module, sig, primal_ir_name(sig, names))
         if d.name in failed:
             continue
