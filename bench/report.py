@@ -218,7 +218,7 @@ def gradbench(data: dict, figures: Figures) -> list[str]:
 
     settings = data["settings"]
     found = {(r["case"], r["tool"]): r for r in data["records"] if r["ok"] and r["ms"]}
-    cases = [c for c in settings.get("cases", []) if (c, "manual") in found]
+    cases = [c for c in settings.get("cases", []) if (c, "manual") in found and "-check-" not in c]  # (timed, not charted)
     rows = [f"{program} {function}, {size}" for program, size, function in (c.split("-", 2) for c in cases)]
     versus = lambda tool: [None if (c, tool) not in found else found[c, tool]["ms"] / found[c, "manual"]["ms"]
                            for c in cases]

@@ -101,3 +101,31 @@ def test_hello_built_by_adgen_agrees_with_manual(harness, tmp_path):
     text = markdown.read_text()
     assert "| hello | double x=1 |" in text and "adgen builds 1 of 1, agrees on 1" in text
     assert status == 0
+
+
+def test_central_differences_of_a_programs_primal(harness, tmp_path):
+    """A stand-in program in GradBench's protocol (PROGRAM INPUT FUNCTION: the output, then the
+    timings): its primal is the last element of (x0*x1, x1^3), whose gradient is (0, 3 x1^2)."""
+    program = tmp_path / "bin" / "tool" / "cube"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/usr/bin/env python3\nimport json, sys\nx = json.load(open(sys.argv[1]))['x']\n"
+                       "print(json.dumps([x[0] * x[1], x[1] ** 3]))\n"
+                       "print(json.dumps({'name': 'evaluate', 'nanoseconds': 1}))\n")
+    program.chmod(0o755)
+    probe = harness.Probe("x", -1)
+    got = harness.central_differences(program, {"x": [2.0, 0.5], "s": 3}, probe, tmp_path, 60)
+    assert got == pytest.approx([0.0, 0.75], abs=1e-8)
+    assert harness.normwise([0.0, 0.75], got) < 1e-8
+    assert harness.normwise([0.75, 0.0], got) == pytest.approx(1.0, rel=1e-6)  # (off by the largest)
+    assert math.isinf(harness.normwise([0.0], got))
+    assert harness.Probe("x").scalar(4.0) == 4.0
+
+
+def test_the_check_inputs_have_gradients_far_from_zero(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench.gradbench import inputs
+
+    checks = inputs.checks()
+    assert {c.program for c in checks} == {"det", "llsq", "lse", "ode"} and all(c.probe for c in checks)
+    ode = next(c for c in checks if c.program == "ode").make(Path("."))
+    assert ode["s"] >= len(ode["x"]) / 2  # (the last element reached from x0 within the steps: 4 stages each)

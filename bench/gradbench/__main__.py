@@ -26,6 +26,12 @@ compared with manual's (particle and saddle: with the constant GradBench's eval 
 largest over its numbers of |a - b| / max(|a|, |b|, 1e-12 * the reference's largest magnitude);
 agreement is <= 1e-8.
 
+Check inputs (not GradBench's; small ones of det, llsq, lse and ode, whose gradients are far from
+zero: ode's standard inputs give every tool a gradient of zeros, and manual's ode gradient is that
+of the exact solution, not of the Runge-Kutta steps the program takes): every tool's gradient is
+compared with central differences of the program's own primal function (PROGRAM INPUT primal,
+once per perturbed number), max |a - b| / max |b| <= 1e-6. --quick runs these and the smallest.
+
 Writes the tables to --markdown FILE (default bench/results/gradbench.md) and prints them;
 work files (inputs, executables, build logs, results.json: one record per case and tool) go
 to -o DIR (default build/gradbench); --json FILE writes the records with the machine and commit
@@ -49,11 +55,13 @@ from typing import Any
 from bench import check_enzyme, machine
 from bench.installed import byte_compiled
 from bench.records import commit, envelope, write as write_records
-from bench.gradbench.inputs import LSTM_TEXT_NOTE, PROGRAMS, SIZES, Case, cases, lstm_text
+from bench.gradbench.inputs import LSTM_TEXT_NOTE, PROGRAMS, SIZES, Case, Probe, cases, lstm_text
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 TOLERANCE = 1e-8
+CHECK_TOLERANCE = 1e-6  # against central differences: the largest |a - b| over the largest |b|
+STEP = 1e-6  # central differences' step, times max(1, |x|)
 FLOOR = 1e-12  # of the reference's largest magnitude: below it, a difference counts against that
 COMMON = ["-std=c++17", "-O3", "-Wall", "-Wno-unknown-pragmas", "-march=native"]  # cpp/common.mk
 AD_FLAGS = [*COMMON, "-fno-math-errno"]  # tools/enzyme/Makefile's link (-O3 -fno-math-errno -flto)
@@ -163,6 +171,29 @@ def run(exe: Path, case: Case, input_file: Path, timeout: float) -> Result:
     return Result(case.name, exe.parent.name, True, ms, evaluate, output)
 
 
+def central_differences(exe: Path, value: dict, probe: Probe, work: Path, timeout: float) -> list[float] | None:
+    """The gradient of the program's own primal function (`PROGRAM INPUT primal`, evaluated once)
+    by central differences in each number of the probed field; None where a run fails."""
+    def primal(changed: dict) -> float | None:
+        path = work / "probe.json"
+        path.write_text(json.dumps(changed | {"min_runs": 1, "min_seconds": 0}))
+        result = run(exe, Case("", "primal", "", "", lambda _: None), path, timeout)
+        return probe.scalar(result.output) if result.ok else None
+
+    gradient = []
+    for k, x in enumerate(value[probe.field]):
+        h = STEP * max(1.0, abs(x))
+        sides = []
+        for sign in (1, -1):
+            numbers = list(value[probe.field])
+            numbers[k] = x + sign * h
+            sides.append(primal(value | {probe.field: numbers}))
+        if None in sides:
+            return None
+        gradient.append((sides[0] - sides[1]) / (2 * h))
+    return gradient
+
+
 # --- comparing ---------------------------------------------------------------------------------
 
 def _numbers(value: Any, path: str = "") -> list[tuple[str, float]]:
@@ -194,6 +225,14 @@ def difference(got: Any, want: Any) -> float:
     return worst
 
 
+def normwise(got: Any, want: list[float]) -> float:
+    """max |a - b| over max |b|, as central differences are compared (their error is absolute)."""
+    a = [v for _, v in _numbers(got)]
+    if len(a) != len(want) or not all(math.isfinite(v) for v in a):
+        return math.inf
+    return max(abs(x - y) for x, y in zip(a, want)) / max(max(abs(y) for y in want), sys.float_info.min)
+
+
 # --- the report --------------------------------------------------------------------------------
 
 def _ms(value: float | None) -> str:
@@ -210,11 +249,11 @@ def _cell(result: Result | None, built: Build | None) -> str:
     return _ms(result.ms) if result.ok else f"run failed: {result.error}"[:120]
 
 
-def _diff(result: Result | None) -> str:
+def _diff(result: Result | None, tolerance: float = TOLERANCE) -> str:
     if result is None or not result.ok or result.difference is None:
         return "—"
     d = result.difference
-    return "shape differs" if math.isinf(d) else f"{d:.1e}" + ("" if d <= TOLERANCE else " ✗")
+    return "shape differs" if math.isinf(d) else f"{d:.1e}" + ("" if d <= tolerance else " ✗")
 
 
 def _status(built: Build | None) -> str:
@@ -248,6 +287,20 @@ def table(size: str, chosen: list[Case], builds: dict, results: dict, enzyme: bo
     return lines
 
 
+def check_table(chosen: list[Case], builds: dict, results: dict, enzyme: bool) -> list[str]:
+    lines = ["### check inputs: each gradient against central differences of the program's primal", "",
+             "| program | input | adgen | Enzyme | manual |", "|---|---|---|---|---|"]
+    for case in chosen:
+        cells = [_diff(results.get((case.name, tool)), CHECK_TOLERANCE) if builds.get((tool, case.program)) and
+                 builds[tool, case.program].ok else _status(builds.get((tool, case.program)))
+                 for tool in ("adgen", "enzyme", "manual")]
+        if not enzyme:
+            cells[1] = "not run"
+        lines.append(f"| {case.program} | {case.function} {case.label} | " + " | ".join(cells) + " |")
+    return lines + ["", f"(max |a − b| / max |b|, b: central differences, step {STEP:g} × max(1, |x|); ✗: more "
+                        f"than {CHECK_TOLERANCE:g}.)"]
+
+
 def tables(data: dict) -> str:
     """A record file's tables (one per input size), the other tools' build failures and the summary."""
     chosen = [c for c in cases() if c.name in set(data["settings"].get("cases", []))]
@@ -258,7 +311,9 @@ def tables(data: dict) -> str:
     for size in SIZES:
         mine = [c for c in chosen if c.size == size]
         if mine:
-            text += table(size, mine, builds, results, enzyme) + [""]
+            made = check_table(mine, builds, results, enzyme) if size == "check" else \
+                table(size, mine, builds, results, enzyme)
+            text += made + [""]
     failed = sorted((b for b in builds.values() if not b.ok and b.tool != "adgen"), key=lambda b: TOOLS.index(b.tool))
     if failed:
         text += ["Build failures of the other tools:", ""]
@@ -334,7 +389,7 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, argpa
 def main(argv: list[str] | None = None) -> int:
     parser, args = parse(argv)
     src, work = args.gradbench.resolve(), args.out.resolve()
-    chosen = [c for c in cases() if c.program in args.only and (not args.quick or c.size == "smallest")]
+    chosen = [c for c in cases() if c.program in args.only and (not args.quick or c.size != "larger")]
     tools = ["manual", "adgen"] + (["enzyme"] if args.enzyme else [])
     (work / "inputs").mkdir(parents=True, exist_ok=True)
     inputs: dict[str, Path] = {}
@@ -365,6 +420,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {case.name:<28} {tool:<7} " + (f"{_ms(result.ms)} ms" if result.ok else result.error),
                       flush=True)
         for case in mine:
+            if case.probe is not None:  # (against central differences of the primal, every tool)
+                exe = next((work / "bin" / t / program for t in tools if (b := builds.get((t, program))) and b.ok),
+                           None)
+                value = json.loads(inputs[case.name].read_text())
+                want = None if exe is None else central_differences(exe, value, case.probe, work, args.timeout)
+                for tool in tools:
+                    result = results.get((case.name, tool))
+                    if result and result.ok and want is not None:
+                        result.difference = normwise(result.output, want)
+                continue
             reference = results.get((case.name, "manual"))
             want = case.reference if case.reference is not None else \
                 (reference.output if reference and reference.ok else None)
@@ -377,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     def good(tool: str, program: str) -> bool:
         mine = [c for c in chosen if c.program == program]
         return all((r := results.get((c.name, tool))) is not None and r.ok and r.difference is not None
-                   and r.difference <= TOLERANCE for c in mine)
+                   and r.difference <= (TOLERANCE if c.probe is None else CHECK_TOLERANCE) for c in mine)
 
     built = {tool: [p for p in args.only if (b := builds.get((tool, p))) and b.ok] for tool in tools}
     agree = {tool: [p for p in built[tool] if good(tool, p)] for tool in tools if tool != "manual"}

@@ -8,7 +8,12 @@ Two departures, said in the results' header: lstm's generator draws from numpy's
 unseeded (here: seeded with 31337, as the other evals are), and its text,
 evals/lstm/data/lstm_full.txt, is used when the checkout has it, else a stand-in of the same
 alphabet size drawn with seed 31337 (LSTM_TEXT_NOTE). particle and saddle have no `manual`
-tool: their reference is the constant GradBench's eval expects (REFERENCE)."""
+tool: their reference is the constant GradBench's eval expects (REFERENCE).
+
+The "check" inputs are not GradBench's: small inputs of the gradient evals whose gradients are
+far from zero (ode's standard inputs give a gradient of zeros, n being far above the steps' reach),
+each with a `Probe`, so that every tool's gradient is compared with central differences of the
+program's own primal function."""
 
 from __future__ import annotations
 
@@ -22,11 +27,22 @@ import numpy as np
 
 SEED = 31337
 PROGRAMS = ("hello", "ba", "det", "gmm", "ht", "kmeans", "llsq", "lse", "lstm", "ode", "particle", "saddle")
-SIZES = ("smallest", "larger")
+SIZES = ("smallest", "larger", "check")
 
 # GradBench's evals/particle/run.py and evals/saddle/run.py: the output each function must give.
 REFERENCE = {"particle": 0.2071918746486116, "saddle": [8.246324826140356e-06] * 4}
 LSTM_TEXT_NOTE = "a stand-in text (ASCII letters, digits, punctuation, drawn with seed 31337)"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What a gradient is of: the input's field differentiated, and the primal output's element the
+    gradient is of (None: the output is the scalar)."""
+    field: str
+    element: int | None = None
+
+    def scalar(self, output: Any) -> float:
+        return float(output if self.element is None else output[self.element])
 
 
 @dataclass
@@ -38,6 +54,7 @@ class Case:
     label: str  # the input, as GradBench's eval describes it
     make: Callable[[Path], Any] = field(repr=False)  # the GradBench checkout -> the input
     reference: Any = None  # the expected output where there is no manual tool
+    probe: Probe | None = None  # a check case's: compared with central differences of the primal
 
     @property
     def name(self) -> str:
@@ -211,7 +228,7 @@ def lstm(layers: int, chars: int) -> Callable[[Path], Any]:
 
 def cases() -> list[Case]:
     """Each program's derivative function at the eval's smallest standard size and, where cheap,
-    one larger (hello, particle and saddle have one input each)."""
+    one larger (hello, particle and saddle have one input each); and the check inputs."""
     found = [Case("hello", "double", "smallest", "x=1", lambda _: 1.0)]
     found += [Case("ba", "jacobian", "smallest", "ba1_n49_m7776_p31843", ba(1)),
               Case("ba", "jacobian", "larger", "ba3_n161_m48126_p182072", ba(3))]
@@ -231,9 +248,24 @@ def cases() -> list[Case]:
               Case("lstm", "jacobian", "larger", "l=4 c=4096", lstm(4, 4096))]
     found += [Case("ode", "gradient", "smallest", "n=1000 s=1", ode(1000, 1)),
               Case("ode", "gradient", "larger", "n=10000 s=10", ode(10000, 10))]
+    found += checks()
     for function in ("rr", "ff", "fr", "rf"):
         found.append(Case("particle", function, "smallest", "w=0", lambda _: {"w": 0.0}, REFERENCE["particle"]))
     for function in ("rr", "ff", "fr", "rf"):
         found.append(Case("saddle", function, "smallest", "start=(1,1)", lambda _: {"start": [1.0, 1.0]},
                           REFERENCE["saddle"]))
     return found
+
+
+def checks() -> list[Case]:
+    """The check inputs (see the module's docstring): ode's at n = 6 and s = 3 (its last element
+    depends on every x there), and small ones of det, llsq and lse."""
+    def drawn(fields: Callable[[np.random.RandomState], dict]) -> Callable[[Path], Any]:
+        return lambda _: fields(np.random.RandomState(SEED))
+    return [Case("det", "gradient", "check", "ell=3", drawn(lambda r: {"A": r.rand(9).tolist(), "ell": 3}),
+                 probe=Probe("A")),
+            Case("llsq", "gradient", "check", "n=4 m=8", drawn(lambda r: {"x": r.rand(8).tolist(), "n": 4}),
+                 probe=Probe("x")),
+            Case("lse", "gradient", "check", "n=8", drawn(lambda r: {"x": r.rand(8).tolist()}), probe=Probe("x")),
+            Case("ode", "gradient", "check", "n=6 s=3", drawn(lambda r: {"x": r.rand(6).tolist(), "s": 3}),
+                 probe=Probe("x", -1))]
