@@ -563,7 +563,8 @@ def test_an_elman_network_beside_a_second_level(build_lib, hid):
 # Bundle adjustment's residuals, cameras and points picked by index: the reverse sweep reads them
 # again, though no store may overwrite them; the log is never opened, and none of its checks is
 # left in the gradient (they were calls, 18 per observation, in a loop of nothing else: 2.3x the
-# time of the gradient without them).
+# time of the gradient without them). Nor beside a gradient that logs (the Elman network's): none of
+# them is left, nor the frame a gradient keeping a log of its own records.
 INDEXED_READS = r"""
 // @diff(ba_grad: (dup, dup, const, const, const) -> activeonly)
 double ba(const double *cams, const double *pts, const int *obs, const double *feat, int n_obs)
@@ -584,11 +585,13 @@ double ba(const double *cams, const double *pts, const int *obs, const double *f
 """
 
 
-def test_a_log_never_opened_leaves_no_checks(adgen, c_file):
+@pytest.mark.parametrize("beside", ["", ELMAN])
+def test_a_log_never_opened_leaves_no_checks(adgen, c_file, beside):
     out = c_file("", "out/x").parent
-    result = adgen("build", "--emit-llvm", c_file(INDEXED_READS), "-o", out)
+    result = adgen("build", "--emit-llvm", c_file(INDEXED_READS + beside), "-o", out)
     assert result.status == 0, result.err
     text = (out / "src.adgen.ll").read_text()
     grad = text[text.index("define void @ba_grad("):]
     grad = grad[:grad.index("\n}\n")]
     assert '@"adgen.log.' not in grad and grad.count("br ") <= 4, grad  # (one loop: the reverse sweep's)
+    assert "stacksave" not in grad, grad  # (the frame a log of its own records)
