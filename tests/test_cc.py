@@ -431,6 +431,22 @@ def test_several_files_in_one_command_and_the_other_outputs(tmp_path):
     assert "usage: adgen cc" in adgen_cc(cwd=tmp_path).stdout
 
 
+def test_llvm_ir_and_bitcode_as_clang_writes_them(tmp_path):
+    """-S -emit-llvm and -c -emit-llvm (Enzyme's tests pipe the IR into lli): the file's IR with its
+    derivatives in it, by clang's names (sq.ll, sq.bc) or to standard output (-o -); either links."""
+    _write(tmp_path, TWO)
+    adgen_cc("-O2", "-S", "-emit-llvm", "sq.c", cwd=tmp_path)
+    ir = (tmp_path / "sq.ll").read_text()
+    assert "define" in ir and "@dsq(" in ir and "__enzyme_autodiff" not in ir, ir
+    adgen_cc("-O2", "-c", "-emit-llvm", "sq.c", cwd=tmp_path)
+    assert (tmp_path / "sq.bc").read_bytes()[:4] == b"BC\xc0\xde"
+    piped = adgen_cc("-O2", "-S", "-emit-llvm", "sq.c", "-o", "-", cwd=tmp_path).stdout
+    assert "@dsq(" in piped and piped.lstrip().startswith(";")
+    for made in ("sq.ll", "sq.bc"):
+        compile_c(str(tmp_path / "main.c"), str(tmp_path / made), "-o", str(tmp_path / "prog"))
+        assert subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True).stdout == "6\n"
+
+
 @pytest.mark.slow
 def test_as_a_launcher_and_with_make(tmp_path):
     _write(tmp_path, TWO)

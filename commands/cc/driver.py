@@ -33,8 +33,8 @@ A C (C++) compiler for code written for Enzyme's API (`__enzyme_autodiff((void *
 dx, enzyme_const, n)`, `__enzyme_fwddiff`, `__enzyme_augmentfwd`, `__enzyme_reverse`...): each
 call to an entry point is replaced by a call to the derivative adgen generates, so such code
 builds with `pip install adgen` alone, no LLVM plugin. It takes a C compiler's flags (-I -D -O
--g -std -c -o -MD -MF -fPIC -W... and link flags), compiles the C files that call Enzyme's API
-through adgen and everything else with clang as it is, and links with the same clang:
+-g -std -c -S -emit-llvm -o -MD -MF -fPIC -W... and link flags), compiles the C files that call
+Enzyme's API through adgen and everything else with clang as it is, and links with the same clang:
 
     adgen cc -O2 prog.c -o prog -lm
     adgen c++ -std=c++17 -O2 prog.cpp -o prog
@@ -86,6 +86,7 @@ class CommandLine:
     output: str | None = None
     compile_only: bool = False  # -c
     assemble_only: bool = False  # -S
+    emit_llvm: bool = False  # -emit-llvm: LLVM's IR (-S) or bitcode (-c) instead of assembly or an object
     stops_early: bool = False  # -E, -M, -fsyntax-only...: no object at all
     adgen: list[str] = field(default_factory=list)  # --adgen-* options
     compile_flags: list[str] = field(default_factory=list)  # what each file's compile gets
@@ -110,6 +111,9 @@ def parse(argv: list[str]) -> CommandLine:
             line.compile_only = True
         elif a == "-S":
             line.assemble_only = True
+        elif a == "-emit-llvm":
+            line.emit_llvm = True
+            line.compile_flags.append(a)
         elif a in STOPS:
             line.stops_early = True
         elif not a.startswith("-") or a == "-":
@@ -137,6 +141,13 @@ def _source_language(arg: str, forced: str | None) -> Language | None:
     if found is Language.C and arg.endswith(".c") and forced in (None, "c"):
         return found
     return found if found is Language.CXX and forced in (None, "c++") else None
+
+
+def _suffix(line: CommandLine) -> str:
+    """The output's suffix where -o does not name it, as clang names it."""
+    if line.emit_llvm:
+        return ".ll" if line.assemble_only else ".bc"
+    return ".s" if line.assemble_only else ".o"
 
 
 def _is_compiler(arg: str) -> bool:
@@ -183,7 +194,7 @@ def main(argv: list[str], cxx: bool = False) -> int:
         argv = list(line.argv)
         for n, (at, source) in enumerate(line.sources):
             if line.compile_only or line.assemble_only:
-                out = Path(line.output) if line.output else Path(source.stem + (".s" if line.assemble_only else ".o"))
+                out = Path(line.output) if line.output else Path(source.stem + _suffix(line))
             else:
                 out = Path(tmp) / f"{n}-{source.stem}.o"
                 argv[at] = str(out)
@@ -224,9 +235,15 @@ def _compile(compiler: Compiler, line: CommandLine, source: Path, out: Path, imp
             user.append("-Wno-unknown-attributes")
         read = [*system_flags(compiler), *line.lowering_flags]
         obj, plans = compile_unit(source, line.lowering_flags, [*USERS_NDEBUG, *user], compiler, stages, read,
-                                  explain="--adgen-explain" in line.adgen, assembly=line.assemble_only)
+                                  explain="--adgen-explain" in line.adgen, assembly=line.assemble_only,
+                                  emit_llvm=line.emit_llvm)
         if plans:
             print(plans, end="", flush=True)
+        if obj is not None and str(out) == "-":  # (-o -: standard output, as clang writes it)
+            sys.stdout.flush()
+            sys.stdout.buffer.write(obj)
+            sys.stdout.buffer.flush()
+            return 0
         if obj is not None:
             write_all({out: obj}, make_dirs=False)  # a link at `out` replaced, as clang's -o does
             return _write_dependencies(driver, user, deps, source, out)

@@ -61,12 +61,15 @@ class EnzymeRequests:
 
 
 def compile_unit(source: Path, flags: list[str], user_flags: list[str], compiler: Compiler, stages: Stages,
-                 read_flags: list[str], explain: bool = False, assembly: bool = False) -> tuple[bytes | None, str]:
+                 read_flags: list[str], explain: bool = False, assembly: bool = False, emit_llvm: bool = False
+                 ) -> tuple[bytes | None, str]:
     """The object of `source`, or None when it makes no call to Enzyme's API (the caller then
     compiles it as it is). `flags` are what clang lowers the file with for differentiation
     (preprocessor and language flags), `user_flags` all the user gave for the object itself,
     `read_flags` what libclang reads it with. Also gives the cache plans of the reverse-mode
-    derivatives (`--adgen-explain`). `assembly`: assembly text (-S) instead of an object."""
+    derivatives (`--adgen-explain`). `assembly`: assembly text (-S) instead of an object; with
+    `emit_llvm`, LLVM's IR (-S -emit-llvm) or bitcode (-c -emit-llvm), as clang writes them (Enzyme's
+    tests run that IR with lli)."""
     with tempfile.TemporaryDirectory(prefix="adgen-cc-") as tmp, ThreadPoolExecutor(max_workers=1) as clang:
         work = Path(tmp)
         # the file's own object compiled meanwhile (the driver found it names Enzyme's API: it is needed)
@@ -82,7 +85,7 @@ def compile_unit(source: Path, flags: list[str], user_flags: list[str], compiler
             derivatives, kernels, tapes, explained = _derivatives(unit, source, flags, compiler, read_flags, work,
                                                                   user, tm, stages, explain)
         with stages.stage("link", "the file's own code, its calls made adapter calls"):
-            obj = _link(user, derivatives, kernels, tapes, tm, user_flags, unit.declared, assembly)
+            obj = _link(user, derivatives, kernels, tapes, tm, user_flags, unit.declared, assembly, emit_llvm)
     return obj, explained
 
 
@@ -344,7 +347,7 @@ def _machine_of(user):
 
 
 def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flags: list[str],
-          declared: dict[str, Declared], assembly: bool = False) -> bytes:
+          declared: dict[str, Declared], assembly: bool = False, emit_llvm: bool = False) -> bytes:
     """The file's own module, its calls rewritten, with the derivatives linked in."""
     module = Module(hinted(str(user)))
     calls = _calls(module, declared)
@@ -371,6 +374,9 @@ def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flag
         text = str(final)
         if "@llvm.global_ctors" in text or "@llvm.global_dtors" in text:
             final = optimize.parse(init_arrays(text))
+    if emit_llvm:
+        final.triple = tm.triple
+        return str(final).encode() if assembly else final.as_bitcode()
     if assembly:
         final.triple = tm.triple
         return tm.emit_assembly(final).encode()
