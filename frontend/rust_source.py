@@ -484,10 +484,9 @@ class _Types:
             return [(p.name, self.pointer(t, t.elem))]
         if t.kind == "unit":
             return []  # (no bytes: no parameter of the C view, nor of the code compiled)
-        if t.kind == "fn":  # (the caller's functions are its own compile's, which adgen's derivatives cannot call)
-            return self.refuse(t, f"a function pointer ('{t.text}'): the functions it points to are the caller's "
-                                  "compile of them, which derivatives cannot follow (call the function directly, or "
-                                  "take a type with a method, `M: Model`, at a named instantiation)")
+        if t.kind == "fn":  # (the program's compile of a function: known by a static of the wrappers', dispatch.py)
+            return [(p.name, CType(t.text, False, False, True, False, None, (), ffi="ptr", size=8,
+                                   portable="const void *"))]
         if t.kind in ("named", "object") and (t.name in self.defined and t.name not in self.copied or
                                               t.name in _NOT_COPY):
             return self.refuse(t, f"a struct by value ('{t.text}') that is not Copy: adgen passes it by its address, "

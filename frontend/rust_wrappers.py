@@ -19,6 +19,7 @@ from adgen.frontend.prototypes import Prototype
 from adgen.frontend.model import Activity, Mode
 from adgen.frontend.render import c_environment
 from adgen.frontend.rust_source import BY_VALUE, OUTCOME, RFunction, RParam, RType, RustUnit
+from adgen.base.naming import PROGRAMS_ADDRESS
 from adgen.base.toolchain import select_rustc
 
 _SEPARATE = {Activity.DUP, Activity.DUPONLY, Activity.DUAL, Activity.DUALONLY}
@@ -129,7 +130,52 @@ def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> st
         dispatches=dispatches(unit, signatures, every), unsafe_spellings=unsafe_spellings(),
         instances=list(dict.fromkeys(_path(unit.rust[s.derivation.primal.name]) for s in signatures
                                      if not s.derivation.primal.name.startswith(BY_VALUE) and s.derivation.inner is None)),
-        ffi=ffi)
+        addresses=addresses(unit, signatures), ffi=ffi)
+
+
+_FREE_FUNCTION = re.compile(r"^(?:pub(?:\([^)]*\))?\s+)?fn\s+([A-Za-z_]\w*)\s*\(([^)]*)\)\s*(?:->\s*([^{;]+?))?\s*\{",
+                            re.M)
+
+
+def addresses(unit: RustUnit, signatures: list[Signature]) -> list[tuple[str, str]]:
+    """Where an annotated function takes a function pointer (`f: fn(f64) -> f64`, const): the
+    functions of the source's own module (at its top level, not generic) of that type, each with
+    the name of a static holding its address, which the wrappers define so that a derivative
+    knows the program's pointer to it (ir_ad/dispatch.py). (name, static's symbol) each."""
+    wanted = {_fn_type(m.group(1), m.group(2)) for s in signatures if s.derivation.primal.name in unit.rust
+              for p in unit.rust[s.derivation.primal.name].params if p.type.kind == "fn"
+              if (m := re.fullmatch(r"\s*fn\s*\((.*)\)\s*(?:->\s*(.+?))?\s*", p.type.text, re.S))}
+    if not wanted:
+        return []
+    tag = unit.symbol_tag or re.sub(r"[^A-Za-z0-9_]", "_", unit.source.path.stem)
+    found = []
+    for m in _FREE_FUNCTION.finditer(unit.source.text):
+        if _fn_type(m.group(2), m.group(3)) in wanted:
+            line = unit.source.text.count("\n", 0, m.start()) + 1
+            found.append((m.group(1), f"{PROGRAMS_ADDRESS}{tag}.{line}.{m.group(1)}"))
+    return found
+
+
+def _fn_type(params: str, returns: str | None) -> str:
+    """A function's type as `fn(T, U) -> R`, from its parameters (names dropped: `x: T`, or a
+    pointer type's `fn(x: T)`) and result, spaced alike for comparison."""
+    types = [re.sub(r"^\s*(?:mut\s+)?[A-Za-z_]\w*\s*:(?!:)", "", part) for part in _top_level_commas(params)]
+    return _spaced(f"fn({', '.join(types)})" + (f" -> {returns}" if returns and returns.strip() != "()" else ""))
+
+
+def _spaced(text: str) -> str:
+    """A type's text with its spaces as rustfmt puts them, for comparison."""
+    return re.sub(r"\s*([(),:<>\[\];&*])\s*", r"\1", re.sub(r"\s+", " ", text.strip())).replace("->", " -> ")
+
+
+def _top_level_commas(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for k, c in enumerate(text):
+        depth += c in "(<[" and 1 or c in ")>]" and -1 or 0
+        if c == "," and depth == 0:
+            parts.append(text[start:k])
+            start = k + 1
+    return [p for p in parts + [text[start:]] if p.strip()]
 
 
 BESIDE = "__adgen_"  # (the wrapper's name, before a method std::autodiff's attribute derives: `__adgen_df`)

@@ -11,13 +11,21 @@ object, merged with the user's own: a pointer to it taken in the user's code is 
 pointer. A local target (a lambda's function made a
 function pointer, a static function) is also recognized by the address of the user's own copy,
 `adgen.user.NAME` (`extern_weak`: `adgen c++`, which links the file's object with the
-derivatives, binds it; elsewhere it is null). A call through a pointer in code inlined from the
+derivatives, binds it; elsewhere it is null). A Rust function's address, which the program's
+own compile of the crate gives (its symbols are the crate's own), is recognized through a
+static of the program's that holds it, `adgen.user.addr.*`, which the wrappers define
+(frontend/rust_wrappers.py): adgen's own compile of the crate has the same static, pointing to
+adgen's copy; it is renamed (`adgen.own.addr.*`) and the name declared `extern_weak`, so that
+the dispatcher reads the program's. A call through a pointer in code inlined from the
 C++ library's stream and locale headers is not dispatched: it becomes a plain call of the
 pointer through a function the modes see as carrying no derivatives (`LIBRARY_IO`)."""
 
 from __future__ import annotations
 
+import re
+
 from adgen.base.cxx_names import cxx_library_io_header
+from adgen.base.naming import PROGRAMS_ADDRESS
 from adgen.ir_ad.calls import LIBRARY_IO, is_intrinsic
 from adgen.ir_ad.ir import Function, Instruction, Module, global_addresses, may_call_through_pointer
 
@@ -31,6 +39,7 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
     `own`: functions adgen adds (the derived functions of the stubs), never targets."""
     if not may_call_through_pointer(text):
         return text, set()
+    text, addresses = _programs_addresses(text)
     module = Module(text)
     candidates = [f for f in _candidates(module, text) if f.name.lstrip("@").strip('"') not in own]
     lines = text.split("\n")
@@ -65,7 +74,7 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
         return text, set()
     for key in dispatchers:  # (the last resort of each: a function of the C++ library's, called as it is)
         library.setdefault(key, f'@"{LIBRARY_IO}{len(library)}"')
-    out = [_dispatcher(name, *key, targets[key], library[key]) for key, name in dispatchers.items()]
+    out = [_dispatcher(name, *key, targets[key], library[key], addresses) for key, name in dispatchers.items()]
     out += [_plain_call(name, *key) for key, name in library.items()]
     if not dispatchers:
         return "\n".join(lines + out) + "\n", set()
@@ -85,7 +94,32 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
     called = {f.name.lstrip("@").strip('"') for key in dispatchers for f in targets[key]}
     out += [f"declare extern_weak void {_users_copy(f)}()"
             for f in {f.name: f for key in dispatchers for f in targets[key] if f.local}.values()]
+    if addresses:
+        out += [f"{g} = extern_weak global ptr" for g in sorted({g for gs in addresses.values() for g in gs})]
+        out.append(f"{_NOWHERE} = private constant ptr null")
     return "\n".join(lines + out) + "\n", called
+
+
+OWN_ADDRESS = "adgen.own.addr."
+_NOWHERE = '@"adgen.dispatch.nowhere"'  # (read in place of a program's static that is not linked in)
+_ADDRESS_STATIC = re.compile(r'^@(' + re.escape(PROGRAMS_ADDRESS) + r'[-\w$.]+|"' + re.escape(PROGRAMS_ADDRESS) +
+                             r'[^"]+") = ')
+
+
+def _programs_addresses(text: str) -> tuple[str, dict[str, list[str]]]:
+    """The text with the statics holding the program's addresses of functions (`adgen.user.addr.*`,
+    the Rust wrappers') renamed `adgen.own.addr.*`, and the functions they point to, by IR name,
+    each with the names of the program's statics of it."""
+    found: dict[str, list[str]] = {}
+    for line in text.split("\n"):
+        m = _ADDRESS_STATIC.match(line)
+        if m:
+            for target in global_addresses(line[m.end():]):
+                found.setdefault(target, []).append("@" + m.group(1))
+    for name in {g for gs in found.values() for g in gs}:
+        own = name.replace(PROGRAMS_ADDRESS, OWN_ADDRESS, 1)
+        text = re.sub(re.escape(name) + r'(?![-\w$.])', lambda _: own, text)
+    return text, found
 
 
 USERS_COPY = "adgen.user."
@@ -183,16 +217,25 @@ no:
 }}"""
 
 
-def _dispatcher(name: str, ret: str, params: tuple[str, ...], targets: list[Function], library: str) -> str:
+def _dispatcher(name: str, ret: str, params: tuple[str, ...], targets: list[Function], library: str,
+                addresses: dict[str, list[str]]) -> str:
     args = [f"{t} %a{k}" for k, t in enumerate(params)]
     call_args = ", ".join(args)
     body = [f"define internal {ret} {name}(ptr %f{', ' if args else ''}{call_args}) {{", "entry:"]
     for k, target in enumerate(targets):
         body.append(f"  %is{k} = icmp eq ptr %f, {target.name}")
+        hit = f"%is{k}"
         if target.local:  # (or the user's copy of it)
-            body += [f"  %user{k} = icmp eq ptr %f, {_users_copy(target)}", f"  %either{k} = or i1 %is{k}, %user{k}"]
-        body += [f"  br i1 {f'%either{k}' if target.local else f'%is{k}'}, label %call{k}, label %next{k}",
-                 f"call{k}:"]
+            body += [f"  %user{k} = icmp eq ptr %f, {_users_copy(target)}", f"  %either{k} = or i1 {hit}, %user{k}"]
+            hit = f"%either{k}"
+        for j, static in enumerate(addresses.get(target.name, [])):  # (or the program's, which its static holds)
+            at = f"{k}.{j}"
+            body += [f"  %linked{at} = icmp ne ptr {static}, null",
+                     f"  %slot{at} = select i1 %linked{at}, ptr {static}, ptr {_NOWHERE}",
+                     f"  %program{at} = load ptr, ptr %slot{at}, align 8",
+                     f"  %same{at} = icmp eq ptr %f, %program{at}", f"  %or{at} = or i1 {hit}, %same{at}"]
+            hit = f"%or{at}"
+        body += [f"  br i1 {hit}, label %call{k}, label %next{k}", f"call{k}:"]
         if ret == "void":
             body += [f"  call void {target.name}({call_args})", "  ret void"]
         else:

@@ -2,9 +2,10 @@
 `tests/ui/autodiff`, read at the commit `fetch github:rust-lang/rust` gives): the function each
 differentiates, written again with adgen's annotations (and the same values the tests assert,
 or central differences), built with each installed rustc. Integers given derivatives' activities
-(the integer type-analysis tests) build with a warning, as std::autodiff takes them. What has
-no stable-Rust meaning under adgen is an error, checked here too: a function pointer parameter
-(abi_handling's `f2`: the caller's functions are its own compile's). specs/annotations.md, "Rust sources"."""
+(the integer type-analysis tests) build with a warning, as std::autodiff takes them; a function
+pointer (abi_handling's `f2`) takes the program's pointers to its module's functions. What has no
+meaning under adgen is an error, checked here too (a function pointer given derivatives).
+specs/annotations.md, "Rust sources"."""
 
 from __future__ import annotations
 
@@ -449,10 +450,70 @@ def test_integers_given_derivatives_activities_build_with_a_warning(tmp_path, ad
     assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
 
 
+FUNCTION_POINTERS = r"""
+// A function of a function (abi_handling's f2): the derivatives take the program's pointer to it.
+// @diff(d_apply: (const, active) -> active; t_apply: forward (const, dual) -> dual; t_apply2: forward[2] (const, dual) -> dual)
+pub fn apply(f: fn(x: f64) -> f64, x: f64) -> f64 { 2.0 * f(x) + f(x * x) }
+pub fn cube(x: f64) -> f64 { x * x * x }
+fn wave(x: f64) -> f64 { x.sin() * x }
+pub fn times(x: f64, y: f64) -> f64 { x * y }
+pub fn pick(k: usize) -> fn(f64) -> f64 { if k == 0 { cube } else { wave } }
+"""
+
+FUNCTION_POINTERS_MAIN = r"""#![deny(warnings)]
+mod model { include!("model.rs"); include!("out/model.adgen.rs"); }
+use model::*;
+
+fn main() {
+    if std::env::args().count() > 1 {  // a function the derivatives do not hold: a closure's
+        let g: fn(f64) -> f64 = |x| x + 1.0;
+        d_apply(g, 0.5, 1.0);
+        return;
+    }
+    let h = 1e-6;
+    for k in 0..2 {  // (a public function and a private one, by the program's pointers to them)
+        let f = pick(k);
+        for x in [0.3, -1.2] {
+            let fd = (apply(f, x + h) - apply(f, x - h)) / (2.0 * h);
+            let (y, dx) = d_apply(f, x, 1.0);
+            let (y2, t) = t_apply(f, x, 1.0);
+            let l = t_apply2(f, x, 1.0, 2.0);
+            assert!(y == apply(f, x) && y2 == y && l[0] == y);
+            assert!((dx - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{} {}", dx, fd);
+            assert!((t - dx).abs() < 1e-12 && (l[1] - dx).abs() < 1e-12 && (l[2] - 2.0 * dx).abs() < 1e-12);
+        }
+    }
+    assert_eq!(times(2.0, 3.0), 6.0);
+    let (_, dx) = d_apply(cube, 2.0, 1.0);
+    assert_eq!(dx, 2.0 * 12.0 + 4.0 * 48.0);  // 2 f'(x) + 2x f'(x^2)
+    println!("ok");
+}
+"""
+
+
+@pytest.mark.slow
+def test_function_pointers_to_the_programs_functions(tmp_path, adgen):
+    """A `const` parameter of a function type, given the program's pointers to the source's
+    functions (public or not): both modes against central differences; a pointer to a function
+    the derivatives do not hold (a closure's) stops the program with a message."""
+    (tmp_path / "model.rs").write_text(FUNCTION_POINTERS)
+    result = adgen("build", tmp_path / "model.rs", "-o", tmp_path / "out")
+    assert result.status == 0, result.err
+    (tmp_path / "main.rs").write_text(FUNCTION_POINTERS_MAIN)
+    done = subprocess.run(["rustc", "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'model.adgen.o'}",
+                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+    closure = subprocess.run([str(tmp_path / "prog"), "closure"], capture_output=True, text=True)
+    assert closure.returncode != 0 and "reached a function outside the sources it differentiated" in closure.stderr
+
+
 @pytest.mark.parametrize("code, entry, message, at", [
-    ("pub fn f2(f: fn(f32) -> f32, x: f32) -> f32 { f(x) }", "(const, active) -> active",
-     "adgen cannot pass a function pointer ('fn(f32) -> f32')", "fn(f32)"),
-], ids=["abi_handling f2"])
+    ("pub fn f2(f: fn(f32) -> f32, x: f32) -> f32 { f(x) }", "(active, active) -> active",
+     "activity 'active' needs a float or double, or a struct holding them, but parameter 'f' has type "
+     "'fn(f32) -> f32'", "active"),
+], ids=["a function pointer active"])
 def test_what_has_no_stable_meaning_is_a_located_error(tmp_path, adgen, code, entry, message, at):
     src = tmp_path / "model.rs"
     src.write_text(f"// @diff(d: {entry})\n{code}\n")
