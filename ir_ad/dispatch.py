@@ -22,12 +22,12 @@ pointer through a function the modes see as carrying no derivatives (`LIBRARY_IO
 
 from __future__ import annotations
 
-import re
 
 from adgen.base.cxx_names import cxx_library_io_header
 from adgen.base.naming import PROGRAMS_ADDRESS
 from adgen.ir_ad.calls import LIBRARY_IO, is_intrinsic
-from adgen.ir_ad.ir import Function, Instruction, Module, global_addresses, may_call_through_pointer
+from adgen.ir_ad.ir import (Function, Instruction, Module, defined_with_prefix, global_addresses,
+                            may_call_through_pointer, renamed_global)
 
 MESSAGE = "adgen: a call through a function pointer reached a function outside the sources it differentiated\n"
 
@@ -102,8 +102,6 @@ def devirtualize(text: str, own: set[str] = frozenset()) -> tuple[str, set[str]]
 
 OWN_ADDRESS = "adgen.own.addr."
 _NOWHERE = '@"adgen.dispatch.nowhere"'  # (read in place of a program's static that is not linked in)
-_ADDRESS_STATIC = re.compile(r'^@(' + re.escape(PROGRAMS_ADDRESS) + r'[-\w$.]+|"' + re.escape(PROGRAMS_ADDRESS) +
-                             r'[^"]+") = ')
 
 
 def _programs_addresses(text: str) -> tuple[str, dict[str, list[str]]]:
@@ -111,14 +109,10 @@ def _programs_addresses(text: str) -> tuple[str, dict[str, list[str]]]:
     the Rust wrappers') renamed `adgen.own.addr.*`, and the functions they point to, by IR name,
     each with the names of the program's statics of it."""
     found: dict[str, list[str]] = {}
-    for line in text.split("\n"):
-        m = _ADDRESS_STATIC.match(line)
-        if m:
-            for target in global_addresses(line[m.end():]):
-                found.setdefault(target, []).append("@" + m.group(1))
-    for name in {g for gs in found.values() for g in gs}:
-        own = name.replace(PROGRAMS_ADDRESS, OWN_ADDRESS, 1)
-        text = re.sub(re.escape(name) + r'(?![-\w$.])', lambda _: own, text)
+    for static, targets in defined_with_prefix(text, PROGRAMS_ADDRESS).items():
+        for target in targets:
+            found.setdefault(target, []).append(static)
+        text = renamed_global(text, static, static.replace(PROGRAMS_ADDRESS, OWN_ADDRESS, 1))
     return text, found
 
 

@@ -4,7 +4,8 @@
 Each crate is a package whose library has two modules: `util`, random scalar helpers, and
 `model`, random annotated functions of a slice or a `&Vec<f64>` and a struct of parameters
 (`#[repr(C)]`, of Rust's layout, or holding a `Vec`; by reference or, Copy, by value), or
-methods taking `&self` of it; some
+methods taking `&self` of it, or given a pointer to a function of the module (`g: fn(f64, f64) ->
+f64`, `const`: checked with a public one and a private one); some
 generic, derived at named instantiations (over the parameters' type through a trait, and a
 const parameter: `f0_grad<Params, 3>`). Their bodies make vectors of their own (`collect`,
 `vec!`, `push`), run loops of random smooth arithmetic calling the other module's helpers, and
@@ -77,8 +78,11 @@ class Writer:
         generic = rng.random() < 0.4  # over the parameters' type (not a method's) and a const M = 3
         by_value = self.copy and not method and not generic and rng.random() < 0.35
         dynamic = not method and not generic and not by_value and rng.random() < 0.3  # (q: &dyn Weights)
+        # a function of the module it is given a pointer to, `const` (the program's pointer: dispatch.py)
+        callback = not method and not generic and not by_value and not dynamic and rng.random() < 0.6
+        data = "&[f64]" if callback else data
         # a state the function updates in place and reads again, `const` (its scratch shadow the wrapper's)
-        buffer = not method and not generic and not by_value and not dynamic and rng.random() < 0.5
+        buffer = not method and not generic and not by_value and not dynamic and not callback and rng.random() < 0.5
         p = (lambda i: f"{q}.w({i})") if (generic or dynamic) and not method else (lambda i: f"{q}.p[{i}]")
         m = "M" if generic else "3"
         made = rng.choice(["collect", "vec", "push"])
@@ -102,6 +106,8 @@ class Writer:
             else:
                 e = self.expression(["v[i]", p("2")])
                 lines.append(f"v = v.iter().enumerate().map(|(i, _)| {e}).collect();")
+        if callback:
+            lines.append("for i in 0..v.len() { v[i] = g(v[i], x[(i + 1) % x.len()]); }")
         weights = ", ".join(f"{rng.uniform(-1, 1):.3f}" for _ in range(N))
         lines.append(f"let w = [{weights}];")
         extra = ""
@@ -120,6 +126,14 @@ class Writer:
         if by_value:
             return (f"// @diff(f{k}_grad: (dup, active) -> active; f{k}_fwd: forward (dual, dual) -> dualonly)\n"
                     f"pub fn f{k}(x: {data}, q: Params) -> f64 {{\n    {body}\n}}\n", data, False, "by value")
+        if callback:  # (two functions of its type, one private, and what picks one: the driver checks both)
+            targets = "".join(f"{'pub ' if j == 0 else ''}fn cb{k}_{j}(a: f64, b: f64) -> f64 {{\n    "
+                              f"{self.expression(['a', 'b'], 1)}\n}}\n" for j in range(2))
+            return (targets + f"pub fn pick{k}(j: usize) -> fn(f64, f64) -> f64 {{\n    "
+                    f"if j == 0 {{ cb{k}_0 }} else {{ cb{k}_1 }}\n}}\n"
+                    f"// @diff(f{k}_grad: (dup, dup, const) -> active; f{k}_fwd: forward (dual, dual, const) -> dualonly)\n"
+                    f"pub fn f{k}(x: {data}, q: &Params, g: fn(f64, f64) -> f64) -> f64 {{\n    {body}\n}}\n",
+                    data, False, "callback")
         if buffer:
             return (f"// @diff(f{k}_grad: (dup, dup, const) -> active; f{k}_fwd: forward (dual, dual, const) -> dualonly)\n"
                     f"pub fn f{k}(x: {data}, q: &Params, s: &mut [f64]) -> f64 {{\n    {body}\n}}\n", data, False,
@@ -251,6 +265,12 @@ def crate(rng: random.Random, functions: int) -> dict[str, str]:
             f = f"|x, q| {{ {state} f{k}({x}, q, &mut s) }}"
             grad = f"|x, q, dx, dq| {{ {state} f{k}_grad({x}, {dx}, q, dq, &mut s, 1.0); }}"
             fwd = f"|x, q, tx, tq| {{ {state} f{k}_fwd({x}, {x.replace('x', 'tx')}, q, tq, &mut s) }}"
+        elif kind == "callback":  # (checked with each function it may be given)
+            for j in range(2):
+                calls.append(f'    check("f{k}.{j}", &|x, q| f{k}(x, q, pick{k}({j})), '
+                             f'&|x, q, dx, dq| {{ f{k}_grad(x, dx, q, dq, pick{k}({j}), 1.0); }}, '
+                             f'&|x, q, tx, tq| f{k}_fwd(x, tx, q, tq, pick{k}({j})));')
+            continue
         elif method:
             f, grad = f"|x, q| q.m{k}{at}({x})", f"|x, q, dx, dq| {{ q.m{k}_grad{at}(dq, {x}, {dx}, 1.0); }}"
             fwd = f"|x, q, tx, tq| q.m{k}_fwd{at}(tq, {x}, {x.replace('x', 'tx')})"

@@ -191,3 +191,17 @@ def test_rust_symbols_name_their_paths(symbol, path):
     """Rust symbols in either mangling (ir/names.rust_path), for errors that name the user's function."""
     from adgen.ir_ad.ir import rust_path
     assert rust_path(symbol) == path
+
+
+def test_globals_defined_with_a_prefix_and_renamed():
+    from adgen.ir_ad.ir import defined_with_prefix, renamed_global
+
+    text = ('@adgen.user.addr.m.3.cube = constant ptr @cube, align 8\n'
+            '@"adgen.user.addr.m::wave" = constant <{ ptr }> <{ ptr @_ZN1m4wave17h0123456789abcdefE }>\n'
+            '@adgen.user.addr.m.3.cube2 = global i64 0\n'
+            '@llvm.used = appending global [1 x ptr] [ptr @adgen.user.addr.m.3.cube]\n')
+    found = defined_with_prefix(text, "adgen.user.addr.")
+    assert found == {"@adgen.user.addr.m.3.cube": ["@cube"], '@"adgen.user.addr.m::wave"':
+                     ["@_ZN1m4wave17h0123456789abcdefE"], "@adgen.user.addr.m.3.cube2": []}
+    renamed = renamed_global(text, "@adgen.user.addr.m.3.cube", "@adgen.own.addr.m.3.cube")
+    assert renamed.count("@adgen.own.addr.m.3.cube") == 2 and "@adgen.user.addr.m.3.cube2" in renamed

@@ -51,3 +51,19 @@ def count_instructions(text: str) -> int:
     """The instructions of a module's text: its indented lines, less comments."""
     return sum(1 for line in text.split("\n")
                if line.startswith("  ") and not line.lstrip().startswith(";") and line.strip())
+
+
+def defined_with_prefix(text: str, prefix: str) -> dict[str, list[str]]:
+    """The globals the text defines whose names start with `prefix` ("@name" or '@"name"'), each
+    with the globals whose addresses its initializer holds."""
+    pattern = re.compile(r'^(@' + re.escape(prefix) + r'[-\w$.]+|@"' + re.escape(prefix) + r'[^"]*") = ', re.M)
+    found = {}
+    for m in pattern.finditer(text):
+        end = text.find("\n", m.end())
+        found[m.group(1)] = global_addresses(text[m.end():end if end >= 0 else len(text)])
+    return found
+
+
+def renamed_global(text: str, old: str, new: str) -> str:
+    """The text with the global `old` ("@name" or '@"name"') named `new` wherever it is named."""
+    return re.sub(re.escape(old) + r'(?![-\w$.])', lambda _: new, text)
