@@ -17,7 +17,7 @@ from adgen.ir_ad.ir.builder import SHADOW as SHADOW_MEMORY, Builder, Declaration
 from adgen.ir_ad.ir.edit import constant_address
 from adgen.ir_ad.ir.instructions import INTEGER_STEPS
 from adgen.ir_ad.ir import (I1, I8, I64, PTR, Instruction, Module, Operand, Type, array, floating, int_type, read_only,
-                            struct, vector)
+                            renamed_global, struct, vector)
 
 LANES, INTERLEAVED = "lanes", "interleaved"
 Shadow = tuple  # of V: `Layout.parts` values
@@ -101,6 +101,24 @@ def with_runtime_activity(mode, pattern, undo):
             return derived
     finally:
         mode._depth -= 1
+
+
+# The runtime's frees and reallocs that wait for an undo log alive (templates/runtime.ll.j2), and
+# their `.now` twins, which do not look for one.
+_LATER = {'@"adgen.free.later"': '@"adgen.free.now"', '@"adgen.realloc.later"': '@"adgen.realloc.now"',
+          '@"adgen.shadow.release"': '@"adgen.shadow.release.now"',
+          '@"adgen.shadow.drop.text"': '@"adgen.shadow.drop.text.now"',
+          '@"adgen.shadow.realloc"': '@"adgen.shadow.realloc.now"'}
+
+
+def at_once(text: str) -> str:
+    """A derived function's text freeing and reallocating at once: where no undo log may be alive
+    while it runs (a derivative a later level differentiates, which keeps none; forward mode's),
+    and where a later level may differentiate it, which could not differentiate the log's code."""
+    for later, now in _LATER.items():
+        if later in text:
+            text = renamed_global(text, later, now)
+    return text
 
 
 def own_copies(b: Builder, layout: Layout, objects: list[tuple[Operand, int]], shadow) -> None:

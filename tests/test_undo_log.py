@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import central_difference, quick_first
+from every_mode import check_hessian_vector_product
 from test_forward import D, I, P, arr, fn
 
 TILED = r"""
@@ -535,11 +536,15 @@ exit:
 # goes without the log; the Elman network's gradient, which nothing differentiates again, keeps it
 # (it stored each overwritten value instead, as a file of its own does not).
 WITH_A_SECOND_LEVEL = ELMAN + r"""
+#include <stdlib.h>
 // @diff(sq_grad: (dup, const) -> activeonly; sq_hvp: forward of sq_grad (dual, dual, const, const))
 double sq(const double *x, int n)
 {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += x[i] * x[i] * x[i];
+    double s = 0, *t = malloc(n * sizeof *t);  /* (its gradient frees memory: the second level
+                                                   differentiates that, not the log's keeping it) */
+    for (int i = 0; i < n; i++) t[i] = x[i] * x[i];
+    for (int i = 0; i < n; i++) s += t[i] * x[i] + sin(t[(i + 1) % n]);
+    free(t);
     return s;
 }
 """
@@ -558,6 +563,12 @@ def test_an_elman_network_beside_a_second_level(build_lib, hid):
     _check(lib, "elman", "elman_grad",
            [_values(hid * hid + hid * 2 + hid, 13), _values(4 * 2, 14), _values(hid, 15), _values(hid, 16)],
            [hid, 2, 4])
+    a = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
+    lib.sq.restype, lib.sq.argtypes = D, [a, I]
+    lib.sq_grad.restype, lib.sq_grad.argtypes = None, [a, a, I, D]
+    lib.sq_hvp.restype, lib.sq_hvp.argtypes = None, [a, a, a, a, I, D]
+    x, v = np.array(_values(5, 17)), np.array(_values(5, 18))
+    check_hessian_vector_product(lib, "sq", x, v)
 
 
 # Bundle adjustment's residuals, cameras and points picked by index: the reverse sweep reads them

@@ -19,7 +19,7 @@ from adgen.ir_ad.custom import forward_wrapper
 from adgen.ir_ad.ir import Module, struct
 from adgen.ir_ad.forward.derived import Derived, Pattern
 from adgen.ir_ad.forward.function import FunctionWriter
-from adgen.ir_ad.shadows import Layout, carries, with_runtime_activity
+from adgen.ir_ad.shadows import Layout, at_once, carries, with_runtime_activity
 
 ZEROS = '@"adgen.zeros" = internal constant [64 x i64] zeroinitializer, align 64'  # 512 bytes to read
 
@@ -73,5 +73,5 @@ class ForwardMode:
                      (".runtime" if pattern.runtime else ""))
         derived = Derived("@" + name[1:], pattern, ret_part is not None, ret_type)
         self.memo[pattern] = derived
-        self.definitions.append(FunctionWriter(self, fn, derived, layout).write())
+        self.definitions.append(at_once(FunctionWriter(self, fn, derived, layout).write()))  # (no log in forward mode)
         return derived

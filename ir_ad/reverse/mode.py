@@ -43,7 +43,8 @@ from adgen.ir_ad.reverse.checkpoint.outline import outline
 from adgen.ir_ad.reverse.checkpoint.regions import NotCheckpointed
 from adgen.ir_ad.reverse.checkpoint.pair import RECORD, Checkpointed, step_pattern, write_pair
 from adgen.ir_ad.calls import COPIES, FREE, callee_name, kind_of
-from adgen.ir_ad.shadows import BY_HAND_ITSELF, INTERLEAVED, VECTOR_VALUES, Layout, points_nowhere, with_runtime_activity
+from adgen.ir_ad.shadows import (BY_HAND_ITSELF, INTERLEAVED, VECTOR_VALUES, Layout, at_once, points_nowhere,
+                                 with_runtime_activity)
 
 
 # What the helpers of templates/runtime.ll.j2 call.
@@ -145,8 +146,10 @@ class ReverseMode:
         if self.releases:
             releaser = ReverseSweep(d, release_only=True)
             releaser.collect()
-            self.definitions.append(releaser.write(d.plan))
+            self.definitions.append(releaser.write(d.plan) if self.log else at_once(releaser.write(d.plan)))
         aug = write_augmented(d)
+        if not self.log:  # (no log alive while it runs; a later level differentiates it: shadows.at_once)
+            aug, rev = at_once(aug), at_once(rev)
         derived.stacks = any(call in text for call in _STACK for text in (aug, rev)) or pattern.team or any(
             c.indirect or c.derived.plan is None or c.derived.stacks for c in d.calls.values())
         derived.plan = d.plan
