@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -442,12 +443,19 @@ def test_integers_given_derivatives_activities_build_with_a_warning(tmp_path, ad
     assert result.err.count("warning: ") == 20 and "model.rs:4:17: warning: 'x' holds integers, and integers carry no " \
         "derivative: activity 'dup' is taken as std::autodiff takes it" in result.err, result.err
     assert "model.rs:4:25: warning: 'square_i8' returns an integer" in result.err
-    (tmp_path / "main.rs").write_text(INTEGERS_MAIN)
+    _linked_and_run(tmp_path, INTEGERS_MAIN)
+
+
+def _linked_and_run(tmp_path, main: str) -> Path:
+    """main.rs (including model.rs and its wrappers) built with out/model.adgen.o, run: it prints
+    "ok"; the program."""
+    (tmp_path / "main.rs").write_text(main)
     done = subprocess.run(["rustc", "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'model.adgen.o'}",
                            "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
+    return tmp_path / "prog"
 
 
 FUNCTION_POINTERS = r"""
@@ -499,13 +507,8 @@ def test_function_pointers_to_the_programs_functions(tmp_path, adgen):
     (tmp_path / "model.rs").write_text(FUNCTION_POINTERS)
     result = adgen("build", tmp_path / "model.rs", "-o", tmp_path / "out")
     assert result.status == 0, result.err
-    (tmp_path / "main.rs").write_text(FUNCTION_POINTERS_MAIN)
-    done = subprocess.run(["rustc", "--edition=2021", "-O", "main.rs", "-C", f"link-arg={tmp_path / 'out' / 'model.adgen.o'}",
-                           "-C", "link-arg=-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
-    assert run.returncode == 0 and run.stdout == "ok\n", run.stdout + run.stderr
-    closure = subprocess.run([str(tmp_path / "prog"), "closure"], capture_output=True, text=True)
+    program = _linked_and_run(tmp_path, FUNCTION_POINTERS_MAIN)
+    closure = subprocess.run([str(program), "closure"], capture_output=True, text=True)
     assert closure.returncode != 0 and "reached a function outside the sources it differentiated" in closure.stderr
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 import pytest
 
-from conftest import central_difference, quick_first
+from conftest import ROOT, central_difference, quick_first
 from every_mode import check_hessian_vector_product
 from test_forward import D, I, P, arr, fn
 
@@ -576,24 +576,8 @@ def test_an_elman_network_beside_a_second_level(build_lib, hid):
 # left in the gradient (they were calls, 18 per observation, in a loop of nothing else: 2.3x the
 # time of the gradient without them). Nor beside a gradient that logs (the Elman network's): none of
 # them is left, nor the frame a gradient keeping a log of its own records.
-INDEXED_READS = r"""
-// @diff(ba_grad: (dup, dup, const, const, const) -> activeonly)
-double ba(const double *cams, const double *pts, const int *obs, const double *feat, int n_obs)
-{
-    double total = 0;
-    for (int o = 0; o < n_obs; o++) {
-        const double *c = cams + 15 * obs[2 * o], *p = pts + 3 * obs[2 * o + 1];
-        double X[3];
-        for (int r = 0; r < 3; r++)
-            X[r] = c[3 * r] * p[0] + c[3 * r + 1] * p[1] + c[3 * r + 2] * p[2] + c[9 + r];
-        double u = X[0] / X[2], v = X[1] / X[2];
-        double r2 = u * u + v * v, distort = 1.0 + c[13] * r2 + c[14] * r2 * r2;
-        double eu = c[12] * distort * u - feat[2 * o], ev = c[12] * distort * v - feat[2 * o + 1];
-        total += eu * eu + ev * ev;
-    }
-    return total;
-}
-"""
+_KERNELS = (ROOT / "bench" / "kernels.c").read_text()
+INDEXED_READS = _KERNELS[_KERNELS.index("// @diff(ba_grad"):_KERNELS.index("\n}\n", _KERNELS.index("double ba(")) + 3]
 
 
 @pytest.mark.parametrize("beside", ["", ELMAN])
