@@ -164,7 +164,7 @@ def _fn_type(params: str, returns: str | None) -> str:
 
 
 def _spaced(text: str) -> str:
-    """A type's text with its spaces as rustfmt puts them, for comparison."""
+    """A type's text spaced one way (none around punctuation, one after `->`), for comparison."""
     return re.sub(r"\s*([(),:<>\[\];&*])\s*", r"\1", re.sub(r"\s+", " ", text.strip())).replace("->", " -> ")
 
 

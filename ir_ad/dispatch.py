@@ -22,7 +22,6 @@ pointer through a function the modes see as carrying no derivatives (`LIBRARY_IO
 
 from __future__ import annotations
 
-
 from adgen.base.cxx_names import cxx_library_io_header
 from adgen.base.naming import PROGRAMS_ADDRESS
 from adgen.ir_ad.calls import LIBRARY_IO, is_intrinsic

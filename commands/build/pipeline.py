@@ -368,10 +368,10 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
     C functions, 2 for those of level 1's derived functions...), each with the IR names of the
     functions its source keeps for differentiation, by C name. `needed_by(sig)` names what
     an error is for. `kept`: the sources' keep arrays stay, for a later level to differentiate
-    the functions they keep. `again`: the derivations a later level differentiates, made first
-    and without the undo log (the later level would have to differentiate it); the others, and
-    the functions they alone reach, keep it (a store's old value logged only where the reverse
-    sweep reads the memory again, rather than stored each time)."""
+    the functions they keep. `again`: the derivations a later level differentiates, made
+    without the undo log (the later level would have to differentiate it); the others keep it (a
+    store's old value logged only where the reverse sweep reads the memory again, rather than
+    stored each time), their callees' derivatives made apart (RevPattern.logged)."""
     numbers = [int(k[1:]) for k in module.metadata if k[1:].isdigit()]
     decls = Declarations(set(module.functions), max(numbers, default=0) + 1, f"{level}." if level > 1 else "")
     signatures = [s for s, _ in entries]
@@ -382,9 +382,9 @@ def differentiate(module: Module, entries: list[tuple[Signature, dict[str, str]]
     primal_of: dict[str, str] = {}
     tapes: dict[str, int] = {}
     problems, failed = [], set()  # every entry's error, each derivation's once
-    for sig, names in sorted(entries, key=lambda e: e[0].derivation.name not in again):
+    for sig, names in entries:
         d = sig.derivation
-        reverse.log = d.name not in again  # (a pattern made without it is reused by the others: right either way)
+        reverse.log = d.name not in again  # (its patterns say so: RevPattern.logged)
         fn = check_primal(module, sig, primal_ir_name(sig, names))
         if d.name in failed:
             continue

@@ -68,8 +68,7 @@ class ReverseMode:
                  log: bool = True):
         self.module, self.decls = module, decls
         self.releases = releases  # also write each pair's `free` function (split mode needs them)
-        self.log = log  # stores in loops may be undone through the undo log (not where a later level
-        # differentiates the derivatives again: it would have to differentiate the log)
+        self.log = log  # the entries made next may undo stores in loops through the undo log (RevPattern.logged)
         self.tag = "" if level == 1 else str(level)  # in names: apart from an earlier level's, still in the module
         self.memo: dict[RevPattern, RevDerived] = {}
         self.definitions: list[str] = []
@@ -146,9 +145,9 @@ class ReverseMode:
         if self.releases:
             releaser = ReverseSweep(d, release_only=True)
             releaser.collect()
-            self.definitions.append(releaser.write(d.plan) if self.log else at_once(releaser.write(d.plan)))
+            self.definitions.append(releaser.write(d.plan) if pattern.logged else at_once(releaser.write(d.plan)))
         aug = write_augmented(d)
-        if not self.log:  # (no log alive while it runs; a later level differentiates it: shadows.at_once)
+        if not pattern.logged:  # (no log alive while it runs; a later level differentiates it: shadows.at_once)
             aug, rev = at_once(aug), at_once(rev)
         derived.stacks = any(call in text for call in _STACK for text in (aug, rev)) or pattern.team or any(
             c.indirect or c.derived.plan is None or c.derived.stacks for c in d.calls.values())
@@ -259,13 +258,13 @@ class ReverseMode:
         on_heap = {name for name in _pointer_traffic(fn, cfg, activity, memory)
                    if name in cfg.defs and cfg.defs[name].opcode == "alloca" and name in activity.pointers}
         # (a team's threads undo stores through their logs only: templates/openmp.ll.j2)
-        undo = plan_undo(fn, self.module, cfg, loops, memory, outliving if self.log else set(), pattern.undo_writes,
+        undo = plan_undo(fn, self.module, cfg, loops, memory, outliving if pattern.logged else set(), pattern.undo_writes,
                          from_record=not pattern.team, on_heap=on_heap)
         while True:  # again without the calls whose callee turned out not to undo its writes
             d = ReverseFacts(self.module, self.decls, fn, derived, layout, cfg, loops, memory, activity)
             d.heap = set(on_heap)
             d.undoable, d.logged, d.guards = undo.writes, undo.logged, undo.guards
-            d.registers = self.log
+            d.registers = pattern.logged
             refused = self._calls(d, undo)
             if not refused:
                 break
@@ -322,7 +321,7 @@ class ReverseMode:
                              d.pattern.kind, memtypes, overwritten, later, used, inst.result in activity.pointers,
                              undo_writes, tuple(a.type.kind == "ptr" and _outliving(d, a.value) for a in args),
                              budget, ret_active and inst.result in activity.masked, d.pattern.team,
-                             runtime=d.pattern.runtime)
+                             runtime=d.pattern.runtime, logged=d.pattern.logged)
         refused = reverse_refusal(self.module, pattern)  # a derivative of arrays written by hand
         if refused is not None:
             raise d.fail(refused)

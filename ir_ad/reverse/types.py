@@ -42,6 +42,8 @@ class RevPattern:
     forked: bool = False  # ... the region's outlined function itself, which every thread of the team runs
     runtime: bool = False  # pointers without shadows are their own where one is needed, checked at each access
     # (runtime activity, shadows.py): its whole derivation is (its callees' patterns too)
+    logged: bool = True  # stores in loops may be undone through the undo log; not where a later level
+    # differentiates the derivative again (it would have to differentiate the log): its callees' patterns alike
 
 
 @dataclass
