@@ -30,7 +30,8 @@ Check inputs (not GradBench's; small ones of det, llsq, lse and ode, whose gradi
 zero: ode's standard inputs give every tool a gradient of zeros, and manual's ode gradient is that
 of the exact solution, not of the Runge-Kutta steps the program takes): every tool's gradient is
 compared with central differences of the program's own primal function (PROGRAM INPUT primal,
-once per perturbed number), max |a - b| / max |b| <= 1e-6. --quick runs these and the smallest.
+once per perturbed number), max |a - b| / max |b| <= 1e-6; each evaluated once (checked, not
+timed). --quick runs these and the smallest.
 
 Writes the tables to --markdown FILE (default bench/results/gradbench.md) and prints them;
 work files (inputs, executables, build logs, results.json: one record per case and tool) go
@@ -398,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
         if path not in inputs.values():
             value = case.make(src)
             if isinstance(value, dict):
-                value = value | {"min_runs": args.reps, "min_seconds": args.min_seconds}
+                value = value | ({"min_runs": 1, "min_seconds": 0} if case.probe else  # (checked, not timed)
+                                 {"min_runs": args.reps, "min_seconds": args.min_seconds})
             path.write_text(json.dumps(value))
         inputs[case.name] = path
 
