@@ -8,6 +8,7 @@ renderer, whose templates it shares."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -147,7 +148,8 @@ def addresses(unit: RustUnit, signatures: list[Signature]) -> list[tuple[str, st
               if (m := re.fullmatch(r"\s*fn\s*\((.*)\)\s*(?:->\s*(.+?))?\s*", p.type.text, re.S))}
     if not wanted:
         return []
-    tag = unit.symbol_tag or re.sub(r"[^A-Za-z0-9_]", "_", unit.source.path.stem)
+    place = hashlib.sha1(str(unit.source.path.resolve()).encode()).hexdigest()[:8]  # (two sources of one name)
+    tag = unit.symbol_tag or f'{re.sub(r"[^A-Za-z0-9_]", "_", unit.source.path.stem)}.{place}'
     found = []
     for m in _FREE_FUNCTION.finditer(unit.source.text):
         if _fn_type(m.group(2), m.group(3)) in wanted:
