@@ -134,8 +134,8 @@ def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> st
         addresses=addresses(unit, signatures), ffi=ffi)
 
 
-_FREE_FUNCTION = re.compile(r"^(?:pub(?:\([^)]*\))?\s+)?fn\s+([A-Za-z_]\w*)\s*\(([^)]*)\)\s*(?:->\s*([^{;]+?))?\s*\{",
-                            re.M)
+_FREE_FUNCTION = re.compile(r"^(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?fn\s+([A-Za-z_]\w*)\s*\(([^)]*)\)\s*"
+                            r"(?:->\s*([^{;]+?))?\s*\{", re.M)
 
 
 def addresses(unit: RustUnit, signatures: list[Signature]) -> list[tuple[str, str]]:

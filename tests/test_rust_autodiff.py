@@ -464,8 +464,9 @@ FUNCTION_POINTERS = r"""
 pub fn apply(f: fn(x: f64) -> f64, x: f64) -> f64 { 2.0 * f(x) + f(x * x) }
 pub fn cube(x: f64) -> f64 { x * x * x }
 fn wave(x: f64) -> f64 { x.sin() * x }
+pub(crate) const fn same(x: f64) -> f64 { x }
 pub fn times(x: f64, y: f64) -> f64 { x * y }
-pub fn pick(k: usize) -> fn(f64) -> f64 { if k == 0 { cube } else { wave } }
+pub fn pick(k: usize) -> fn(f64) -> f64 { [cube, wave, same][k] }
 """
 
 FUNCTION_POINTERS_MAIN = r"""#![deny(warnings)]
@@ -479,7 +480,7 @@ fn main() {
         return;
     }
     let h = 1e-6;
-    for k in 0..2 {  // (a public function and a private one, by the program's pointers to them)
+    for k in 0..3 {  // (a public function, a private one and a const one, by the program's pointers to them)
         let f = pick(k);
         for x in [0.3, -1.2] {
             let fd = (apply(f, x + h) - apply(f, x - h)) / (2.0 * h);
