@@ -643,7 +643,7 @@ class RustTemplate:
     def instantiate(self, unit: RustUnit, arguments: str) -> Prototype | str:
         """The instantiation `name<arguments>` (`<f64>`, `::<f64, 3>`) as a function of the source,
         its RFunction in `unit.rust`; or what is wrong, as a message."""
-        args = _split_arguments(arguments.removeprefix("::").strip()[1:-1])
+        args = split_arguments(arguments.removeprefix("::").strip()[1:-1])
         if len(args) != len(self.names):
             return (f"'{self.name}' takes {len(self.names)} generic argument{'' if len(self.names) == 1 else 's'} "
                     f"({', '.join(self.names)}), not {len(args)}")
@@ -788,8 +788,9 @@ def _generic_parameters(tree: Tree) -> list[Tree]:
             if isinstance(g, Tree) and g.data in ("type_param", "const_param")]
 
 
-def _split_arguments(text: str) -> list[str]:
-    """Generic arguments at the top level of `<...>`'s inside, each stripped."""
+def split_arguments(text: str) -> list[str]:
+    """What a comma-separated list holds at its top level (a generic's arguments, a function's
+    parameters), each stripped."""
     out, depth, current = [], 0, ""
     for ch in text:
         depth += (ch in "<([") - (ch in ">)]")

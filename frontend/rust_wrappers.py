@@ -19,7 +19,7 @@ from adgen.base.diagnostics import AdgenError, Collector, error, note
 from adgen.frontend.prototypes import Prototype
 from adgen.frontend.model import Activity, Mode
 from adgen.frontend.render import c_environment
-from adgen.frontend.rust_source import BY_VALUE, OUTCOME, RFunction, RParam, RType, RustUnit
+from adgen.frontend.rust_source import BY_VALUE, OUTCOME, RFunction, RParam, RType, RustUnit, split_arguments
 from adgen.base.naming import PROGRAMS_ADDRESS
 from adgen.base.toolchain import select_rustc
 
@@ -161,23 +161,13 @@ def addresses(unit: RustUnit, signatures: list[Signature]) -> list[tuple[str, st
 def _fn_type(params: str, returns: str | None) -> str:
     """A function's type as `fn(T, U) -> R`, from its parameters (names dropped: `x: T`, or a
     pointer type's `fn(x: T)`) and result, spaced alike for comparison."""
-    types = [re.sub(r"^\s*(?:mut\s+)?[A-Za-z_]\w*\s*:(?!:)", "", part) for part in _top_level_commas(params)]
+    types = [re.sub(r"^\s*(?:mut\s+)?[A-Za-z_]\w*\s*:(?!:)", "", part) for part in split_arguments(params)]
     return _spaced(f"fn({', '.join(types)})" + (f" -> {returns}" if returns and returns.strip() != "()" else ""))
 
 
 def _spaced(text: str) -> str:
     """A type's text spaced one way (none around punctuation, one after `->`), for comparison."""
     return re.sub(r"\s*([(),:<>\[\];&*])\s*", r"\1", re.sub(r"\s+", " ", text.strip())).replace("->", " -> ")
-
-
-def _top_level_commas(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for k, c in enumerate(text):
-        depth += c in "(<[" and 1 or c in ")>]" and -1 or 0
-        if c == "," and depth == 0:
-            parts.append(text[start:k])
-            start = k + 1
-    return [p for p in parts + [text[start:]] if p.strip()]
 
 
 BESIDE = "__adgen_"  # (the wrapper's name, before a method std::autodiff's attribute derives: `__adgen_df`)

@@ -202,7 +202,7 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
     values: dict[str, V | list[V]] = {}
     if derived.stacks:  # the sweeps' storage on a stack (templates/runtime.ll.j2)
         b.emit('call void @"adgen.arena.enter"()')
-    saved_log = b.value(PTR, "alloca [2 x ptr], align 8") if mode.log else None  # a gradient of its own
+    saved_log = b.value(PTR, "alloca [2 x ptr], align 8") if derived.pattern.logged else None  # a gradient of its own
     if saved_log is not None:
         b.call('@"adgen.log.enter"', VOID, [saved_log])
     if derived.aug_ret.kind == "void":
