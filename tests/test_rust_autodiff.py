@@ -525,6 +525,7 @@ def test_what_has_no_stable_meaning_is_a_located_error(tmp_path, adgen, code, en
     assert result.status == 1 and message in result.err, result.err
     lines = result.err.split("\n")
     assert lines[1][lines[2].index("^"):].startswith(at), result.err
+    assert result.err.startswith(f"{src}:1:") and not (tmp_path / "out").exists()  # (at the file's line; nothing written)
 
 
 STD_AUTODIFF = r"""
