@@ -26,8 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adgen.ir_ad.ir.builder import local
-from adgen.ir_ad.mpi import RECORD, rule_names
+from adgen.ir_ad.mpi import LANES_RULE, RECORD, rule_names
 from adgen.ir_ad.diagnose import Unsupported
+from adgen.ir_ad.shadows import INTERLEAVED, LANES
 from adgen.ir_ad.ir import VOID, Function, Instruction, Module, Type, struct
 
 
@@ -108,11 +109,11 @@ def _check_arity(fn: Function, user: Function, args: list[str], what: str) -> No
 
 
 def forward_wrapper(module: Module, custom: HandDerivatives, fn: Function, name: str, active: tuple[bool, ...],
-                    width: int) -> tuple[str, Type, bool]:
+                    width: int, kind: str = LANES) -> tuple[str, Type, bool]:
     """A forward-mode derived function of `fn` calling `df`: its text, return type, and whether
-    it returns a tangent of the result."""
+    it returns a tangent of the result (`kind`: how a width above 1 lays its tangents out)."""
     if custom.communication is not None:
-        return communication_forward(fn, custom.communication, name, active, width), fn.ret, False
+        return communication_forward(fn, custom.communication, name, active, width, kind), fn.ret, False
     if width != 1:
         raise _fail(fn, "a derivative written by hand at width > 1 (Enzyme's convention takes one shadow each)")
     user = _user(module, custom.forward, custom, "derivative")
@@ -151,18 +152,16 @@ class ReversePair:
 
 def _communication_refusal(custom: HandDerivatives, width: int) -> str | None:
     if custom.communication is not None and width != 1:
-        return (f"MPI's '{bare_name(custom.function)}' in a derivative of width {width} (MPI's calls are "
-                "differentiated one tangent at a time)")
+        return (f"MPI's '{bare_name(custom.function)}' in a reverse derivative of width {width} (reverse mode "
+                "differentiates MPI's calls one adjoint at a time; forward mode takes any width)")
     return None
 
 
-def forward_refusal(module: Module, callee: str, width: int = 1) -> str | None:
+def forward_refusal(module: Module, callee: str) -> str | None:
     """Why forward mode cannot differentiate a call to `callee`: when its derivative written by
-    hand is reverse mode's (of arrays), forward mode of those is not built; MPI's calls at a
-    width other than 1."""
+    hand is reverse mode's (of arrays), forward mode of those is not built. (MPI's calls take any
+    width: communication_forward.)"""
     custom = module.custom.get(callee)
-    if custom is not None and (refused := _communication_refusal(custom, width)):
-        return refused
     if custom is None or custom.reverse is None or custom.forward:
         return None
     return (f"a call to '{bare_name(callee)}' in forward mode, whose derivative written by hand "
@@ -309,33 +308,49 @@ def reverse_wrappers(module: Module, custom: HandDerivatives, fn: Function, name
     return ["\n".join(aug), "\n".join(rev), "\n".join(free)], pair
 
 
-def _communication_parameters(fn: Function, buffers: tuple[int, ...], active: tuple[bool, ...], width: int
-                              ) -> tuple[list[str], list[str], list[str]]:
-    """A wrapper's parameters for MPI's call `fn` (its own, then a shadow of each parameter that has
-    one), the call's arguments, and the shadows of its buffers in order (null where a buffer has
-    none: the rule takes zeros, and drops the adjoint that comes back)."""
-    if width != 1:  # (refused at the call first: forward_refusal, reverse_refusal)
-        raise _fail(fn, f"a communication at width {width} (MPI's calls are differentiated one tangent at a time)")
+def _communication_parameters(fn: Function, buffers: tuple[int, ...], active: tuple[bool, ...],
+                              lanes: int = 1) -> tuple[list[str], list[str], list[str], list[str]]:
+    """A wrapper's parameters for MPI's call `fn` (its own, then the shadows of each parameter that
+    has them: `lanes` of them, separate lanes at a width above 1), the call's arguments, the shadows
+    of its buffers in order (null where a buffer has none: the rule takes zeros, and drops the
+    adjoint that comes back; with separate lanes, an array of them), and the lines making those
+    arrays."""
     own = [f"{p.type.text} %a{i}" for i, p in enumerate(fn.params)]
-    shadows = [f"ptr %d{i}" for i, (p, on) in enumerate(zip(fn.params, active)) if on and p.type.kind == "ptr"]
-    return own + shadows, own, [f"ptr %d{i}" if active[i] else "ptr null" for i in buffers]
+    parts = [""] if lanes == 1 else [f".{k}" for k in range(lanes)]
+    shadows = [f"ptr %d{i}{part}" for i, (p, on) in enumerate(zip(fn.params, active)) if on and p.type.kind == "ptr"
+               for part in parts]
+    arrays = []
+    for i in (i for i in buffers if active[i] and lanes > 1):
+        arrays.append(f"  %d{i} = alloca [{lanes} x ptr]")
+        for k in range(lanes):
+            arrays += [f"  %d{i}.at{k} = getelementptr inbounds ptr, ptr %d{i}, i64 {k}",
+                       f"  store ptr %d{i}.{k}, ptr %d{i}.at{k}"]
+    return own + shadows, own, [f"ptr %d{i}" if active[i] else "ptr null" for i in buffers], arrays
 
 
 def communication_forward(fn: Function, buffers: tuple[int, ...], name: str, active: tuple[bool, ...],
-                          width: int) -> str:
-    """Forward mode's derived function of MPI's call `fn`: its rule (mpi.py), the call's result returned."""
-    params, args, shadows = _communication_parameters(fn, buffers, active, width)
+                          width: int, kind: str = LANES) -> str:
+    """Forward mode's derived function of MPI's call `fn`: its rule (mpi.py), the call's result
+    returned. At a width above 1 the rule is told before it how many tangents each buffer has and
+    how they come (templates/mpi_rules.c.j2, "lanes"): separate lanes as an array of the shadows,
+    interleaved ones (dualv) as the one shadow."""
+    lanes = width if kind == LANES else 1
+    params, args, shadows, arrays = _communication_parameters(fn, buffers, active, lanes)
     forward = rule_names(bare_name(fn.name))[0]
-    return "\n".join([f"define internal {fn.ret.text} {name}({', '.join(params)}) {{", "entry:",
-                      f"  %r = call {fn.ret.text} {forward}({', '.join(args + shadows)})", f"  ret {fn.ret.text} %r",
-                      "}"])
+    say = [f"  call void @{LANES_RULE}(i32 {width}, i32 {int(kind == INTERLEAVED)})"] if width > 1 else []
+    back = [f"  call void @{LANES_RULE}(i32 1, i32 0)"] if width > 1 else []
+    return "\n".join([f"define internal {fn.ret.text} {name}({', '.join(params)}) {{", "entry:", *arrays, *say,
+                      f"  %r = call {fn.ret.text} {forward}({', '.join(args + shadows)})", *back,
+                      f"  ret {fn.ret.text} %r", "}"])
 
 
 def communication_reverse(fn: Function, buffers: tuple[int, ...], names: tuple[str, str, str], pattern
                           ) -> tuple[list[str], ReversePair]:
     """Reverse mode's pair for MPI's call `fn`: the augmented rule, which communicates and keeps what
     the adjoint communication needs in the call's record, and the reverse rule (mpi.py)."""
-    params, args, shadows = _communication_parameters(fn, buffers, pattern.active, pattern.width)
+    if pattern.width != 1:  # (refused at the call first: reverse_refusal)
+        raise _fail(fn, f"a communication at width {pattern.width} in reverse mode")
+    params, args, shadows, _ = _communication_parameters(fn, buffers, pattern.active)
     aug_name, rev_name, free_name = names
     _, aug_rule, rev_rule = rule_names(bare_name(fn.name))
     aug_ret = fn.ret if pattern.ret_needed and fn.ret.kind != "void" else VOID

@@ -13,7 +13,8 @@ blocking or started (MPI_Iscan...) and waited for — and returns a weighted sum
 sum over the ranks of what each returns. A driver built with the programs checks, on every rank,
 the reverse-mode gradient against central differences of J (every rank evaluating J with one
 value of one rank moved, at steps 1e-6 and 2e-6, extrapolated, and 1e-8) and against forward mode (the tangents summed over
-the ranks).
+the ranks), of width 1, 2 or 3 (a shadow to each lane, or the lanes side by side: dualv), lane k given k + 1 times the
+direction of lane 0.
 
     python tests/mpi_fuzzer.py [--long N] [--seed S] [--ranks 2,3] [--batch B] [--mpi openmpi|mpich]
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -196,7 +198,10 @@ def program(rng: random.Random, name: str) -> str:
     weights = [round(rng.uniform(-1, 1), 2) for _ in range(N)]
     body = "\n    ".join(steps)
     result = " + ".join(f"{w} * v[{i}]" for i, w in enumerate(weights))
-    return (f"// @diff({name}_grad: (dup) -> active; {name}_fwd: forward (dual) -> dual)\n"
+    width = rng.choice([1, 1, 2, 3])  # forward mode's width: a shadow to each lane, or side by side (dualv)
+    mode = "forward" if width == 1 else f"forward[{width}]"
+    lanes = "dualv" if width > 1 and rng.random() < 0.5 else "dual"
+    return (f"// @diff({name}_grad: (dup) -> active; {name}_fwd: {mode} ({lanes}) -> dual)\n"
             f"double {name}(const double *x)\n{{\n"
             "    int rank, size;\n    MPI_Comm_rank(MPI_COMM_WORLD, &rank);\n    MPI_Comm_size(MPI_COMM_WORLD, &size);\n"
             f"    double v[{N}], t[{N}];\n    for (int i = 0; i < {N}; i++) v[i] = x[i];\n"
@@ -212,6 +217,14 @@ enum { N = %(n)d };
 typedef double (*primal)(const double *);
 typedef double (*gradient)(const double *, double *, double);
 typedef double (*tangent)(const double *, const double *);
+static int lanes_wrong;
+/* Forward mode at width W: lane k given (k + 1) times the direction must give (k + 1) times lane 0's. */
+static void lanes(const double *d, int w)
+{
+    for (int k = 1; k < w; k++)
+        if (fabs(d[k] - (k + 1) * d[0]) > 1e-9 * fmax(1, fabs((k + 1) * d[0])))
+            lanes_wrong = 1;
+}
 %(declarations)s
 static double J(primal f, const double *x)
 {
@@ -249,6 +262,10 @@ int main(int argc, char **argv)
                 double t[N] = {0}, d, D;
                 if (rank == q) t[i] = 1;
                 d = ts[k](x, t);
+                if (lanes_wrong) {
+                    wrong = 1, lanes_wrong = 0;
+                    printf("program %%d rank %%d value %%d: the lanes of forward mode disagree\n", k, rank, i);
+                }
                 MPI_Allreduce(&d, &D, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
                 if (rank == q) {
                     /* the differences' rounding (J's last bits over the step) and the tolerance */
@@ -285,6 +302,22 @@ def adgen_command() -> list[str]:
     return [sys.executable, "-m", "adgen.commands.cli"]
 
 
+def _tangent(name: str, text: str) -> str:
+    """The driver's tangent of a program: forward mode's lane 0, the other lanes checked (`lanes`)."""
+    found = re.search(rf"{name}_fwd: forward(?:\[(\d+)\])? \((\w+)\)", text)
+    width, kind = int(found.group(1) or 1), found.group(2)
+    if width == 1:
+        return f"static double {name}_tangent(const double *x, const double *t) {{ return {name}_fwd(x, t).d_ret; }}\n"
+    if kind == "dualv":
+        fill = f"double tv[{width} * N];\n    for (int i = 0; i < N * {width}; i++) tv[i] = (i % {width} + 1) * t[i / {width}];"
+        call = f"{name}_fwd(x, tv)"
+    else:
+        fill = f"double l[{width}][N];\n    for (int i = 0; i < N * {width}; i++) l[i / N][i % N] = (i / N + 1) * t[i % N];"
+        call = f"{name}_fwd(x, {', '.join(f'l[{k}]' for k in range(width))})"
+    return (f"static double {name}_tangent(const double *x, const double *t)\n{{\n    {fill}\n"
+            f"    {name}_fwd_result r = {call};\n    lanes(r.d_ret, {width});\n    return r.d_ret[0];\n}}\n")
+
+
 def run_batch(texts: list[str], ranks: list[int], work: Path, library: str = "openmpi") -> tuple[list[str], set[int]]:
     """Builds the programs with their driver and runs it on each rank count: what went wrong, and
     the programs whose finite differences did not converge somewhere (no reference: inconclusive)."""
@@ -292,9 +325,7 @@ def run_batch(texts: list[str], ranks: list[int], work: Path, library: str = "op
     names = [f"p{k}" for k in range(len(texts))]
     source = work / "programs.c"
     source.write_text("#include <math.h>\n#include <mpi.h>\n\n" + "\n".join(texts))
-    declarations = "".join(f"double {n}(const double *);\n"
-                           f"static double {n}_tangent(const double *x, const double *t) {{ return {n}_fwd(x, t).d_ret; }}\n"
-                           for n in names)
+    declarations = "".join(f"double {n}(const double *);\n{_tangent(n, text)}" for n, text in zip(names, texts))
     (work / "main.c").write_text(DRIVER % {
         "n": N, "declarations": declarations, "primals": ", ".join(names),
         "gradients": ", ".join(f"(gradient){n}_grad" for n in names),

@@ -151,7 +151,7 @@ KERNELS = r"""#include <mpi.h>
 
 /* Each kernel: a rank's share of a global objective; N = 6 values per rank. */
 
-/* @diff(p2p_grad: (dup, const) -> active; p2p_fwd: forward (dual, const) -> dual) */
+/* @diff(p2p_grad: (dup, const) -> active; p2p_fwd: forward (dual, const) -> dual; p2p_fwd3: forward[3] (dual, const) -> dual; p2p_fwdv: forward[2] (dualv, const) -> dual) */
 double p2p(double *x, int n)   /* blocking send/recv to the right (Send, Ssend, Bsend), ANY_SOURCE receive,
                                   PROC_NULL edges */
 {
@@ -176,7 +176,7 @@ double p2p(double *x, int n)   /* blocking send/recv to the right (Send, Ssend, 
     return s;
 }
 
-/* @diff(halo_grad: (dup, const) -> active; halo_fwd: forward (dual, const) -> dual) */
+/* @diff(halo_grad: (dup, const) -> active; halo_fwd: forward (dual, const) -> dual; halo_fwd3: forward[3] (dual, const) -> dual; halo_fwdv: forward[2] (dualv, const) -> dual) */
 double halo(double *x, int n)  /* nonblocking halo exchange on a ring, Waitall and Wait */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -196,7 +196,7 @@ double halo(double *x, int n)  /* nonblocking halo exchange on a ring, Waitall a
     return s;
 }
 
-/* @diff(reductions_grad: (dup, const) -> active; reductions_fwd: forward (dual, const) -> dual) */
+/* @diff(reductions_grad: (dup, const) -> active; reductions_fwd: forward (dual, const) -> dual; reductions_fwd3: forward[3] (dual, const) -> dual; reductions_fwdv: forward[2] (dualv, const) -> dual) */
 double reductions(double *x, int n)  /* Reduce and Allreduce: SUM, PROD, MAX, MIN; in place */
 {
     int rank; MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -216,7 +216,7 @@ double reductions(double *x, int n)  /* Reduce and Allreduce: SUM, PROD, MAX, MI
     return s;
 }
 
-/* @diff(moves_grad: (dup, const) -> active; moves_fwd: forward (dual, const) -> dual) */
+/* @diff(moves_grad: (dup, const) -> active; moves_fwd: forward (dual, const) -> dual; moves_fwd3: forward[3] (dual, const) -> dual; moves_fwdv: forward[2] (dualv, const) -> dual) */
 double moves(double *x, int n)  /* Bcast, Gather, Scatter, Allgather, Alltoall, Sendrecv_replace */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -237,7 +237,7 @@ double moves(double *x, int n)  /* Bcast, Gather, Scatter, Allgather, Alltoall, 
     return s;
 }
 
-/* @diff(inplace_grad: (dup, const) -> active; inplace_fwd: forward (dual, const) -> dual) */
+/* @diff(inplace_grad: (dup, const) -> active; inplace_fwd: forward (dual, const) -> dual; inplace_fwd3: forward[3] (dual, const) -> dual; inplace_fwdv: forward[2] (dualv, const) -> dual) */
 double inplace(double *x, int n)  /* MPI_IN_PLACE at the roots of Reduce, Gather, Scatter; Allgather, Alltoall in place */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -257,7 +257,7 @@ double inplace(double *x, int n)  /* MPI_IN_PLACE at the roots of Reduce, Gather
     return s;
 }
 
-/* @diff(columns_grad: (dup, const) -> active; columns_fwd: forward (dual, const) -> dual) */
+/* @diff(columns_grad: (dup, const) -> active; columns_fwd: forward (dual, const) -> dual; columns_fwd3: forward[3] (dual, const) -> dual; columns_fwdv: forward[2] (dualv, const) -> dual) */
 double columns(double *x, int n)  /* derived datatypes: halo columns of MPI_Type_vector, pairs of MPI_Type_contiguous */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -289,7 +289,7 @@ double columns(double *x, int n)  /* derived datatypes: halo columns of MPI_Type
     return s;
 }
 
-/* @diff(persistent_grad: (dup, const) -> active; persistent_fwd: forward (dual, const) -> dual) */
+/* @diff(persistent_grad: (dup, const) -> active; persistent_fwd: forward (dual, const) -> dual; persistent_fwd3: forward[3] (dual, const) -> dual; persistent_fwdv: forward[2] (dualv, const) -> dual) */
 double persistent(double *x, int n)  /* persistent requests: Send_init, Recv_init, Start(all) three times, freed */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -310,7 +310,7 @@ double persistent(double *x, int n)  /* persistent requests: Send_init, Recv_ini
     return s;
 }
 
-/* @diff(scans_grad: (dup, const) -> active; scans_fwd: forward (dual, const) -> dual) */
+/* @diff(scans_grad: (dup, const) -> active; scans_fwd: forward (dual, const) -> dual; scans_fwd3: forward[3] (dual, const) -> dual; scans_fwdv: forward[2] (dualv, const) -> dual) */
 double scans(double *x, int n)  /* Scan, Exscan (SUM in place too, MAX, PROD, MIN), Reduce_scatter_block (SUM, MAX),
                                    Reduce_scatter */
 {
@@ -341,7 +341,7 @@ double scans(double *x, int n)  /* Scan, Exscan (SUM in place too, MAX, PROD, MI
     return s;
 }
 
-/* @diff(vees_grad: (dup, const) -> active; vees_fwd: forward (dual, const) -> dual) */
+/* @diff(vees_grad: (dup, const) -> active; vees_fwd: forward (dual, const) -> dual; vees_fwd3: forward[3] (dual, const) -> dual; vees_fwdv: forward[2] (dualv, const) -> dual) */
 double vees(double *x, int n)  /* Gatherv, Scatterv, Allgatherv (in place too), Alltoallv: rank q's chunks of 1 + q % 2 */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -366,7 +366,7 @@ double vees(double *x, int n)  /* Gatherv, Scatterv, Allgatherv (in place too), 
     return s;
 }
 
-/* @diff(icoll_grad: (dup, const) -> active; icoll_fwd: forward (dual, const) -> dual) */
+/* @diff(icoll_grad: (dup, const) -> active; icoll_fwd: forward (dual, const) -> dual; icoll_fwd3: forward[3] (dual, const) -> dual; icoll_fwdv: forward[2] (dualv, const) -> dual) */
 double icoll(double *x, int n)  /* nonblocking collectives, completed by Wait and Waitall in another order;
                                    a communicator of MPI_Comm_split, freed */
 {
@@ -398,7 +398,7 @@ double icoll(double *x, int n)  /* nonblocking collectives, completed by Wait an
     return s;
 }
 
-/* @diff(iscans_grad: (dup, const) -> active; iscans_fwd: forward (dual, const) -> dual) */
+/* @diff(iscans_grad: (dup, const) -> active; iscans_fwd: forward (dual, const) -> dual; iscans_fwd3: forward[3] (dual, const) -> dual; iscans_fwdv: forward[2] (dualv, const) -> dual) */
 double iscans(double *x, int n)  /* the other nonblocking collectives: Iscan (SUM, PROD), Iexscan (MAX, MIN),
                                     Ireduce_scatter_block (SUM, MAX), Ireduce_scatter (SUM, PROD), Igatherv,
                                     Iscatterv, Iallgatherv (in place too), Ialltoallv; completed in another order */
@@ -449,7 +449,7 @@ double iscans(double *x, int n)  /* the other nonblocking collectives: Iscan (SU
     return s;
 }
 
-/* @diff(completions_grad: (dup, const) -> active; completions_fwd: forward (dual, const) -> dual) */
+/* @diff(completions_grad: (dup, const) -> active; completions_fwd: forward (dual, const) -> dual; completions_fwd3: forward[3] (dual, const) -> dual; completions_fwdv: forward[2] (dualv, const) -> dual) */
 double completions(double *x, int n)  /* Waitany, Test (in a loop), Testall, Testany, Waitsome */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -478,7 +478,7 @@ double completions(double *x, int n)  /* Waitany, Test (in a loop), Testall, Tes
     return s;
 }
 
-/* @diff(floats_grad: (dup, const) -> active; floats_fwd: forward (dual, const) -> dual) */
+/* @diff(floats_grad: (dup, const) -> active; floats_fwd: forward (dual, const) -> dual; floats_fwd3: forward[3] (dual, const) -> dual; floats_fwdv: forward[2] (dualv, const) -> dual) */
 float floats(float *x, int n)  /* MPI_FLOAT */
 {
     int rank; MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -535,6 +535,25 @@ static double f_fwd(const char *name, double *x, double *t) {
     return inplace_fwd(x, t, N).d_ret;
 }
 
+/* Forward mode at width 3 (a shadow to each lane) and at width 2 (dualv: the lanes side by side in one
+ * shadow), lane by lane against width 1: the largest difference relative to the tangent. */
+static double lanes_worst(const char *name, double *x, double t[3][N])
+{
+    double one[3], tv[2 * N], worst = 0;
+    for (int k = 0; k < 3; k++) one[k] = f_fwd(name, x, t[k]);
+    for (int i = 0; i < N; i++) tv[2 * i] = t[0][i], tv[2 * i + 1] = t[1][i];
+#define WIDE(K, W, ...) if (!strcmp(name, #K)) { K##_fwd##W##_result r = K##_fwd##W(x, __VA_ARGS__, N); \
+        for (int k = 0; k < (int)(sizeof r.d_ret / sizeof r.d_ret[0]); k++) \
+            worst = fmax(worst, fabs(r.d_ret[k] - one[k]) / fmax(1, fabs(one[k]))); }
+#define WIDE3(K) WIDE(K, 3, t[0], t[1], t[2])
+#define WIDEV(K) WIDE(K, v, tv)
+    WIDE3(p2p) WIDE3(halo) WIDE3(reductions) WIDE3(moves) WIDE3(inplace) WIDE3(columns) WIDE3(persistent) WIDE3(scans)
+    WIDE3(vees) WIDE3(icoll) WIDE3(completions) WIDE3(iscans)
+    WIDEV(p2p) WIDEV(halo) WIDEV(reductions) WIDEV(moves) WIDEV(inplace) WIDEV(columns) WIDEV(persistent) WIDEV(scans)
+    WIDEV(vees) WIDEV(icoll) WIDEV(completions) WIDEV(iscans)
+    return worst;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -568,6 +587,12 @@ int main(int argc, char **argv)
             }
         printf("%s rank %d: %s (%g)\n", ks[k].name, rank, worst < 1e-6 ? "ok" : "WRONG", worst);
         bad |= worst >= 1e-6;
+        double t3[3][N];
+        for (int l = 0; l < 3; l++)
+            for (int i = 0; i < N; i++) t3[l][i] = sin(1.0 + i + 7 * l + 3 * rank);
+        double lanes = lanes_worst(ks[k].name, x, t3);
+        printf("%s lanes rank %d: %s (%g)\n", ks[k].name, rank, lanes < 1e-12 ? "ok" : "WRONG", lanes);
+        bad |= lanes >= 1e-12;
     }
     {
         float x[N], dx[N] = {0};
@@ -584,6 +609,17 @@ int main(int argc, char **argv)
         }
         printf("floats rank %d: %s (%g)\n", rank, worst < 1e-5 ? "ok" : "WRONG", worst);
         bad |= worst >= 1e-5;
+        float t[3][N], tv[2 * N], one[3], lanes = 0;  /* MPI_FLOAT's tangents at widths 3 and 2 (dualv) */
+        for (int l = 0; l < 3; l++)
+            for (int i = 0; i < N; i++) t[l][i] = (float)sin(2.0 + i + 5 * l + rank);
+        for (int i = 0; i < N; i++) tv[2 * i] = t[0][i], tv[2 * i + 1] = t[1][i];
+        for (int l = 0; l < 3; l++) one[l] = floats_fwd(x, t[l], N).d_ret;
+        floats_fwd3_result r3 = floats_fwd3(x, t[0], t[1], t[2], N);
+        floats_fwdv_result rv = floats_fwdv(x, tv, N);
+        for (int l = 0; l < 3; l++) lanes = fmaxf(lanes, fabsf(r3.d_ret[l] - one[l]) / fmaxf(1, fabsf(one[l])));
+        for (int l = 0; l < 2; l++) lanes = fmaxf(lanes, fabsf(rv.d_ret[l] - one[l]) / fmaxf(1, fabsf(one[l])));
+        printf("floats lanes rank %d: %s (%g)\n", rank, lanes < 1e-6 ? "ok" : "WRONG", lanes);
+        bad |= lanes >= 1e-6;
     }
     MPI_Finalize();
     return bad;
@@ -614,9 +650,10 @@ def test_communications_against_finite_differences(kernels, ranks):
     Reduce_scatter(_block), Gatherv, Scatterv, Allgatherv, Alltoallv, the nonblocking collectives
     (Ibcast, Ireduce, Iallreduce, Igather, Iscatter, Iallgather, Ialltoall, Iscan, Iexscan,
     Ireduce_scatter(_block), Igatherv, Iscatterv, Iallgatherv, Ialltoallv), Waitany, Test, Testall, Testany,
-    Waitsome: both modes, on each rank."""
+    Waitsome: both modes, on each rank; forward mode also at width 3 (a shadow to each lane) and width 2
+    (dualv, the lanes side by side), lane by lane against width 1."""
     run = _mpirun(kernels, ranks)
-    assert run.returncode == 0 and run.stdout.count(": ok") == 13 * ranks, run.stdout + run.stderr
+    assert run.returncode == 0 and run.stdout.count(": ok") == 2 * 13 * ranks, run.stdout + run.stderr
 
 
 ENZYME_MPI = r"""
@@ -921,14 +958,14 @@ def test_openmp_inside_ranks_and_a_memory_budget(tmp_path):
     assert run.returncode == 0 and run.stdout.count(": ok") == 2, run.stdout + run.stderr
 
 
-@pytest.mark.parametrize("annotation", ["forward[2] (dual, const) -> dual", "reverse[2] (dup, const) -> active"])
-def test_a_batch_of_a_communicating_function_is_an_error_at_its_line(adgen, c_file, tmp_path, annotation):
+def test_a_reverse_batch_of_a_communicating_function_is_an_error_at_its_line(adgen, c_file, tmp_path):
     src = c_file("#include <mpi.h>\n"
-                 f"// @diff(w_d: {annotation})\n"
+                 "// @diff(w_d: reverse[2] (dup, const) -> active)\n"
                  "double w(const double *x, int n)\n{\n"
                  "    double local = 0, global;\n"
                  "    for (int i = 0; i < n; i++) local += x[i] * x[i];\n"
                  "    MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);\n"
                  "    return global;\n}\n", "w.c")
-    _refused_at(adgen, src, tmp_path, f"{src}:7:5: error: cannot differentiate MPI's 'MPI_Allreduce' in a "
-                "derivative of width 2 (MPI's calls are differentiated one tangent at a time)")
+    _refused_at(adgen, src, tmp_path, f"{src}:7:5: error: cannot differentiate MPI's 'MPI_Allreduce' in a reverse "
+                "derivative of width 2 (reverse mode differentiates MPI's calls one adjoint at a time; forward mode "
+                "takes any width)")

@@ -48,9 +48,10 @@ def _build_and_run(adgen, tmp_path, source: str, driver: str, ranks: list[int]) 
 
 def test_the_kernels_against_finite_differences(adgen, tmp_path, through_mpich):
     """Every kernel of test_mpi.py (point to point, nonblocking, persistent, collectives and their
-    nonblocking forms, derived datatypes, split communicators), both modes, on 2 and 3 ranks."""
+    nonblocking forms, derived datatypes, split communicators), both modes, forward mode at widths 3 and 2
+    (dualv) too, on 2 and 3 ranks."""
     for n, out in zip([2, 3], _build_and_run(adgen, tmp_path, KERNELS, KERNELS_DRIVER, [2, 3])):
-        assert out.count(": ok") == 13 * n and "WRONG" not in out, out
+        assert out.count(": ok") == 2 * 13 * n and "WRONG" not in out, out
 
 
 def test_communications_of_integers_carry_no_derivatives(adgen, tmp_path, through_mpich):

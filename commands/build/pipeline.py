@@ -269,6 +269,7 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
             optimize.link_into(linked, lower_libc(compiler, flags, extra, work))
         called = optimize.declared(linked)
         rules = {r.lstrip("@") for name in called & mpi.RULES for r in mpi.rule_names(name)}
+        rules |= {mpi.LANES_RULE} if rules else set()  # (forward mode's, at a width above 1)
         if rules or called & set(mpi.COMMUNICATIONS):  # the derivatives of MPI's calls, which derived code
             # calls (those of the calls made), and its datatypes as the IR spells them (mpi.handles)
             optimize.link_into(linked, rules_code.result() if rules_code is not None else

@@ -47,7 +47,7 @@ class CallRules:
     def call_derivative(self, inst, target: Function):
         if target.variadic:
             raise self.fail(f"a call to variadic function '{callee_name(inst)}'")
-        refused = forward_refusal(self.mode.module, target.name, self.n)  # (by hand in reverse mode; MPI's)
+        refused = forward_refusal(self.mode.module, target.name)  # (by hand in reverse mode)
         if refused is not None:
             raise self.fail(refused)
         if any(a.type.kind == "vector" and self._on(a) for a in inst.operands):

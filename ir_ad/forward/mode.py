@@ -61,7 +61,8 @@ class ForwardMode:
         custom = self.module.custom.get(pattern.function)
         if custom is not None and custom.forwards:  # written by hand (or MPI's rules): a wrapper calls it
             name = "@" + local(f"{bare(fn.name)}'fwd{self.tag}.custom.{len(self.memo)}")[1:]
-            text, ret, returns_tangent = forward_wrapper(self.module, custom, fn, name, pattern.active, pattern.width)
+            text, ret, returns_tangent = forward_wrapper(self.module, custom, fn, name, pattern.active, pattern.width,
+                                                     pattern.kind)
             self.memo[pattern] = derived = Derived(name, pattern, returns_tangent, ret)
             self.definitions.append(text)
             return derived
