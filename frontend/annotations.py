@@ -14,6 +14,7 @@ from pathlib import Path
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from adgen.base.parsers import cached_lark
 from adgen.frontend.comments import STD_AUTODIFF, Comment, find_comments, find_rust_comments
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error, note
 from adgen.frontend.languages import is_rust
@@ -61,7 +62,7 @@ _DESCRIBE = {"WORD": "a name", "NUMBER": "a number", "TARGS": "template argument
 @cache
 def _parser() -> Lark:
     grammar = (Path(__file__).with_name("annotations.lark")).read_text()
-    return Lark(grammar, start="annotation", parser="lalr", propagate_positions=True)
+    return cached_lark(grammar, start="annotation", parser="lalr", propagate_positions=True)
 
 
 class _ToEntries(Transformer):

@@ -100,6 +100,11 @@ class Derivation:
     shadows: str = ""  # Rust: the prefix of derivatives' names where `d_` would clash (`prefix`)
 
     @property
+    def modes(self) -> set[Mode]:
+        """The modes (forward, reverse) its derivatives are taken in: its own and its inner ones'."""
+        return {self.mode.family} | (self.inner.modes if self.inner is not None else set())
+
+    @property
     def depth(self) -> int:
         """1 for a derivative of a C function, 2 for a derivative of one of those, and so on."""
         return 1 if self.inner is None else self.inner.depth + 1

@@ -16,6 +16,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 
+from adgen.base.parsers import cached_lark
 from adgen.frontend.annotations import Annotation, Entry, Word, following
 from adgen.frontend.comments import closing, find_rust_comments
 from adgen.frontend.ctype import CType
@@ -144,7 +145,7 @@ class RustUnit(Unit):
 @cache
 def _parser(start: str) -> Lark:
     grammar = (Path(__file__).with_name("rust.lark")).read_text()
-    return Lark(grammar, start=start, parser="lalr", propagate_positions=True)
+    return cached_lark(grammar, start=start, parser="lalr", propagate_positions=True)
 
 
 def read_rust_unit(source: SourceFile, annotations: list[Annotation]) -> RustUnit:

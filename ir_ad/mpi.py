@@ -133,6 +133,15 @@ def rule_names(name: str) -> tuple[str, str, str]:
     return tuple(f"@{RULE_PREFIX}{part}_{name}" for part in ("fwd", "aug", "rev"))
 
 
+def needed_rules(calls: set[str], forward: bool, reverse: bool) -> set[str]:
+    """The C functions of the rules (by name, without '@') that derivatives of these calls use:
+    forward mode's where an entry derives in forward mode, the sweeps' where one derives in
+    reverse mode; with either, the width's setter (LANES_RULE)."""
+    wanted = [i for i, on in ((0, forward), (1, reverse), (2, reverse)) if on]
+    names = {rule_names(name)[i].lstrip("@") for name in calls & RULES for i in wanted}
+    return names | {LANES_RULE} if names else names
+
+
 def is_mpi(name: str) -> bool:
     return name.startswith(("MPI_", "PMPI_"))
 

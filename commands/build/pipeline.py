@@ -268,8 +268,8 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
         if optimize.declared(linked) & LIBC_FUNCTIONS:  # their code, to differentiate
             optimize.link_into(linked, lower_libc(compiler, flags, extra, work))
         called = optimize.declared(linked)
-        rules = {r.lstrip("@") for name in called & mpi.RULES for r in mpi.rule_names(name)}
-        rules |= {mpi.LANES_RULE} if rules else set()  # (forward mode's, at a width above 1)
+        modes = {m for g in generated for s in g.signatures for m in s.derivation.modes}
+        rules = mpi.needed_rules(called, Mode.FORWARD in modes, Mode.REVERSE in modes)
         if rules or called & set(mpi.COMMUNICATIONS):  # the derivatives of MPI's calls, which derived code
             # calls (those of the calls made), and its datatypes as the IR spells them (mpi.handles)
             optimize.link_into(linked, rules_code.result() if rules_code is not None else
@@ -459,7 +459,7 @@ def _communications(linked) -> dict[str, HandDerivatives]:
     """MPI's calls whose derivatives are linked in (ir_ad/mpi.py), by IR name."""
     defined = {fn.name for fn in linked.functions if not fn.is_declaration}
     return {"@" + name: HandDerivatives("@" + name, communication=mpi.DIFFERENTIATED.get(name, ()))
-            for name in mpi.RULES if mpi.rule_names(name)[0].lstrip("@") in defined}
+            for name in mpi.RULES if any(r.lstrip("@") in defined for r in mpi.rule_names(name))}
 
 
 def _reverse_by_hand(linked, generated: list[Generated]) -> dict[str, HandDerivatives]:
