@@ -968,10 +968,13 @@ def _integers(t: RType) -> bool:
 
 
 def _scratch_type(t: RType) -> bool:
-    """A `&mut` reference to floats (one, an array or slice of them, a `Vec`): `const`, it gets a
-    zeroed shadow of its own, made by the wrapper, so that derivatives stored in its memory and
-    read again within the call are kept, while none comes in or goes out (std::autodiff's `Const`
-    of a buffer the function writes, as ADBench's LSTM state)."""
+    """A `&mut` reference to floats (one, an array or slice of them, a `Vec`), or a `*mut` pointer
+    to floats: `const`, it gets a zeroed shadow of its own, made by the wrapper, so that
+    derivatives stored in its memory and read again within the call are kept, while none comes in
+    or goes out (std::autodiff's `Const` of a buffer the function writes, as ADBench's LSTM state;
+    a pointer's, whose length no one knows, address space reserved around it: rust_wrappers)."""
+    if t.kind == "pointer" and t.mutable and t.elem is not None:
+        return t.elem.kind == "scalar" and t.elem.name in ("f32", "f64")
     if t.kind != "reference" or not t.mutable or t.elem is None:
         return False
     e = t.elem

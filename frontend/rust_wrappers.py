@@ -39,7 +39,7 @@ class FfiArg:
 
     name: str
     type: str
-    how: str  # value, slice_ptr, slice_mut_ptr, slice_len, ref_ptr, ref_mut_ptr, object_ptr, object_mut_ptr
+    how: str  # value, slice_ptr, slice_mut_ptr, slice_len, ref_ptr, ref_mut_ptr, object_ptr, object_mut_ptr, reserved
     source: str  # the wrapper's parameter it comes from
     pointee: str = ""  # object_ptr's: the Rust type it points to, which C sees as bytes
 
@@ -131,7 +131,8 @@ def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> st
         dispatches=dispatches(unit, signatures, every), unsafe_spellings=unsafe_spellings(),
         instances=list(dict.fromkeys(_path(unit.rust[s.derivation.primal.name]) for s in signatures
                                      if not s.derivation.primal.name.startswith(BY_VALUE) and s.derivation.inner is None)),
-        addresses=addresses(unit, signatures), ffi=ffi)
+        addresses=addresses(unit, signatures), ffi=ffi,
+        reserved=any(a.how == "reserved" for w in every for a in w.ffi))
 
 
 _FREE_FUNCTION = re.compile(r"^(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?fn\s+([A-Za-z_]\w*)\s*\(([^)]*)\)\s*"
@@ -548,7 +549,10 @@ def _wrapper(rf: RFunction, sig: Signature, blocked: set[str] = frozenset(),
         if rp.name in scratch:  # (`const`: its shadows the wrapper's own, zeroed; rust_source._scratch_type)
             for lane in shadow_names(rp.name, n, d.prefix):
                 locals_.append((lane, *_scratch(t, rp.name)))
-                ffi.append(FfiArg(lane, _ffi_type(t), _how(t), lane if slice_ else f"&mut {lane}", _pointee(t)))
+                if t.kind == "pointer":  # (in the middle of the address space reserved)
+                    ffi.append(FfiArg(lane, _ffi_type(t), "reserved", lane))
+                else:
+                    ffi.append(FfiArg(lane, _ffi_type(t), _how(t), lane if slice_ else f"&mut {lane}", _pointee(t)))
         elif ghosts.get(rp.name) is Activity.ACTIVE:  # (an integer: its gradient zero, std::autodiff's shape)
             gradients[rp.name] = "0" if n == 1 else f"[0; {n}]"
         elif ghosts.get(rp.name, act) in _SEPARATE or ghosts.get(rp.name, act) in _INTERLEAVED:
@@ -668,9 +672,15 @@ def _ghost_result(outputs: list, ret: Activity, n: int, r: str) -> list:
     return (zeros if ret is Activity.DUALONLY else [result] + zeros) + rest
 
 
+RESERVED = "__AdgenReserved"  # (the wrappers' type of a pointer's scratch shadow: wrappers.rs.j2)
+
+
 def _scratch(t: RType, name: str) -> tuple[str, str]:
     """The type and first value of a scratch shadow of `name`, of type `t` (`&mut` floats): as
-    many zeros as it holds."""
+    many zeros as it holds; of a `*mut` pointer, whose length is unknown, address space reserved
+    (RESERVED), each page zero where it is first touched."""
+    if t.kind == "pointer":
+        return RESERVED, f'{RESERVED}::new("{name}")'
     if t.elem.kind == "vec":  # (as much room as the vector, which may grow in the call within it)
         return t.elem.text, f"{{ let mut v = vec![0.0; {name}.capacity()]; v.truncate({name}.len()); v }}"
     if t.elem.kind == "slice":

@@ -564,6 +564,22 @@ fn steps(n: usize, w: &[f64], state: &mut [f64], loss: &mut f64) {
     *loss = total;
 }
 
+// The same through raw pointers, as ADBench's unsafe LSTM marks its state: a `Const` `*mut f64`,
+// whose length no one knows, gets a scratch shadow in address space reserved around it.
+#[autodiff_reverse(d_steps_raw, Const, Const, Duplicated, Const, DuplicatedOnly)]
+unsafe fn steps_raw(n: usize, len: usize, w: *const f64, state: *mut f64, loss: *mut f64) {
+    let mut total = 0.0;
+    for _ in 0..n {
+        for i in 0..len {
+            *state.add(i) = (*state.add(i) * *w.add(i) + *w.add(i + 1)).tanh();
+        }
+        for i in 0..len {
+            total += *state.add(i);
+        }
+    }
+    *loss = total;
+}
+
 // A trait declaring the derived method the attribute puts beside its method (trait.rs), and an
 // inherent method's (impl.rs), both modes.
 struct Foo {
@@ -626,6 +642,9 @@ fn main() {
         };
         assert!((dw[k] - (at(1e-6) - at(-1e-6)) / 2e-6).abs() < 1e-6, "{} {}", k, dw[k]);
     }
+    let (mut dw_raw, mut s, mut l, mut dl) = ([0.0; 3], s0, 0.0, 1.0);
+    unsafe { d_steps_raw(3, 2, w.as_ptr(), dw_raw.as_mut_ptr(), s.as_mut_ptr(), &mut l, &mut dl) };
+    assert!(dw_raw == dw && s == { let (mut s, mut l) = (s0, 0.0); steps(3, &w, &mut s, &mut l); s });
     println!("ok");
 }
 
