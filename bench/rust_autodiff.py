@@ -35,12 +35,14 @@ from pathlib import Path
 # adgen's own errors (what it does not differentiate), as against rustc's in adgen's compile of the test
 _ADGENS = re.compile(r"cannot differentiate|^activity '|is a generic function|^adgen cannot pass|is passed by value|"
                      r"is not generic|passed by value is active|cannot instantiate")
-_FAILING = re.compile(r"^//@\s*(?:build-fail|check-fail|compile-fail|check-pass|aux-build|ignore-auxiliary)", re.M)
+# (and the pretty-printer's tests, `pretty-compare-only`: their expanded text compared, not built)
+_FAILING = re.compile(r"^//@\s*(?:build-fail|check-fail|compile-fail|check-pass|aux-build|ignore-auxiliary|"
+                      r"pretty-compare-only)", re.M)
 
 
 def tests(rust_src: Path) -> list[Path]:
-    """The tests that run a program: a `fn main`, not expected to fail to compile, not a part of
-    a multi-file crate."""
+    """The tests that run a program: a `fn main`, not expected to fail to compile nor only
+    pretty-printed, not a part of a multi-file crate."""
     found = sorted((rust_src / "tests/codegen-llvm/autodiff").glob("*.rs"))
     found += sorted(p for p in (rust_src / "tests/ui/autodiff").rglob("*.rs") if "adbench" not in p.parts
                     and "auxiliary" not in p.parts)
