@@ -10,8 +10,9 @@ generic, derived at named instantiations (over the parameters' type through a tr
 const parameter: `f0_grad<Params, 3>`). Their bodies make vectors of their own (`collect`,
 `vec!`, `push`), run loops of random smooth arithmetic calling the other module's helpers, and
 return a weighted sum; some take the parameters as a trait object (`q: &dyn Weights`), some a
-state they update in place and read again (`s: &mut [f64]`, `const`: its shadow a scratch one the
-wrapper makes, each check's call from the same state). Each
+state they update in place and read again (`s: &mut [f64]`, or a raw `*mut f64` to it, `const`: its
+shadow a scratch one the wrapper makes, reserved address space for the pointer; each check's call
+from the same state). Each
 function has a gradient (reverse mode, `dup` for the data and the parameters; for some, from a
 split-mode entry's tape) and a tangent (forward mode); the package's program checks both, on
 every input, against central differences (two steps, extrapolated) and against each other, and
@@ -134,6 +135,11 @@ class Writer:
                     f"// @diff(f{k}_grad: (dup, dup, const) -> active; f{k}_fwd: forward (dual, dual, const) -> dualonly)\n"
                     f"pub fn f{k}(x: {data}, q: &Params, g: fn(f64, f64) -> f64) -> f64 {{\n    {body}\n}}\n",
                     data, False, "callback")
+        if buffer and rng.random() < 0.5:  # (a raw pointer to it, its length the driver's: a reserved scratch)
+            return (f"// @diff(f{k}_grad: (dup, dup, const) -> active; f{k}_fwd: forward (dual, dual, const) -> dualonly)\n"
+                    f"#[allow(unused_unsafe)]\npub unsafe fn f{k}(x: {data}, q: &Params, s_raw: *mut f64) -> f64 {{\n"
+                    f"    let s = unsafe {{ std::slice::from_raw_parts_mut(s_raw, 3) }};\n    {body}\n}}\n", data, False,
+                    "buffer raw")
         if buffer:
             return (f"// @diff(f{k}_grad: (dup, dup, const) -> active; f{k}_fwd: forward (dual, dual, const) -> dualonly)\n"
                     f"pub fn f{k}(x: {data}, q: &Params, s: &mut [f64]) -> f64 {{\n    {body}\n}}\n", data, False,
@@ -260,11 +266,12 @@ def crate(rng: random.Random, functions: int) -> dict[str, str]:
             if data == "&Vec<f64>":
                 grad = (f"|x, q, dx, dq| {{ let mut v = dx.to_vec(); let (_, g) = f{k}_grad(&x.to_vec(), &mut v, *q, "
                         f"1.0); *dq = g; dx.copy_from_slice(&v); }}")
-        elif kind == "buffer":  # (each call from the same state, the state the function's own)
+        elif kind.startswith("buffer"):  # (each call from the same state, the state the function's own)
             state = "let mut s = [0.25, -0.5, 0.75];"
-            f = f"|x, q| {{ {state} f{k}({x}, q, &mut s) }}"
-            grad = f"|x, q, dx, dq| {{ {state} f{k}_grad({x}, {dx}, q, dq, &mut s, 1.0); }}"
-            fwd = f"|x, q, tx, tq| {{ {state} f{k}_fwd({x}, {x.replace('x', 'tx')}, q, tq, &mut s) }}"
+            arg, u = ("s.as_mut_ptr()", "unsafe ") if kind == "buffer raw" else ("&mut s", "")
+            f = f"|x, q| {{ {state} {u}{{ f{k}({x}, q, {arg}) }} }}"
+            grad = f"|x, q, dx, dq| {{ {state} {u}{{ f{k}_grad({x}, {dx}, q, dq, {arg}, 1.0); }} }}"
+            fwd = f"|x, q, tx, tq| {{ {state} {u}{{ f{k}_fwd({x}, {x.replace('x', 'tx')}, q, tq, {arg}) }} }}"
         elif kind == "callback":  # (checked with each function it may be given)
             for j in range(2):
                 calls.append(f'    check("f{k}.{j}", &|x, q| f{k}(x, q, pick{k}({j})), '
@@ -287,7 +294,10 @@ def crate(rng: random.Random, functions: int) -> dict[str, str]:
             grad = ("|x, q, dx, dq| { let mut v = dx.to_vec(); "
                     + (f"q.m{k}_grad{at}(dq, &x.to_vec(), &mut v, 1.0);" if method else
                        f"let mut s = [0.25, -0.5, 0.75]; f{k}_grad(&x.to_vec(), &mut v, q, dq, &mut s, 1.0);"
-                       if kind == "buffer" else f"f{k}_grad{at}(&x.to_vec(), &mut v, q, dq, 1.0);")
+                       if kind == "buffer" else
+                       f"let mut s = [0.25, -0.5, 0.75]; unsafe {{ f{k}_grad(&x.to_vec(), &mut v, q, dq, "
+                       f"s.as_mut_ptr(), 1.0) }};" if kind == "buffer raw" else
+                       f"f{k}_grad{at}(&x.to_vec(), &mut v, q, dq, 1.0);")
                     + " dx.copy_from_slice(&v); }")
         calls.append(f'    check("{"m" if method else "f"}{k}", &{f}, &{grad}, &{fwd});')
         if kind.endswith("hvp"):  # (the gradient's tangents: d2_d_x, d2_d_q)
