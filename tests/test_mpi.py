@@ -725,6 +725,54 @@ def test_enzyme_api_communications_through_the_wrapper(tmp_path):
     assert run.returncode == 0 and run.stdout.count(": ok") == 3, run.stdout + run.stderr
 
 
+ENZYME_WIDTH = r"""#include <mpi.h>
+#include <stdio.h>
+#include <math.h>
+extern int enzyme_width, enzyme_dup, enzyme_const;
+typedef struct { double d0, d1; } Two;
+Two __enzyme_fwddiff(void *, ...);
+double __enzyme_fwddiff1(void *, ...) __asm__("__enzyme_fwddiff");
+
+double share(const double *x, int n)
+{
+    double local = 0, norm;
+    for (int i = 0; i < n; i++) local += x[i] * x[i];
+    MPI_Allreduce(&local, &norm, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double got;
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Sendrecv(&x[0], 1, MPI_DOUBLE, (rank + 1) % size, 0, &got, 1, MPI_DOUBLE, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return sqrt(norm) * x[1] + got * got;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank; MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    double x[3] = {1.0 + rank, 0.5, 2.0 - rank}, t0[3] = {1, 0.5, 0}, t1[3] = {0, 1 + rank, -1};
+    Two both = __enzyme_fwddiff((void *)share, enzyme_width, 2, enzyme_dup, x, t0, t1, enzyme_const, 3);
+    double a = __enzyme_fwddiff1((void *)share, enzyme_dup, x, t0, enzyme_const, 3);
+    double b = __enzyme_fwddiff1((void *)share, enzyme_dup, x, t1, enzyme_const, 3);
+    int ok = fabs(both.d0 - a) < 1e-12 && fabs(both.d1 - b) < 1e-12;
+    printf("rank %d: %s %g %g %g %g\n", rank, ok ? "ok" : "WRONG", both.d0, a, both.d1, b);
+    MPI_Finalize();
+    return !ok;
+}
+"""
+
+
+def test_enzyme_api_forward_mode_at_width_2_through_the_wrapper(tmp_path):
+    """`__enzyme_fwddiff` with `enzyme_width, 2` of Allreduce and a wildcard Sendrecv, on 3 ranks:
+    each lane as the width-1 tangent of its direction."""
+    src = tmp_path / "share.c"
+    src.write_text(ENZYME_WIDTH)
+    env = {**os.environ, "OMPI_CC": f"{sys.executable} -m adgen.commands.cli cc"}
+    built = subprocess.run([MPICC, "-O2", str(src), "-o", str(tmp_path / "prog"), "-lm"], capture_output=True,
+                           text=True, env=env, cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    run = _mpirun(tmp_path / "prog", 3)
+    assert run.returncode == 0 and run.stdout.count(": ok") == 3, run.stdout + run.stderr
+
+
 def test_a_datatype_the_rules_refuse_is_an_error_at_its_line(adgen, c_file, tmp_path):
     refused_datatype_at_its_line(adgen, c_file, tmp_path)
 
