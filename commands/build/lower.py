@@ -30,6 +30,7 @@ from adgen.base.toolchain import (USERS_NDEBUG, Compiler, RustCompiler, cxx_comm
                                   zig_spelling)
 from adgen.frontend.languages import is_cxx
 from adgen.ir_ad import mpi
+from adgen.commands.build import kept_rules
 
 from adgen.base.compiler_errors import Files, compiler_errors, rustc_errors
 
@@ -181,12 +182,23 @@ def lower_libc(compiler: Compiler, flags: list[str], extra: list[str], workdir: 
 
 
 def lower_mpi(compiler: Compiler, flags: list[str], extra: list[str], workdir: Path) -> bytes:
-    """The derivatives of MPI's calls (ir_ad/mpi.py), compiled against the sources' own mpi.h."""
+    """The derivatives of MPI's calls (ir_ad/mpi.py), compiled against the sources' own mpi.h:
+    once for each MPI installation and set of flags, then kept (kept_rules.py)."""
+    text = render_text("mpi_rules.c.j2", datatypes=mpi.FLOATING_DATATYPES + mpi.INTEGER_DATATYPES,
+                       prefix=mpi.HANDLE_PREFIX)
+    name = kept_rules.key(text, compiler.command, compiler.description, _for_c(flags), _for_c(extra))
+    code = kept_rules.kept(name)
+    if code is not None:
+        return code
     path = workdir / "adgen-mpi.c"
-    path.write_text(render_text("mpi_rules.c.j2", datatypes=mpi.FLOATING_DATATYPES + mpi.INTEGER_DATATYPES,
-                                prefix=mpi.HANDLE_PREFIX))
+    path.write_text(text)
     files = Files(SourceFile(path), own={os.path.realpath(path): "adgen's derivatives of MPI's calls"})
-    return _clang(compiler, path, _for_c(flags), _for_c(extra), workdir, files)
+    code = _clang(compiler, path, _for_c(flags), _for_c(extra), workdir, files)
+    headers = subprocess.run(zig_spelling([*compiler.command, "-x", "c", *_for_c(flags), *_for_c(extra), "-M",
+                                           str(path)]), capture_output=True, text=True)  # (what it read: make's rule)
+    if headers.returncode == 0:
+        kept_rules.keep(name, code, headers.stdout, path)
+    return code
 
 
 def _for_c(flags: list[str]) -> list[str]:

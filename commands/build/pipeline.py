@@ -252,9 +252,11 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
             lowered = [compilers.submit(_lower_source, compiler, src, g, i, flags, extra, work, generated)
                        for i, (src, g) in enumerate(zip(sources, generated))]
         stubs = [compilers.submit(lower_stubs, compiler, g, i, flags, extra, work) for i, g in enumerate(generated)]
-        # MPI's rules, compiled meanwhile where a source includes mpi.h (the link below takes them if it needs them)
+        # MPI's rules, compiled meanwhile where a source includes mpi.h and names a call that has rules (the link
+        # below takes them if it needs them, compiling them then where no source named one: a header's inline code)
         rules_code = compilers.submit(lower_mpi, compiler, flags, extra, work) \
-            if crate is None and any(includes_mpi(g.source.text) for g in generated) else None
+            if crate is None and any(includes_mpi(g.source.text) and any(name in g.source.text for name in mpi.RULES)
+                                     for g in generated) else None
         bitcode, problems = [], Collector()
         for done in lowered:
             try:
