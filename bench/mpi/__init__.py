@@ -22,9 +22,12 @@ def table(data: dict) -> str:
                      f"| {r['primal_s'] * 1e3:.2f} ms | {r['gradient_s'] * 1e3:.2f} ms | {r['ratio']:.2f}x | "
                      f"{r['ratio_vs_one_rank']:.2f} |")
     for program, built in data.get("builds", {}).items():
-        lines += ["", f"Build of {program} (seconds): " + ", ".join(f"{k} {v:.2f}" for k, v in built.items())]
-        if "enzyme" in built and "adgen cc" in built:
-            lines.append(f"(adgen cc over Enzyme's plugin, the same file: {built['adgen cc'] / built['enzyme']:.2f}x)")
+        rounds = data.get("settings", {}).get("build_rounds", 1)
+        lines += ["", f"Build of {program} (seconds{f', the median of {rounds} rounds' if rounds > 1 else ''}): "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in built.items())]
+        if "enzyme" in built:
+            lines.append("(over Enzyme's plugin, the same file: " + ", ".join(
+                f"{k} {built[k] / built['enzyme']:.2f}x" for k in ("adgen build", "adgen cc") if k in built) + ")")
     lines += [f"{k} did not build: {why}" for k, why in data.get("failed", {}).items()]
     tests = data.get("enzyme_tests") or []
     if tests:

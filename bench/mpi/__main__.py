@@ -17,7 +17,8 @@ each rank count:
 
 Built with `adgen build` (and `mpicc`); with --enzyme PLUGIN also with Enzyme's clang plugin
 (`OMPI_CC="clang-19 -fplugin=PLUGIN" mpicc`, the driver calling `__enzyme_autodiff`), and the
-same file with `OMPI_CC="adgen cc" mpicc`, the build times side by side. Ranks beyond the cores
+same file with `OMPI_CC="adgen cc" mpicc`, the build times side by side (the median of
+--build-rounds rounds, the tools in turn). Ranks beyond the cores
 are oversubscribed: on a 2-core machine, 4 ranks share 2 cores (the ratios, measured in one run,
 still compare). With --enzyme-src DIR (a clone of Enzyme's repository), Enzyme's four MPI
 integration tests are built unchanged at -O0 to -O3 and run on each rank count but one, the
@@ -30,6 +31,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,13 +69,23 @@ def _mpirun(exe: Path, ranks: int, *args) -> str:
     return _run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), str(exe), *map(str, args)])
 
 
-def build(program: str, work: Path, plugin: str | None) -> tuple[dict[str, Path], dict[str, float]]:
+def build(program: str, work: Path, plugin: str | None, rounds: int = 1) -> tuple[dict[str, Path], dict[str, float]]:
     """The program's executables (adgen's, and Enzyme's and adgen cc's of the Enzyme-API driver
-    with a plugin) and the seconds each build took."""
+    with a plugin) and the seconds each build took: the median of `rounds` rounds, the tools in
+    turn in each (a build's time varies by a tenth from one to the next)."""
+    times: dict[str, list[float]] = {}
+    for k in range(rounds):
+        exes, seconds = _build(program, work / f"round{k}", plugin)
+        for tool, t in seconds.items():
+            times.setdefault(tool, []).append(t)
+    return exes, {tool: statistics.median(ts) for tool, ts in times.items()}
+
+
+def _build(program: str, work: Path, plugin: str | None) -> tuple[dict[str, Path], dict[str, float]]:
     adgen = [sys.executable, "-m", "adgen.commands.cli"]
     source, driver = HERE / f"{program}.c", HERE / PROGRAMS[program][0]
     work = work / program
-    work.mkdir()
+    work.mkdir(parents=True)
     exes, seconds = {}, {}
     seconds["adgen build"] = _timed([*adgen, "build", "-q", str(source), "-o", str(work / "out")])
     _run(["mpicc", "-O2", "-I", str(work / "out"), str(driver), str(source), str(work / "out" / f"{program}.adgen.o"),
@@ -174,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--enzyme-src", metavar="DIR", help="a clone of Enzyme's repository: its four MPI "
                         "integration tests built and run too")
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions (the median is kept)")
+    parser.add_argument("--build-rounds", type=int, default=5, metavar="N",
+                        help="builds of each tool, in turn (the median is kept; default 5)")
     parser.add_argument("--json", metavar="FILE", help="a record file (bench/records.py)")
     parser.add_argument("--markdown", metavar="FILE", default=str(ROOT / "bench" / "results" / "mpi.md"))
     args = parser.parse_args(argv)
@@ -187,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="adgen-bench-mpi-") as tmp:
         for program in PROGRAMS:
-            exes, seconds[program] = build(program, Path(tmp), args.enzyme)
+            exes, seconds[program] = build(program, Path(tmp), args.enzyme, args.build_rounds)
             results[program] = {}
             for tool, exe in exes.items():
                 print(f"{program}, {tool}: checking and timing on {args.ranks} ranks", file=sys.stderr)
@@ -197,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.enzyme_src else []
     records = [{"program": program, "tool": tool, **c, **t} for program, tools in results.items()
                for tool, rows in tools.items() for c, t in zip(rows["check"], rows["time"])]
-    data = envelope("mpi", records, {"programs": PROGRAMS, "reps": args.reps, "enzyme_ranks": ranks[1:] or ranks},
+    data = envelope("mpi", records, {"programs": PROGRAMS, "reps": args.reps, "enzyme_ranks": ranks[1:] or ranks,
+                                       "build_rounds": args.build_rounds},
                     builds=seconds, failed=dict(failed), enzyme_tests=tests)
     text = "# MPI: gradients over ranks (python -m bench.mpi)\n\n" + table(data)
     Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
