@@ -107,6 +107,7 @@ COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Test", "MPI_Testall", "MPI_Testan
 COMMUNICATORS = {"MPI_Comm_split", "MPI_Comm_dup", "MPI_Comm_create", "MPI_Comm_split_type", "MPI_Comm_free"}
 RULES = set(DIFFERENTIATED) | COMPLETIONS | COMMUNICATORS
 RULE_PREFIX = "__adgen_mpi_"
+HELPER_PREFIX = "adgen_mpi_"  # (the rules' own static functions: templates/mpi_rules.c.j2)
 LANES_RULE = "__adgen_mpi_lanes"  # forward mode at width N: how the tangents of the call after it come
 RECORD = 48  # the bytes of the caller's record each call's rule keeps (a match, its datatypes, a pointer to more)
 

@@ -273,6 +273,17 @@ def only(module, prefix: str, needed: set[str]) -> None:
             fn.linkage = llvm.Linkage.internal
 
 
+def settled(module, prefixes: tuple[str, ...]) -> None:
+    """The functions defined under these prefixes (adgen's own C, optimized when compiled: MPI's
+    rules), which no derivative differentiates, neither optimized again nor inlined before or after
+    differentiation (`optnone`, and with it LLVM's quick code generation): they cost the build a
+    fifth of its time where they were optimized with the sources, and again with the derivatives."""
+    for fn in module.functions:
+        if not fn.is_declaration and fn.name.startswith(prefixes):
+            fn.add_function_attribute("noinline")
+            fn.add_function_attribute("optnone")
+
+
 def taken_globals(module, prefix: str) -> dict[str, str]:
     """The text of each global variable defined under a prefix, by name, each then made internal:
     read, not kept (the first global optimization drops them)."""

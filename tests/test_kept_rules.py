@@ -31,3 +31,17 @@ def test_kept_code_is_used_again_until_a_header_changes(tmp_path, monkeypatch):
     header.unlink()
     assert kept_rules.kept(name) is None
     assert kept_rules.kept(kept_rules.key("other flags")) is None
+
+
+def test_entries_beyond_the_most_recent_are_forgotten(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(kept_rules, "KEPT", 2)
+    source, header = tmp_path / "rules.c", tmp_path / "mpi.h"
+    source.write_text("/* */\n")
+    header.write_text("/* */\n")
+    names = [kept_rules.key("flags", k) for k in range(4)]
+    for k, name in enumerate(names):
+        kept_rules.keep(name, b"BC%d" % k, f"rules.o: {source} {header}\n", source)
+        os.utime(tmp_path / "cache" / "adgen" / "mpi-rules" / f"{name}.json", (1000 + k, 1000 + k))
+    assert [kept_rules.kept(n) for n in names] == [None, None, b"BC2", b"BC3"]
+    assert len(list((tmp_path / "cache" / "adgen" / "mpi-rules").iterdir())) == 4

@@ -67,6 +67,22 @@ def keep(name: str, code: bytes, rule: str, source: Path) -> None:
             os.replace(own, folder / f"{name}{suffix}")
         except OSError:
             return
+    _forget_old(folder, name)
+
+
+KEPT = 16  # entries (an MPI installation and set of flags, for one version of adgen each: 350 KB)
+
+
+def _forget_old(folder: Path, name: str) -> None:
+    """Entries beyond the KEPT most recently written removed (another adgen's, another MPI's)."""
+    try:
+        entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[KEPT:]:
+            if old.stem != name:
+                old.unlink(missing_ok=True)
+                old.with_suffix(".bc").unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _dependencies(text: str) -> list[str]:

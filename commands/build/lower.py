@@ -182,18 +182,19 @@ def lower_libc(compiler: Compiler, flags: list[str], extra: list[str], workdir: 
 
 
 def lower_mpi(compiler: Compiler, flags: list[str], extra: list[str], workdir: Path) -> bytes:
-    """The derivatives of MPI's calls (ir_ad/mpi.py), compiled against the sources' own mpi.h:
-    once for each MPI installation and set of flags, then kept (kept_rules.py)."""
+    """The derivatives of MPI's calls (ir_ad/mpi.py), compiled against the sources' own mpi.h,
+    optimized by clang (no derivative differentiates them: the build links them in settled,
+    optimize.settled): once for each MPI installation and set of flags, then kept (kept_rules.py)."""
     text = render_text("mpi_rules.c.j2", datatypes=mpi.FLOATING_DATATYPES + mpi.INTEGER_DATATYPES,
                        prefix=mpi.HANDLE_PREFIX)
-    name = kept_rules.key(text, compiler.command, compiler.description, _for_c(flags), _for_c(extra))
+    name = kept_rules.key(text, compiler.command, compiler.description, _for_c(flags), _for_c(extra), "optimized")
     code = kept_rules.kept(name)
     if code is not None:
         return code
     path = workdir / "adgen-mpi.c"
     path.write_text(text)
     files = Files(SourceFile(path), own={os.path.realpath(path): "adgen's derivatives of MPI's calls"})
-    code = _clang(compiler, path, _for_c(flags), _for_c(extra), workdir, files)
+    code = _clang(compiler, path, _for_c(flags), _for_c(extra), workdir, files, optimized=True)
     headers = subprocess.run(zig_spelling([*compiler.command, "-x", "c", *_for_c(flags), *_for_c(extra), "-M",
                                            str(path)]), capture_output=True, text=True)  # (what it read: make's rule)
     if headers.returncode == 0:
@@ -261,7 +262,7 @@ def _include_dirs(flags: list[str]) -> list[Path]:
 
 
 def _clang(compiler: Compiler, path: Path, flags: list[str], extra: list[str], workdir: Path, files: Files,
-           cxx: bool = False) -> bytes:
+           cxx: bool = False, optimized: bool = False) -> bytes:
     """The bitcode of `path`, or clang's errors in the user's files (compiler_errors.py). C++ is
     compiled by the compiler's C++ driver against the program's C++ library (base/cxx_library.py),
     without exceptions (specs/cxx.md). The debug information names the temporary `workdir` (the stubs and the
@@ -269,6 +270,8 @@ def _clang(compiler: Compiler, path: Path, flags: list[str], extra: list[str], w
     with tempfile.NamedTemporaryFile(dir=workdir, suffix=".bc", delete=False) as out:
         target = Path(out.name)
     base = [*CXX_FLAGS, *BASE_FLAGS[2:]] if cxx else BASE_FLAGS
+    if optimized:  # (clang's -O2 run: adgen's own C, which no derivative differentiates)
+        base = [f for f in base if f not in ("-Xclang", "-disable-llvm-passes")]
     driver = cxx_command(compiler) if cxx else compiler.command
     library = cxx_library_flags(compiler, choose([*flags, *extra]), [*flags, *extra]) if cxx else []
     command = zig_spelling([*driver, *base, f"-fdebug-prefix-map={workdir}=adgen", *flags, *extra, *library,

@@ -277,6 +277,7 @@ def lower(sources: list[Path], generated: list[Generated], compiler: Compiler, f
             optimize.link_into(linked, rules_code.result() if rules_code is not None else
                                lower_mpi(compiler, flags, extra, work))
             optimize.only(linked, mpi.RULE_PREFIX, rules)
+            optimize.settled(linked, (mpi.RULE_PREFIX, mpi.HELPER_PREFIX))
         if tm is not None:
             arrays = (keep_array, inactive_array, custom_array)  # (globals in C, functions in Rust)
             optimize.drop_unneeded(linked, {s.linker_name for g in generated for s in g.signatures} |
