@@ -712,19 +712,6 @@ int main(int argc, char **argv)
 """
 
 
-def test_enzyme_api_communications_through_the_wrapper(tmp_path):
-    """`OMPI_CC="adgen cc" mpicc`: __enzyme_autodiff and __enzyme_fwddiff of Isend, Irecv, Waitall
-    and Allreduce, on 3 ranks, against the gradient written by hand."""
-    src = tmp_path / "share.c"
-    src.write_text(ENZYME_MPI)
-    env = {**os.environ, "OMPI_CC": f"{sys.executable} -m adgen.commands.cli cc"}
-    built = subprocess.run([MPICC, "-O2", str(src), "-o", str(tmp_path / "prog"), "-lm"], capture_output=True,
-                           text=True, env=env, cwd=tmp_path)
-    assert built.returncode == 0, built.stderr
-    run = _mpirun(tmp_path / "prog", 3)
-    assert run.returncode == 0 and run.stdout.count(": ok") == 3, run.stdout + run.stderr
-
-
 ENZYME_WIDTH = r"""#include <mpi.h>
 #include <stdio.h>
 #include <math.h>
@@ -760,11 +747,14 @@ int main(int argc, char **argv)
 """
 
 
-def test_enzyme_api_forward_mode_at_width_2_through_the_wrapper(tmp_path):
-    """`__enzyme_fwddiff` with `enzyme_width, 2` of Allreduce and a wildcard Sendrecv, on 3 ranks:
-    each lane as the width-1 tangent of its direction."""
+@pytest.mark.parametrize("program", ["ENZYME_MPI", "ENZYME_WIDTH"])
+def test_enzyme_api_communications_through_the_wrapper(tmp_path, program):
+    """`OMPI_CC="adgen cc" mpicc`, on 3 ranks: __enzyme_autodiff and __enzyme_fwddiff of Isend, Irecv,
+    Waitall and Allreduce against the gradient written by hand (ENZYME_MPI); __enzyme_fwddiff with
+    `enzyme_width, 2` of Allreduce and a wildcard Sendrecv, each lane as the width-1 tangent of its
+    direction (ENZYME_WIDTH)."""
     src = tmp_path / "share.c"
-    src.write_text(ENZYME_WIDTH)
+    src.write_text(globals()[program])
     env = {**os.environ, "OMPI_CC": f"{sys.executable} -m adgen.commands.cli cc"}
     built = subprocess.run([MPICC, "-O2", str(src), "-o", str(tmp_path / "prog"), "-lm"], capture_output=True,
                            text=True, env=env, cwd=tmp_path)
