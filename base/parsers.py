@@ -11,14 +11,13 @@ import os
 
 import lark
 
-from adgen.base.user_cache import NotPrivate, private_folder
+from adgen.base.user_cache import optional_private_folder
 
 
 def cached_lark(grammar: str, **options) -> lark.Lark:
     """`lark.Lark(grammar, **options)` (an LALR parser), from the cache where it is there."""
-    try:
-        folder = private_folder("parsers", close_parent=False)
-    except (OSError, RuntimeError, NotPrivate):  # (RuntimeError: no home folder to be found)
+    folder = optional_private_folder("parsers")
+    if folder is None:
         return lark.Lark(grammar, **options)
     key = hashlib.sha256(f"{lark.__version__}\n{sorted(options.items())!r}\n{grammar}".encode()).hexdigest()[:24]
     kept = folder / f"{key}.lark"

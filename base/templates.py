@@ -9,7 +9,7 @@ from pathlib import Path
 import jinja2
 
 from adgen.base import __version__
-from adgen.base.user_cache import NotPrivate, private_folder
+from adgen.base.user_cache import optional_private_folder
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -30,10 +30,8 @@ def _compiled() -> jinja2.BytecodeCache | None:
     folder is the user's alone and its parent closed to others' writes (base/user_cache.py);
     else none (templates compiled at each build). Not in the temporary directory, where a build
     leaves nothing."""
-    try:
-        return jinja2.FileSystemBytecodeCache(str(private_folder("templates", close_parent=False)))
-    except (OSError, RuntimeError, NotPrivate):  # (RuntimeError: no home folder to be found)
-        return None
+    folder = optional_private_folder("templates")
+    return jinja2.FileSystemBytecodeCache(str(folder)) if folder is not None else None
 
 
 @cache

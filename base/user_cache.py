@@ -48,6 +48,16 @@ def private_folder(name: str, close_parent: bool = True) -> Path:
     return folder
 
 
+def optional_private_folder(name: str) -> Path | None:
+    """`private_folder(name)` for a cache adgen can do without (compiled templates, parsers, MPI's
+    rules): None where it cannot be made or is not the user's alone (the work is then done again
+    at each build). Its parent is left as it is."""
+    try:
+        return private_folder(name, close_parent=False)
+    except (OSError, RuntimeError, NotPrivate):  # (RuntimeError: no home folder to be found)
+        return None
+
+
 def why_not_private(folder: Path, everyone: int) -> str:
     """Why `folder` is not a real directory of this user's that no one else may write (nor, with
     `everyone` 0o077, read or enter); "" where it is."""

@@ -30,10 +30,10 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 N = 4  # values per rank
@@ -189,7 +189,15 @@ def _move(rng: random.Random) -> list[str]:
     return lines + ["}"]
 
 
-def program(rng: random.Random, name: str) -> str:
+@dataclass(frozen=True)
+class Program:
+    name: str
+    text: str
+    width: int  # forward mode's
+    lanes: str  # dual (a shadow to each lane) or dualv (side by side)
+
+
+def program(rng: random.Random, name: str) -> Program:
     """A random function `name` of a rank's N values, annotated for both modes."""
     steps: list[str] = []
     for k in range(rng.randint(3, 6)):
@@ -201,11 +209,12 @@ def program(rng: random.Random, name: str) -> str:
     width = rng.choice([1, 1, 2, 3])  # forward mode's width: a shadow to each lane, or side by side (dualv)
     mode = "forward" if width == 1 else f"forward[{width}]"
     lanes = "dualv" if width > 1 and rng.random() < 0.5 else "dual"
-    return (f"// @diff({name}_grad: (dup) -> active; {name}_fwd: {mode} ({lanes}) -> dual)\n"
-            f"double {name}(const double *x)\n{{\n"
-            "    int rank, size;\n    MPI_Comm_rank(MPI_COMM_WORLD, &rank);\n    MPI_Comm_size(MPI_COMM_WORLD, &size);\n"
-            f"    double v[{N}], t[{N}];\n    for (int i = 0; i < {N}; i++) v[i] = x[i];\n"
-            f"    (void)t;\n    {body}\n    return {result};\n}}\n")
+    return Program(name, f"// @diff({name}_grad: (dup) -> active; {name}_fwd: {mode} ({lanes}) -> dual)\n"
+                         f"double {name}(const double *x)\n{{\n"
+                         "    int rank, size;\n    MPI_Comm_rank(MPI_COMM_WORLD, &rank);\n"
+                         "    MPI_Comm_size(MPI_COMM_WORLD, &size);\n"
+                         f"    double v[{N}], t[{N}];\n    for (int i = 0; i < {N}; i++) v[i] = x[i];\n"
+                         f"    (void)t;\n    {body}\n    return {result};\n}}\n", width, lanes)
 
 
 DRIVER = r"""
@@ -302,13 +311,12 @@ def adgen_command() -> list[str]:
     return [sys.executable, "-m", "adgen.commands.cli"]
 
 
-def _tangent(name: str, text: str) -> str:
+def _tangent(p: Program) -> str:
     """The driver's tangent of a program: forward mode's lane 0, the other lanes checked (`lanes`)."""
-    found = re.search(rf"{name}_fwd: forward(?:\[(\d+)\])? \((\w+)\)", text)
-    width, kind = int(found.group(1) or 1), found.group(2)
+    name, width = p.name, p.width
     if width == 1:
         return f"static double {name}_tangent(const double *x, const double *t) {{ return {name}_fwd(x, t).d_ret; }}\n"
-    if kind == "dualv":
+    if p.lanes == "dualv":
         fill = f"double tv[{width} * N];\n    for (int i = 0; i < N * {width}; i++) tv[i] = (i % {width} + 1) * t[i / {width}];"
         call = f"{name}_fwd(x, tv)"
     else:
@@ -318,14 +326,15 @@ def _tangent(name: str, text: str) -> str:
             f"    {name}_fwd_result r = {call};\n    lanes(r.d_ret, {width});\n    return r.d_ret[0];\n}}\n")
 
 
-def run_batch(texts: list[str], ranks: list[int], work: Path, library: str = "openmpi") -> tuple[list[str], set[int]]:
+def run_batch(programs: list[Program], ranks: list[int], work: Path, library: str = "openmpi"
+              ) -> tuple[list[str], set[int]]:
     """Builds the programs with their driver and runs it on each rank count: what went wrong, and
     the programs whose finite differences did not converge somewhere (no reference: inconclusive)."""
     mpicc, mpirun = LIBRARIES[library]
-    names = [f"p{k}" for k in range(len(texts))]
+    names = [p.name for p in programs]
     source = work / "programs.c"
-    source.write_text("#include <math.h>\n#include <mpi.h>\n\n" + "\n".join(texts))
-    declarations = "".join(f"double {n}(const double *);\n{_tangent(n, text)}" for n, text in zip(names, texts))
+    source.write_text("#include <math.h>\n#include <mpi.h>\n\n" + "\n".join(p.text for p in programs))
+    declarations = "".join(f"double {p.name}(const double *);\n{_tangent(p)}" for p in programs)
     (work / "main.c").write_text(DRIVER % {
         "n": N, "declarations": declarations, "primals": ", ".join(names),
         "gradients": ", ".join(f"(gradient){n}_grad" for n in names),
@@ -363,12 +372,13 @@ def fuzz(programs: int, seed: int, ranks: list[int], batch: int = 20, progress=N
         while done < programs:
             k = min(batch, programs - done)
             rng = random.Random(f"{seed}:{done}")
-            texts = [program(rng, f"p{i}") for i in range(k)]
+            made = [program(rng, f"p{i}") for i in range(k)]
             work = Path(tmp) / f"batch{done}"
             work.mkdir()
-            problems, unsure = run_batch(texts, ranks, work, library)
+            problems, unsure = run_batch(made, ranks, work, library)
             for problem in problems:
-                failures.append(f"seed {seed}, programs {done}..{done + k - 1}: {problem}\n" + "\n".join(texts))
+                failures.append(f"seed {seed}, programs {done}..{done + k - 1}: {problem}\n"
+                                + "\n".join(p.text for p in made))
             inconclusive += len(unsure)
             done += k
             if progress:

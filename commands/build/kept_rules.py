@@ -14,18 +14,11 @@ import json
 import os
 from pathlib import Path
 
-from adgen.base.user_cache import NotPrivate, private_folder
+from adgen.base.user_cache import optional_private_folder
 
 
 def key(*parts) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
-
-
-def _folder() -> Path | None:
-    try:
-        return private_folder("mpi-rules", close_parent=False)
-    except (OSError, RuntimeError, NotPrivate):  # (RuntimeError: no home folder to be found)
-        return None
 
 
 def _stamp(path: str) -> list | None:
@@ -38,7 +31,7 @@ def _stamp(path: str) -> list | None:
 
 def kept(name: str) -> bytes | None:
     """The bitcode kept under `name` where every header it was compiled from is as it was then."""
-    folder = _folder()
+    folder = optional_private_folder("mpi-rules")
     if folder is None:
         return None
     try:
@@ -54,7 +47,7 @@ def kept(name: str) -> bytes | None:
 def keep(name: str, code: bytes, rule: str, source: Path) -> None:
     """Keeps `code` under `name`, with the headers make's rule of its compile lists (`clang -M`;
     but the source)."""
-    folder = _folder()
+    folder = optional_private_folder("mpi-rules")
     if folder is None or not code:
         return
     headers = [(os.path.abspath(path), _stamp(path)) for path in _dependencies(rule) if path != str(source)]
