@@ -25,11 +25,17 @@ LOCAL = {"MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_remote_size", "MPI_Comm_tes
          "MPI_Wtime", "MPI_Wtick", "MPI_Initialized", "MPI_Finalized", "MPI_Query_thread", "MPI_Is_thread_main",
          "MPI_Get_processor_name", "MPI_Get_version", "MPI_Get_library_version", "MPI_Group_rank", "MPI_Group_size",
          "MPI_Cart_coords", "MPI_Cart_rank", "MPI_Cart_shift", "MPI_Cart_get", "MPI_Dims_create", "MPI_Type_size",
-         "MPI_Type_get_extent", "MPI_Get_count", "MPI_Error_string"}
+         "MPI_Type_get_extent", "MPI_Type_get_true_extent", "MPI_Type_size_x", "MPI_Type_get_extent_x",
+         "MPI_Type_get_true_extent_x", "MPI_Type_get_envelope", "MPI_Type_get_contents", "MPI_Type_get_name",
+         "MPI_Get_count", "MPI_Error_string"}
 # Calls that carry no derivatives, whatever their arguments: those, and bookkeeping.
 QUERIES = LOCAL | {
     "MPI_Abort", "MPI_Barrier", "MPI_Comm_group", "MPI_Group_incl", "MPI_Group_excl", "MPI_Group_free",
-    "MPI_Cart_create", "MPI_Type_contiguous", "MPI_Type_vector", "MPI_Type_commit", "MPI_Type_free",
+    "MPI_Cart_create", "MPI_Type_commit", "MPI_Type_free", "MPI_Type_set_name", "MPI_Type_dup",
+    # (making datatypes: the rules read what one is made of when it is communicated)
+    "MPI_Type_contiguous", "MPI_Type_vector", "MPI_Type_create_hvector", "MPI_Type_indexed",
+    "MPI_Type_create_indexed_block", "MPI_Type_create_hindexed", "MPI_Type_create_hindexed_block",
+    "MPI_Type_create_struct", "MPI_Type_create_subarray", "MPI_Type_create_darray", "MPI_Type_create_resized",
     "MPI_Comm_set_errhandler", "MPI_Probe", "MPI_Iprobe", "MPI_Buffer_attach", "MPI_Buffer_detach",
 }
 

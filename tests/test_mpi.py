@@ -258,7 +258,8 @@ double inplace(double *x, int n)  /* MPI_IN_PLACE at the roots of Reduce, Gather
 }
 
 /* @diff(columns_grad: (dup, const) -> active; columns_fwd: forward (dual, const) -> dual; columns_fwd3: forward[3] (dual, const) -> dual; columns_fwdv: forward[2] (dualv, const) -> dual) */
-double columns(double *x, int n)  /* derived datatypes: halo columns of MPI_Type_vector, pairs of MPI_Type_contiguous */
+double columns(double *x, int n)  /* derived datatypes: halo columns of MPI_Type_vector, pairs of MPI_Type_contiguous,
+                                    elements picked by MPI_Type_indexed, a column by bytes (MPI_Type_create_hvector) */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
     double g[3][4], t[3][4], pairs[3][2];
@@ -282,10 +283,23 @@ double columns(double *x, int n)  /* derived datatypes: halo columns of MPI_Type
                          MPI_STATUS_IGNORE);
     MPI_Allreduce(MPI_IN_PLACE, pairs, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Bcast(&g[0][1], 1, column, 0, MPI_COMM_WORLD);
+    MPI_Datatype picked, bytes;
+    int lengths[2] = {1, 2}, starts[2] = {0, 2};
+    MPI_Type_indexed(2, lengths, starts, MPI_DOUBLE, &picked);  /* elements 0, 2 and 3 */
+    MPI_Type_commit(&picked);
+    MPI_Type_create_hvector(3, 1, 4 * sizeof(double), MPI_DOUBLE, &bytes);
+    MPI_Type_commit(&bytes);
+    double some[4] = {t[0][1] * x[rank % 6], t[1][2], t[2][1] + x[5], t[0][2] * t[1][1]};
+    MPI_Bcast(some, 1, picked, size - 1, MPI_COMM_WORLD);
+    MPI_Sendrecv_replace(&g[0][2], 1, bytes, (rank + 1) % size, 3, (rank + size - 1) % size, 3, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
     MPI_Type_free(&column);
     MPI_Type_free(&two);
-    double s = 0;
-    for (int r = 0; r < 3; r++) s += pairs[r][0] * pairs[r][1] * 0.1 + g[r][1] * t[r][2] + sin(g[r][0]) * t[r][1];
+    MPI_Type_free(&picked);
+    MPI_Type_free(&bytes);
+    double s = some[0] * some[3] + some[2] * some[1];
+    for (int r = 0; r < 3; r++)
+        s += pairs[r][0] * pairs[r][1] * 0.1 + g[r][1] * t[r][2] + sin(g[r][0]) * t[r][1] + 0.3 * g[r][2] * g[r][2];
     return s;
 }
 
@@ -645,7 +659,8 @@ def kernels(tmp_path_factory):
 def test_communications_against_finite_differences(kernels, ranks):
     """Send, Ssend, Bsend, Recv (MPI_ANY_SOURCE, MPI_PROC_NULL), Isend, Irecv, Wait, Waitall, Sendrecv,
     Sendrecv_replace, Bcast, Reduce and Allreduce (SUM, PROD, MAX, MIN), Gather, Scatter, Allgather,
-    Alltoall, MPI_IN_PLACE, MPI_FLOAT, derived datatypes (MPI_Type_vector columns, MPI_Type_contiguous),
+    Alltoall, MPI_IN_PLACE, MPI_FLOAT, derived datatypes (MPI_Type_vector columns, MPI_Type_contiguous,
+    MPI_Type_indexed, MPI_Type_create_hvector, each made in the function),
     persistent requests (Send_init, Recv_init, Start, Startall, Request_free), Scan, Exscan,
     Reduce_scatter(_block), Gatherv, Scatterv, Allgatherv, Alltoallv, the nonblocking collectives
     (Ibcast, Ireduce, Iallreduce, Igather, Iscatter, Iallgather, Ialltoall, Iscan, Iexscan,
@@ -834,6 +849,47 @@ def test_what_only_the_running_program_shows_is_refused_when_it_runs(adgen, c_fi
                          capture_output=True, text=True, timeout=120)
     assert run.returncode != 0 and "not refused" not in run.stdout
     assert "adgen: cannot differentiate MPI's 'MPI_Sendrecv': its tag is MPI_ANY_TAG" in run.stderr, run.stderr
+
+
+MISALIGNED_MAIN = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include "odd.adgen.h"
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    double x[4] = {1, 2, 3, 4}, dx[8] = {0};
+    spread_fwd(x, dx, 0);
+    printf("not refused\n");
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_lanes_side_by_side_of_a_datatype_not_aligned_to_its_base_are_refused_when_it_runs(adgen, c_file,
+                                                                                           tmp_path):
+    """A `dualv` shadow of a buffer of doubles 12 bytes apart (MPI_Type_create_hvector): its lanes
+    cannot be taken apart element by element (templates/mpi_rules.c.j2, adgen_mpi_take_apart); the
+    program stops naming the call, never a wrong tangent."""
+    src = c_file("#include <mpi.h>\n"
+                 "// @diff(spread_fwd: forward[2] (dualv, const) -> dualonly)\n"
+                 "double spread(double *x, int root)\n{\n"
+                 "    MPI_Datatype odd;\n"
+                 "    MPI_Type_create_hvector(2, 1, 12, MPI_DOUBLE, &odd);\n"
+                 "    MPI_Type_commit(&odd);\n"
+                 "    MPI_Bcast(x, 1, odd, root, MPI_COMM_WORLD);\n"
+                 "    MPI_Type_free(&odd);\n"
+                 "    return x[0] * x[0];\n}\n", "odd.c")
+    (tmp_path / "main.c").write_text(MISALIGNED_MAIN)
+    assert adgen("build", "-q", src, "-o", tmp_path / "out").status == 0
+    subprocess.run([MPICC, "-O2", "-I", str(tmp_path / "out"), str(tmp_path / "main.c"), str(src),
+                    str(tmp_path / "out" / "odd.adgen.o"), "-o", str(tmp_path / "prog")], check=True)
+    run = _mpirun(tmp_path / "prog", 2)
+    assert run.returncode != 0 and "not refused" not in run.stdout
+    assert ("adgen: cannot differentiate MPI's 'MPI_Bcast': a buffer of a derived datatype whose elements are not "
+            "aligned to its base type") in run.stderr, run.stderr
 
 
 def test_a_communicating_loop_is_not_checkpointed(adgen, c_file, tmp_path):
