@@ -339,6 +339,14 @@ class Layout:
             return tuple(b.binary(f"fmul {FLAGS}", partial, x) for x in s)
         return (b.binary(f"fmul {FLAGS}", b.splat(partial, self.width), s[0]),)
 
+    def divide(self, b: Builder, s: Shadow, divisor: V) -> Shadow:
+        """s / divisor, lane by lane (divisor is a primal scalar), which LLVM may compute as a
+        product with 1 / divisor (`arcp`: one reciprocal for several, hoisted where a loop does
+        not change the divisor)."""
+        if self.kind == LANES:
+            return tuple(b.binary(f"fdiv {FLAGS} arcp", x, divisor) for x in s)
+        return (b.binary(f"fdiv {FLAGS} arcp", s[0], b.splat(divisor, self.width)),)
+
     def scale_adjoint(self, b: Builder, partial: V, s: Shadow) -> Shadow:
         """partial * s, but exactly zero wherever s is zero ("strong zero"): for the values whose
         adjoint may be a zero a select or min/max masked, whose partials may be infinite or NaN

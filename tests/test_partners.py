@@ -6,7 +6,9 @@ need not run, or not at all, the reverse sweep computes it itself. Each function
 against central finite differences and forward mode, at width 2, in split mode and forward over
 reverse; the plans and the code are checked for what they store and call. sqrt's partial,
 0.5 / r, shares the reciprocal 1 / r with code that divides 1 by r too (particle's charges,
-whose gradient then divides once per iteration) and is 0.5 / r where nothing else does (rules.py)."""
+whose gradient then divides once per iteration) and is 0.5 / r where nothing else does (rules.py).
+A quotient the reverse sweep has at hand (bundle adjustment's u = X / Z, for u * u) divides the
+adjoint by Z where it arrives, with no reciprocal 1 / Z (rules.Rule.over)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import pytest
 import adgen
 from every_mode import annotations, check_hessian_vector_product, check_lanes_and_split, check_reverse
 
-NAMES = ("rotation", "rotations", "dominated", "branch", "sines", "charges", "lengths")
+NAMES = ("rotation", "rotations", "dominated", "branch", "sines", "charges", "lengths", "projected")
 
 
 SOURCE = r"""
@@ -80,6 +82,16 @@ SOURCE = r"""
     double total = 0;
     for (int i = 0; i < n - 1; i++)
         total += sqrt(x[i] * x[i] + 1.0) * x[i + 1];
+    return total;
+}
+
+""" + annotations("projected") + r"""double projected(const double *x, int n)
+{
+    double total = 0;
+    for (int i = 0; i + 2 < n; i++) {
+        double u = x[i] / (x[i + 2] + 3.0), v = x[i + 1] / (x[i + 2] + 3.0);
+        total += u * u + 2.0 * v * v * v;
+    }
     return total;
 }
 """
@@ -171,3 +183,11 @@ def test_square_roots_alone_are_divided_into_once(built):
     body = _body(code, "lengths")
     roots, divisions = len(re.findall(r"call [^@]*@llvm\.sqrt", body)), len(re.findall(r"= fdiv ", body))
     assert divisions == roots - 1 and not re.search(r"= fdiv [^,]*1\.0+e\+00, ", body), body
+
+
+def test_quotients_at_hand_divide_the_adjoint(built):
+    """u = a / z and v = b / z, both needed again for u * u and v * v: the reverse sweep divides
+    their adjoints by z (-(d / z) * u for z's), and computes no reciprocal 1 / z."""
+    _, code = built
+    body = _body(code, "projected")
+    assert re.search(r"= fdiv [^,]*%", body) and not re.search(r"= fdiv [^,]*1\.0+e\+00\)?, ", body), body

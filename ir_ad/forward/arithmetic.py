@@ -31,10 +31,11 @@ class ArithmeticRules:
             return self.bind(inst, self.layout.select(self.b, first, t0, t1))
         if inst.opcode == "call" and divides_one_by(self.fn, inst):  # (the code's 1 / r shared: sqrt's, rules.py)
             self.b.divides = lambda v: v.ref == inst.result
+        self.b.at_hand = lambda v: v.ref == inst.result  # (the primal computes it here)
         try:
             partials = rule.partials(self.b, x, V(inst.type, inst.result))
         finally:
-            self.b.divides = None
+            self.b.divides = self.b.at_hand = None
         total = None
         for a, p in zip(args, partials):
             if p is None or not self._on(a):

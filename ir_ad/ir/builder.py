@@ -134,6 +134,10 @@ class Builder:
         # whether the code divides 1 by this value where it computes it (rules.divides_one_by): a
         # partial of the form C / v is then C * (1 / v), that one division shared
         self.divides: Callable[[V], bool] | None = None
+        # whether this value is at hand where the partial is computed at no cost (a primitive's
+        # result: forward mode computes it there; the reverse sweep where other partials of the same
+        # site asked for it): a partial may then be written with it (fdiv's, -r / b)
+        self.at_hand: Callable[[V], bool] | None = None
 
     def fresh(self, hint: str = "") -> str:
         self.count += 1

@@ -5,11 +5,13 @@ the rules of rules.py give the partial derivatives."""
 
 from __future__ import annotations
 
+import functools
+
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local, renamed, sliced
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type, floating
 from adgen.ir_ad.reverse.plan.keys import CHOICE, GUARD, OLD, Key, instruction_key
 from adgen.ir_ad import vectors
-from adgen.ir_ad.rules import divides_one_by, rule_for
+from adgen.ir_ad.rules import divides_one_by, is_one, rule_for
 from adgen.ir_ad.reverse.plan.costs import partner
 from adgen.ir_ad.vectors import LANE_OPS
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, SYNCHRONIZATION,
@@ -122,10 +124,22 @@ class Adjoints:
                                   "kept per scalar)")
             return self._selected(b, self.needs.need(Key(CHOICE, inst.result), site, (I1,))[0], dr, inst, *args)
         wanted = [self.activity.active(a.value) for a in args]
-        scale = self.layout.scale_adjoint if inst.result in self.activity.masked else self.layout.scale
-        terms = [None if p is None else scale(b, p, dr) for p in _only_used(
-            b, rule.partials, [*args, Operand(inst.type, inst.result)], lambda op: self.needs.value(op, site), wanted,
-            _partner(self.d.cfg, inst), inst.opcode == "call" and divides_one_by(self.fn, inst))]
+        masked = inst.result in self.activity.masked
+        scale = self.layout.scale_adjoint if masked else self.layout.scale
+        at_hand = self.d.keys.value(inst.result) in site.wants
+        made = functools.partial(
+            _only_used, b, operands=[*args, Operand(inst.type, inst.result)],
+            value=lambda op: self.needs.value(op, site), had=_partner(self.d.cfg, inst),
+            divided=inst.opcode == "call" and divides_one_by(self.fn, inst), at_hand=at_hand)
+        if rule.over is not None and at_hand and not masked and all(a.value.startswith("%") for a in args):
+            # (the adjoint divided once: rules.Rule.over)
+            divisor, *numerators = made(lambda b, x, r: (lambda d, n: [d, *n])(*rule.over(b, x, r)),
+                                        wanted=[True, *wanted])
+            quotient = self.layout.divide(b, dr, divisor)
+            terms = [None if n is None else quotient if is_one(n.ref) else self.layout.scale(b, n, quotient)
+                     for n in numerators]
+        else:
+            terms = [None if p is None else scale(b, p, dr) for p in made(rule.partials, wanted=wanted)]
         for a, term in zip(args, terms):  # (each partial scaled before any is added)
             if term is not None:
                 self.add(b, a.value, term)
@@ -361,8 +375,9 @@ def _partner(cfg, inst: Instruction) -> tuple[str, Operand] | None:
     return None if found is None else (rule_for(inst.callee).partner, Operand(found.type, found.result))
 
 
-def _only_used(b: Builder, partials, operands: list[Operand], value, wanted: list[bool],
-               had: tuple[str, Operand] | None = None, divided: bool = False) -> list[V | None]:
+def _only_used(b: Builder, partials, *, operands: list[Operand], value, wanted: list[bool],
+               had: tuple[str, Operand] | None = None, divided: bool = False,
+               at_hand: bool = False) -> list[V | None]:
     """A rule's partials (`partials(b, args, result)`), of which only those `wanted` (of the
     arguments with derivatives) are written, with what they are computed from; None for the
     others. The primal values of `operands` (the arguments, then the result) are asked for
@@ -371,7 +386,8 @@ def _only_used(b: Builder, partials, operands: list[Operand], value, wanted: lis
     `a` once per iteration for nothing (GradBench's ode: `yf[i] += h * (k1[i] + ...) / 6`).
     `had`: a primitive the primal computes on the same arguments (sin's partner, cos), and that
     value, which a partial asking for it gets (plan/costs.py); `divided`: the primal divides 1 by
-    the result where it computes it (Builder.divides)."""
+    the result where it computes it (Builder.divides); `at_hand`: the site has asked for the
+    result already, for the partials of its users (Builder.at_hand)."""
     operands = list(operands)
     deferred = [_Deferred(op.type, k) for k, op in enumerate(operands)]
     arguments = tuple(d.ref for d in deferred[:-1])
@@ -385,11 +401,13 @@ def _only_used(b: Builder, partials, operands: list[Operand], value, wanted: lis
 
     scratch: list[str] = []
     kept, b.lines, b.known = b.lines, scratch, known
-    b.divides = (lambda v: v.ref == deferred[len(arguments)].ref) if divided else None
+    result = deferred[len(arguments)].ref
+    b.divides = (lambda v: v.ref == result) if divided else None
+    b.at_hand = (lambda v: v.ref == result) if at_hand else None
     try:
         made = partials(b, deferred[:len(arguments)], deferred[len(arguments)])
     finally:
-        b.lines, b.known, b.divides = kept, None, None
+        b.lines, b.known, b.divides, b.at_hand = kept, None, None, None
     used = [p for p, w in zip(made, wanted) if p is not None and w]
     lines = sliced(scratch, {p.ref for p in used})
     named = {d.ref: value(operands[d.index]).ref for d in deferred
