@@ -132,17 +132,21 @@ class Adjoints:
             value=lambda op: self.needs.value(op, site), had=_partner(self.d.cfg, inst),
             divided=inst.opcode == "call" and divides_one_by(self.fn, inst), at_hand=at_hand)
         if rule.over is not None and at_hand and not masked and all(a.value.startswith("%") for a in args):
-            # (the adjoint divided once: rules.Rule.over)
-            divisor, *numerators = made(lambda b, x, r: (lambda d, n: [d, *n])(*rule.over(b, x, r)),
-                                        wanted=[True, *wanted])
-            quotient = self.layout.divide(b, dr, divisor)
-            terms = [None if n is None else quotient if is_one(n.ref) else self.layout.scale(b, n, quotient)
-                     for n in numerators]
+            terms = self._divided(b, rule, made, wanted, dr)
         else:
             terms = [None if p is None else scale(b, p, dr) for p in made(rule.partials, wanted=wanted)]
         for a, term in zip(args, terms):  # (each partial scaled before any is added)
             if term is not None:
                 self.add(b, a.value, term)
+
+    def _divided(self, b: Builder, rule, made, wanted: list[bool], dr: Shadow) -> list[Shadow | None]:
+        """The terms of a rule whose partials are quotients by one value (rules.Rule.over): the
+        adjoint divided by it once, times each numerator (`made`: _only_used, ready but for the
+        partials and which are wanted)."""
+        divisor, *numerators = made(lambda b, x, r: (lambda d, n: [d, *n])(*rule.over(b, x, r)), wanted=[True, *wanted])
+        quotient = self.layout.divide(b, dr, divisor)
+        return [None if n is None else quotient if is_one(n.ref) else self.layout.scale(b, n, quotient)
+                for n in numerators]
 
     def _selected(self, b: Builder, cond: V, dr: Shadow, inst: Instruction, first: Operand, second: Operand) -> None:
         """The adjoint of a select by `cond` (or of a min/max, by its choice): whole to the one chosen."""
