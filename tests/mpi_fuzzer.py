@@ -3,8 +3,9 @@
 Each program is a function of a rank's N values: it copies them into a state vector, then runs a
 random sequence of steps — local arithmetic (libm calls, products, quotients), halo exchanges
 (a ring or a line with MPI_PROC_NULL ends, by Sendrecv, by Isend/Irecv with Waitall or Wait, by
-blocking Send/Recv ordered by the rank's parity, with MPI_ANY_SOURCE receives, or by a vector
-datatype of every other value, freed before the reverse sweep), reductions
+blocking Send/Recv ordered by the rank's parity, with MPI_ANY_SOURCE receives, or by a derived
+datatype of every other value made in the function by one of MPI's constructors (vector, hvector,
+indexed, indexed_block, struct), freed before the reverse sweep), reductions
 (Allreduce or Reduce then Bcast, SUM, PROD, MAX or MIN, in place or not, Reduce_scatter_block,
 Scan and Exscan of each operation, Iallreduce, on a communicator MPI_Comm_split made), persistent
 requests started twice, requests completed by Waitall, Wait, Waitany or Test in a loop, and moves
@@ -64,13 +65,23 @@ def _neighbours(rng: random.Random) -> list[str]:
     return ["int right = rank + 1 < size ? rank + 1 : MPI_PROC_NULL, left = rank > 0 ? rank - 1 : MPI_PROC_NULL;"]
 
 
+# Values 0 and 2 of a buffer, by each way MPI has of making such a datatype.
+EVERY_OTHER = (
+    "MPI_Type_vector(2, 1, 2, MPI_DOUBLE, &every_other);",
+    "MPI_Type_create_hvector(2, 1, 2 * sizeof(double), MPI_DOUBLE, &every_other);",
+    "MPI_Type_indexed(2, (int[]){1, 1}, (int[]){0, 2}, MPI_DOUBLE, &every_other);",
+    "MPI_Type_create_indexed_block(2, 1, (int[]){0, 2}, MPI_DOUBLE, &every_other);",
+    "MPI_Type_create_struct(2, (int[]){1, 1}, (MPI_Aint[]){0, 2 * sizeof(double)}, "
+    "(MPI_Datatype[]){MPI_DOUBLE, MPI_DOUBLE}, &every_other);",
+)
+
+
 def _halo(rng: random.Random, tag: int) -> list[str]:
     how = rng.choice(["sendrecv", "nonblocking", "blocking", "derived", "persistent"])
     k = 2 if how == "derived" else rng.randint(1, N - 1)  # how many values go each way
     lines = ["{", *_neighbours(rng), f"double from_left[{k}] = {{0}}, from_right[{k}] = {{0}};"]
-    if how == "derived":  # every other value, by a vector datatype, into contiguous doubles
-        lines += ["MPI_Datatype every_other;", "MPI_Type_vector(2, 1, 2, MPI_DOUBLE, &every_other);",
-                  "MPI_Type_commit(&every_other);",
+    if how == "derived":  # every other value, by a derived datatype, into contiguous doubles
+        lines += ["MPI_Datatype every_other;", rng.choice(EVERY_OTHER), "MPI_Type_commit(&every_other);",
                   f"MPI_Sendrecv(v, 1, every_other, right, {tag}, from_left, 2, MPI_DOUBLE, left, {tag}, "
                   "MPI_COMM_WORLD, MPI_STATUS_IGNORE);",
                   f"MPI_Sendrecv(v + 1, 1, every_other, left, {tag + 1}, from_right, 2, MPI_DOUBLE, right, {tag + 1}, "

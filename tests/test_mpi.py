@@ -259,7 +259,8 @@ double inplace(double *x, int n)  /* MPI_IN_PLACE at the roots of Reduce, Gather
 
 /* @diff(columns_grad: (dup, const) -> active; columns_fwd: forward (dual, const) -> dual; columns_fwd3: forward[3] (dual, const) -> dual; columns_fwdv: forward[2] (dualv, const) -> dual) */
 double columns(double *x, int n)  /* derived datatypes: halo columns of MPI_Type_vector, pairs of MPI_Type_contiguous,
-                                    elements picked by MPI_Type_indexed, a column by bytes (MPI_Type_create_hvector) */
+                                    elements picked by MPI_Type_indexed and MPI_Type_create_struct, a column by bytes
+                                    (MPI_Type_create_hvector) */
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
     double g[3][4], t[3][4], pairs[3][2];
@@ -291,6 +292,12 @@ double columns(double *x, int n)  /* derived datatypes: halo columns of MPI_Type
     MPI_Type_commit(&bytes);
     double some[4] = {t[0][1] * x[rank % 6], t[1][2], t[2][1] + x[5], t[0][2] * t[1][1]};
     MPI_Bcast(some, 1, picked, size - 1, MPI_COMM_WORLD);
+    MPI_Datatype ends;  /* elements 0 and 3, by a struct of the handles in an array of its own */
+    MPI_Type_create_struct(2, (int[]){1, 1}, (MPI_Aint[]){0, 3 * sizeof(double)},
+                           (MPI_Datatype[]){MPI_DOUBLE, MPI_DOUBLE}, &ends);
+    MPI_Type_commit(&ends);
+    MPI_Bcast(some, 1, ends, 0, MPI_COMM_WORLD);
+    MPI_Type_free(&ends);
     MPI_Sendrecv_replace(&g[0][2], 1, bytes, (rank + 1) % size, 3, (rank + size - 1) % size, 3, MPI_COMM_WORLD,
                          MPI_STATUS_IGNORE);
     MPI_Type_free(&column);
@@ -660,7 +667,7 @@ def test_communications_against_finite_differences(kernels, ranks):
     """Send, Ssend, Bsend, Recv (MPI_ANY_SOURCE, MPI_PROC_NULL), Isend, Irecv, Wait, Waitall, Sendrecv,
     Sendrecv_replace, Bcast, Reduce and Allreduce (SUM, PROD, MAX, MIN), Gather, Scatter, Allgather,
     Alltoall, MPI_IN_PLACE, MPI_FLOAT, derived datatypes (MPI_Type_vector columns, MPI_Type_contiguous,
-    MPI_Type_indexed, MPI_Type_create_hvector, each made in the function),
+    MPI_Type_indexed, MPI_Type_create_hvector, MPI_Type_create_struct, each made in the function),
     persistent requests (Send_init, Recv_init, Start, Startall, Request_free), Scan, Exscan,
     Reduce_scatter(_block), Gatherv, Scatterv, Allgatherv, Alltoallv, the nonblocking collectives
     (Ibcast, Ireduce, Iallreduce, Igather, Iscatter, Iallgather, Ialltoall, Iscan, Iexscan,
