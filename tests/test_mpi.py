@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -828,6 +829,18 @@ int main(int argc, char **argv)
 """
 
 
+def _refusing_program(adgen, src: Path, main: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """`src` built by adgen with a `main` that prints "not refused" after the derivative, run on
+    2 ranks: it must stop before that."""
+    (tmp_path / "main.c").write_text(main)
+    assert adgen("build", "-q", src, "-o", tmp_path / "out").status == 0
+    subprocess.run([MPICC, "-O2", "-I", str(tmp_path / "out"), str(tmp_path / "main.c"), str(src),
+                    str(tmp_path / "out" / f"{src.stem}.adgen.o"), "-o", str(tmp_path / "prog")], check=True)
+    run = _mpirun(tmp_path / "prog", 2)
+    assert run.returncode != 0 and "not refused" not in run.stdout
+    return run
+
+
 def test_what_only_the_running_program_shows_is_refused_when_it_runs(adgen, c_file, tmp_path):
     """A datatype held in a variable (one of bytes here) and MPI_ANY_TAG in reverse mode: a message
     naming the call and MPI_Abort, never a wrong derivative or a hang."""
@@ -844,12 +857,7 @@ def test_what_only_the_running_program_shows_is_refused_when_it_runs(adgen, c_fi
                  "    MPI_Sendrecv(x, 1, how ? MPI_DOUBLE : pair, (rank + 1) % size, 0, got, 1, how ? MPI_DOUBLE : pair,\n"
                  "                 MPI_ANY_SOURCE, how ? MPI_ANY_TAG : 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n"
                  "    return got[0] * x[0];\n}\n", "refused.c")
-    (tmp_path / "main.c").write_text(RUNTIME_REFUSALS)
-    assert adgen("build", "-q", src, "-o", tmp_path / "out").status == 0
-    subprocess.run([MPICC, "-O2", "-I", str(tmp_path / "out"), str(tmp_path / "main.c"), str(src),
-                    str(tmp_path / "out" / "refused.adgen.o"), "-o", str(tmp_path / "prog")], check=True)
-    run = _mpirun(tmp_path / "prog", 2)
-    assert run.returncode != 0 and "not refused" not in run.stdout
+    run = _refusing_program(adgen, src, RUNTIME_REFUSALS, tmp_path)
     assert "adgen: cannot differentiate MPI's 'MPI_Sendrecv': its datatype is neither MPI_DOUBLE nor MPI_FLOAT" \
         in run.stderr, run.stderr
     run = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2", str(tmp_path / "prog"), "tag"],
@@ -889,12 +897,7 @@ def test_lanes_side_by_side_of_a_datatype_not_aligned_to_its_base_are_refused_wh
                  "    MPI_Bcast(x, 1, odd, root, MPI_COMM_WORLD);\n"
                  "    MPI_Type_free(&odd);\n"
                  "    return x[0] * x[0];\n}\n", "odd.c")
-    (tmp_path / "main.c").write_text(MISALIGNED_MAIN)
-    assert adgen("build", "-q", src, "-o", tmp_path / "out").status == 0
-    subprocess.run([MPICC, "-O2", "-I", str(tmp_path / "out"), str(tmp_path / "main.c"), str(src),
-                    str(tmp_path / "out" / "odd.adgen.o"), "-o", str(tmp_path / "prog")], check=True)
-    run = _mpirun(tmp_path / "prog", 2)
-    assert run.returncode != 0 and "not refused" not in run.stdout
+    run = _refusing_program(adgen, src, MISALIGNED_MAIN, tmp_path)
     assert ("adgen: cannot differentiate MPI's 'MPI_Bcast': a buffer of a derived datatype whose elements are not "
             "aligned to its base type") in run.stderr, run.stderr
 

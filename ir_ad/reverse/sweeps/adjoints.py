@@ -1,24 +1,22 @@
 """The reverse of each instruction: what it adds to adjoints (kept in stack slots, one per
 derivative part, which the optimizer turns into registers) and to shadow memory. Primal values
 are asked of the site's needs (`SiteNeeds.value` and the like), which notes what each site needs;
-the rules of rules.py give the partial derivatives."""
+the rules of rules.py give the partial derivatives, and rule_terms.py the terms they add."""
 
 from __future__ import annotations
 
-import functools
-
-from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local, renamed, sliced
+from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare, local
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand, Type, floating
 from adgen.ir_ad.reverse.plan.keys import CHOICE, GUARD, OLD, Key, instruction_key
 from adgen.ir_ad import vectors
-from adgen.ir_ad.rules import divides_one_by, is_one, rule_for
-from adgen.ir_ad.reverse.plan.costs import partner
+from adgen.ir_ad.rules import rule_for
 from adgen.ir_ad.vectors import LANE_OPS
 from adgen.ir_ad.calls import (ALLOCATE, COPIES, FREE, IGNORED, INACTIVE, MOVE, REALLOCATE, SET, SYNCHRONIZATION,
                                allocates, callee_name, kind_of, no_derivative, reallocated)
 from adgen.ir_ad.shadows import INTERLEAVED, MIXED_POINTER, Shadow
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.analysis.flow import unshadowed_store
+from adgen.ir_ad.reverse.sweeps.rule_terms import rule_terms
 from adgen.ir_ad.reverse.sweeps.sites import SINK, Site, SiteNeeds
 from adgen.ir_ad.reverse.sweeps.synchronization import reverse_atomic_update, reverse_synchronization
 
@@ -123,30 +121,13 @@ class Adjoints:
                 raise self.d.fail(f"'{name.lstrip('@')}' on a vector value in reverse mode (which argument won is "
                                   "kept per scalar)")
             return self._selected(b, self.needs.need(Key(CHOICE, inst.result), site, (I1,))[0], dr, inst, *args)
-        wanted = [self.activity.active(a.value) for a in args]
-        masked = inst.result in self.activity.masked
-        scale = self.layout.scale_adjoint if masked else self.layout.scale
-        at_hand = self.d.keys.value(inst.result) in site.wants
-        made = functools.partial(
-            _only_used, b, operands=[*args, Operand(inst.type, inst.result)],
-            value=lambda op: self.needs.value(op, site), had=_partner(self.d.cfg, inst),
-            divided=inst.opcode == "call" and divides_one_by(self.fn, inst), at_hand=at_hand)
-        if rule.over is not None and at_hand and not masked and all(a.value.startswith("%") for a in args):
-            terms = self._divided(b, rule, made, wanted, dr)
-        else:
-            terms = [None if p is None else scale(b, p, dr) for p in made(rule.partials, wanted=wanted)]
+        terms = rule_terms(b, rule, inst, args, dr, layout=self.layout, value=lambda op: self.needs.value(op, site),
+                           wanted=[self.activity.active(a.value) for a in args],
+                           masked=inst.result in self.activity.masked,
+                           at_hand=self.d.keys.value(inst.result) in site.wants, cfg=self.d.cfg, fn=self.fn)
         for a, term in zip(args, terms):  # (each partial scaled before any is added)
             if term is not None:
                 self.add(b, a.value, term)
-
-    def _divided(self, b: Builder, rule, made, wanted: list[bool], dr: Shadow) -> list[Shadow | None]:
-        """The terms of a rule whose partials are quotients by one value (rules.Rule.over): the
-        adjoint divided by it once, times each numerator (`made`: _only_used, ready but for the
-        partials and which are wanted)."""
-        divisor, *numerators = made(lambda b, x, r: (lambda d, n: [d, *n])(*rule.over(b, x, r)), wanted=[True, *wanted])
-        quotient = self.layout.divide(b, dr, divisor)
-        return [None if n is None else quotient if is_one(n.ref) else self.layout.scale(b, n, quotient)
-                for n in numerators]
 
     def _selected(self, b: Builder, cond: V, dr: Shadow, inst: Instruction, first: Operand, second: Operand) -> None:
         """The adjoint of a select by `cond` (or of a min/max, by its choice): whole to the one chosen."""
@@ -370,60 +351,3 @@ def _shared(d, pointer: Operand) -> bool:
     in a function a team runs, anything but memory this call allocated. (Those of memory a
     store writes need no care: the primal is free of races, so no other thread reads it.)"""
     return d.pattern.team and d.memory.base(pointer.value).kind != "fresh"
-
-
-def _partner(cfg, inst: Instruction) -> tuple[str, Operand] | None:
-    """The primitive the primal computes on a call's arguments that is the partial of the call's
-    (cos for sin: rules.Rule.partner), and its value; else None."""
-    found = partner(cfg, inst) if inst.opcode == "call" else None
-    return None if found is None else (rule_for(inst.callee).partner, Operand(found.type, found.result))
-
-
-def _only_used(b: Builder, partials, *, operands: list[Operand], value, wanted: list[bool],
-               had: tuple[str, Operand] | None = None, divided: bool = False,
-               at_hand: bool = False) -> list[V | None]:
-    """A rule's partials (`partials(b, args, result)`), of which only those `wanted` (of the
-    arguments with derivatives) are written, with what they are computed from; None for the
-    others. The primal values of `operands` (the arguments, then the result) are asked for
-    (`value(operand)`) only where a partial written uses them: fdiv's partial in its divisor,
-    `-a / b^2`, asked for the numerator `a` where the divisor is a constant, and the plan stored
-    `a` once per iteration for nothing (GradBench's ode: `yf[i] += h * (k1[i] + ...) / 6`).
-    `had`: a primitive the primal computes on the same arguments (sin's partner, cos), and that
-    value, which a partial asking for it gets (plan/costs.py); `divided`: the primal divides 1 by
-    the result where it computes it (Builder.divides); `at_hand`: the site has asked for the
-    result already, for the partials of its users (Builder.at_hand)."""
-    operands = list(operands)
-    deferred = [_Deferred(op.type, k) for k, op in enumerate(operands)]
-    arguments = tuple(d.ref for d in deferred[:-1])
-
-    def known(name: str, args: tuple[V, ...]) -> V | None:
-        if had is None or name != had[0] or tuple(a.ref for a in args) != arguments:
-            return None
-        operands.append(had[1])
-        deferred.append(_Deferred(had[1].type, len(operands) - 1))
-        return deferred[-1]
-
-    scratch: list[str] = []
-    kept, b.lines, b.known = b.lines, scratch, known
-    result = deferred[len(arguments)].ref
-    b.divides = (lambda v: v.ref == result) if divided else None
-    b.at_hand = (lambda v: v.ref == result) if at_hand else None
-    try:
-        made = partials(b, deferred[:len(arguments)], deferred[len(arguments)])
-    finally:
-        b.lines, b.known, b.divides, b.at_hand = kept, None, None, None
-    used = [p for p, w in zip(made, wanted) if p is not None and w]
-    lines = sliced(scratch, {p.ref for p in used})
-    named = {d.ref: value(operands[d.index]).ref for d in deferred
-             if any(d.ref == p.ref for p in used) or any(d.ref in line for line in lines)}
-    b.lines += [renamed(line, named) for line in lines]
-    return [V(p.type, named.get(p.ref, p.ref)) if p is not None and w else None for p, w in zip(made, wanted)]
-
-
-class _Deferred(V):
-    """A primal value a rule's partial may use, named by a token until a partial written uses it."""
-
-    def __init__(self, t: Type, index: int):
-        object.__setattr__(self, "type", t)
-        object.__setattr__(self, "ref", f"%\"adgen'arg.{index}\"")
-        object.__setattr__(self, "index", index)
