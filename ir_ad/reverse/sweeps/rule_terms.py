@@ -24,7 +24,7 @@ def rule_terms(b: Builder, rule: Rule, inst: Instruction, args: list[Operand], d
     made = functools.partial(_only_used, b, operands=[*args, Operand(inst.type, inst.result)], value=value,
                              had=_partner(cfg, inst), divided=inst.opcode == "call" and divides_one_by(fn, inst),
                              at_hand=at_hand)
-    if rule.over is not None and at_hand and not masked and all(a.value.startswith("%") for a in args):
+    if rule.over is not None and at_hand and not masked and not any(a.is_constant for a in args):
         divisor, *numerators = made(lambda b, x, r: (lambda d, n: [d, *n])(*rule.over(b, x, r)), wanted=[True, *wanted])
         quotient = layout.divide(b, dr, divisor)
         return [None if n is None else quotient if is_one(n.ref) else layout.scale(b, n, quotient)
