@@ -226,7 +226,9 @@ def gradbench(data: dict, figures: Figures) -> list[str]:
             f"{settings.get('gradbench_commit', '')}, `tools/enzyme/*.cpp` unchanged), built by `adgen c++`; "
             "beside Enzyme's clang plugin on the same files and GradBench's hand-written derivatives (its "
             f"`manual` tool, {settings.get('manual_cxx') or 'c++'}). Time: the median of the "
-            f"{settings.get('reps', 5)} evaluations each program times itself; GradBench measures no memory. "
+            f"{settings.get('reps', 5)} evaluations each program times itself"
+            + (f", the fastest of {settings['rounds']} runs with the tools in turn" if settings.get("rounds", 1) > 1
+               else "") + "; GradBench measures no memory. "
             "particle and saddle have no manual tool: their outputs are checked against the eval's constant, and "
             "they are in the tables only.", ""]
     text += _enzyme_note(settings.get("enzyme", False))

@@ -51,9 +51,20 @@ def test_command_line_says_what_is_missing(harness, tmp_path, capsys):
         harness.parse([str(fake), "--json-include", str(tmp_path / "inc"), "--enzyme", str(tmp_path / "none.so")])
     assert "no such file" in capsys.readouterr().err
     _, args = harness.parse([str(fake), "--json-include", str(tmp_path / "inc"), "--only", "hello, gmm",
-                             "--reps", "2", "-o", str(tmp_path / "work")])
-    assert args.only == ["hello", "gmm"] and args.reps == 2 and args.out == tmp_path / "work"
+                             "--reps", "2", "--rounds", "4", "-o", str(tmp_path / "work")])
+    assert args.only == ["hello", "gmm"] and args.reps == 2 and args.rounds == 4 and args.out == tmp_path / "work"
     assert args.json_folder == tmp_path / "inc" / "nlohmann"  # (the programs `#include "json.hpp"`)
+
+
+def test_rounds_keep_the_fastest_run_and_any_failure(harness):
+    Result = harness.Result
+    runs = [Result("c", "adgen", True, 2.0), Result("c", "adgen", True, 1.5), Result("c", "adgen", True, 1.8)]
+    kept = None
+    for run in runs:
+        kept = harness.best(kept, run)
+    assert kept.ms == 1.5
+    failed = Result("c", "adgen", False, error="signal 11")
+    assert harness.best(kept, failed) is failed and harness.best(failed, runs[1]) is failed
 
 
 def test_difference_is_relative_and_sees_shapes(harness):

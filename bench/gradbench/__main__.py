@@ -1,5 +1,5 @@
 """`python -m bench.gradbench GRADBENCH_SRC [--enzyme PLUGIN] [--json-include DIR] [--only NAMES] [--reps N]
-[--min-seconds S] [-o DIR] [--json FILE]`:
+[--rounds N] [--min-seconds S] [-o DIR] [--json FILE]`:
 GradBench's twelve C++ programs written for Enzyme (GRADBENCH_SRC: a checkout of
 github.com/gradbench/gradbench, which adgen's developers bring with `fetch`; its tools/enzyme/*.cpp
 are built unchanged, never copied here), differentiated by adgen.
@@ -21,7 +21,8 @@ smallest standard input and, where cheap, one larger (bench/gradbench/inputs.py:
 generators written out again, numpy only). Time: the median of the "evaluate" timings the
 program itself reports (the input's min_runs = --reps, min_seconds = --min-seconds, 1 by default
 as in GradBench's evals: a program whose evaluation takes microseconds evaluates for a second, not
-twenty times), in ms. Each output is
+twenty times), in ms: the fastest of --rounds such runs (3 by default), run with the tools in turn,
+so that the machine's drift over the run falls on each tool alike. Each output is
 compared with manual's (particle and saddle: with the constant GradBench's eval expects): the
 largest over its numbers of |a - b| / max(|a|, |b|, 1e-12 * the reference's largest magnitude);
 agreement is <= 1e-8.
@@ -170,6 +171,15 @@ def run(exe: Path, case: Case, input_file: Path, timeout: float) -> Result:
     evaluate = sorted(t["nanoseconds"] for t in timings if t.get("name") == "evaluate")
     ms = evaluate[len(evaluate) // 2] / 1e6 if evaluate else None
     return Result(case.name, exe.parent.name, True, ms, evaluate, output)
+
+
+def best(earlier: Result | None, now: Result) -> Result:
+    """Of one case's runs by one tool, the fastest; a run that fails fails the case."""
+    if earlier is None or not earlier.ok:
+        return earlier or now
+    if not now.ok or (now.ms is not None and (earlier.ms is None or now.ms < earlier.ms)):
+        return now
+    return earlier
 
 
 def central_differences(exe: Path, value: dict, probe: Probe, work: Path, timeout: float) -> list[float] | None:
@@ -344,6 +354,9 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, argpa
     parser.add_argument("--quick", action="store_true", help="the smallest inputs only")
     parser.add_argument("--reps", type=int, default=5, help="evaluations per run, the program's min_runs "
                                                              "(default 5; the median is reported)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of each timed case by each tool, the tools in turn (default 3; the fastest "
+                             "run's median is reported)")
     parser.add_argument("--min-seconds", type=float, default=1.0,
                         help="seconds a run evaluates for at least, the program's min_seconds (default 1, "
                              "GradBench's evals' own)")
@@ -384,6 +397,8 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, argpa
         parser.error(f"--manual-cxx {args.manual_cxx}: not found")
     if args.reps < 1:
         parser.error("--reps must be at least 1")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     return parser, args
 
 
@@ -414,13 +429,16 @@ def main(argv: list[str] | None = None) -> int:
             built = builds[tool, program] = build(tool, program, src, args.json_folder, work, args)
             print(f"{program:<9} {tool:<7} build {'ok' if built.ok else 'FAILED'} ({built.seconds:.0f} s)"
                   + ("" if built.ok else f": {built.error}"), flush=True)
-            if not built.ok:
-                continue
+        ready = [t for t in tools if (b := builds.get((t, program))) and b.ok]
+        for round_ in range(args.rounds):  # the tools in turn, so that the machine's drift falls on each alike
             for case in mine:
-                result = results[case.name, tool] = run(work / "bin" / tool / program, case, inputs[case.name],
-                                                        args.timeout)
-                print(f"  {case.name:<28} {tool:<7} " + (f"{_ms(result.ms)} ms" if result.ok else result.error),
-                      flush=True)
+                if case.probe is not None and round_:
+                    continue  # (checked, not timed: once)
+                for tool in ready:
+                    result = run(work / "bin" / tool / program, case, inputs[case.name], args.timeout)
+                    results[case.name, tool] = best(results.get((case.name, tool)), result)
+                    print(f"  {case.name:<28} {tool:<7} " + (f"{_ms(result.ms)} ms" if result.ok else result.error)
+                          + (f"  (round {round_ + 1} of {args.rounds})" if args.rounds > 1 else ""), flush=True)
         for case in mine:
             if case.probe is not None:  # (against central differences of the primal, every tool)
                 exe = next((work / "bin" / t / program for t in tools if (b := builds.get((t, program))) and b.ok),
@@ -463,8 +481,8 @@ def main(argv: list[str] | None = None) -> int:
         "- Time: the median of the \"evaluate\" timings each program reports itself "
         f"(GradBench's protocol: cpp/gradbench/main.hpp, min_runs = {args.reps}, min_seconds = "
         f"{args.min_seconds:g}: at least {args.reps} evaluations, for at least {args.min_seconds:g} s), ms, the "
-        "derivative function only (not reading the input). Timings on a shared machine "
-        "are indicative only.",
+        f"derivative function only (not reading the input); the fastest of {args.rounds} such runs, the tools in "
+        "turn. Timings on a shared machine are indicative only.",
         "- Max rel. diff: the largest |a - b| / max(|a|, |b|, 1e-12 × the reference's largest magnitude) over "
         "the output's numbers, against manual's output (particle, saddle: the constant GradBench's eval expects; "
         f"there is no manual tool for them); agreement: ≤ {TOLERANCE:g} (✗ marks more).",
@@ -478,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     records = {"builds": [asdict(b) for b in builds.values()],
                "results": [asdict(r) | {"output": None} for r in results.values()],
                "summary": summary}
-    settings = {"reps": args.reps, "min_seconds": args.min_seconds, "quick": args.quick, "enzyme": bool(args.enzyme),
+    settings = {"reps": args.reps, "rounds": args.rounds, "min_seconds": args.min_seconds, "quick": args.quick, "enzyme": bool(args.enzyme),
                 "programs": args.only,
                 "cases": [c.name for c in chosen], "gradbench_commit": commit(src, "tools", "cpp"),
                 "manual_cxx": f"{args.manual_cxx} ({_version(args.manual_cxx)})",
