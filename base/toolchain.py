@@ -135,6 +135,11 @@ def bundled_cc() -> tuple[str, ...]:
     return (*zig(), "cc", *BASELINE)
 
 
+def bundled_llvm_major() -> int:
+    """The LLVM major version of the bundled clang (the ziglang wheel's)."""
+    return _version(bundled_cc(), "adgen's bundled clang")[0]
+
+
 @cache
 def _version(command: tuple[str, ...], origin: str) -> tuple[int, str]:
     try:

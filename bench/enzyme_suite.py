@@ -4,7 +4,10 @@ ForwardMode and ForwardModeVector of a clone of Enzyme's repository, less those 
 and the `-verify` diagnostics tests, and every `*.cpp` file of those folders and of BatchMode and
 CppSugar, less those for MPI, BLAS, Boost, MPFR, OpenMP, `-verify` and `-enzyme-auto-sparsity`;
 each built unchanged at each -O level and run. Each test aborts on a wrong value, so a file
-passes when it builds and exits 0. The C files using OpenMP (its `-fopenmp` in their RUN lines,
+passes when it builds and exits 0. A file whose RUN lines run it with lli (which compiles a
+function only when it is first called) is built by both tools with -ffunction-sections
+-fdata-sections -Wl,--gc-sections, so that, as under lli, a function nothing calls may use a
+symbol nothing defines (customglob.cpp at -O0). The C files using OpenMP (its `-fopenmp` in their RUN lines,
 or a `#pragma omp`) are built with -fopenmp and run on two threads. C++ files find Eigen in
 /usr/include/eigen3 (Debian's libeigen3-dev) and `<enzyme/enzyme>` where each tool has it:
 adgen ships its own, Enzyme's plugin is given the clone's `enzyme/include`.
@@ -98,6 +101,17 @@ def _flags(path: Path, level: str) -> tuple[list[str], list[str]]:
     return common, enzyme
 
 
+# lli compiles a function when it is first called (its lazy JIT): a function nothing runs may use
+# a symbol nothing defines (customglob.cpp's `extern MyMemoryType host_mem_type`). A native link
+# keeps only what main reaches when each function has its section and unreached ones are dropped.
+AS_LLI_RUNS = ["-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections"]
+
+
+def through_lli(path: Path) -> bool:
+    """Whether the file's RUN lines run what they build with lli (then AS_LLI_RUNS, for both tools)."""
+    return any("%lli" in line for line in _run_lines(path.read_text(errors="replace")))
+
+
 def executed(path: Path) -> bool:
     """Whether the file's RUN lines run what they build (`%lli`, or the executable): a test they
     only compile (`| %opt ... -S`) passes when it builds, whatever its own checks say when run
@@ -161,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
                                else [args.enzyme_cc.replace("clang", "clang++") if cxx else args.enzyme_cc,
                                      f"-fplugin={args.enzyme.resolve()}", *loose,
                                      *(["-I", str(enzyme_include)] if cxx else [])])
-                    command += [*common, level, path.name, "-o", str(exe), "-lm"]
+                    command += [*common, level, *(AS_LLI_RUNS if through_lli(path) else []), path.name, "-o",
+                                str(exe), "-lm"]
                     ok, why, seconds = run_one(command, exe, path.parent, executed(path))
                     records.append(dict(file=name, level=level, tool=tool, passed=ok, why=why, build_s=seconds))
                     row.append("pass" if ok else "FAIL")

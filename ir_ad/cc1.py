@@ -18,7 +18,7 @@ from pathlib import Path
 
 from adgen.base.diagnostics import AdgenError, error
 from adgen.base.timing import pass_times, section
-from adgen.base.toolchain import Compiler, bundled_cc, llvmlite_llvm_major, zig
+from adgen.base.toolchain import Compiler, bundled_cc, bundled_llvm_major, llvmlite_llvm_major, zig
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,24 @@ class Machine:
     triple: str
     cpu: str = ""
     features: str = ""
+    sections: tuple[str, ...] = ()  # code generation's -ffunction-sections, -fdata-sections (`sections`)
+
+
+SECTIONS = ("-ffunction-sections", "-fdata-sections")
+
+
+def sections(flags: list[str]) -> tuple[str, ...]:
+    """The flags among the user's that give each function or variable a section of its own (the
+    last of `-fX` and `-fno-X` wins, as for clang): what `--gc-sections` needs to drop what no
+    one uses. They act on code generation, not on the bitcode clang lowers, so adgen passes them
+    to the code generator of the object it writes."""
+    chosen = []
+    for flag in SECTIONS:
+        negated = "-fno-" + flag[2:]
+        last = max((i for i, f in enumerate(flags) if f in (flag, negated)), default=None)
+        if last is not None and flags[last] == flag:
+            chosen.append(flag)
+    return tuple(chosen)
 
 
 @dataclass(frozen=True)
@@ -42,6 +60,17 @@ class Cc1:
         clang and its LLVM reads llvmlite's bitcode (the same major version)."""
         if compiler.command != bundled_cc() or compiler.llvm_major != llvmlite_llvm_major():
             return None
+        return Cc1((*zig(), "clang", "-cc1"), machine)
+
+    @staticmethod
+    def emitter(machine: Machine) -> "Cc1":
+        """The bundled clang's cc1 as the code generator alone, whatever clang lowered the
+        sources: for the code generation options llvmlite's target machines cannot set (sections)."""
+        major = bundled_llvm_major()
+        if major != llvmlite_llvm_major():
+            raise AdgenError(error(f"{' and '.join(machine.sections)} need the bundled clang's code generator, "
+                                   f"whose LLVM ({major}) is not llvmlite's ({llvmlite_llvm_major()}): "
+                                   "reinstall adgen's dependencies (pip install --force-reinstall adgen)"))
         return Cc1((*zig(), "clang", "-cc1"), machine)
 
     def optimize(self, bitcode: bytes, options: list[str], timings: list | None, level: int, vectorize: bool) -> bytes:
@@ -92,7 +121,7 @@ class Cc1:
         with tempfile.TemporaryDirectory(prefix="adgen-cc1-") as tmp:
             source, out = Path(tmp) / f"in{suffix}", Path(tmp) / "out"
             source.write_bytes(bitcode)
-            command = [*self.command, *target, f"-O{level}", "-mrelocation-model", "pic", "-pic-level", "2",
+            command = [*self.command, *target, *m.sections, f"-O{level}", "-mrelocation-model", "pic", "-pic-level", "2",
                        *([] if verify else ["-disable-llvm-verifier"]), *what,
                        *(["-ftime-report"] if timings is not None else []), "-x", "ir", str(source), "-o", str(out)]
             start = time.perf_counter()

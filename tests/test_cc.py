@@ -460,6 +460,37 @@ def test_as_a_launcher_and_with_make(tmp_path):
     assert subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True).stdout == "6\n"
 
 
+UNUSED_UNDEFINED = r"""
+double __enzyme_autodiff(void *, ...);
+extern int nowhere;                          /* defined nowhere: only unused() uses it */
+int unused(void) { return nowhere; }
+double sq(double x) { return x * x; }
+int main(void) { CHECK(__enzyme_autodiff((void *)sq, 3.0), 6.0); return 0; }
+"""
+
+
+def section_names(obj: Path) -> set[str]:
+    import llvmlite.binding as llvm
+    return {(s.name() or b"").decode() for s in llvm.ObjectFileRef.from_data(obj.read_bytes()).sections()}
+
+
+def test_sections_of_their_own_as_the_flags_ask(tmp_path):
+    """-ffunction-sections and -fdata-sections act on code generation, which is adgen's: each
+    function its section, so --gc-sections drops what nothing uses (and what it alone uses)."""
+    from adgen.ir_ad.cc1 import sections
+    assert sections(["-O2", "-ffunction-sections", "-fdata-sections", "-fno-data-sections"]) == \
+        ("-ffunction-sections",)
+    assert sections(["-fno-function-sections", "-ffunction-sections"]) == ("-ffunction-sections",)
+    assert sections(["-ffunction-sections", "-fno-function-sections"]) == ()
+    (tmp_path / "prog.c").write_text(CHECK + UNUSED_UNDEFINED)
+    done = adgen_cc("-O0", "prog.c", "-Wl,--gc-sections", "-o", "prog", "-lm", cwd=tmp_path, check=False)
+    assert done.returncode != 0 and "nowhere" in done.stderr  # (one section: unused() stays, and its symbol)
+    adgen_cc("-O0", "-ffunction-sections", "-fdata-sections", "-c", "prog.c", "-o", "prog.o", cwd=tmp_path)
+    assert {".text.sq", ".text.unused", ".text.main"} <= section_names(tmp_path / "prog.o")
+    adgen_cc("prog.o", "-Wl,--gc-sections", "-o", "prog", "-lm", cwd=tmp_path)
+    assert subprocess.run([str(tmp_path / "prog")]).returncode == 0
+
+
 @pytest.mark.slow
 def test_a_file_without_enzyme_calls_and_clang_errors_pass_through(tmp_path):
     (tmp_path / "plain.c").write_text("int main(void) { return 0; }\n")
@@ -632,6 +663,16 @@ def test_enzyme_suite_runner_help():
     done = subprocess.run([sys.executable, "-m", "bench.enzyme_suite", "--help"], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parent.parent, env=dict(os.environ))
     assert done.returncode == 0 and "ReverseMode" in done.stdout
+
+
+def test_enzyme_suite_builds_what_lli_runs_with_sections(tmp_path, monkeypatch):
+    """A file its RUN lines pipe into lli is linked as lli runs it: only what main reaches."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent))
+    from bench.enzyme_suite import AS_LLI_RUNS, through_lli
+    piped, built = tmp_path / "piped.cpp", tmp_path / "built.c"
+    piped.write_text("// RUN: %clang++ -O0 %s -S -emit-llvm -o - %loadClangEnzyme | %lli - \nint main() {}\n")
+    built.write_text("// RUN: %clang -O2 %s -o %t %loadClangEnzyme && %t\nint main() {}\n")
+    assert through_lli(piped) and not through_lli(built) and "-Wl,--gc-sections" in AS_LLI_RUNS
 
 
 # The bundled clang compiles for the machine it runs on unless told otherwise; adgen cc, as clang,

@@ -108,6 +108,23 @@ def test_cc1_is_used_only_for_the_bundled_clang():
     assert Cc1.bundled(other, chosen) is None
 
 
+@pytest.mark.parametrize("compiler", ["bundled", "other"])
+def test_each_derivative_its_section_when_the_flags_ask(adgen, tmp_path, compiler):
+    """-ffunction-sections after `--`: the object's code generator gives each derivative a
+    section, also where another clang lowered the sources (llvmlite, which cannot, then hands the
+    object to the bundled clang's code generator: Cc1.emitter)."""
+    import llvmlite.binding as llvm
+    src = tmp_path / "two.c"
+    src.write_text("// @diff(sq_grad: (active) -> active; cube_grad: (active) -> active)\n"
+                   "double sq(double x) { return x * x; }\ndouble cube(double x) { return x * x * x; }\n")
+    cc = [] if compiler == "bundled" else ["--cc", f"{sys.executable} -m ziglang cc"]
+    for flags, want in (([], set()), (["--", "-ffunction-sections"], {".text.sq_grad", ".text.cube_grad"})):
+        assert adgen("build", "-q", *cc, src, "-o", tmp_path / "out", *flags).status == 0
+        code = (tmp_path / "out" / "two.adgen.o").read_bytes()
+        names = {(s.name() or b"").decode() for s in llvm.ObjectFileRef.from_data(code).sections()}
+        assert {n for n in names if n.startswith(".text.")} == want
+
+
 LOOP = """#include <math.h>
 // @diff(g_grad: (dup, const) -> active)
 double g(const double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s += sin(x[i]) * x[(i + 1) % n]; return s; }

@@ -12,6 +12,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from adgen.frontend.abi import Signature
@@ -27,7 +28,7 @@ from adgen.base.naming import BY_ADDRESS_PREFIX
 from adgen.base.toolchain import Compiler, cores, select_rustc
 
 from adgen.ir_ad import mpi, optimize
-from adgen.ir_ad.cc1 import Cc1
+from adgen.ir_ad.cc1 import Cc1, sections
 from adgen.ir_ad.ir.builder import Declarations
 from adgen.ir_ad.diagnose import IrreducibleLoop, Unsupported, located, source_name
 from adgen.ir_ad.dispatch import devirtualize
@@ -61,8 +62,10 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     of the reverse-mode derivatives as text (`--explain`)."""
     generated = generate(sources, out_dir, read_flags + extra, stages, crate.package.crate if crate else "")
     jobs = jobs or cores()
-    chosen = optimize.machine(target, march)
+    chosen = replace(optimize.machine(target, march), sections=sections(flags + extra))
     tm, cc1 = optimize.create(chosen), Cc1.bundled(compiler, chosen)
+    if cc1 is None and chosen.sections:  # (llvmlite's target machines cannot give each function a section)
+        cc1 = Cc1.emitter(chosen)
     target_flags = ["-target", target] if target else []
     if march:
         target_flags.append(f"-march={march}")

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -31,6 +31,7 @@ from adgen.base.toolchain import Compiler, cxx_command, zig_spelling
 from adgen.frontend.languages import is_cxx
 
 from adgen.ir_ad import optimize
+from adgen.ir_ad.cc1 import Cc1, Machine, sections
 from adgen.ir_ad.dispatch import USERS_COPY
 from adgen.commands.cc.adapters import TAPE_ALIGN, Kernel, kernel_types, rewrite, too_small
 from adgen.commands.build.pipeline import Prepared, _primals, differentiate, lower
@@ -79,13 +80,15 @@ def compile_unit(source: Path, flags: list[str], user_flags: list[str], compiler
         if unit is None:
             return None, ""
         user = _parsed(*compiled.result())
-        tm = _machine_of(user)
+        machine = _machine_of(user, user_flags)
+        tm = optimize.create(machine)
         kernels, tapes, derivatives, explained = {}, {}, None, ""
         if unit.requests:
             derivatives, kernels, tapes, explained = _derivatives(unit, source, flags, compiler, read_flags, work,
                                                                   user, tm, stages, explain)
         with stages.stage("link", "the file's own code, its calls made adapter calls"):
-            obj = _link(user, derivatives, kernels, tapes, tm, user_flags, unit.declared, assembly, emit_llvm)
+            obj = _link(user, derivatives, kernels, tapes, tm, user_flags, unit.declared, assembly, emit_llvm,
+                        Cc1.emitter(machine) if machine.sections else None)
     return obj, explained
 
 
@@ -338,17 +341,21 @@ def _parsed(bitcode: bytes, warnings: str):
     return optimize.parse_bitcode(bitcode)
 
 
-def _machine_of(user):
-    """A target machine for the file's triple and the CPU clang chose for it (zig's clang
-    chooses this machine's unless -march or -mcpu says otherwise)."""
+def _machine_of(user, user_flags: list[str]) -> Machine:
+    """What the file's object is for: its triple and the CPU clang chose for it (zig's clang
+    chooses this machine's unless -march or -mcpu says otherwise), in the sections the user's
+    flags ask for."""
     text = str(user)
-    return optimize.target_machine(user.triple or None, None, string_attribute(text, "target-cpu") or "",
-                                   string_attribute(text, "target-features") or "")
+    chosen = optimize.machine(user.triple or None, None, string_attribute(text, "target-cpu") or "",
+                              string_attribute(text, "target-features") or "")
+    return replace(chosen, sections=sections(user_flags))
 
 
 def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flags: list[str],
-          declared: dict[str, Declared], assembly: bool = False, emit_llvm: bool = False) -> bytes:
-    """The file's own module, its calls rewritten, with the derivatives linked in."""
+          declared: dict[str, Declared], assembly: bool = False, emit_llvm: bool = False, cc1: Cc1 | None = None
+          ) -> bytes:
+    """The file's own module, its calls rewritten, with the derivatives linked in; its object by
+    `cc1`'s code generator where one is given (for sections: Machine.sections)."""
     module = Module(hinted(str(user)))
     calls = _calls(module, declared)
     final = optimize.parse(_rewritten(module, calls, kernels, tapes))
@@ -380,7 +387,7 @@ def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flag
     if assembly:
         final.triple = tm.triple
         return tm.emit_assembly(final).encode()
-    return optimize.emit_object(final, tm)
+    return optimize.emit_object(final, tm, cc1=cc1)
 
 
 def _local_targets(user, derivatives) -> dict:
