@@ -67,6 +67,28 @@ def test_rounds_keep_the_fastest_run_and_any_failure(harness):
     assert harness.best(kept, failed) is failed and harness.best(failed, runs[1]) is failed
 
 
+def test_a_time_of_a_gradient_wrong_on_its_check_is_marked(harness):
+    """Enzyme's ode gradient is wrong for more than one step (GradBench's check input): its time,
+    and the ratio beside it, are marked in every table, with the note saying why."""
+    from dataclasses import asdict
+    ode = {c.size: c for c in harness.cases() if c.program == "ode"}
+    records = [harness.Result(ode[size].name, tool, True, ms=ms, difference=0.0)
+               for size in ("smallest", "larger") for tool, ms in (("manual", 1.0), ("adgen", 2.0), ("enzyme", 1.5))]
+    records += [harness.Result(ode["check"].name, "adgen", True, difference=1e-10),
+                harness.Result(ode["check"].name, "enzyme", True, difference=0.89)]
+    builds = [harness.Build(tool, "ode", True, 1.0, []) for tool in harness.TOOLS]
+    data = {"settings": {"cases": [c.name for c in ode.values()], "enzyme": True},
+            "builds": [asdict(b) for b in builds], "records": [asdict(r) for r in records]}
+    text = harness.tables(data)
+    rows = [line for line in text.splitlines() if line.startswith("| ode | gradient n=")]
+    timed = [row for row in rows if "s=1 |" in row or "s=10 |" in row]
+    assert len(timed) == 2 and all("| 1.5 † | 1.33 † |" in row and "| 2 |" in row for row in timed), rows
+    assert text.count(harness.WRONG_NOTE) == 2, text
+    records[-1].difference = 1e-9  # (right on the check: nothing marked)
+    data["records"] = [asdict(r) for r in records]
+    assert "†" not in harness.tables(data)
+
+
 def test_difference_is_relative_and_sees_shapes(harness):
     assert harness.difference({"a": [1.0, 2.0], "b": 3}, {"b": 3, "a": [1.0, 2.0]}) == 0
     assert harness.difference([1.0, 2.0 * (1 + 1e-9)], [1.0, 2.0]) == pytest.approx(1e-9, rel=1e-3)

@@ -32,7 +32,8 @@ zero: ode's standard inputs give every tool a gradient of zeros, and manual's od
 of the exact solution, not of the Runge-Kutta steps the program takes): every tool's gradient is
 compared with central differences of the program's own primal function (PROGRAM INPUT primal,
 once per perturbed number), max |a - b| / max |b| <= 1e-6; each evaluated once (checked, not
-timed). --quick runs these and the smallest.
+timed). A tool whose gradient of a program fails its check has its times of that program (and the
+ratio beside them) marked †: they time a wrong gradient. --quick runs these and the smallest.
 
 Writes the tables to --markdown FILE (default bench/results/gradbench.md) and prints them;
 work files (inputs, executables, build logs, results.json: one record per case and tool) go
@@ -276,7 +277,21 @@ def _status(built: Build | None) -> str:
     return f"FAIL: `{error.replace('`', chr(39))}`"
 
 
-def table(size: str, chosen: list[Case], builds: dict, results: dict, enzyme: bool) -> list[str]:
+def wrong_on_check(chosen: list[Case], results: dict) -> set[tuple[str, str]]:
+    """(tool, program) pairs whose gradient on a check input is off the central differences: their
+    timed cells are marked, a time of a wrong gradient being no time to compare with."""
+    return {(tool, c.program) for c in chosen if c.size == "check" for tool in TOOLS
+            if (r := results.get((c.name, tool))) is not None and r.ok and r.difference is not None
+            and r.difference > CHECK_TOLERANCE}
+
+
+WRONG_MARK = " †"
+WRONG_NOTE = (f"({WRONG_MARK.strip()}: the tool's gradient of this program is off the central differences on "
+              "the check input below; its time is that of a wrong gradient.)")
+
+
+def table(size: str, chosen: list[Case], builds: dict, results: dict, enzyme: bool,
+          wrong: set[tuple[str, str]] = frozenset()) -> list[str]:
     lines = [f"### {size} inputs", "",
              "| program | input | manual ms | adgen ms | Enzyme ms | adgen/Enzyme | max rel. diff adgen vs manual "
              "| Enzyme vs manual | adgen build status |",
@@ -288,11 +303,15 @@ def table(size: str, chosen: list[Case], builds: dict, results: dict, enzyme: bo
         ratio = ""
         if r["adgen"] and r["enzyme"] and r["adgen"].ok and r["enzyme"].ok and r["enzyme"].ms:
             ratio = f"{r['adgen'].ms / r['enzyme'].ms:.2f}"
-        manual = "(eval's constant)" if case.reference is not None else _cell(r["manual"], b["manual"])
+        cell = {tool: _cell(r[tool], b[tool]) + (WRONG_MARK if (tool, case.program) in wrong and r[tool]
+                                                 and r[tool].ok else "") for tool in TOOLS}
+        if ratio and {("adgen", case.program), ("enzyme", case.program)} & wrong:
+            ratio += WRONG_MARK
+        manual = "(eval's constant)" if case.reference is not None else cell["manual"]
         program = case.program if case.program not in ("particle", "saddle") else f"{case.program} {case.function}"
         lines.append("| " + " | ".join([
             program, f"{case.function} {case.label}" if program == case.program else case.label, manual,
-            _cell(r["adgen"], b["adgen"]), _cell(r["enzyme"], b["enzyme"]) if enzyme else "not run", ratio,
+            cell["adgen"], cell["enzyme"] if enzyme else "not run", ratio,
             _diff(r["adgen"]), _diff(r["enzyme"]) if enzyme else "—",
             _status(b["adgen"]) if first else "″"]) + " |")
     return lines
@@ -318,12 +337,15 @@ def tables(data: dict) -> str:
     builds = {(b["tool"], b["program"]): Build(**b) for b in data.get("builds", [])}
     results = {(r["case"], r["tool"]): Result(**r) for r in data["records"]}
     enzyme = data["settings"].get("enzyme", False)
+    wrong = wrong_on_check(chosen, results)
     text = []
     for size in SIZES:
         mine = [c for c in chosen if c.size == size]
         if mine:
             made = check_table(mine, builds, results, enzyme) if size == "check" else \
-                table(size, mine, builds, results, enzyme)
+                table(size, mine, builds, results, enzyme, wrong)
+            if size != "check" and any(WRONG_MARK in line for line in made):
+                made += ["", WRONG_NOTE]
             text += made + [""]
     failed = sorted((b for b in builds.values() if not b.ok and b.tool != "adgen"), key=lambda b: TOOLS.index(b.tool))
     if failed:
