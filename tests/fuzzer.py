@@ -1,5 +1,5 @@
 """A differential fuzzer for adgen: random C functions (arithmetic, libm, branches, loops over
-arrays, in-place updates, calls between functions, directly and through function pointers,
+arrays, in-place updates, sums over arrays (loops whose reverse runs forward), calls between functions, directly and through function pointers,
 structs passed and returned by value, complex arithmetic, memory returned by calls, realloc'd and
 freed elsewhere, memory the function allocates itself (at once, on first use into a struct,
 carved from a block) and writes in loops after deeper loops read it, float and double) with random activities, checked in forward mode, reverse mode and at width 4
@@ -319,8 +319,20 @@ class Generator:
         if k < 0.92:
             self.uses_float = True
             return f"{{ float f = (float)tanh({self.expr(2, loops)}); {target} = {target} * 0.5 + (double)(f * f); }}"
+        if k < 0.96 and depth > 0 and not loops:
+            return self.sum_loop(target)
         return f"{target} = {target} * {self.expr(2, loops)} + {self.leaf(loops)};"
 
+
+    def sum_loop(self, target: str) -> str:
+        """A loop that reads and sums, nothing more: its reverse runs forward (reverse/plan/order.py),
+        over x[i] and x[i + 1] (the optimizer carries the load over to the next iteration) or into
+        a local sum."""
+        r = self.rng
+        term, op = self.expr(2, ("i",)), r.choice(["+=", "-="])
+        if r.random() < 0.5:
+            return f"for (int i = 0; i + 1 < n; i++) {target} {op} ({term}) * x[i + 1] - x[i] * x[i];"
+        return f"{{ double s = 0; for (int i = 0; i < n; i++) s {op} {term}; {target} = {target} * 0.5 + s * s; }}"
 
     def parallel(self) -> str:
         """An OpenMP loop free of data races (specs/openmp.md): each iteration writes its own

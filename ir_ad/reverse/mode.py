@@ -34,6 +34,7 @@ from adgen.ir_ad.reverse.plan.keys import (BLOB, GUARD, LOG, LOG_OWNER, OLD, PUR
 from adgen.ir_ad.reverse.plan.undo import LOGGED, lives_on, plan_undo
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
+from adgen.ir_ad.reverse.plan.order import forward_loops, reload_carried
 from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
 from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep
 from adgen.ir_ad.reverse.sweeps.sharing import Sharing
@@ -125,9 +126,11 @@ class ReverseMode:
         layout = Layout(self.module, pattern.width, pattern.kind)
         derived = self._pair(fn, pattern, layout)
         self.memo[pattern] = derived
+        reload_carried(fn)  # (a load carried over where the loop may then run forward: plan/order.py)
         d = self._analyze(fn, derived, layout)
         derived.undoes_writes = pattern.undo_writes and _undoes_all(d)
         on_teams(d)
+        d.forward = forward_loops(d)
         sweep = ReverseSweep(d)
         sharing = Sharing(d) if pattern.forked else None
         if sharing is not None and sharing.arrays:  # a region's threads: their adds their own where they can
@@ -140,6 +143,7 @@ class ReverseMode:
         else:
             d.plan = _plan(d, sweep.collect())
             rev = sweep.write(d.plan)
+        d.plan.forward = tuple(loop for loop in d.loops.loops if loop.header in d.forward)
         derived.atomic_in_loops = sweep.adjoints.atomic_in_loops or any(
             c.derived.atomic_in_loops for c in d.calls.values())
         if self.releases:
