@@ -325,9 +325,9 @@ class Generator:
 
 
     def sum_loop(self, target: str) -> str:
-        """A loop that reads and sums, nothing more: its reverse runs forward (reverse/plan/order.py),
-        over x[i] and x[i + 1] (the optimizer carries the load over to the next iteration) or into
-        a local sum."""
+        """A loop that reads and sums, nothing more: into a local sum, its reverse runs forward
+        (reverse/plan/order.py); over x[i] and x[i + 1], whose load the optimizer carries over to
+        the next iteration, backwards (reverse/plan/carried.py)."""
         r = self.rng
         term, op = self.expr(2, ("i",)), r.choice(["+=", "-="])
         if r.random() < 0.5:

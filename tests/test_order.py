@@ -1,8 +1,8 @@
 """Loops whose reverse sweep runs forward (ir_ad/reverse/plan/order.py): sums over arrays, with
-adds, subtractions and fused multiply-adds, a load the optimizer carries over to the next
-iteration (loaded again where it is), two sums at once, a sum inside a sum; and loops that must
-still run backwards (a running sum read inside the loop, a sum used after the loop through a
-value other than its last, a product). Each checked in every mode against central differences
+adds, subtractions and fused multiply-adds, two sums at once, a sum inside a sum; and loops that
+run backwards (a running sum read inside the loop, a sum used after the loop through a value
+other than its last, a product, and a sum over x[i] and x[i + 1], whose load the optimizer
+carries over to the next iteration: tests/test_carried.py). Each checked in every mode against central differences
 (tests/every_mode.py), and `--explain` saying which loops run forward."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest
 import adgen
 from every_mode import annotations, check_hessian_vector_product, check_lanes_and_split, check_reverse
 
-FORWARD = {"carried": 1, "fused": 1, "minus": 1, "two": 1, "nested": 2}  # name: its loops that run forward
-BACKWARD = ("running", "last", "product")
+FORWARD = {"fused": 1, "minus": 1, "two": 1, "nested": 2}  # name: its loops that run forward
+BACKWARD = ("running", "last", "product", "carried")
 
 BODIES = {
     "carried": """    double s = 0;
@@ -114,23 +114,3 @@ def test_explain_says_which_loops_run_forward(tmp_path):
              for title, body in re.findall(r"^(\w+)_grad: reverse mode.*?\n((?:  .*\n)*)", done.stdout, re.M)}
     assert {name: found[name] for name in FORWARD} == FORWARD, done.stdout
     assert all(found[name] == 0 for name in BACKWARD), done.stdout
-
-
-def test_rosenbrock_runs_forward_without_reversing_vectors(tmp_path):
-    """The reverse loop reads x and adds to dx in the order memory is: its vectorized loop
-    reverses no vector (LLVM names such shuffles `reverse`), where the loop run backwards did."""
-    src = tmp_path / "ros.c"
-    src.write_text(annotations("rosenbrock") + """double rosenbrock(const double *x, int n)
-{
-    double s = 0;
-    for (int i = 0; i < n - 1; i++) {
-        double a = x[i + 1] - x[i] * x[i], b = 1.0 - x[i];
-        s += 100.0 * a * a + b * b;
-    }
-    return s;
-}
-""")
-    subprocess.run([sys.executable, "-m", "adgen.commands.cli", "build", "-q", "--emit-llvm", str(src), "-o",
-                    str(tmp_path)], check=True)
-    fn = re.search(r"define void @rosenbrock_grad\((.*?)\n}\n", (tmp_path / "ros.adgen.ll").read_text(), re.S).group(1)
-    assert "vector.body:" in fn and "reverse" not in fn, fn

@@ -10,7 +10,7 @@ import re
 from typing import Callable, Iterator
 
 from adgen.ir_ad.ir.functions import Header, parse_header
-from adgen.ir_ad.ir.instructions import parse_instruction, strip_metadata
+from adgen.ir_ad.ir.instructions import strip_metadata
 from adgen.ir_ad.ir.tokens import Cursor
 from adgen.ir_ad.ir.types import parse_type
 
@@ -316,14 +316,3 @@ def _pointer_phis(lines: list[str]) -> list[str]:
         out.append(replaced.get(k, line))
         out += added.get(k, [])
     return out
-
-
-# ---------------------------------------------------------------------------- function bodies
-def phi_as_load(block, phi, address: str, load: str) -> None:
-    """Puts, in place of a phi of `block` (a Block of a parsed Function), two instructions after
-    its phis: `address` (the text of an instruction computing a pointer) and `load` (a load of
-    it, which takes the phi's name): what the phi carried over from the iteration before is
-    read where it is (reverse/plan/order.py's carried loads)."""
-    block.instructions.remove(phi)
-    at = next(k for k, inst in enumerate(block.instructions) if inst.opcode != "phi")
-    block.instructions[at:at] = [parse_instruction(address), parse_instruction(load)]

@@ -34,7 +34,7 @@ from adgen.ir_ad.reverse.plan.keys import (BLOB, GUARD, LOG, LOG_OWNER, OLD, PUR
 from adgen.ir_ad.reverse.plan.undo import LOGGED, lives_on, plan_undo
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
-from adgen.ir_ad.reverse.plan.order import forward_loops, reload_carried
+from adgen.ir_ad.reverse.plan.order import forward_loops
 from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
 from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep
 from adgen.ir_ad.reverse.sweeps.sharing import Sharing
@@ -126,7 +126,6 @@ class ReverseMode:
         layout = Layout(self.module, pattern.width, pattern.kind)
         derived = self._pair(fn, pattern, layout)
         self.memo[pattern] = derived
-        reload_carried(fn)  # (a load carried over where the loop may then run forward: plan/order.py)
         d = self._analyze(fn, derived, layout)
         derived.undoes_writes = pattern.undo_writes and _undoes_all(d)
         on_teams(d)
