@@ -1,5 +1,5 @@
 """A differential fuzzer for adgen: random C functions (arithmetic, libm, branches, loops over
-arrays, in-place updates, sums over arrays (loops whose reverse runs forward), calls between functions, directly and through function pointers,
+arrays, in-place updates, sums over arrays, calls between functions, directly and through function pointers,
 structs passed and returned by value, complex arithmetic, memory returned by calls, realloc'd and
 freed elsewhere, memory the function allocates itself (at once, on first use into a struct,
 carved from a block) and writes in loops after deeper loops read it, float and double) with random activities, checked in forward mode, reverse mode and at width 4
@@ -325,9 +325,8 @@ class Generator:
 
 
     def sum_loop(self, target: str) -> str:
-        """A loop that reads and sums, nothing more: into a local sum, its reverse runs forward
-        (reverse/plan/order.py); over x[i] and x[i + 1], whose load the optimizer carries over to
-        the next iteration, backwards (reverse/plan/carried.py)."""
+        """A loop that reads and sums, nothing more, over x[i] and x[i + 1] (whose load the optimizer
+        carries over to the next iteration) or into a local sum."""
         r = self.rng
         term, op = self.expr(2, ("i",)), r.choice(["+=", "-="])
         if r.random() < 0.5:

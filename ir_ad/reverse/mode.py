@@ -34,7 +34,6 @@ from adgen.ir_ad.reverse.plan.keys import (BLOB, GUARD, LOG, LOG_OWNER, OLD, PUR
 from adgen.ir_ad.reverse.plan.undo import LOGGED, lives_on, plan_undo
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
-from adgen.ir_ad.reverse.plan.order import forward_loops
 from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
 from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep
 from adgen.ir_ad.reverse.sweeps.sharing import Sharing
@@ -129,7 +128,6 @@ class ReverseMode:
         d = self._analyze(fn, derived, layout)
         derived.undoes_writes = pattern.undo_writes and _undoes_all(d)
         on_teams(d)
-        d.forward = forward_loops(d)
         sweep = ReverseSweep(d)
         sharing = Sharing(d) if pattern.forked else None
         if sharing is not None and sharing.arrays:  # a region's threads: their adds their own where they can
@@ -142,7 +140,6 @@ class ReverseMode:
         else:
             d.plan = _plan(d, sweep.collect())
             rev = sweep.write(d.plan)
-        d.plan.forward = tuple(loop for loop in d.loops.loops if loop.header in d.forward)
         derived.atomic_in_loops = sweep.adjoints.atomic_in_loops or any(
             c.derived.atomic_in_loops for c in d.calls.values())
         if self.releases:

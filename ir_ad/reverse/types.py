@@ -119,7 +119,6 @@ class ReverseFacts:
     stack: set[str] = field(default_factory=set)  # fixed-size local arrays of the forward sweep
     reverse_local: set[str] = field(default_factory=set)  # ... whose shadow the reverse sweep allocates
     heap: set[str] = field(default_factory=set)  # local arrays with shadows, moved to the heap
-    forward: frozenset = frozenset()  # the headers of the loops whose reverse runs forward (plan/order.py)
     keys: Keys | None = None
     plan: CachePlan | None = None
     inst: Instruction | None = None

@@ -48,7 +48,7 @@ def carried(d, sites: list) -> dict[Key, Carry]:
     found: dict[Key, Carry] = {}
     blocks = {b.label: b for b in d.fn.blocks}
     for loop in d.loops.loops:
-        if len(loop.entries) != 1 or len(loop.latches) != 1 or loop.header in d.forward:  # (plan/order.py)
+        if len(loop.entries) != 1 or len(loop.latches) != 1:
             continue
         for phi in blocks[loop.header].instructions:
             if phi.opcode != "phi":

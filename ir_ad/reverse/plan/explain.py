@@ -29,8 +29,6 @@ def _one(module: Module, title: str, plan: CachePlan) -> str:
     where = terms.function_place()
     lines = [f"{title}{f' ({where})' if where else ''}: {_summary(terms, plan)}"]
     lines += _logged(terms, plan)
-    lines += [f"  the reverse sweep runs {terms.loop(loop)} forward: its iterations' adjoints add up in any order"
-              for loop in plan.forward]
     top = [s for s in plan.slots.values() if s.group is None]
     if top:
         lines.append(f"  per call, in its record ({human_size(plan.record_size)}, the caller's; no allocation):")

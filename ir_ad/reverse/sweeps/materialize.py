@@ -109,9 +109,6 @@ class Materializer:
             else:
                 loops = site.loop.ancestors() if site.loop else []
                 counters = {id(l): b.load(I64, counter(l)) for l in loops}
-                for loop in loops:  # (run forward: the iteration is as many from the first, plan/order.py)
-                    if loop.header in self.d.forward:
-                        counters[id(loop)] = b.binary("sub", b.load(I64, last(loop)), counters[id(loop)])
             self.made[memo] = counters
         return self.made[memo]
 
@@ -234,11 +231,5 @@ def _this_iteration(carry: Carry, site: Site, shift: tuple) -> bool:
 
 
 def counter(loop: Loop) -> V:
-    """The reverse sweep's slot with the iteration a loop is at: counted down to 0
-    from the last, which a loop run forward (plan/order.py) keeps in `last`."""
+    """The reverse sweep's slot with the iteration a loop is at."""
     return V(PTR, local(f"cnt'{bare(loop.header)}"))
-
-
-def last(loop: Loop) -> V:
-    """The reverse sweep's slot with a loop's last iteration, where it runs the loop forward."""
-    return V(PTR, local(f"last'{bare(loop.header)}"))

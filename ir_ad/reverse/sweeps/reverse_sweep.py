@@ -10,9 +10,7 @@ them back from storage, or recomputing them from other keys), and assembles the 
 
 Loops run backwards by counting: each loop has a counter slot, set to the iteration count when
 the reverse sweep enters the loop through an exit and counted down at its header; affine
-induction variables are recomputed from it, and stored values are indexed by it. A loop whose
-iterations' adjoints add up in any order (plan/order.py) runs forward: its iteration is the
-last one less the counter."""
+induction variables are recomputed from it, and stored values are indexed by it."""
 
 from __future__ import annotations
 
@@ -25,7 +23,7 @@ from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction
 from adgen.ir_ad.reverse.plan.keys import CAME, EXIT, LOG, LOG_OWNER, RETURNS, Key, came_type
 from adgen.ir_ad.reverse.plan.read_back import read_back
 from adgen.ir_ad.analysis.loops import common
-from adgen.ir_ad.reverse.sweeps.materialize import Materializer, counter, last
+from adgen.ir_ad.reverse.sweeps.materialize import Materializer, counter
 from adgen.ir_ad.reverse.sweeps.sharing import Sharing
 from adgen.ir_ad.reverse.sweeps.sites import Site, SiteNeeds
 from adgen.ir_ad.reverse.types import ReverseFacts
@@ -152,8 +150,6 @@ class ReverseSweep:
             for loop in d.loops.exited(p, block.label):
                 count = self.needs.need(Key(EXIT, loop.header, block.label), edge, (I64,))[0]
                 eb.store(count, counter(loop))
-                if loop.header in d.forward:
-                    eb.store(count, last(loop))
             edge.term = [f"br label %\"rev'{bare(p)}\""]
         loop = d.loops.by_header.get(block.label)
         if not preds:
@@ -314,7 +310,8 @@ class ReverseSweep:
                 for slot in self.adjoints.slots(name):
                     eb.emit(f"{slot.ref} = alloca {t.text}")
                     eb.store(self.adjoints.empty(t), slot)
-        _counters(eb, self.d)
+        for loop in self.d.loops.loops:
+            eb.emit(f"{counter(loop).ref} = alloca i64")
         for carry in self.carries.values():
             eb.lines += carrying.slots(carry)
         for k, inst in self.adjoints.undo:
@@ -332,14 +329,6 @@ class ReverseSweep:
             if count.type.text != "i64":
                 count = b.cast("zext", count, I64)
             self.local_shadow[name] = self.layout.allocate(b, b.size_of(inst.source_type, count), on_stack=True)
-
-
-def _counters(eb: Builder, d: ReverseFacts) -> None:
-    """Each loop's counter slot, and the last iteration's of those run forward (plan/order.py)."""
-    for loop in d.loops.loops:
-        eb.emit(f"{counter(loop).ref} = alloca i64")
-        if loop.header in d.forward:
-            eb.emit(f"{last(loop).ref} = alloca i64")
 
 
 def _back(header: str) -> str:
