@@ -1,6 +1,6 @@
 """A differential fuzzer for adgen: random C functions (arithmetic, libm, branches, loops over
-arrays, in-place updates, sums over arrays, calls between functions, directly and through function pointers,
-structs passed and returned by value, complex arithmetic, memory returned by calls, realloc'd and
+arrays, in-place updates, sums over arrays, calls between functions, directly and through
+function pointers, structs passed and returned by value, complex arithmetic, memory returned by calls, realloc'd and
 freed elsewhere, memory the function allocates itself (at once, on first use into a struct,
 carved from a block) and writes in loops after deeper loops read it, float and double) with random activities, checked in forward mode, reverse mode and at width 4
 (separate and interleaved lanes: dual, dualv, and dupv) against central finite differences and
