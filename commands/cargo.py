@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def build(args, extra: list[str], stages: Stages) -> int:
     from adgen.base.toolchain import select_compiler, select_rustc, system_flags
-    from adgen.commands.build.crate import CrateLowering, annotated, archive, packages
+    from adgen.commands.build import closures
+    from adgen.commands.build.crate import CrateLowering, annotated, archive, packages, second_pass
     from adgen.commands.build.pipeline import build as build_sources
 
     with stages.stage("toolchain"):
@@ -90,8 +91,14 @@ def build(args, extra: list[str], stages: Stages) -> int:
         library = out_dir / package.archive_name
         if not library.exists():  # (the build script's link line names it while cargo compiles the library)
             write_all({library: b"!<arch>\n"})
+        crate = CrateLowering(package, rustc, args.release, tuple(extra))
         written, _, plans = build_sources(sources, out_dir, flags, [], [], compiler, stages, emit_llvm=args.emit_llvm,
-                                          explain=args.explain, crate=CrateLowering(package, rustc, args.release, tuple(extra)))
+                                          explain=args.explain, crate=crate)
+        if closures.wanted([out_dir / f"{s.stem}.adgen.rs" for s in sources]):  # (functions of closures: again,
+            with stages.stage("closures", "the crate's calls"):  # at the closures the crate's targets pass)
+                crate = second_pass(crate, sources, tuple(extra))
+            written, _, plans = build_sources(sources, out_dir, flags, [], [], compiler, stages,
+                                              emit_llvm=args.emit_llvm, explain=args.explain, crate=crate)
         objects = {p: p.read_bytes() for paths, _ in written for p in paths if p.suffix == ".o"}
         with tempfile.TemporaryDirectory(prefix="adgen-") as tmp, stages.stage("write", package.archive_name):
             write_all({library: archive(objects, Path(tmp))})

@@ -21,6 +21,7 @@ from adgen.frontend.prototypes import Prototype, Unit, read_unit
 from adgen.frontend.manifest import manifest
 from adgen.frontend.languages import refuse_unread
 from adgen.frontend.render import output_names, render
+from adgen.frontend.rust_closures import closure_template
 from adgen.frontend.rust_source import RustUnit, is_rust, read_rust_unit, rust_entry, unclashing
 from adgen.frontend.rust_wrappers import by_hand, nested_entry, render_rust
 from adgen.base.timing import Stages, plural
@@ -43,9 +44,11 @@ class Generated:
         return outputs(self.source, self.unit, self.signatures, directory)
 
 
-def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stages, namespace: str = ""
-             ) -> list[Generated]:
-    """`namespace`: a cargo package's crate, whose Rust sources' C functions it names (`_symbols`)."""
+def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stages, namespace: str = "",
+             closure_calls: dict | None = None) -> list[Generated]:
+    """`namespace`: a cargo package's crate, whose Rust sources' C functions it names (`_symbols`);
+    `closure_calls`, a crate's: where its targets call the derived functions of closures, by
+    source (its resolved path) and derived name (RustUnit.closure_calls)."""
     refuse_unread(sources)
     _check_stems(sources)
     with stages.stage("parse"):
@@ -53,7 +56,8 @@ def generate(sources: list[Path], out_dir: Path, flags: list[str], stages: Stage
         annotations = _each(find_annotations, texts)
     with stages.stage("read", f"{sum(bool(a) for a in annotations)} annotated of {len(sources)}"):
         made = frozenset(output_names(src.path)[0] for src in texts if not is_rust(src.path))
-        units = [read_rust_unit(src, found) if is_rust(src.path) and found else None if is_rust(src.path) else
+        units = [read_rust_unit(src, found, None if closure_calls is None else closure_calls.get(src.path.resolve(), {}),
+                                closure_template) if is_rust(src.path) and found else None if is_rust(src.path) else
                  _read_c(src, found, flags, made) for src, found in zip(texts, annotations)]
     with stages.stage("check"):
         problems = Collector()

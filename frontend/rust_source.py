@@ -82,6 +82,7 @@ class RFunction:
     visibility: str = "pub"  # its wrappers': a free function's own (`pub(crate)`, "" for private), a method's `pub`
     dynamic: tuple[str, str] = ()  # an instantiation of a function of a trait object (DynTemplate): (the
     # parameter, its trait)
+    closure: object = None  # an instance of a function taking a closure: its rust_closures.Closure
 
     @property
     def outcome(self) -> str:
@@ -136,6 +137,9 @@ class RustUnit(Unit):
     ghosts: dict = field(default_factory=dict)
     remarks: list = field(default_factory=list)  # (warnings: Diagnostic.render's text)
     by_hand: list = field(default_factory=list)  # its checked @derivative annotations (checks.Custom), in order
+    # where the crate's targets call each derived function of a closure: derived name -> [(file, line, column)],
+    # instance k's at k - 1 (rust_closures.py); None where the source is built on its own, not a crate's
+    closure_calls: dict | None = None
 
     def rust_name(self, name: str) -> str:
         """The Rust name of a C function of its derivatives (`grad__adgen_safe_forward` -> `grad_forward`)."""
@@ -148,9 +152,14 @@ def _parser(start: str) -> Lark:
     return cached_lark(grammar, start=start, parser="lalr", propagate_positions=True)
 
 
-def read_rust_unit(source: SourceFile, annotations: list[Annotation]) -> RustUnit:
-    """The functions the annotations stand before; what cannot be read is in `errors`."""
-    unit = RustUnit(source, [], {}, {}, [])
+def read_rust_unit(source: SourceFile, annotations: list[Annotation], closure_calls: dict | None = None,
+                   closure_template=None) -> RustUnit:
+    """The functions the annotations stand before; what cannot be read is in `errors`.
+    `closure_calls`: for a crate's source, where its targets call the derived functions of
+    closures (RustUnit.closure_calls); `closure_template(reader, tree, at, start, calls)`, the
+    template of a function taking a closure, or None (rust_closures.py, which builds on this
+    module's templates)."""
+    unit = RustUnit(source, [], {}, {}, [], closure_calls=closure_calls)
     problems = Collector()
     structs = _structs(source, problems)
     reader = _Types(source, structs, problems)
@@ -162,6 +171,13 @@ def read_rust_unit(source: SourceFile, annotations: list[Annotation]) -> RustUni
         seen.add(at)
         before = len(problems.diagnostics)
         parsed = _signature(source, at, problems)
+        template = closure_template(reader, *parsed, closure_calls) if parsed and closure_template else None
+        if template is not None:
+            if template.readable(problems):
+                unit.templates[at] = template
+            else:
+                unit.unreadable.add(at)
+            continue
         dyn = _trait_object(reader, *parsed) if parsed is not None and not _generic_parameters(parsed[0]) else None
         if dyn is not None:
             template = DynTemplate(reader, *parsed, *dyn)
@@ -306,6 +322,7 @@ class _Types:
         self.defined, self.copied = _defined_types(source.text)
         self.typedefs: dict[str, str] = {}  # struct name -> its C typedef
         self.subst = subst or {}  # an instantiation's: generic parameter -> its argument, as written
+        self.closure = ""  # a closure instance's: the closure parameter, read as a reference to bytes
         self._generic = re.compile(r"(?<![\w'])(" + "|".join(map(re.escape, self.subst)) + r")(?!\w)") \
             if self.subst else None
 
@@ -393,7 +410,8 @@ class _Types:
         declared = [k for k in kids if isinstance(k, Tree) and k.data.endswith("_param")]
         # `impl Trait` parameters: each an anonymous type parameter, which no instantiation names
         # (a function with type or const parameters is a RustTemplate's, instantiated).
-        generic = [t for p in declared for t in p.iter_subtrees_topdown() if t.data == "impl_trait"]
+        generic = [t for p in declared if not _named(p, self.closure) for t in p.iter_subtrees_topdown()
+                   if t.data == "impl_trait"]
         for g in generic:
             self.problems.add(error(_impl_trait(name_tok.value, self.text(g, at)), self.span(g, at)))
         where = next((k for k in kids if isinstance(k, Tree) and k.data == "where_clause"), None)
@@ -411,7 +429,10 @@ class _Types:
             pname = next(k for k in p.children if isinstance(k, Token) and k.type in ("NAME", "UNDERSCORE")).value
             if pname == "_":
                 pname = f"arg{len(params)}"
-            params.append(RParam(pname, self.rtype(p.children[-1], at), self.span(p, at)))
+            span = self.span(p.children[-1], at)
+            params.append(RParam(pname, RType("reference", f"&{OPAQUE}", span, elem=RType("object", OPAQUE, span,
+                                                                                          name=OPAQUE))
+                                 if _named(p, self.closure) else self.rtype(p.children[-1], at), self.span(p, at)))
         ret_tree = next((k for k in kids if isinstance(k, Tree) and k.data == "returns"), None)
         returns = self.rtype(ret_tree.children[-1], at) if ret_tree is not None else None
         if generic or where is not None:
@@ -760,6 +781,12 @@ def _implementors(text: str, trait: str) -> list[str]:
     return found
 
 
+def _named(p: Tree, name: str) -> bool:
+    """Whether a parameter is named `name` (a closure instance's closure, `_Types.closure`)."""
+    return bool(name) and p.data == "named_param" and any(
+        isinstance(k, Token) and k.type == "NAME" and k.value == name for k in p.children)
+
+
 def _written(reader: "_Types", tree: Tree, at: int, start: int) -> RFunction:
     """A generic function's signature as written (its types as RTypes, no C view)."""
     kids = tree.children
@@ -994,15 +1021,16 @@ _AGGREGATES = ("named", "object", "tuple", "array", "unit")
 _BY_VALUE = {Activity.ACTIVE: "dup", Activity.DUAL: "dual", Activity.DUALONLY: "dualonly", Activity.CONST: "const"}
 _IMPL_TRAIT = "'{}' takes an `impl Trait` parameter, which no instantiation can name: write a generic parameter for it"
 _CLOSURE = re.compile(r"(?:impl|dyn)\s+(?:(?:std|core)::ops::)?Fn(?:Mut|Once)?\s*\(")
-CLOSURES = ("adgen cannot pass a closure ('{}'): its code is its caller's compile, which derivatives cannot follow "
-            "(differentiate the function that makes the closure and calls this one, or pass a value of a type "
-            "implementing a trait of the file: `m: &dyn Model`, or `M: Model` at a named instantiation)")
+CLOSURES = ("adgen cannot pass a closure as a trait object ('{}'): it tells closures apart by their types (take "
+            "`f: impl Fn(...)`, `f: F` with `F: Fn(...)`, or a reference to one, which `cargo adgen build` derives at "
+            "each closure its crate passes; or differentiate the function that makes the closure)")
 
 
 def _impl_trait(name: str, written: str) -> str:
     """What to say of an `impl Trait` parameter: a closure's, or another."""
     return CLOSURES.format(written.strip()) if _CLOSURE.match(written.strip()) else _IMPL_TRAIT.format(name)
 _UNSIZED = {"str", "Path", "OsStr", "CStr", "Self"}  # (behind a reference, two words: a pointer and a length)
+OPAQUE = "__AdgenClosure"  # what a closure instance's C view reads the closure's type as (bytes: rust_closures)
 OUTCOME = "__adgen_outcome"  # the shim's parameter saying whether a value came (Option) or the error (Result)
 _OUTCOME = re.compile(r"(?:(?:std|core)::(?:option|result)::)?(Option|Result)\s*<\s*(f64|f32)\s*(?:,(.+))?>")
 _VEC = re.compile(r"(?:(?:std|alloc)::vec::)?Vec\s*<\s*(f64|f32)\s*>")

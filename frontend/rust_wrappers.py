@@ -19,6 +19,7 @@ from adgen.base.diagnostics import AdgenError, Collector, error, note
 from adgen.frontend.prototypes import Prototype
 from adgen.frontend.model import Activity, Mode
 from adgen.frontend.render import c_environment
+from adgen.frontend.rust_closures import CLOSURE, PLACEHOLDER
 from adgen.frontend.rust_source import BY_VALUE, OUTCOME, RFunction, RParam, RType, RustUnit, split_arguments
 from adgen.base.naming import PROGRAMS_ADDRESS
 from adgen.base.toolchain import select_rustc
@@ -98,6 +99,27 @@ class Dispatch:
     dynamic: tuple[str, str, str] = ()  # a function of a trait object: (its parameter, the trait object's
     # type, `dyn Model`, the trait); its wrapper tells the instances apart by TypeId
     shadows: tuple[tuple[str, bool], ...] = ()  # and the trait object's shadows: (name, mutable)
+    closure: "ClosureGlue | None" = None  # a function of a closure: instances by where the wrapper is called
+    # (`instances`' first: the file as a Rust literal, the line, the column)
+
+
+@dataclass(frozen=True)
+class ClosureGlue:
+    """What a function taking a closure adds to its wrapper (rust_closures.py): the shim in its
+    place, generic over the closure and taking it by reference (`__adgen_closure_F`, which each
+    instance derives as its caller's compile instantiates it), and the placeholder, the
+    wrappers' own call of the wrapper with a closure never run (instance c0)."""
+
+    param: str
+    by_reference: bool
+    type_name: str  # the closure's type as the wrapper and shim declare it (`F`)
+    shim: str
+    shim_params: tuple[tuple[str, str], ...]
+    shim_returns: str | None
+    shim_call: str
+    placeholder: str
+    placeholder_params: tuple[RustParam, ...]
+    placeholder_call: str
 
 
 @dataclass(frozen=True)
@@ -119,6 +141,7 @@ def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> st
     """A Rust source's `<stem>.adgen.rs`: the C functions' declarations and safe wrappers."""
     stem = unit.source.path.stem
     every = wrappers(unit, signatures)
+    dispatched = dispatches(unit, signatures, every)
     ffi = "__adgen_ffi_" + re.sub(r"[^A-Za-z0-9_]", "_", stem)
     return c_environment().get_template("wrappers.rs.j2").render(
         version=version, source=unit.source.path.name, stem=stem, wrappers=every,
@@ -128,9 +151,11 @@ def render_rust(unit: RustUnit, signatures: list[Signature], version: str) -> st
                if unit.rust_name(s.name) not in unit.generic_names and not s.part],
         by_hand=glue(unit), beside=BESIDE,
         splits=splits(unit, signatures, every),
-        dispatches=dispatches(unit, signatures, every), unsafe_spellings=unsafe_spellings(),
+        dispatches=dispatched, closure_shims=list({d.closure.shim: d for d in dispatched if d.closure}.values()),
+        unsafe_spellings=unsafe_spellings(),
         instances=list(dict.fromkeys(_path(unit.rust[s.derivation.primal.name]) for s in signatures
-                                     if not s.derivation.primal.name.startswith(BY_VALUE) and s.derivation.inner is None)),
+                                     if not s.derivation.primal.name.startswith((BY_VALUE, CLOSURE))
+                                     and s.derivation.inner is None)),
         addresses=addresses(unit, signatures), ffi=ffi,
         reserved=any(a.how == "reserved" for w in every for a in w.ffi))
 
@@ -214,6 +239,9 @@ def dispatches(unit: RustUnit, signatures: list[Signature], every: list[Wrapper]
         written = replace(_wrapper(g.written, sig), name=name,
                           summary=sig.summary().replace(f"of {sig.derivation.primal.name}", f"of {g.name}"))
         rf = unit.rust[sig.derivation.primal.name]
+        if rf.closure is not None:
+            out.append(_closure_dispatch(unit, name, owner, g, written, members))
+            continue
         dynamic, shadows = (), ()
         if rf.dynamic:  # (the trait object's type as written, and its shadows, which the wrapper casts too)
             param, trait = rf.dynamic
@@ -226,6 +254,38 @@ def dispatches(unit: RustUnit, signatures: list[Signature], every: list[Wrapper]
                             tuple((", ".join(unit.rust[s.derivation.primal.name].generic.arguments),
                                    w if dynamic else _this(w)) for s, w in members), dynamic, shadows))
     return out
+
+
+def _closure_dispatch(unit: RustUnit, name: str, owner: str, g, written: Wrapper, members: list) -> Dispatch:
+    """A function of a closure's wrapper: its instances (but c0) by where the crate's targets call
+    it, each a wrapper passing the closure as bytes of its type; the shim and the placeholder."""
+    c = unit.rust[members[0][0].derivation.primal.name].closure
+    calls = (unit.closure_calls or {}).get(name, [])
+    arms = []
+    for s, w in members:
+        k = unit.rust[s.derivation.primal.name].closure.index
+        if 0 < k <= len(calls):
+            file, line, column = calls[k - 1]
+            w = replace(w, ffi=tuple(replace(a, pointee=c.type_name) if a.source == c.param else a for a in w.ffi))
+            arms.append(((_rust_literal(file), line, column), w))
+    shim_params = tuple((p.name, f"&{c.type_name}" if p.name == c.param else p.type.text) for p in g.written.params)
+    args = ", ".join(("unsafe { ::core::ptr::read(" + p.name + ") }" if not c.by_reference else p.name)
+                     if p.name == c.param else p.name for p in g.written.params)
+    returns = g.written.returns.text if g.written.returns is not None and g.written.returns.kind != "unit" else None
+    call = f"{'unsafe { ' if written.unsafe else ''}{g.name}({args}){' }' if written.unsafe else ''}"
+    never = "|" + ", ".join("_" * c.arguments) + "| unreachable!()" if c.arguments else "|| unreachable!()"
+    placeholder_args = ", ".join(("&" if c.by_reference else "") + never if p.name == c.param else p.name
+                                 for p in written.params)
+    call_wrapper = f"{name}({placeholder_args})"
+    glue = ClosureGlue(c.param, c.by_reference, c.type_name, c.shim, shim_params, returns, call,
+                       f"{PLACEHOLDER}{name}", tuple(p for p in written.params if p.name != c.param),
+                       f"unsafe {{ {call_wrapper} }}" if written.unsafe else call_wrapper)
+    return Dispatch(name, "", owner, g.lifetimes, g.params, g.names, written, tuple(arms), closure=glue)
+
+
+def _rust_literal(text: str) -> str:
+    """A Rust string literal of `text`."""
+    return '"' + "".join(c if c.isprintable() and c not in '"\\' else f"\\u{{{ord(c):x}}}" for c in text) + '"'
 
 
 def _this(w: Wrapper) -> Wrapper:

@@ -94,6 +94,28 @@ def link(bitcodes: list[bytes], stubs: list[tuple[bytes, set[str]]] = ()):
     return main
 
 
+def exported_only(bitcodes: list[bytes], exported: dict[str, str]) -> bytes:
+    """The modules linked into one whose definitions are all internal but the functions of
+    `exported` (bare names), each renamed as it says and external: another crate's compile
+    linked beside the one differentiated, so that nothing of it clashes with the same code there
+    (commands/build/closures.py)."""
+    with apart():
+        module = link(bitcodes)
+        for fn in module.functions:
+            if fn.is_declaration or fn.name.startswith("llvm."):
+                continue
+            if fn.name in exported:
+                fn.name, fn.linkage = exported[fn.name], llvm.Linkage.external
+            else:
+                fn.linkage = llvm.Linkage.internal
+            fn.visibility = llvm.Visibility.default
+        for g in module.global_variables:
+            if not g.is_declaration and not g.name.startswith("llvm.") and \
+                    g.linkage != llvm.Linkage.appending:
+                g.linkage, g.visibility = llvm.Linkage.internal, llvm.Visibility.default
+        return module.as_bitcode()
+
+
 def parse_bitcode(code: bytes):
     _init()
     try:

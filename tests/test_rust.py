@@ -289,7 +289,7 @@ ERRORS = [
     ("pub fn f(x: impl Into<f64>) -> f64 { x.into() }", "(active) -> active", "'f' takes an `impl Trait` parameter",
      "impl Into<f64>)"),
     ("pub fn f<'a>(x: &'a f64, g: &dyn Fn(f64) -> f64) -> f64 { g(*x) }", "(dup, const) -> active",
-     "adgen cannot pass a closure ('dyn Fn(f64) -> f64')", "dyn Fn(f64) -> f64)"),
+     "adgen cannot pass a closure as a trait object ('dyn Fn(f64) -> f64')", "dyn Fn(f64) -> f64)"),
     ("pub fn f(x: f64) -> impl Into<f64> { x }", "(active) -> active", "a result of type 'impl Into<f64>'",
      "impl Into<f64> {"),
     ("pub fn f(x: Vec<f64>) -> f64 { x[0] }", "(dup) -> active", "adgen cannot pass a Vec by value ('Vec<f64>')",
@@ -1486,9 +1486,10 @@ def test_trait_objects(tmp_path, adgen, rustc_named, rustc, version):
      "impl M for A { fn p(&self) -> f64 { self.0 } }\n// @diff(g: (dup, dup) -> active)\n"
      "pub fn f(m: &dyn M, n: &dyn M) -> f64 { m.p() * n.p() }\n", "a trait object ('dyn M') here: adgen differentiates a function of one trait object", "dyn M"),
     ("// @diff(g: (const, active) -> active)\npub fn f(k: &dyn Fn(f64) -> f64, x: f64) -> f64 { k(x) }\n",
-     "adgen cannot pass a closure ('dyn Fn(f64) -> f64'): its code is its caller's compile", "dyn Fn"),
+     "adgen cannot pass a closure as a trait object ('dyn Fn(f64) -> f64'): it tells closures apart by their types",
+     "dyn Fn"),
     ("// @diff(g: (const, active) -> active)\npub fn f(k: impl Fn(f64) -> f64, x: f64) -> f64 { k(x) }\n",
-     "adgen cannot pass a closure ('impl Fn(f64) -> f64')", "impl Fn"),
+     "a closure passed in ('impl Fn(f64) -> f64') is differentiated by `cargo adgen build`", "impl Fn"),
 ])
 def test_trait_objects_adgen_cannot_pass_are_errors_at_the_type(tmp_path, adgen, code, message, at):
     _refused_at(tmp_path, adgen, code, message, at)

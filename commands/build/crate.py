@@ -24,13 +24,15 @@ import os
 import re
 import shlex
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from adgen.base.diagnostics import AdgenError, SourceFile, Span, error
 from adgen.base.toolchain import RustCompiler, zig
 from adgen.commands.build.lower import (STOP_MIR_INLINING, custom_array, inactive_array, keep_array, kept_apart,
                                         primal_functions)
+from adgen.commands.build import closures
+from adgen.frontend.rust_closures import CLOSURE
 from adgen.frontend.rust_source import BY_VALUE
 from adgen.frontend.rust_wrappers import BY_HAND
 from adgen.commands.outputs import write_all
@@ -116,6 +118,13 @@ class CrateLowering:
     rustc: RustCompiler
     release: bool
     cargo_args: tuple[str, ...] = ()
+    # the second pass's, for functions of closures (closures.py): where the crate's targets call each
+    # derived function (by source, resolved, and derived name: RustUnit.closure_calls), the symbols of
+    # the instances by (source, derived name, k), and the targets' modules holding them
+    closure_calls: dict = field(default_factory=dict)
+    closure_symbols: dict = field(default_factory=dict)
+    callers: tuple[bytes, ...] = ()
+    found: list = field(default_factory=list)  # (set by a pass) the calls in the library's own compile
 
     def __call__(self, sources: list[Path], generated: list[Generated], work: Path) -> list[bytes]:
         # The wrappers first: the library includes them, and cargo compiles it now. (They follow
@@ -128,6 +137,10 @@ class CrateLowering:
                    for (name, *at), symbol in defined_at(Module(optimize.text_of_bitcode(bitcode)).metadata).items()}
         arrays = []
         problems = []
+        wrappers_of = {os.path.realpath(p): Path(src).resolve() for src, g in zip(sources, generated)
+                       for p in g.files if p.name.endswith(".adgen.rs")}
+        if any(name.startswith(CLOSURE) for g in generated for name in (g.unit.rust if g.unit else {})):
+            self.found = closures.calls(optimize.text_of_bitcode(bitcode), wrappers_of)
 
         def own(g: Generated, name: str) -> str | None:
             """The symbol of a function of adgen's in the source's wrappers (a shim, a derivative's glue)."""
@@ -139,7 +152,9 @@ class CrateLowering:
             """The functions' symbols in cargo's compile, by their debug information (an error for each not there)."""
             found = []
             for f in functions:
-                if f.name.startswith(BY_VALUE):  # adgen's function taking values' addresses, in the wrappers
+                if f.name.startswith(CLOSURE):  # an instance of a function of a closure (closures.py)
+                    name = self._instance(Path(src).resolve(), g.unit.rust[f.name].closure)
+                elif f.name.startswith(BY_VALUE):  # adgen's function taking values' addresses, in the wrappers
                     name = own(g, f.name)
                 else:
                     where = (os.path.realpath(src), f.span.source.line_col(f.span.offset)[0])
@@ -163,29 +178,35 @@ class CrateLowering:
                 arrays.append(_keep_module(custom_array(i), symbols(src, g, [c.primal for c in g.customs], "") + glue))
         if problems:
             raise AdgenError(problems)
-        return [bitcode, *dependencies, *arrays]
+        return [bitcode, *dependencies, *self.callers, *arrays]
+
+    def _instance(self, source: Path, closure) -> str | None:
+        """The symbol of a closure instance: c0's in the library's compile, the others' as found."""
+        if closure.index:
+            return self.closure_symbols.get((source, closure.derived, closure.index))
+        return next((c.shim for c in self.found if c.source == source and c.derived == closure.derived
+                     and c.key[0].endswith(closures.WRAPPERS)), None)
 
     def _compile(self, stop_inlining: bool = False) -> tuple[bytes, list[bytes]]:
-        """The library's bitcode, and its dependencies' (each crate's newest in the target folder:
-        cargo compiles again only what changed), proc-macro crates and build scripts aside."""
+        """The library's bitcode, and that of the crates cargo linked it with (as its messages
+        name them: the target folder also holds the second pass's), proc-macro crates and build
+        scripts aside."""
         target = self.package.out_dir / "cargo"
         command = [*cargo_command(), "rustc", "--lib", "--manifest-path", str(self.package.manifest),
-                   "--target-dir", str(target), *(["--release"] if self.release else []), *self.cargo_args, "--",
+                   "--target-dir", str(target), *(["--release"] if self.release else []), *self.cargo_args,
+                   "--message-format=json-render-diagnostics", "--",
                    "-C", "panic=abort", "-C", "opt-level=2", "-C", "no-prepopulate-passes", "--cap-lints=allow",
                    *self.rustc.flags]
         done = subprocess.run(command, capture_output=True, text=True, env=self._environment(stop_inlining),
                               cwd=self.package.folder)
         if done.returncode != 0:
             raise AdgenError(error(f"cargo could not compile {self.package.name}'s library:\n{done.stderr.strip()}"))
-        deps = target / ("release" if self.release else "debug") / "deps"
-        newest: dict[str, Path] = {}
-        for path in sorted(deps.glob("*.bc"), key=lambda p: p.stat().st_mtime):
-            newest[path.stem.rpartition("-")[0]] = path
-        macros = {p.stem.rpartition("-")[0].removeprefix("lib") for p in deps.glob("lib*.so")}
-        if self.package.crate not in newest:
-            raise AdgenError(error(f"cargo compiled {self.package.name}'s library but left no bitcode in {deps}"))
-        return newest[self.package.crate].read_bytes(), [
-            p.read_bytes() for name, p in newest.items() if name != self.package.crate and name not in macros]
+        libraries = [closures.bitcode_of(Path(f)) for m in closures.artifacts(done.stdout)
+                     if set(m["target"]["kind"]) & {"lib", "rlib"} for f in m["filenames"] if closures.hashed(f)]
+        own = [p for p in libraries if p.stem.rpartition("-")[0] == self.package.crate]
+        if not own or not own[-1].exists():
+            raise AdgenError(error(f"cargo compiled {self.package.name}'s library but left no bitcode in {target}"))
+        return own[-1].read_bytes(), [p.read_bytes() for p in dict.fromkeys(libraries) if p != own[-1] and p.exists()]
 
     def _environment(self, stop_inlining: bool = False) -> dict[str, str]:
         """Every crate compiled to bitcode too, with every function kept, line tables, one unit; the
@@ -193,7 +214,8 @@ class CrateLowering:
         marked @inactive, whose calls rustc's MIR inliner must leave (lower.STOP_MIR_INLINING)."""
         ours = ["--emit=llvm-bc,link", "-C", "codegen-units=1", "-C", "link-dead-code", "-C", "debuginfo=1",
                 *STOP_MIR_INLINING[stop_inlining]]
-        env = {**os.environ, "RUSTC": shlex.join(self.rustc.command)}
+        env = {**os.environ, "RUSTC": shlex.join(self.rustc.command), "CARGO_INCREMENTAL": "0"}  # (rustc's
+        # incremental compile may fail to write the bitcode asked for: "could not copy ...rcgu.bc")
         if stop_inlining:
             env["RUSTC_BOOTSTRAP"] = "1"
         if env.get("CARGO_ENCODED_RUSTFLAGS"):
@@ -201,6 +223,44 @@ class CrateLowering:
         else:
             env["RUSTFLAGS"] = " ".join([*shlex.split(env.get("RUSTFLAGS", "")), *ours])
         return env
+
+
+def second_pass(first: CrateLowering, sources: list[Path], cargo_args: tuple[str, ...]) -> CrateLowering:
+    """The lowering of `cargo adgen build`'s second pass, where the library has functions of
+    closures (closures.py): the closures the library's first pass and the workspace's targets
+    pass to their wrappers, each an instance, and the targets' modules holding them."""
+    package = first.package
+    command = [*cargo_command(), "metadata", "--format-version", "1", "--no-deps", "--manifest-path",
+               str(package.manifest)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AdgenError(error(f"cargo metadata failed: {done.stderr.strip()}"))
+    workspace = json.loads(done.stdout)
+    wrappers_of = {os.path.realpath(package.out_dir / f"{Path(s).stem}.adgen.rs"): Path(s).resolve()
+                   for s in sources}
+    compile_ = [*cargo_command(), "rustc", "--manifest-path", str(package.manifest), "--target-dir",
+                str(package.out_dir / "cargo"), *cargo_args]
+    flags = ["-C", "opt-level=2", "-C", "no-prepopulate-passes", "--cap-lints=allow", *first.rustc.flags]
+    env = first._environment()
+    found, modules = list(first.found), {}
+    for i, target in enumerate(closures.targets(workspace, package.name), start=1):
+        modules[i] = closures.compiled(target, compile_, flags, env, Path(workspace["workspace_root"]),
+                                       first.release)
+        found += closures.calls(optimize.text_of_bitcode(modules[i][0]), wrappers_of, i)
+    calls: dict = {}
+    symbols: dict = {}
+    exported: dict[int, dict[str, str]] = {}
+    for (source, derived), instances in closures.instances(found).items():
+        calls.setdefault(source, {})[derived] = [c.key for c in instances]
+        for k, c in enumerate(instances, start=1):
+            if c.module == 0:  # (the library's own call: its instance is in the library's compile)
+                symbols[(source, derived, k)] = c.shim
+            else:
+                name = exported.setdefault(c.module, {}).setdefault(
+                    c.shim, f"__adgen_closure_instance_{package.crate}_{Path(source).stem}_{derived}_{k}")
+                symbols[(source, derived, k)] = name
+    callers = tuple(closures.linked(modules[i], names) for i, names in sorted(exported.items()))
+    return CrateLowering(package, first.rustc, first.release, cargo_args, calls, symbols, callers)
 
 
 def _unqualified(name: str) -> str:

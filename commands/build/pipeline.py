@@ -60,7 +60,8 @@ def build(sources: list[Path], out_dir: Path, read_flags: list[str], flags: list
     (crate.py: its library compiled by cargo) instead of each source's own. Returns what was
     written (paths and derived functions per source), the frontend's results, and the cache plans
     of the reverse-mode derivatives as text (`--explain`)."""
-    generated = generate(sources, out_dir, read_flags + extra, stages, crate.package.crate if crate else "")
+    generated = generate(sources, out_dir, read_flags + extra, stages, crate.package.crate if crate else "",
+                         crate.closure_calls if crate else None)
     jobs = jobs or cores()
     chosen = replace(optimize.machine(target, march), sections=sections(flags + extra))
     tm, cc1 = optimize.create(chosen), Cc1.bundled(compiler, chosen)

@@ -31,6 +31,34 @@ def location(metadata: dict[str, str], dbg: str | None) -> Location | None:
     return Location(file, int(line.group(1)), int(col.group(1)) if col else 1)
 
 
+def written_location(metadata: dict[str, str], dbg: str | None) -> tuple[str, int, int] | None:
+    """The file of a !DILocation as the compiler was given it (relative to its directory, as
+    Rust's `Location::caller()` names it too), its line and column."""
+    loc = metadata.get(dbg or "", "")
+    line, col = re.search(r"line: (\d+)", loc), re.search(r"column: (\d+)", loc)
+    scope = re.search(r"scope: (![0-9]+)", loc)
+    file = _file_of(metadata, scope.group(1), joined=False) if scope else None
+    if not line or not file:
+        return None
+    return file, int(line.group(1)), int(col.group(1)) if col else 1
+
+
+_CALL = re.compile(r'^\s*(?:%[-\w.$"]+ = )?(?:tail |musttail |notail )?call [^@]*@("[^"]+"|[-\w.$]+)\(.*!dbg (![0-9]+)')
+
+
+def calls_at(text: str, metadata: dict[str, str], callees: set[str]) -> list[tuple[str, tuple[str, int, int]]]:
+    """Each call of a function of `callees` (by bare name) in a module's text, with where it is
+    (written_location): (callee, location)."""
+    found = []
+    for line in text.split("\n"):
+        m = _CALL.match(line) if " call " in line and "!dbg" in line else None
+        if m and m.group(1).strip('"') in callees:
+            at = written_location(metadata, m.group(2))
+            if at is not None:
+                found.append((m.group(1).strip('"'), at))
+    return found
+
+
 def inlined_at(metadata: dict[str, str], dbg: str | None) -> str | None:
     """The !DILocation a location's code was inlined at (the call's), if it was."""
     outer = re.search(r"inlinedAt: (![0-9]+)", metadata.get(dbg or "", ""))
@@ -51,7 +79,7 @@ def subprogram(metadata: dict[str, str], node: str) -> str | None:
     return None
 
 
-def _file_of(metadata: dict[str, str], node: str, depth: int = 0) -> str | None:
+def _file_of(metadata: dict[str, str], node: str, depth: int = 0, joined: bool = True) -> str | None:
     text = metadata.get(node, "")
     if text.startswith("!DIFile"):
         name = re.search(r'filename: "([^"]*)"', text)
@@ -59,15 +87,15 @@ def _file_of(metadata: dict[str, str], node: str, depth: int = 0) -> str | None:
         if not name:
             return None
         fname = name.group(1)
-        if directory and not fname.startswith("/"):
+        if joined and directory and not fname.startswith("/"):
             fname = directory.group(1).rstrip("/") + "/" + fname
         return fname
     m = re.search(r"file: (![0-9]+)", text)
     if m and depth < 20:
-        return _file_of(metadata, m.group(1), depth + 1)
+        return _file_of(metadata, m.group(1), depth + 1, joined)
     m = re.search(r"scope: (![0-9]+)", text)
     if m and depth < 20:
-        return _file_of(metadata, m.group(1), depth + 1)
+        return _file_of(metadata, m.group(1), depth + 1, joined)
     return None
 
 
