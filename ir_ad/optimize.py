@@ -468,14 +468,30 @@ def with_captures_by_value(text: str, tm, calls: set[str] = frozenset(), timings
 
 
 def _partial_unrolling() -> list[str]:
-    """LLVM's options for unrolling, set for every pipeline adgen runs: loops are unrolled fully
-    where their trip count is a small constant, never partially nor by a run-time count (x86's
-    default unrolls every small loop so). Before differentiation, for the reverse sweep's sake;
-    after it, for build time: on bench/programs/gpt2.c runtime and partial unrolling made 47% more
-    code (13,305 instructions against 9,034) and took 0.7 s of its 4-5 s build, with the
-    gradient's time the same (200 and 202 ms), as was every kernel's of bench/kernels.c within
-    the machine's noise; and the speed of loops of few iterations (`reoptimize`)."""
+    """LLVM's options for unrolling before differentiation: loops are unrolled fully where their
+    trip count is a small constant, never partially nor by a run-time count (x86's default
+    unrolls every small loop so), for the reverse sweep's sake: it differentiates a loop once,
+    not its unrolled copies and their remainder."""
     return ["-unroll-runtime=false", "-unroll-allow-partial=false"]
+
+
+def _unrolling_after(in_process: bool, unrolled: bool) -> list[str]:
+    """LLVM's options for unrolling after differentiation. `adgen build` keeps
+    `_partial_unrolling`'s: on bench/programs/gpt2.c run-time and partial unrolling made 47% more
+    code (13,305 instructions against 9,034) and took 0.7 s of its 4-5 s build, with the
+    gradient's time the same, and bench/kernels.c's logsumexp, its loops calling `exp`, took 7.05
+    ms against 5.76. `adgen cc` and `adgen c++`, which stand in for clang, unroll the file's loops
+    and the derivatives' as clang does at -O2 and above (`unrolled`): partially and by a run-time
+    count where LLVM's cost model for the target says so. The forward sweep's loops are then the
+    primal's as clang compiles them, as Enzyme's are (it differentiates clang's unrolled loops):
+    GradBench's kmeans ran at 1.17 of Enzyme's time with its 8-element distance loop rolled, 0.95
+    unrolled; llsq 1.04 and 0.98; ht, whose loops of 3 iterations once ran slower unrolled by 4
+    (188 ms against 159), at 1.00 either way now. A clang process of its own (cc1.py) takes LLVM's default where
+    no option is given; in this process `_partial_unrolling`'s options, once set, stay set (LLVM's
+    options cannot be unset), so they are set on, which unrolls loops that call functions too."""
+    if not unrolled:
+        return _partial_unrolling()
+    return ["-unroll-runtime=true", "-unroll-allow-partial=true"] if in_process else []
 
 
 def inline_aggregates(module) -> None:
@@ -520,18 +536,18 @@ SLP_MAX_LANES = 4
 
 
 def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timings: list | None = None,
-           cc1: Cc1 | None = None):
+           cc1: Cc1 | None = None, unrolled: bool = False):
     """Keep only `exported` visible (`_internalize`), then optimize for speed (vectorizing),
     which drops what they do not reach: the sources' own functions are in the user's object.
     (Dropping them before O3 instead was measured to save nothing on bench/programs/gpt2.c:
     O3's global optimization drops them right after the cheap early simplification; those that
     no derived function reaches are gone earlier, `drop_unneeded`.) With `cc1`, clang optimizes
-    (cc1.py): returns the optimized module, a new one then."""
+    (cc1.py): returns the optimized module, a new one then. `unrolled`: see `_unrolling_after`."""
     _internalize(module, exported, shared)
     if cc1 is not None:
-        return llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), _FINAL_OPTIONS, timings, level=3, vectorize=True),
-                                  _context())
-    for option in _FINAL_OPTIONS:
+        optimized = cc1.optimize(module.as_bitcode(), _final_options(False, unrolled), timings, level=3, vectorize=True)
+        return llvm.parse_bitcode(optimized, _context())
+    for option in _final_options(True, unrolled):
         llvm.set_option("adgen", option)
     _run(module, tm, 3, vectorize=True, timings=timings)
     return module
@@ -569,7 +585,7 @@ def _in_parts(text: str, jobs: int, timings: list | None, cc1: Cc1) -> tuple[byt
     each: list[list | None] = [[] if timings is not None else None for _ in texts]
     order = sorted(range(len(texts)), key=lambda k: -cut.sizes[k])  # the largest first
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # each a process of its own
-        done = {k: pool.submit(cc1.compile, texts[k], _FINAL_OPTIONS, each[k]) for k in order}
+        done = {k: pool.submit(cc1.compile, texts[k], _final_options(False, False), each[k]) for k in order}
         objects = [done[k].result() for k in range(len(texts))]
     if timings is not None:
         timings += [t for part in each for t in part]
@@ -582,7 +598,7 @@ def _internalize(module, exported: set[str], shared: set[str]) -> None:
     variables made weak (ir/linkage.py: the program's). (Twice is once.)"""
     for fn in module.functions:
         if fn.name in shared:
-            if fn.linkage == llvm.Linkage.external:
+            if fn.linkage == llvm.Linkage.external and not fn.is_declaration:  # (a declaration stays one)
                 fn.linkage = llvm.Linkage.weak_odr
         elif not fn.is_declaration and fn.name not in exported:
             fn.linkage = llvm.Linkage.internal
@@ -591,11 +607,12 @@ def _internalize(module, exported: set[str], shared: set[str]) -> None:
             g.linkage = llvm.Linkage.internal
 
 
-# After differentiation. Reverse sweeps run their loops downward; LLVM's alias checks hoisted out
-# of an inner loop assume the outer loop steps upward and always fail for these, leaving the
-# vectorized inner loop dead (bench/programs/gpt2.c: the reverse sweep of its matrix product was
-# scalar).
-_FINAL_OPTIONS = [f"-slp-max-vf={SLP_MAX_LANES}", "-hoist-runtime-checks=false", *_partial_unrolling()]
+def _final_options(in_process: bool, unrolled: bool) -> list[str]:
+    """LLVM's options after differentiation. Reverse sweeps run their loops downward; LLVM's
+    alias checks hoisted out of an inner loop assume the outer loop steps upward and always fail
+    for these, leaving the vectorized inner loop dead (bench/programs/gpt2.c: the reverse sweep of
+    its matrix product was scalar)."""
+    return [f"-slp-max-vf={SLP_MAX_LANES}", "-hoist-runtime-checks=false", *_unrolling_after(in_process, unrolled)]
 
 
 def inline_always(module, tm) -> None:
@@ -608,17 +625,20 @@ def inline_always(module, tm) -> None:
     pm.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
 
 
-def reoptimize(module, tm, level: int) -> None:
+def reoptimize(module, tm, level: int, cc1: Cc1 | None = None):
     """The optimization a C compiler runs at -O`level`, on a module whose own code clang has
     optimized already: what is new (the calls of Enzyme's API, now calls of adapters) is
-    inlined and simplified with it. Without partial or run-time unrolling (`_partial_unrolling`),
-    as after differentiation in `adgen build`: clang unrolled the file's own loops already, and
-    derivatives' loops of a few iterations ran all of them in the remainder of a loop unrolled
-    by 4 (GradBench's ht, 4-by-4 matrices: 188 ms, against 159 ms without, and Enzyme's 159;
-    its kmeans, whose loops run 8 times, lost 4%: 78 against 82 µs)."""
-    for option in _partial_unrolling():
+    inlined and simplified with it, loops unrolled as clang unrolls them (`_unrolling_after`).
+    With `cc1`, clang optimizes: returns the optimized module (a new one then)."""
+    if cc1 is not None:
+        optimized = llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), _final_options(False, True), None, level=level,
+                                                    vectorize=level >= 2), _context())
+        optimized.name = module.name  # (its IR's "; ModuleID" line, as clang writes it)
+        return optimized
+    for option in _final_options(True, True):
         llvm.set_option("adgen", option)
     _run(module, tm, level, vectorize=level >= 2)
+    return module
 
 
 def emit_object(module, tm, timings: list | None = None, cc1: Cc1 | None = None) -> bytes:

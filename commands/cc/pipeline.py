@@ -82,18 +82,19 @@ def compile_unit(source: Path, flags: list[str], user_flags: list[str], compiler
         user = _parsed(*compiled.result())
         machine = _machine_of(user, user_flags)
         tm = optimize.create(machine)
+        optimizer = Cc1.bundled(compiler, machine)  # (clang optimizes where it is the bundled one: optimize.py)
         kernels, tapes, derivatives, explained = {}, {}, None, ""
         if unit.requests:
             derivatives, kernels, tapes, explained = _derivatives(unit, source, flags, compiler, read_flags, work,
-                                                                  user, tm, stages, explain)
+                                                                  user, tm, stages, explain, optimizer)
         with stages.stage("link", "the file's own code, its calls made adapter calls"):
             obj = _link(user, derivatives, kernels, tapes, tm, user_flags, unit.declared, assembly, emit_llvm,
-                        Cc1.emitter(machine) if machine.sections else None)
+                        Cc1.emitter(machine) if machine.sections else None, optimizer)
     return obj, explained
 
 
 def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler: Compiler, read_flags: list[str], work: Path,
-                 user, tm, stages: Stages, explain: bool):
+                 user, tm, stages: Stages, explain: bool, optimizer: Cc1 | None = None):
     """The derivatives the file's calls ask for, optimized, with the kernels each call's adapter
     calls, the split entries' tape sizes, and the cache plans (when `explain`)."""
     with stages.stage("check", plural(len(unit.requests), "derivative")):
@@ -118,7 +119,8 @@ def _derivatives(unit: EnzymeRequests, source: Path, flags: list[str], compiler:
             raise _at_call(Unsupported(c.caller, c.inst, too_small(c.allocated, size)), unit.probe)
     with stages.stage("optimize", "after differentiation"):
         derivatives = optimize.parse(hinted(_shared_globals(without_tail_calls(fork_again(text, outlined)), user)))
-        optimize.finish(derivatives, {k.name.lstrip("@") for k in kernels.values()}, tm, prepared.shared)
+        derivatives = optimize.finish(derivatives, {k.name.lstrip("@") for k in kernels.values()}, tm, prepared.shared,
+                                      cc1=optimizer, unrolled=True)
     return derivatives, kernels, tapes, explain_plans(prepared.module, plans) if explain and plans else ""
 
 
@@ -352,10 +354,11 @@ def _machine_of(user, user_flags: list[str]) -> Machine:
 
 
 def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flags: list[str],
-          declared: dict[str, Declared], assembly: bool = False, emit_llvm: bool = False, cc1: Cc1 | None = None
-          ) -> bytes:
+          declared: dict[str, Declared], assembly: bool = False, emit_llvm: bool = False, cc1: Cc1 | None = None,
+          optimizer: Cc1 | None = None) -> bytes:
     """The file's own module, its calls rewritten, with the derivatives linked in; its object by
-    `cc1`'s code generator where one is given (for sections: Machine.sections)."""
+    `cc1`'s code generator where one is given (for sections: Machine.sections), optimized again by
+    `optimizer`'s clang where one is given."""
     module = Module(hinted(str(user)))
     calls = _calls(module, declared)
     final = optimize.parse(_rewritten(module, calls, kernels, tapes))
@@ -376,7 +379,7 @@ def _link(user, derivatives, kernels: dict, tapes: dict[str, int], tm, user_flag
             fn.linkage = llvm.Linkage.internal
     level = _opt_level(user_flags)
     if level:
-        optimize.reoptimize(final, tm, level)
+        final = optimize.reoptimize(final, tm, level, optimizer)
     if not re.search(r"apple|darwin|windows", tm.triple):  # (ELF: constructors lld runs, ir/init_array.py)
         text = str(final)
         if "@llvm.global_ctors" in text or "@llvm.global_dtors" in text:
