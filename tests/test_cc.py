@@ -6,6 +6,7 @@ exits non-zero on a mismatch, built at -O0 and -O2; the compiler driver's flags 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -713,3 +714,55 @@ def test_the_baseline_cpu_unless_the_user_asks_for_another(tmp_path):
         adgen_cc("-O2", *flags, src, "-o", exe, cwd=tmp_path)
         outputs.append(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split())
     assert outputs == [["0", "6"], ["1", "6"]]
+
+
+UNROLLED = r"""
+#include <math.h>
+#include <stdio.h>
+void __enzyme_autodiff(void *, ...);
+extern int enzyme_const;
+double logsumsq(const double *x, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += x[i] * x[i];
+    return log(s);
+}
+void grad(const double *x, double *dx, int n) { __enzyme_autodiff((void *)logsumsq, x, dx, enzyme_const, n); }
+int main(void)
+{
+    double x[7] = {1, 2, 3, 4, 5, 6, 7}, dx[7] = {0};
+    grad(x, dx, 7);
+    for (int i = 0; i < 7; i++)
+        if (fabs(dx[i] - 2 * x[i] / 140.0) > 1e-15) { printf("dx[%d] = %g\n", i, dx[i]); return 1; }
+    puts("ok");
+}
+"""
+
+
+def _loop_hints(ir: str, function: str) -> set[str]:
+    """The loop hints (`llvm.loop.*` names) of the loops of `function` in a module's text."""
+    body = ir[re.search(rf"^define [^\n]*@{function}\(", ir, re.M).start():]
+    body = body[:body.index("\n}\n")]
+    nodes = dict(re.findall(r"^(![0-9]+) = (?:distinct )?(!\{.*\})$", ir, re.M))
+    hints, todo, seen = set(), re.findall(r"!llvm\.loop (![0-9]+)", body), set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:  # (a loop's node names itself)
+            seen.add(name)
+            hints |= set(re.findall(r'!"(llvm\.loop\.[a-z.]+)"', nodes.get(name, "")))
+            todo += re.findall(r"![0-9]+", nodes.get(name, "")[2:])
+    return hints
+
+
+def test_derivatives_loops_are_unrolled_as_clang_unrolls_the_files(tmp_path):
+    """At -O2 the forward sweep's loop (the sum of squares the reverse sweep needs for `log`, its
+    count known only at run time) is unrolled by a run-time count, as clang unrolls the primal's:
+    a remainder loop LLVM marks not to unroll again (GradBench's kmeans: 1.17 of Enzyme's time
+    rolled, 0.95 unrolled)."""
+    (tmp_path / "u.c").write_text(UNROLLED)
+    adgen_cc("-O2", "-S", "-emit-llvm", "u.c", "-o", "u.ll", cwd=tmp_path)
+    ir = (tmp_path / "u.ll").read_text()
+    assert "llvm.loop.unroll.disable" in _loop_hints(ir, "logsumsq"), "clang's own code is unrolled"
+    assert "llvm.loop.unroll.disable" in _loop_hints(ir, "grad"), _loop_hints(ir, "grad")
+    assert build_and_run(tmp_path, UNROLLED, "-O2").strip().endswith("ok")
