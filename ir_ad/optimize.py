@@ -486,9 +486,10 @@ def _unrolling_after(in_process: bool, unrolled: bool) -> list[str]:
     primal's as clang compiles them, as Enzyme's are (it differentiates clang's unrolled loops):
     GradBench's kmeans ran at 1.17 of Enzyme's time with its 8-element distance loop rolled, 0.95
     unrolled; llsq 1.04 and 0.98; ht, whose loops of 3 iterations once ran slower unrolled by 4
-    (188 ms against 159), at 1.00 either way now. A clang process of its own (cc1.py) takes LLVM's default where
-    no option is given; in this process `_partial_unrolling`'s options, once set, stay set (LLVM's
-    options cannot be unset), so they are set on, which unrolls loops that call functions too."""
+    (188 ms against 159), at 1.00 either way now. A clang process of its own (cc1.py) takes
+    LLVM's default where no option is given; in this process `_partial_unrolling`'s options, once
+    set, stay set (LLVM's options cannot be unset), so they are set on, which unrolls loops that
+    call functions too."""
     if not unrolled:
         return _partial_unrolling()
     return ["-unroll-runtime=true", "-unroll-allow-partial=true"] if in_process else []
