@@ -545,13 +545,7 @@ def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timin
     no derived function reaches are gone earlier, `drop_unneeded`.) With `cc1`, clang optimizes
     (cc1.py): returns the optimized module, a new one then. `unrolled`: see `_unrolling_after`."""
     _internalize(module, exported, shared)
-    if cc1 is not None:
-        optimized = cc1.optimize(module.as_bitcode(), _final_options(False, unrolled), timings, level=3, vectorize=True)
-        return llvm.parse_bitcode(optimized, _context())
-    for option in _final_options(True, unrolled):
-        llvm.set_option("adgen", option)
-    _run(module, tm, 3, vectorize=True, timings=timings)
-    return module
+    return _optimized_after(module, tm, 3, unrolled, cc1, timings)
 
 
 def compile_text(text: str, exported: set[str], tm, shared: set[str] = frozenset(), jobs: int = 1,
@@ -631,14 +625,21 @@ def reoptimize(module, tm, level: int, cc1: Cc1 | None = None):
     optimized already: what is new (the calls of Enzyme's API, now calls of adapters) is
     inlined and simplified with it, loops unrolled as clang unrolls them (`_unrolling_after`).
     With `cc1`, clang optimizes: returns the optimized module (a new one then)."""
+    return _optimized_after(module, tm, level, True, cc1)
+
+
+def _optimized_after(module, tm, level: int, unrolled: bool, cc1: Cc1 | None, timings: list | None = None):
+    """The module optimized after differentiation at -O`level` (vectorizing from -O2), by clang
+    where `cc1` is given (a new module, named as the old: its IR's "; ModuleID" line), else in
+    this process (the module itself)."""
     if cc1 is not None:
-        optimized = llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), _final_options(False, True), None, level=level,
-                                                    vectorize=level >= 2), _context())
-        optimized.name = module.name  # (its IR's "; ModuleID" line, as clang writes it)
+        optimized = llvm.parse_bitcode(cc1.optimize(module.as_bitcode(), _final_options(False, unrolled), timings,
+                                                    level=level, vectorize=level >= 2), _context())
+        optimized.name = module.name
         return optimized
-    for option in _final_options(True, True):
+    for option in _final_options(True, unrolled):
         llvm.set_option("adgen", option)
-    _run(module, tm, level, vectorize=level >= 2)
+    _run(module, tm, level, vectorize=level >= 2, timings=timings)
     return module
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import adgen_compiler, compile_c, quick_first
 
+from adgen.ir_ad.ir import Module
+
 CHECK = r"""
 #include <math.h>
 #include <stdio.h>
@@ -740,18 +742,15 @@ int main(void)
 """
 
 
-def _loop_hints(ir: str, function: str) -> set[str]:
-    """The loop hints (`llvm.loop.*` names) of the loops of `function` in a module's text."""
-    body = ir[re.search(rf"^define [^\n]*@{function}\(", ir, re.M).start():]
-    body = body[:body.index("\n}\n")]
-    nodes = dict(re.findall(r"^(![0-9]+) = (?:distinct )?(!\{.*\})$", ir, re.M))
-    hints, todo, seen = set(), re.findall(r"!llvm\.loop (![0-9]+)", body), set()
+def _loop_hints(module: Module, function: str) -> set[str]:
+    """The loop hints (`llvm.loop.*` names) of the loops of `function`."""
+    hints, todo, seen = set(), re.findall(r"!llvm\.loop (![0-9]+)", module.functions.text(function)), set()
     while todo:
-        name = todo.pop()
-        if name not in seen:  # (a loop's node names itself)
-            seen.add(name)
-            hints |= set(re.findall(r'!"(llvm\.loop\.[a-z.]+)"', nodes.get(name, "")))
-            todo += re.findall(r"![0-9]+", nodes.get(name, "")[2:])
+        node = todo.pop()
+        if node not in seen:  # (a loop's node names itself)
+            seen.add(node)
+            hints |= set(re.findall(r'!"(llvm\.loop\.[a-z.]+)"', module.metadata.get(node, "")))
+            todo += re.findall(r"![0-9]+", module.metadata.get(node, ""))
     return hints
 
 
@@ -762,7 +761,7 @@ def test_derivatives_loops_are_unrolled_as_clang_unrolls_the_files(tmp_path):
     rolled, 0.95 unrolled)."""
     (tmp_path / "u.c").write_text(UNROLLED)
     adgen_cc("-O2", "-S", "-emit-llvm", "u.c", "-o", "u.ll", cwd=tmp_path)
-    ir = (tmp_path / "u.ll").read_text()
-    assert "llvm.loop.unroll.disable" in _loop_hints(ir, "logsumsq"), "clang's own code is unrolled"
-    assert "llvm.loop.unroll.disable" in _loop_hints(ir, "grad"), _loop_hints(ir, "grad")
+    module = Module((tmp_path / "u.ll").read_text())
+    assert "llvm.loop.unroll.disable" in _loop_hints(module, "@logsumsq"), "clang's own code is unrolled"
+    assert "llvm.loop.unroll.disable" in _loop_hints(module, "@grad"), _loop_hints(module, "@grad")
     assert build_and_run(tmp_path, UNROLLED, "-O2").strip().endswith("ok")
