@@ -535,6 +535,14 @@ def parse(text: str):
 # CPUs; narrower targets are unaffected, and the loop vectorizer still uses the full width.
 SLP_MAX_LANES = 4
 
+# The SLP vectorizer's bias. LLVM packs a bundle only where its cost model finds the vector code
+# strictly cheaper than the scalar code (-slp-threshold=0); -1 packs the ties too. Derivative code
+# is many short independent streams whose operands lie side by side (a value and its adjoint, a
+# shadow's fields), and the model prices the shuffles that gather them in full: bundle
+# adjustment's gradient measured 0.96-0.97 of Enzyme's time with -1 against 1.01-1.02 with 0
+# (-2 the same as -1, -5 and below 0.99, +2 1.06; docs/performance/method.md).
+SLP_THRESHOLD = -1
+
 
 def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timings: list | None = None,
            cc1: Cc1 | None = None, unrolled: bool = False):
@@ -607,7 +615,8 @@ def _final_options(in_process: bool, unrolled: bool) -> list[str]:
     alias checks hoisted out of an inner loop assume the outer loop steps upward and always fail
     for these, leaving the vectorized inner loop dead (bench/programs/gpt2.c: the reverse sweep of
     its matrix product was scalar)."""
-    return [f"-slp-max-vf={SLP_MAX_LANES}", "-hoist-runtime-checks=false", *_unrolling_after(in_process, unrolled)]
+    return [f"-slp-max-vf={SLP_MAX_LANES}", f"-slp-threshold={SLP_THRESHOLD}", "-hoist-runtime-checks=false",
+            *_unrolling_after(in_process, unrolled)]
 
 
 def inline_always(module, tm) -> None:
