@@ -24,10 +24,10 @@ from adgen.base.timing import pass_times
 from adgen.ir_ad import parts
 from adgen.ir_ad.cc1 import Cc1, Machine
 from adgen.ir_ad.ir import captures, linkage, parallel, split, unwinding
-from adgen.ir_ad.ir.edit import pointers_through_integers, without_poison_lanes
-from adgen.ir_ad.ir import (count_instructions, global_addresses, stored_global_addresses, without_comdats,
+from adgen.ir_ad.ir.edit import pointers_through_integers, with_function_attribute, without_poison_lanes
+from adgen.ir_ad.ir import (branching_back, count_instructions, global_addresses, stored_global_addresses, without_comdats,
                             without_target_attributes)
-from adgen.ir_ad.ir.reach import bare, spelled
+from adgen.ir_ad.ir.reach import bare, definitions, reached, spelled
 
 
 @cache
@@ -542,6 +542,34 @@ SLP_MAX_LANES = 4
 # adjustment's gradient measured 0.96-0.97 of Enzyme's time with -1 against 1.01-1.02 with 0
 # (-2 the same as -1, -5 and below 0.99, +2 1.06; docs/performance/method.md).
 SLP_THRESHOLD = -1
+
+RUNTIME = "adgen."  # the prefix of the runtime's functions (templates/runtime.ll.j2, undo_log.ll.j2)
+
+
+def scalar_where_straight(text: str, entries: set[str]) -> str:
+    """The module's text with the `entries` (bare names) that run straight through, calling
+    only functions that do too (no loop anywhere, no call through a pointer), marked
+    `noimplicitfloat`: the SLP vectorizer then leaves them scalar. Given the width-1 reverse-mode
+    derivatives: such a derivative is one chain of dependent operations, its forward sweep's and
+    then its reverse sweep's, and packing its few independent operations into vectors puts
+    shuffles on that chain (the reprojection error's gradient, a function without a loop: 0.94
+    of Enzyme's time scalar, 0.99-1.01 packed). Not for forward mode, whose value and tangent
+    are two chains side by side that packing serves (the same function's forward derivative: 3%
+    slower scalar), nor for a derivative with a loop, whose iterations packing serves (bundle
+    adjustment's gradient: 7% slower scalar). Only for `adgen build`'s exported functions: LLVM
+    gives a function the attribute of each function inlined into it, and `adgen cc`'s
+    derivatives are inlined into the user's code. The loops of adgen's runtime (the undo log's
+    search, its growth) count for nothing: they do none of the derivative's arithmetic."""
+    spelled_entries = {spelled(e): e for e in entries}
+    back = branching_back(text)
+    straight = {n for n in spelled_entries if n not in back}
+    if not straight:
+        return text
+    defs = definitions(text)
+    looping = {bare(n) for n in back} | {d.name for d in defs.values() if d.function and d.pointer_calls}
+    looping = {n for n in looping if not n.startswith(RUNTIME)}
+    chosen = {n for n in straight if not (reached(defs, {spelled_entries[n]}, {}) & looping)}
+    return with_function_attribute(text, chosen, "noimplicitfloat")
 
 
 def finish(module, exported: set[str], tm, shared: set[str] = frozenset(), timings: list | None = None,

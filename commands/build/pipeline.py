@@ -220,6 +220,8 @@ def _derivatives(linked, generated: list[Generated], primals: list[dict[str, str
             as note, written_by_hand(prepared.by_hand):
         prepared.timings = note.parts
         text, explained = prepared.levels(lambda: _levels(prepared, made, explain))
+        text = optimize.scalar_where_straight(text, {s.linker_name for s, _ in made if s.derivation.width == 1
+                                                     and s.derivation.mode.family is Mode.REVERSE})
     return text, explained, prepared.shared
 
 

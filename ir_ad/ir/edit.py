@@ -26,6 +26,7 @@ _C_STRING = re.compile(r'c"((?:[^"\\]|\\[0-9A-Fa-f]{2})*)\\00"')
 _INT_AS_POINTER = re.compile(r"inttoptr \(i64 (\d+) to ptr\)")
 _CONSTANT_ADDRESS = re.compile(r"inttoptr \( ?i64 (\d+) to ptr ?\)")
 _DECLARATION_TAIL = re.compile(r"\)( #\d+)?( !dbg ![0-9]+)?$")
+_ATTRIBUTE_GROUP = re.compile(r" (#\d+)(?= |$)")  # (parameters' attributes are never groups)
 
 
 # ---------------------------------------------------------------------------- names
@@ -119,6 +120,19 @@ def with_attributes(declaration: str, attributes: str) -> str:
     """A `declare` line with `attributes` after its parameters, in place of its attribute group
     (`#N`) and `!dbg`; a line with other words after its parameters stays as it is."""
     return _DECLARATION_TAIL.sub(lambda _: ") " + attributes, declaration, count=1)
+
+
+def with_function_attribute(text: str, names: set[str], attribute: str) -> str:
+    """The text with `attribute` among the function attributes of the definitions of `names`
+    (IR names: `@f`, `@"f g"`), before their attribute group (`#N`); a definition without one
+    stays as it is."""
+    if not names:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("define ") and parse_header(line).name in names:
+            lines[i] = _ATTRIBUTE_GROUP.sub(lambda m: f" {attribute} {m.group(1)}", line, count=1)
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- instructions

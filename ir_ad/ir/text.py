@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from adgen.ir_ad.ir.functions import defined_name
+
 _INDIRECT_CALL = re.compile(r"\bcall\b[^\n]*?\s%[-\w.$\"]+\(")
 _ADDRESS = re.compile(r"\bptr (?:(?:noundef|nonnull|readonly|readnone|writeonly|nocapture|noalias|nofree|"
                       r"dereferenceable(?:_or_null)?\(\d+\)|align \d+|captures\([^)]*\)) )*"
@@ -15,6 +17,8 @@ _STORED_ADDRESS = re.compile(r"store ptr (@[-\w$.]+|@\"[^\"]*\")")
 _TARGET_ATTRIBUTES = re.compile(r' "(?:target-cpu|target-features|tune-cpu)"="[^"]*"')
 _COMDAT = re.compile(r"^\$[^\n]* = comdat \w+\n", re.M)
 _IN_COMDAT = re.compile(r"^((?:define|@)[^\n]*?),? comdat(?:\(\$[-\w.$]+\)|\(\$\"[^\"]*\"\))?(?=[ ,\n])", re.M)
+_BLOCK = re.compile(r'^("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+):')
+_TARGET = re.compile(r'\blabel %("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)')
 
 
 def may_call_through_pointer(text: str) -> bool:
@@ -45,6 +49,26 @@ def without_comdats(text: str) -> str:
     (libc++'s cold `__throw_length_error`, kept out of line) is dropped with the group where the
     linker keeps the user's own object's copy, which adgen's calls would then miss."""
     return _IN_COMDAT.sub(r"\1", _COMDAT.sub("", text))
+
+
+def branching_back(text: str) -> set[str]:
+    """The IR names (`@f`, `@"f g"`) of the functions defined in the text with a branch to their own block or
+    to one written before it. Every loop has such a branch (a path only ever going to blocks
+    written later cannot come back), so a function not named here has no loop; one named may
+    still have none, where its blocks are written out of order."""
+    back, inside, seen = set(), None, set()
+    for line in text.split("\n"):
+        if line.startswith("define "):
+            inside, seen = defined_name(line), set()
+        elif line == "}":
+            inside = None
+        elif inside is not None and inside not in back:
+            block = _BLOCK.match(line)
+            if block:
+                seen.add(block.group(1))
+            elif line.startswith("  ") and any(t in seen for t in _TARGET.findall(line)):
+                back.add(inside)
+    return back
 
 
 def count_instructions(text: str) -> int:
