@@ -25,8 +25,8 @@ from adgen.ir_ad import parts
 from adgen.ir_ad.cc1 import Cc1, Machine
 from adgen.ir_ad.ir import captures, linkage, parallel, split, unwinding
 from adgen.ir_ad.ir.edit import pointers_through_integers, with_function_attribute, without_poison_lanes
-from adgen.ir_ad.ir import (branching_back, count_instructions, global_addresses, stored_global_addresses, without_comdats,
-                            without_target_attributes)
+from adgen.ir_ad.ir import (branching_back, count_instructions, global_addresses, stored_global_addresses,
+                            without_comdats, without_target_attributes)
 from adgen.ir_ad.ir.reach import bare, definitions, reached, spelled
 
 

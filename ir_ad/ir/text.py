@@ -52,10 +52,10 @@ def without_comdats(text: str) -> str:
 
 
 def branching_back(text: str) -> set[str]:
-    """The IR names (`@f`, `@"f g"`) of the functions defined in the text with a branch to their own block or
-    to one written before it. Every loop has such a branch (a path only ever going to blocks
-    written later cannot come back), so a function not named here has no loop; one named may
-    still have none, where its blocks are written out of order."""
+    """The IR names (`@f`, `@"f g"`) of the functions defined in the text with a branch to their
+    own block or to one written before it. Every loop has such a branch (a path only ever going
+    to blocks written later cannot come back), so a function not named here has no loop; one
+    named may still have none, where its blocks are written out of order."""
     back, inside, seen = set(), None, set()
     for line in text.split("\n"):
         if line.startswith("define "):
