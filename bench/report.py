@@ -250,7 +250,9 @@ def checkpointing(data: dict, figures: Figures) -> list[str]:
     memory = {LABEL[mode]: [m[mode]["peak_kb"] / 1024 if mode in m else None for m in measured] for mode in MODES}
     text = ["Reverse mode over long loops within a memory budget (`bench/checkpointing`): adgen's gradient "
             "checkpointed within 64 MiB, adgen's without a budget and Enzyme's, each in a process of its own, "
-            "once; memory is its peak resident memory (VmHWM). There is no hand-written gradient here: time is "
+            + (f"the fastest of {data['settings']['rounds']} runs, the ways in turns"
+               if data["settings"].get("rounds", 1) > 1 else "once")
+            + "; memory is its peak resident memory (VmHWM). There is no hand-written gradient here: time is "
             "shown over the primal's."
             + (" Measured with `--quick` (a tenth of the steps)." if data["settings"].get("quick") else ""), ""]
     text += _enzyme_note(data["settings"].get("enzyme", any("enzyme" in m for m in measured)))
@@ -259,7 +261,7 @@ def checkpointing(data: dict, figures: Figures) -> list[str]:
     text += figures.add("checkpointing_memory", "Checkpointing: peak resident memory",
                         "Long loops: peak resident memory", "peak MiB (log scale)", rows, memory,
                         (64.0, "the 64 MiB budget"))
-    return text + [table(rows_from(data), data["settings"].get("quick", False))]
+    return text + [table(rows_from(data), data["settings"].get("quick", False), data["settings"].get("rounds", 1))]
 
 
 def bridges(data: dict, figures: Figures) -> list[str]:
