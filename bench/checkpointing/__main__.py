@@ -1,6 +1,6 @@
-"""`python -m bench.checkpointing [--quick] [--enzyme PLUGIN] [--rounds N] [-o DIR] [--json FILE]`: reverse mode over long
-loops within a memory budget (specs/abi.md, "Memory budgets"). Three kernels of bench/checkpointing/
-kernels.c: a 2-D reaction-diffusion simulation (256 x 256 cells, 10,000 steps), a chain of 64
+"""`python -m bench.checkpointing [--quick] [--enzyme PLUGIN] [--rounds N] [-o DIR] [--json FILE]`:
+reverse mode over long loops within a memory budget (specs/abi.md, "Memory budgets"). Three
+kernels of bench/checkpointing/kernels.c: a 2-D reaction-diffusion simulation (256 x 256 cells, 10,000 steps), a chain of 64
 pendulums integrated by RK4 (100,000 steps) and an Elman recurrent network (hidden size 256,
 10,000 time steps). Each way of computing runs in a process of its own (driver.c), N times
 (--rounds, default 2: the ways in turns, each keeping its fastest run), and reports its time and
