@@ -566,8 +566,8 @@ def scalar_where_straight(text: str, entries: set[str]) -> str:
     if not straight:
         return text
     defs = definitions(text)
-    looping = {bare(n) for n in back} | {d.name for d in defs.values() if d.function and d.pointer_calls}
-    looping = {n for n in looping if not n.startswith(RUNTIME)}
+    looping = {n for n in {bare(n) for n in back} | {d.name for d in defs.values() if d.function and d.pointer_calls}
+               if not n.startswith(RUNTIME)}
     chosen = {n for n in straight if not (reached(defs, {spelled_entries[n]}, {}) & looping)}
     return with_function_attribute(text, chosen, "noimplicitfloat")
 

@@ -1,10 +1,10 @@
 """`python -m bench.checkpointing [--quick] [--enzyme PLUGIN] [--rounds N] [-o DIR] [--json FILE]`:
 reverse mode over long loops within a memory budget (specs/abi.md, "Memory budgets"). Three
-kernels of bench/checkpointing/kernels.c: a 2-D reaction-diffusion simulation (256 x 256 cells, 10,000 steps), a chain of 64
-pendulums integrated by RK4 (100,000 steps) and an Elman recurrent network (hidden size 256,
-10,000 time steps). Each way of computing runs in a process of its own (driver.c), N times
-(--rounds, default 2: the ways in turns, each keeping its fastest run), and reports its time and
-its peak resident memory (VmHWM): the primal; adgen's gradient within a
+kernels of bench/checkpointing/kernels.c: a 2-D reaction-diffusion simulation (256 x 256 cells,
+10,000 steps), a chain of 64 pendulums integrated by RK4 (100,000 steps) and an Elman recurrent
+network (hidden size 256, 10,000 time steps). Each way of computing runs in a process of its own
+(driver.c), N times (--rounds, default 2: the ways in turns, each keeping its fastest run), and
+reports its time and its peak resident memory (VmHWM): the primal; adgen's gradient within a
 64 MiB budget (`within 64MiB`, checkpointed); adgen's gradient without one, where it fits in the
 machine's memory; and with --enzyme, Enzyme's gradient of the same function (clang-19 with the
 plugin, -O2). The checkpointed gradient must agree with the unbounded one to 1e-12 (relative, its
@@ -96,20 +96,15 @@ def main(argv: list[str] | None = None) -> int:
         built = build(Path(tmp), args.enzyme, args.enzyme_cc)
         for kernel, ((size, steps), what) in KERNELS.items():
             steps = steps // 10 if args.quick else steps
-            results = {}
-            for round_ in range(args.rounds):  # the ways in turns; each keeps its fastest run
-                for mode in MODES:
-                    if mode == "enzyme" and "enzyme" not in built:
-                        continue
-                    if mode in ("full", "enzyme") and not fits(kernel, mode, size, steps):
-                        results[mode] = "not run: its storage would not fit in a third of this machine's memory"
-                        continue
+            ways = [mode for mode in MODES if mode != "enzyme" or "enzyme" in built]
+            results = {mode: "not run: its storage would not fit in a third of this machine's memory"
+                       for mode in ways if mode in ("full", "enzyme") and not fits(kernel, mode, size, steps)}
+            ways = [mode for mode in ways if mode not in results]
+            for round_ in range(args.rounds):  # the ways in turns; each keeps its fastest run (a failure stays)
+                for mode in ways:
                     print(f"{kernel} {mode} (round {round_ + 1} of {args.rounds}) ...", file=sys.stderr, flush=True)
                     got = run(built["enzyme" if mode == "enzyme" else "adgen"], kernel, mode, size, steps)
-                    before = results.get(mode)
-                    if before is None or isinstance(got, str) or (isinstance(before, dict)
-                                                                   and got["seconds"] < before["seconds"]):
-                        results[mode] = got
+                    results[mode] = _faster(results.get(mode), got)
             ckpt, full = results["ckpt"], results.get("full")
             if isinstance(ckpt, dict) and isinstance(full, dict):
                 error = abs(ckpt["check"] - full["check"]) / abs(full["check"])
@@ -127,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
                                                                    "rounds": args.rounds}))
         print(f"wrote {args.json}")
     return 0
+
+
+def _faster(before: dict | str | None, got: dict | str) -> dict | str:
+    """Of two runs of one way, the one to report: the faster, or a failure where either failed."""
+    if before is None or isinstance(before, str):
+        return before or got
+    return got if isinstance(got, str) or got["seconds"] < before["seconds"] else before
 
 
 def rows_from(data: dict) -> list:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from adgen.ir_ad.ir.functions import Header, parse_header
+from adgen.ir_ad.ir.functions import Header, defined_name, parse_header
 from adgen.ir_ad.ir.instructions import strip_metadata
 from adgen.ir_ad.ir.tokens import Cursor
 from adgen.ir_ad.ir.types import parse_type
@@ -130,7 +130,7 @@ def with_function_attribute(text: str, names: set[str], attribute: str) -> str:
         return text
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if line.startswith("define ") and parse_header(line).name in names:
+        if line.startswith("define ") and defined_name(line) in names:
             lines[i] = _ATTRIBUTE_GROUP.sub(lambda m: f" {attribute} {m.group(1)}", line, count=1)
     return "\n".join(lines)
 
