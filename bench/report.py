@@ -228,7 +228,10 @@ def gradbench(data: dict, figures: Figures) -> list[str]:
             f"`manual` tool, {settings.get('manual_cxx') or 'c++'}). Time: the median of the "
             f"{settings.get('reps', 5)} evaluations each program times itself"
             + (f", the fastest of {settings['rounds']} runs with the tools in turn" if settings.get("rounds", 1) > 1
-               else "") + "; GradBench measures no memory. "
+               else "")
+            + (f" (hello, whose input carries no run count and which evaluates once per run: the median of "
+               f"{settings['processes']} runs' one evaluation each)" if settings.get("processes") else "")
+            + "; GradBench measures no memory. "
             "particle and saddle have no manual tool: their outputs are checked against the eval's constant, and "
             "they are in the tables only.", ""]
     text += _enzyme_note(settings.get("enzyme", False))

@@ -67,6 +67,29 @@ def test_rounds_keep_the_fastest_run_and_any_failure(harness):
     assert harness.best(kept, failed) is failed and harness.best(failed, runs[1]) is failed
 
 
+def test_an_input_evaluated_once_is_run_in_many_processes(harness, tmp_path):
+    """hello's input carries no min_runs: its one evaluation per process is taken in many
+    processes, and the median of them reported; a failing process fails the case."""
+    counter = tmp_path / "count"
+    counter.write_text("0")
+    program = tmp_path / "bin" / "adgen" / "hello"
+    program.parent.mkdir(parents=True)
+    program.write_text(f"""#!/bin/sh
+n=$(cat {counter}); n=$((n + 1)); echo $n > {counter}
+echo 2.0
+echo '{{"name": "prepare", "nanoseconds": 5}}'
+echo "{{\\"name\\": \\"evaluate\\", \\"nanoseconds\\": $((20 + n % 3))}}"
+""")
+    program.chmod(0o755)
+    case = next(c for c in harness.cases() if c.program == "hello")
+    result = harness.run_processes(program, case, tmp_path / "in.json", 10, 7)
+    assert int(counter.read_text()) == 7 and result.ok and result.output == 2.0
+    assert sorted(result.timings_ns) == result.timings_ns and len(result.timings_ns) == 7
+    assert result.ms == 21 / 1e6  # (21, 22, 20, 21, 22, 20, 21: their median)
+    program.write_text("#!/bin/sh\nexit 3\n")
+    assert not harness.run_processes(program, case, tmp_path / "in.json", 10, 3).ok
+
+
 def test_a_time_of_a_gradient_wrong_on_its_check_is_marked(harness):
     """Enzyme's ode gradient is wrong for more than one step (GradBench's check input): its time,
     and the ratio beside it, are marked in every table, with the note saying why."""

@@ -75,7 +75,7 @@ def synthetic() -> list[dict]:
         {"kind": "llmc", **HERE, "commit": "def5678+changes", "settings": {"reps": 5, "build_rounds": 3,
                                                                          "llmc_commit": "f1e2ace"},
          "records": llmc, "builds": [{"openmp": False, "seconds": seconds}]},
-        {"kind": "gradbench", **HERE, "settings": {"reps": 5, "enzyme": True, "gradbench_commit": "f26651a7",
+        {"kind": "gradbench", **HERE, "settings": {"reps": 5, "processes": 101, "enzyme": True, "gradbench_commit": "f26651a7",
                                                   "cases": ["ba-smallest-jacobian", "lse-smallest-gradient"]},
          "records": gradbench, "builds": [build(t, p) for p in ("ba", "lse") for t in ("manual", "adgen", "enzyme")],
          "summary": "adgen builds 2 of 2, agrees on 2; Enzyme builds 2 (agrees on 2)"},
@@ -121,6 +121,7 @@ def test_page_from_saved_records(tmp_path):
     assert "| gpt2 (B=4 T=64 C=128 L=4 NH=4 V=512) | primal (the loss) | 36.8 |" in page
     assert "| adgen's gradient | 140.0 | 0.97 | 43.8 | 0.86 | 7.3e-07 |" in page
     assert "| ba | jacobian ba1_n49_m7776_p31843 | 9.09 | 13.6 | 12.2 | 1.11 |" in page
+    assert "(hello, whose input carries no run count and which evaluates once per run: the median of 101 " in page
     assert "| 4 | value | jax: jax.jit | 7.5 | +7.0 µs (15.0x) |" in page
     assert ("| 2-D reaction-diffusion | primal | 0.456 | 1.0 | 0.11 | 3 |\n"
             "|  | adgen within 64 MiB | 4.890 | 10.7 |") in page

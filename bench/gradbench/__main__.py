@@ -1,5 +1,5 @@
 """`python -m bench.gradbench GRADBENCH_SRC [--enzyme PLUGIN] [--json-include DIR] [--only NAMES] [--reps N]
-[--rounds N] [--min-seconds S] [-o DIR] [--json FILE]`:
+[--rounds N] [--processes N] [--min-seconds S] [-o DIR] [--json FILE]`:
 GradBench's twelve C++ programs written for Enzyme (GRADBENCH_SRC: a checkout of
 github.com/gradbench/gradbench, which adgen's developers bring with `fetch`; its tools/enzyme/*.cpp
 are built unchanged, never copied here), differentiated by adgen.
@@ -22,7 +22,9 @@ generators written out again, numpy only). Time: the median of the "evaluate" ti
 program itself reports (the input's min_runs = --reps, min_seconds = --min-seconds, 1 by default
 as in GradBench's evals: a program whose evaluation takes microseconds evaluates for a second, not
 twenty times), in ms: the fastest of --rounds such runs (3 by default), run with the tools in turn,
-so that the machine's drift over the run falls on each tool alike. Each output is
+so that the machine's drift over the run falls on each tool alike (hello's input, a bare number,
+carries no min_runs: each round runs it in --processes processes, 101 by default, and takes the
+median of their one evaluation each). Each output is
 compared with manual's (particle and saddle: with the constant GradBench's eval expects): the
 largest over its numbers of |a - b| / max(|a|, |b|, 1e-12 * the reference's largest magnitude);
 agreement is <= 1e-8.
@@ -172,6 +174,19 @@ def run(exe: Path, case: Case, input_file: Path, timeout: float) -> Result:
     evaluate = sorted(t["nanoseconds"] for t in timings if t.get("name") == "evaluate")
     ms = evaluate[len(evaluate) // 2] / 1e6 if evaluate else None
     return Result(case.name, exe.parent.name, True, ms, evaluate, output)
+
+
+def run_processes(exe: Path, case: Case, input_file: Path, timeout: float, processes: int) -> Result:
+    """A program evaluating once per run (an input with no min_runs: hello's bare number), run in
+    `processes` processes: their evaluations' median, as one run's is of its evaluations. One
+    evaluation of a few nanoseconds is within the timer's resolution and the process's cold start."""
+    runs = [run(exe, case, input_file, timeout) for _ in range(processes)]
+    failed = next((r for r in runs if not r.ok), None)
+    if failed is not None:
+        return failed
+    timings = sorted(t for r in runs for t in r.timings_ns)
+    ms = timings[len(timings) // 2] / 1e6 if timings else None
+    return Result(case.name, exe.parent.name, True, ms, timings, runs[0].output)
 
 
 def best(earlier: Result | None, now: Result) -> Result:
@@ -379,6 +394,9 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, argpa
     parser.add_argument("--rounds", type=int, default=3,
                         help="runs of each timed case by each tool, the tools in turn (default 3; the fastest "
                              "run's median is reported)")
+    parser.add_argument("--processes", type=int, default=101,
+                        help="processes per round for an input that carries no min_runs (hello's bare number, "
+                             "evaluated once per process; default 101, their evaluations' median is reported)")
     parser.add_argument("--min-seconds", type=float, default=1.0,
                         help="seconds a run evaluates for at least, the program's min_seconds (default 1, "
                              "GradBench's evals' own)")
@@ -421,6 +439,8 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, argpa
         parser.error("--reps must be at least 1")
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
     return parser, args
 
 
@@ -431,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     tools = ["manual", "adgen"] + (["enzyme"] if args.enzyme else [])
     (work / "inputs").mkdir(parents=True, exist_ok=True)
     inputs: dict[str, Path] = {}
+    once: set[str] = set()  # cases whose input carries no min_runs: run in --processes processes
     for case in chosen:
         path = work / "inputs" / f"{case.program}-{case.size}.json"
         if path not in inputs.values():
@@ -440,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
                                  {"min_runs": args.reps, "min_seconds": args.min_seconds})
             path.write_text(json.dumps(value))
         inputs[case.name] = path
+        if not isinstance(json.loads(path.read_text()), dict):
+            once.add(case.name)
 
     builds: dict[tuple[str, str], Build] = {}
     results: dict[tuple[str, str], Result] = {}
@@ -457,7 +480,9 @@ def main(argv: list[str] | None = None) -> int:
                 if case.probe is not None and round_:
                     continue  # (checked, not timed: once)
                 for tool in ready:
-                    result = run(work / "bin" / tool / program, case, inputs[case.name], args.timeout)
+                    exe = work / "bin" / tool / program
+                    result = run_processes(exe, case, inputs[case.name], args.timeout, args.processes) \
+                        if case.name in once else run(exe, case, inputs[case.name], args.timeout)
                     results[case.name, tool] = best(results.get((case.name, tool)), result)
                     print(f"  {case.name:<28} {tool:<7} " + (f"{_ms(result.ms)} ms" if result.ok else result.error)
                           + (f"  (round {round_ + 1} of {args.rounds})" if args.rounds > 1 else ""), flush=True)
@@ -514,11 +539,13 @@ def main(argv: list[str] | None = None) -> int:
         "with 31337 here)" + ("" if from_eval else f", and its text evals/lstm/data/lstm_full.txt is not in this "
                               f"checkout: {LSTM_TEXT_NOTE}") + ".",
         "- hello, particle and saddle have one input each (in the smallest table only); hello's input is a "
-        "bare number, which carries no min_runs: it is evaluated once.", ""]
+        "bare number, which carries no min_runs: it is evaluated once per run, so each round runs it in "
+        f"{args.processes} processes (--processes) and takes their evaluations' median.", ""]
     records = {"builds": [asdict(b) for b in builds.values()],
                "results": [asdict(r) | {"output": None} for r in results.values()],
                "summary": summary}
-    settings = {"reps": args.reps, "rounds": args.rounds, "min_seconds": args.min_seconds, "quick": args.quick, "enzyme": bool(args.enzyme),
+    settings = {"reps": args.reps, "rounds": args.rounds, "processes": args.processes,
+                "min_seconds": args.min_seconds, "quick": args.quick, "enzyme": bool(args.enzyme),
                 "programs": args.only,
                 "cases": [c.name for c in chosen], "gradbench_commit": commit(src, "tools", "cpp"),
                 "manual_cxx": f"{args.manual_cxx} ({_version(args.manual_cxx)})",
