@@ -172,21 +172,23 @@ def run(exe: Path, case: Case, input_file: Path, timeout: float) -> Result:
     except (IndexError, json.JSONDecodeError) as exc:
         return Result(case.name, exe.parent.name, False, error=f"unreadable output: {exc}")
     evaluate = sorted(t["nanoseconds"] for t in timings if t.get("name") == "evaluate")
-    ms = evaluate[len(evaluate) // 2] / 1e6 if evaluate else None
-    return Result(case.name, exe.parent.name, True, ms, evaluate, output)
+    return Result(case.name, exe.parent.name, True, _median_ms(evaluate), evaluate, output)
+
+
+def _median_ms(sorted_ns: list[int]) -> float | None:
+    return sorted_ns[len(sorted_ns) // 2] / 1e6 if sorted_ns else None
 
 
 def run_processes(exe: Path, case: Case, input_file: Path, timeout: float, processes: int) -> Result:
     """A program evaluating once per run (an input with no min_runs: hello's bare number), run in
-    `processes` processes: their evaluations' median, as one run's is of its evaluations. One
-    evaluation of a few nanoseconds is within the timer's resolution and the process's cold start."""
+    `processes` processes: their evaluations' median, as one run's is of its evaluations (one
+    evaluation of a few nanoseconds, taken once, moves with the timer and the process's cold start)."""
     runs = [run(exe, case, input_file, timeout) for _ in range(processes)]
     failed = next((r for r in runs if not r.ok), None)
     if failed is not None:
         return failed
     timings = sorted(t for r in runs for t in r.timings_ns)
-    ms = timings[len(timings) // 2] / 1e6 if timings else None
-    return Result(case.name, exe.parent.name, True, ms, timings, runs[0].output)
+    return Result(case.name, exe.parent.name, True, _median_ms(timings), timings, runs[0].output)
 
 
 def best(earlier: Result | None, now: Result) -> Result:
