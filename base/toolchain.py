@@ -11,6 +11,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -19,6 +20,8 @@ from typing import Sequence
 
 from adgen.base.cxx_library import CxxLibrary
 from adgen.base.diagnostics import AdgenError, error
+from adgen.base.templates import render_text
+from adgen.base.user_cache import optional_private_folder
 from adgen.base.zig_cache import use_scratch_cache
 
 
@@ -294,13 +297,35 @@ def _bundled_libcxx_flags() -> tuple[str, ...]:
     return tuple(flags)
 
 
+DISPATCH_DEINIT = "__kmpc_dispatch_deinit"  # (templates/openmp_dispatch_deinit.ll.j2 says why)
+
+
 def openmp_library() -> str | None:
     """The OpenMP runtime to link parallel code with where the bundled clang has none of its own
-    (zig ships no libomp): the system's libomp (Debian's libomp-dev), None where there is none."""
+    (zig ships no libomp): the system's libomp (Debian's libomp-dev), None where there is none;
+    one that has every entry point the bundled clang calls first (LLVM 19's or newer)."""
     patterns = ["/usr/lib/llvm-*/lib/libomp.so", "/usr/lib/*-linux-gnu/libomp.so", "/usr/lib/*-linux-gnu/libomp.so.5",
                 "/usr/local/lib/libomp.so", "/opt/homebrew/opt/libomp/lib/libomp.dylib"]
     found = sorted(path for pattern in patterns for path in glob.glob(pattern))
-    return found[-1] if found else None
+    current = [path for path in found if _names(path, DISPATCH_DEINIT)]
+    return (current or found)[-1] if found else None
+
+
+@cache
+def _names(library: str, symbol: str) -> bool:
+    """Whether a shared library names `symbol` (its dynamic symbols' names: a runtime names what
+    it defines)."""
+    try:
+        return b"\0" + symbol.encode() + b"\0" in Path(library).read_bytes()
+    except OSError:
+        return False
+
+
+def openmp_lacks_dispatch_deinit() -> bool:
+    """Whether the runtime parallel code is linked with here is older than the bundled clang's
+    code (see DISPATCH_DEINIT)."""
+    library = openmp_library()
+    return library is not None and not _names(library, DISPATCH_DEINIT)
 
 
 def openmp_link_flags(compiler: Compiler, flags: list[str]) -> list[str]:
@@ -308,11 +333,35 @@ def openmp_link_flags(compiler: Compiler, flags: list[str]) -> list[str]:
     the system's libomp by path, found at run time where it was found now."""
     if "-fopenmp" not in flags or compiler.command != bundled_cc():
         return []
-    library = openmp_library()
-    if library is None:
+    runtime = openmp_runtime_flags()
+    if not runtime:
         raise AdgenError(error("-fopenmp: the bundled clang has no OpenMP runtime, and none was found on this "
                                "machine (install libomp-dev, or name a clang that has one with ADGEN_CC)"))
-    return [library, f"-Wl,-rpath,{os.path.dirname(library)}"]
+    return runtime
+
+
+def openmp_runtime_flags() -> list[str]:
+    """What a link of code the bundled clang compiled with -fopenmp names: the runtime found here,
+    by path, found at run time where it was found now; before it, where it is older than the
+    bundled clang's code, the empty entry point that code calls and it lacks (DISPATCH_DEINIT).
+    Nothing where there is no runtime."""
+    library = openmp_library()
+    if library is None:
+        return []
+    shim = [str(_dispatch_deinit_file())] if not _names(library, DISPATCH_DEINIT) else []
+    return [*shim, library, f"-Wl,-rpath,{os.path.dirname(library)}"]
+
+
+def _dispatch_deinit_file() -> Path:
+    """The empty DISPATCH_DEINIT in a file of its own, for a link to compile beside the objects."""
+    text = render_text("openmp_dispatch_deinit.ll.j2")
+    folder = optional_private_folder("openmp-compat") or Path(tempfile.mkdtemp(prefix="adgen-openmp-"))
+    path = folder / "dispatch_deinit.ll"  # (compiled into the user's program: in a folder theirs alone)
+    if not path.exists() or path.read_text() != text:
+        scratch = path.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_text(text)
+        os.replace(scratch, path)  # (atomic: another process may link at the same time)
+    return path
 
 
 def enzyme_include_flags() -> list[str]:

@@ -528,7 +528,7 @@ def build_source(text: str, work: Path, cxx: bool = False) -> tuple[C.CDLL | Non
     subprocess.run([*cc, "-c", "-O2", "-fPIC", *(["-fopenmp"] if openmp else []), str(src), "-o", str(work / "fuzz.o")],
                    check=True, capture_output=True)
     lib = work / f"lib{abs(hash(src.read_text())) % 10**9}.so"
-    runtime = [libomp(), f"-Wl,-rpath,{os.path.dirname(libomp())}"] if openmp else []
+    runtime = openmp_runtime() if openmp else []
     subprocess.run([*cc, "-shared", str(work / "fuzz.o"), str(out / "fuzz.adgen.o"), *runtime, "-o", str(lib), "-lm"],
                    check=True, capture_output=True)
     if openmp:
@@ -546,6 +546,14 @@ def libomp() -> str | None:
     from adgen.base.toolchain import openmp_library
 
     return openmp_library()
+
+
+def openmp_runtime() -> list[str]:
+    """A link's arguments for code the bundled clang compiled with -fopenmp: the runtime (and the
+    empty entry point an older one lacks: base/toolchain.py's openmp_runtime_flags)."""
+    from adgen.base.toolchain import openmp_runtime_flags
+
+    return openmp_runtime_flags()
 
 
 class Outcome:

@@ -15,14 +15,13 @@ variable reached through memory is refused at run time with a message."""
 from __future__ import annotations
 
 import ctypes
-import os
 import subprocess
 
 import numpy as np
 import pytest
 
 from conftest import compile_c
-from fuzzer import libomp
+from fuzzer import libomp, openmp_runtime
 
 N = 12
 H = 1e-6
@@ -190,7 +189,7 @@ def _build(work, adgen_main, openmp: bool):
     flags = ["-fopenmp"] if openmp else []
     assert adgen_main(["build", "-q", str(src), "-o", str(work / "out"), *(["--", *flags] if flags else [])]) == 0
     compile_c("-c", "-O2", "-fPIC", *flags, src, "-o", work / "allocated.o")
-    runtime = [LIBOMP, f"-Wl,-rpath,{os.path.dirname(LIBOMP)}"] if openmp else []
+    runtime = openmp_runtime() if openmp else []
     compile_c("-shared", work / "allocated.o", work / "out" / "allocated.adgen.o", *runtime, "-lm", "-o",
               work / "liballocated.so")
     lib = ctypes.CDLL(str(work / "liballocated.so"))

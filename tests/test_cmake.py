@@ -6,6 +6,7 @@ clang."""
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -186,6 +187,9 @@ int main(void)
 def _openmp_compilers() -> list:
     found = [pytest.param(c, marks=pytest.mark.skipif(shutil.which(c) is None, reason=f"no {c} on this machine"))
              for c in ("gcc", "clang-19")]
+    found[1] = pytest.param("clang-19", marks=[*found[1].marks, pytest.mark.skipif(
+        not glob.glob("/usr/lib/llvm-19/lib/libomp.so"),
+        reason="clang-19 without its OpenMP runtime, which its -fopenmp links (Debian: libomp-19-dev)")])
     return found + ["bundled"]
 
 

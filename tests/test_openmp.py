@@ -8,12 +8,13 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import subprocess
 
 import numpy as np
 import pytest
 
 from conftest import compile_c
-from fuzzer import libomp
+from fuzzer import libomp, openmp_runtime
 
 THREADS = (1, 2, 4)
 
@@ -230,8 +231,8 @@ def lib(tmp_path_factory):
         src.write_text(text)
         assert main(["build", "-q", str(src), "-o", str(work / "out"), "--", "-fopenmp"]) == 0
         compile_c("-c", "-O2", "-fPIC", "-fopenmp", src, "-o", work / "par.o")
-        compile_c("-shared", work / "par.o", work / "out" / "par.adgen.o", LIBOMP,
-                  f"-Wl,-rpath,{os.path.dirname(LIBOMP)}", "-lm", "-o", work / "libpar.so")
+        compile_c("-shared", work / "par.o", work / "out" / "par.adgen.o", *openmp_runtime(), "-lm",
+                  "-o", work / "libpar.so")
         builds.append(ctypes.CDLL(str(work / "libpar.so")))
     return Libraries(*builds), ctypes.CDLL(LIBOMP)
 
@@ -709,6 +710,65 @@ def test_linking_openmp_code_without_a_runtime_says_so(monkeypatch):
         raised.value.diagnostics[0].message
 
 
+def test_a_runtime_older_than_the_bundled_clangs_code_gets_the_entry_point_it_lacks(tmp_path, monkeypatch):
+    """clang 19 and newer end a dynamic schedule's loop with __kmpc_dispatch_deinit, which LLVM 14's
+    runtime (Debian 12's libomp-dev) lacks: a newer runtime is chosen first; with only an older one,
+    links name an empty one first (templates/openmp_dispatch_deinit.ll.j2), and a module declaring it
+    defines it."""
+    from adgen.base import toolchain
+    from adgen.ir_ad.ir.parallel import with_empty_dispatch_deinit
+
+    old, new = tmp_path / "llvm-14" / "libomp.so", tmp_path / "llvm-19" / "libomp.so"
+    for path, names in ((old, b"\0__kmpc_dispatch_next_4\0"), (new, b"\0__kmpc_dispatch_deinit\0")):
+        path.parent.mkdir()
+        path.write_bytes(b"\x7fELF" + names + b"\0omp_get_thread_num\0")
+    monkeypatch.setattr(toolchain.glob, "glob", lambda pattern: [str(old), str(new)] if "llvm-*" in pattern else [])
+    assert toolchain.openmp_library() == str(new)  # (though an older one sorts after it elsewhere)
+    assert toolchain.openmp_runtime_flags() == [str(new), f"-Wl,-rpath,{new.parent}"]
+    assert not toolchain.openmp_lacks_dispatch_deinit()
+    monkeypatch.setattr(toolchain.glob, "glob", lambda pattern: [str(old)] if "llvm-*" in pattern else [])
+    assert toolchain.openmp_lacks_dispatch_deinit()
+    shim, *rest = toolchain.openmp_runtime_flags()
+    assert rest == [str(old), f"-Wl,-rpath,{old.parent}"]
+    assert "define weak void @__kmpc_dispatch_deinit(ptr %loc, i32 %gtid) {\n  ret void\n}" in open(shim).read()
+    module = "declare i32 @f()\ndeclare void @__kmpc_dispatch_deinit(ptr, i32) #3\n"
+    defined = with_empty_dispatch_deinit(module)
+    assert defined.startswith("declare i32 @f()\ndefine weak void @__kmpc_dispatch_deinit(") and "declare void" not in \
+        defined
+    assert with_empty_dispatch_deinit("declare i32 @f()\n") == "declare i32 @f()\n"
+
+
+def test_an_object_for_an_older_runtime_defines_the_entry_point_and_runs(tmp_path, monkeypatch):
+    """adgen build's object, where the runtime found lacks __kmpc_dispatch_deinit, defines it
+    itself (internal): a dynamic schedule's gradient links with the runtime alone and is right."""
+    from adgen.commands.build import pipeline
+    from adgen.commands.cli import main
+
+    monkeypatch.setattr(pipeline, "openmp_lacks_dispatch_deinit", lambda: True)
+    seen, define = [], pipeline.with_empty_dispatch_deinit
+    monkeypatch.setattr(pipeline, "with_empty_dispatch_deinit", lambda text: seen.append(text) or define(text))
+    src = tmp_path / "dyn.c"
+    src.write_text("#include <math.h>\n"
+                   "// @diff(spread_grad: (dup, dup, const))\n"
+                   "void spread(double *y, const double *x, int n) {\n"
+                   "    #pragma omp parallel for schedule(dynamic, 3)\n"
+                   "    for (int i = 0; i < n; i++) y[i] = sin(x[i]) * x[i];\n"
+                   "}\n")
+    assert main(["build", "-q", str(src), "-o", str(tmp_path / "out"), "--", "-fopenmp"]) == 0
+    assert len(seen) == 1 and "declare void @__kmpc_dispatch_deinit(" in seen[0]  # (the derivative calls it)
+    symbols = subprocess.run(["nm", str(tmp_path / "out" / "dyn.adgen.o")], capture_output=True, text=True).stdout
+    assert "U __kmpc_dispatch_deinit" not in symbols, symbols
+    compile_c("-shared", "-fPIC", tmp_path / "out" / "dyn.adgen.o", LIBOMP, f"-Wl,-rpath,{os.path.dirname(LIBOMP)}",
+              "-lm", "-o", tmp_path / "libdyn.so")
+    lib = ctypes.CDLL(str(tmp_path / "libdyn.so"))
+    lib.spread_grad.argtypes, lib.spread_grad.restype = [P, P, P, P, ctypes.c_int], None
+    n, rng = 50, np.random.default_rng(3)
+    x, w = rng.uniform(0.1, 2, n), rng.normal(size=n)
+    gx = np.zeros(n)
+    lib.spread_grad(np.zeros(n), w.copy(), x, gx, n)
+    np.testing.assert_allclose(gx, w * (np.cos(x) * x + np.sin(x)), rtol=1e-12)
+
+
 NULL_BIAS = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -759,8 +819,8 @@ def test_private_adjoints_of_an_array_passed_null(tmp_path, adgen, monkeypatch):
     src.write_text(NULL_BIAS)
     assert adgen("build", "-q", src, "-o", tmp_path / "out", "--", "-fopenmp").status == 0
     exe = tmp_path / "layer"
-    compile_c("-O2", "-fopenmp", f"-I{tmp_path / 'out'}", src, tmp_path / "out" / "layer.adgen.o", LIBOMP,
-              f"-Wl,-rpath,{os.path.dirname(LIBOMP)}", "-lm", "-o", exe)
+    compile_c("-O2", "-fopenmp", f"-I{tmp_path / 'out'}", src, tmp_path / "out" / "layer.adgen.o",
+              *openmp_runtime(), "-lm", "-o", exe)
     for threads in THREADS:
         ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60,
                              env=dict(os.environ, OMP_NUM_THREADS=str(threads), ADGEN_PARALLEL_REVERSE="always"))

@@ -25,7 +25,7 @@ from adgen.frontend.rust_source import is_rust
 from adgen.frontend.languages import is_cxx
 from adgen.base.mpi_wrapper import includes_mpi
 from adgen.base.naming import BY_ADDRESS_PREFIX
-from adgen.base.toolchain import Compiler, cores, select_rustc
+from adgen.base.toolchain import Compiler, cores, openmp_lacks_dispatch_deinit, select_rustc
 
 from adgen.ir_ad import mpi, optimize
 from adgen.ir_ad.cc1 import Cc1, sections
@@ -37,7 +37,7 @@ from adgen.ir_ad.forward.mode import ZEROS, ForwardMode
 from adgen.ir_ad.ir import Module, count_instructions
 from adgen.ir_ad.ir import identical
 from adgen.ir_ad.ir.edit import rename_locals, without_tail_calls
-from adgen.ir_ad.ir.parallel import fork_again
+from adgen.ir_ad.ir.parallel import fork_again, with_empty_dispatch_deinit
 from adgen.commands.build import batches
 from adgen.commands.build.kernels import check_primal, forward_kernel, kernel_name, reverse_kernel, split_kernel, tape_size
 from adgen.commands.build.levels import entry_levels, primal_ir_name
@@ -222,6 +222,8 @@ def _derivatives(linked, generated: list[Generated], primals: list[dict[str, str
         text, explained = prepared.levels(lambda: _levels(prepared, made, explain))
         text = optimize.scalar_where_straight(text, {s.linker_name for s, _ in made if s.derivation.width == 1
                                                      and s.derivation.mode.family is Mode.REVERSE})
+    if "@__kmpc_dispatch_deinit(" in text and openmp_lacks_dispatch_deinit():  # (the object links with this
+        text = with_empty_dispatch_deinit(text)  # machine's runtime, older than the code the bundled clang writes)
     return text, explained, prepared.shared
 
 

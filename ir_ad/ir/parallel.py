@@ -238,3 +238,13 @@ def _bracket(lines: list[str], at: int) -> tuple[int | None, int | None]:
     if parse_instruction(lines[closed]).operands[1].value != gtid:
         return None, None
     return opened, closed
+
+
+def with_empty_dispatch_deinit(text: str) -> str:
+    """The text defining `__kmpc_dispatch_deinit` as LLVM 19 to 22's runtimes do (empty:
+    templates/openmp_dispatch_deinit.ll.j2) where it declares it: for an object built with
+    -fopenmp that is to link with an older runtime, which lacks it (base/toolchain.py decides)."""
+    declared = re.search(r"^declare [^\n]*@__kmpc_dispatch_deinit\(.*$", text, re.M)
+    if declared is None:
+        return text
+    return text[:declared.start()] + render_text("openmp_dispatch_deinit.ll.j2").rstrip("\n") + text[declared.end():]
