@@ -32,7 +32,7 @@ def _one(module: Module, title: str, plan: CachePlan) -> str:
     top = [s for s in plan.slots.values() if s.group is None]
     if top:
         lines.append(f"  per call, in its record ({human_size(plan.record_size)}, the caller's; no allocation):")
-        lines += [_slot(terms, s, "    ") for s in sorted(top, key=lambda s: s.offset)]
+        lines += _slots(terms, sorted(top, key=lambda s: s.offset), "    ")
     for g in plan.groups:
         inner = "" if len(g.members) == 1 else \
             f", with the {len(g.members) - 1} loop(s) inside it whose trip counts are known then"
@@ -45,7 +45,7 @@ def _one(module: Module, title: str, plan: CachePlan) -> str:
         lines.append(f"  {how}")
         for member, per in _per_iteration(g):
             lines.append(f"    per iteration of {terms.loop(member)} ({human_size(per)}):")
-            lines += [_slot(terms, s, "      ") for s in g.slots if s.scope is member]
+            lines += _slots(terms, [s for s in g.slots if s.scope is member], "      ")
     return "\n".join(lines)
 
 
@@ -79,6 +79,7 @@ def _logged(terms: Terms, plan: CachePlan) -> list[str]:
     lines = [f"  undone through the undo log (the bytes a store overwrites each time it runs, and {LOG_RUN_HEADER} "
              "more where it does not write right after the store logged before it), so that what they "
              "overwrite is read again, not stored:"]
+    copies: dict[str, int] = {}  # (a store the optimizer copied, as loop versioning does: one line)
     for inst in plan.logged:
         if inst.opcode == "call":
             place, what, quoted = terms.call(inst)
@@ -86,7 +87,11 @@ def _logged(terms: Terms, plan: CachePlan) -> list[str]:
         else:
             (place, what), quoted = terms.store(inst), True
             what += _checked(terms, plan, inst)
-        lines.append(_line(Entry(place, what, "", terms.code(place, not quoted)), "", "    "))
+        line = _line(Entry(place, what, "", terms.code(place, not quoted)), "", "    ")
+        copies[line] = copies.get(line, 0) + 1
+    for line, n in copies.items():
+        first, *code = line.split("\n")
+        lines.append("\n".join([first + (f" ({n} copies of it in the optimized code)" if n > 1 else "")] + code))
     return lines
 
 
@@ -101,8 +106,21 @@ def _checked(terms: Terms, plan: CachePlan, store) -> str:
     return f", where it may overwrite what is read again (checked before {terms.loop(loop)})"
 
 
-def _slot(terms: Terms, slot: CacheSlot, indent: str) -> str:
-    return _line(terms.entry(slot.key, slot.scope), f"{human_size(slot.size):>7}  ", indent)
+def _slots(terms: Terms, slots: list[CacheSlot], indent: str) -> list[str]:
+    """A line per stored thing, those the optimizer copied (as loop versioning does) as one,
+    with their bytes together."""
+    found: dict[tuple, list[CacheSlot]] = {}
+    for slot in slots:
+        entry = terms.entry(slot.key, slot.scope)
+        found.setdefault((entry.place and str(entry.place), entry.what, entry.why, tuple(entry.code)), []).append(slot)
+    lines = []
+    for same in found.values():
+        entry = terms.entry(same[0].key, same[0].scope)
+        if len(same) > 1:
+            entry = Entry(entry.place, entry.what, f"{entry.why} ({len(same)} copies of it in the optimized code)",
+                          entry.code)
+        lines.append(_line(entry, f"{human_size(sum(s.size for s in same)):>7}  ", indent))
+    return lines
 
 
 def _line(entry: Entry, size: str, indent: str) -> str:

@@ -335,6 +335,7 @@ class Terms(Places):
         elif key.kind in (OLD, GUARD):
             place, target = self._store(d.inst)
             what = f"the old value of {target}" if key.kind == OLD else f"whether the store to {target} was logged"
+            what += self._context(place) if place is not None else ""
         elif key.kind == LOG:
             what = "the undo log"
         return Entry(place, what, why, self.code(place, not quoted))
@@ -372,7 +373,8 @@ class Terms(Places):
         """A store the undo log undoes: its place, and what it writes (`the store to `p[i]``)."""
         place, target = self._store(store)
         size = human_size(slot_size(store.operands[0].type))
-        return place, f"the store to {target} ({size})" if target.startswith("`") else f"a store to {target}"
+        context = self._context(place) if place is not None else ""
+        return place, (f"the store to {target} ({size})" if target.startswith("`") else f"a store to {target}") + context
 
     def _overwriter(self, load: Instruction) -> str | None:
         """A load's reason to be stored: the store that may overwrite its memory, by its line."""
