@@ -718,12 +718,12 @@ def test_a_runtime_older_than_the_bundled_clangs_code_gets_the_entry_point_it_la
     from adgen.base import toolchain
     from adgen.ir_ad.ir.parallel import with_empty_dispatch_deinit
 
-    old, new = tmp_path / "llvm-14" / "libomp.so", tmp_path / "llvm-19" / "libomp.so"
+    old, new = tmp_path / "x86_64-linux-gnu" / "libomp.so.5", tmp_path / "llvm-19" / "libomp.so"  # (old sorts last)
     for path, names in ((old, b"\0__kmpc_dispatch_next_4\0"), (new, b"\0__kmpc_dispatch_deinit\0")):
         path.parent.mkdir()
         path.write_bytes(b"\x7fELF" + names + b"\0omp_get_thread_num\0")
     monkeypatch.setattr(toolchain.glob, "glob", lambda pattern: [str(old), str(new)] if "llvm-*" in pattern else [])
-    assert toolchain.openmp_library() == str(new)  # (though an older one sorts after it elsewhere)
+    assert toolchain.openmp_library() == str(new)
     assert toolchain.openmp_runtime_flags() == [str(new), f"-Wl,-rpath,{new.parent}"]
     assert not toolchain.openmp_lacks_dispatch_deinit()
     monkeypatch.setattr(toolchain.glob, "glob", lambda pattern: [str(old)] if "llvm-*" in pattern else [])
