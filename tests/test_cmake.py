@@ -185,12 +185,11 @@ int main(void)
 
 
 def _openmp_compilers() -> list:
-    found = [pytest.param(c, marks=pytest.mark.skipif(shutil.which(c) is None, reason=f"no {c} on this machine"))
-             for c in ("gcc", "clang-19")]
-    found[1] = pytest.param("clang-19", marks=[*found[1].marks, pytest.mark.skipif(
-        not glob.glob("/usr/lib/llvm-19/lib/libomp.so"),
-        reason="clang-19 without its OpenMP runtime, which its -fopenmp links (Debian: libomp-19-dev)")])
-    return found + ["bundled"]
+    missing = lambda c: pytest.mark.skipif(shutil.which(c) is None, reason=f"no {c} on this machine")
+    runtime = pytest.mark.skipif(not glob.glob("/usr/lib/llvm-19/lib/libomp.so"), reason="clang-19 without its "
+                                 "OpenMP runtime, which its -fopenmp links (Debian: libomp-19-dev)")
+    return [pytest.param("gcc", marks=missing("gcc")), pytest.param("clang-19", marks=[missing("clang-19"), runtime]),
+            "bundled"]
 
 
 @pytest.mark.parametrize("compiler", _openmp_compilers())

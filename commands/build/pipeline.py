@@ -222,8 +222,8 @@ def _derivatives(linked, generated: list[Generated], primals: list[dict[str, str
         text, explained = prepared.levels(lambda: _levels(prepared, made, explain))
         text = optimize.scalar_where_straight(text, {s.linker_name for s, _ in made if s.derivation.width == 1
                                                      and s.derivation.mode.family is Mode.REVERSE})
-    if "@__kmpc_dispatch_deinit(" in text and openmp_lacks_dispatch_deinit():  # (the object links with this
-        text = with_empty_dispatch_deinit(text)  # machine's runtime, older than the code the bundled clang writes)
+    if openmp_lacks_dispatch_deinit():  # (the object links with this machine's runtime, older than the code
+        text = with_empty_dispatch_deinit(text)  # the bundled clang writes)
     return text, explained, prepared.shared
 
 

@@ -24,6 +24,7 @@ import itertools
 import re
 
 from adgen.base.templates import render_text
+from adgen.base.toolchain import DISPATCH_DEINIT
 from adgen.ir_ad.ir.instructions import parse_instruction, strip_metadata
 
 FORK = "@__kmpc_fork_call"
@@ -244,7 +245,7 @@ def with_empty_dispatch_deinit(text: str) -> str:
     """The text defining `__kmpc_dispatch_deinit` as LLVM 19 to 22's runtimes do (empty:
     templates/openmp_dispatch_deinit.ll.j2) where it declares it: for an object built with
     -fopenmp that is to link with an older runtime, which lacks it (base/toolchain.py decides)."""
-    declared = re.search(r"^declare [^\n]*@__kmpc_dispatch_deinit\(.*$", text, re.M)
+    declared = re.search(rf"^declare [^\n]*@{DISPATCH_DEINIT}\(.*$", text, re.M)
     if declared is None:
         return text
     return text[:declared.start()] + render_text("openmp_dispatch_deinit.ll.j2").rstrip("\n") + text[declared.end():]

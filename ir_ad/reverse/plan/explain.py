@@ -109,13 +109,13 @@ def _checked(terms: Terms, plan: CachePlan, store) -> str:
 def _slots(terms: Terms, slots: list[CacheSlot], indent: str) -> list[str]:
     """A line per stored thing, those the optimizer copied (as loop versioning does) as one,
     with their bytes together."""
-    found: dict[tuple, list[CacheSlot]] = {}
+    found: dict[tuple, tuple[Entry, list[CacheSlot]]] = {}
     for slot in slots:
         entry = terms.entry(slot.key, slot.scope)
-        found.setdefault((entry.place and str(entry.place), entry.what, entry.why, tuple(entry.code)), []).append(slot)
+        found.setdefault((entry.place and str(entry.place), entry.what, entry.why, tuple(entry.code)),
+                         (entry, []))[1].append(slot)
     lines = []
-    for same in found.values():
-        entry = terms.entry(same[0].key, same[0].scope)
+    for entry, same in found.values():
         if len(same) > 1:
             entry = Entry(entry.place, entry.what, f"{entry.why} ({len(same)} copies of it in the optimized code)",
                           entry.code)
