@@ -144,9 +144,17 @@ def _build(sources: list[Path], out: Path, flags: list[str], library: Path) -> N
         _run([*(cxx if is_cxx(src) else cc), "-c", "-O2", "-fPIC", *USERS_NDEBUG, *own, "-iquote", str(out),
               "-iquote", str(src.parent), str(compiled), "-o", str(obj)])
         objects.append(str(obj))
-    _run([*(cxx if chosen else cc), "-shared", *objects, *(str(out / f"{s.stem}.adgen.o") for s in sources),
-          *openmp_link_flags(compiler, flags), *(cxx_link_flags(compiler, chosen) if chosen else []),
-          "-o", str(library), "-lm"], link=True)
+    _run([*(cxx if chosen else cc), "-shared", *_link_mode(flags), *objects,
+          *(str(out / f"{s.stem}.adgen.o") for s in sources), *openmp_link_flags(compiler, flags),
+          *(cxx_link_flags(compiler, chosen) if chosen else []), "-o", str(library), "-lm"], link=True)
+
+
+def _link_mode(flags: list[str]) -> list[str]:
+    """The optimization level of the compiles (-O2, or the user's), for the link too: to zig's
+    driver it picks the mode of the runtimes it links (compiler-rt, the bundled libc++), which it
+    builds once per mode. With none, a link is zig's debug mode: a debug libc++ built besides the
+    -O2 one the compiles' level asks for (minutes), and its UBSan runtime."""
+    return ["-O2", *(f for f in flags if re.fullmatch(r"-O([0-4sz]?|fast)", f))]
 
 
 def _cxx_library(flags: list[str]):
@@ -209,8 +217,8 @@ def _from_build_dir(folder: Path) -> "Library":
     fd, aside = tempfile.mkstemp(prefix=".libadgen-derivatives.", suffix=".so", dir=folder)
     os.close(fd)
     try:  # (linked aside and renamed: another load of the folder may be opening it)
-        _run([*(cxx_command(select_compiler(None)) if link else bundled_cc()), "-shared", *map(str, objects), *link,
-              "-o", aside, "-lm"], link=True)
+        _run([*(cxx_command(select_compiler(None)) if link else bundled_cc()), "-shared", "-O2", *map(str, objects),
+              *link, "-o", aside, "-lm"], link=True)  # (-O2: the runtimes adgen build's objects are linked with)
         os.replace(aside, library)
     finally:
         if os.path.exists(aside):

@@ -529,8 +529,8 @@ def build_source(text: str, work: Path, cxx: bool = False) -> tuple[C.CDLL | Non
                    check=True, capture_output=True)
     lib = work / f"lib{abs(hash(src.read_text())) % 10**9}.so"
     runtime = openmp_runtime() if openmp else []
-    subprocess.run([*cc, "-shared", str(work / "fuzz.o"), str(out / "fuzz.adgen.o"), *runtime, "-o", str(lib), "-lm"],
-                   check=True, capture_output=True)
+    subprocess.run([*cc, "-shared", "-O2", str(work / "fuzz.o"), str(out / "fuzz.adgen.o"), *runtime, "-o", str(lib),
+                    "-lm"], check=True, capture_output=True)  # (-O2: zig's runtimes of the compile's mode)
     if openmp:
         C.CDLL(libomp()).omp_set_num_threads(THREADS)  # (no thread starts before a region runs)
         os.environ["ADGEN_PARALLEL_REVERSE"] = "always"  # (reverse sweeps on the team, atomic adds or not)
@@ -652,6 +652,8 @@ def check(lib, f: Function, acts: dict, rng: random.Random) -> str | None:
             return "skip"
         return f"forward {jvp} != finite differences {fd}"
     if not hasattr(lib, f"{f.name}_rev"):  # forward mode alone (--openmp: its parallel regions fork)
+        if not hasattr(lib, f"{f.name}_fwd4"):  # (not differentiated at width 4: `fuzz`'s `wide`)
+            return None
         lanes = forward4(lib, f, on, z, u)
         if all(_close(lane, jvp, exact) for lane in lanes) or _rounds_away(primal, z, tol / 4):
             return None  # (or the lanes' sums, reassociated, cancel huge terms as the primal does)
@@ -668,6 +670,8 @@ def check(lib, f: Function, acts: dict, rng: random.Random) -> str | None:
         if not math.isfinite(rhs) and _overflows(primal, z):
             return "skip"  # an intermediate overwritten after it overflowed: its zero adjoint times inf
         return f"<J u, v> = {lhs} but <u, J^T v> = {rhs}"
+    if not hasattr(lib, f"{f.name}_fwd4"):
+        return None
     lanes = forward4(lib, f, on, z, u)  # the same direction in every lane: equal but for rounding
     if not all(_close(lane, jvp, exact) for lane in lanes) and not _rounds_away(primal, z, tol / 4):
         return f"forward[4] lanes {lanes} != forward {jvp}"  # (derivative sums may be reassociated: where
@@ -892,11 +896,15 @@ def _fails(f: Function, acts: dict, work: Path, seeds: list[int]) -> bool:
 
 
 def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = True, progress=None,
-         openmp: bool = False, cxx: bool = False, budget: bool = False) -> Outcome:
+         openmp: bool = False, cxx: bool = False, budget: bool = False, wide: float = 1.0) -> Outcome:
     """`programs` random functions from `seed`; with `openmp`, each with a parallel loop, every
     other batch with forward-mode derivatives alone (whose regions fork, where reverse mode's
     builds run them serialized); with `cxx`, in C++; with `budget`, each also differentiated in
-    reverse mode within 512 bytes (specs/abi.md, "Memory budgets")."""
+    reverse mode within 512 bytes (specs/abi.md, "Memory budgets"). `wide` is the share of the
+    functions also differentiated at width 4 (forward[4], and interleaved forward[4] and
+    reverse[4]), which is most of a build's code: the suite's quick runs check half of them so,
+    for more functions in the same time; the long runs all (and, at 1, draw the same functions
+    from a seed as before it was there)."""
     rng = random.Random(seed)
     outcome = Outcome()
     with tempfile.TemporaryDirectory(prefix="adgen-fuzz-") as tmp:
@@ -912,6 +920,9 @@ def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = T
                 if f.uses_vectors or f.loads_pointers:  # (interleaved lanes: not with vector values, nor
                     # with pointers loaded from memory holding derivatives)
                     del acts["fwd4v"], acts["rev4v"]
+                if wide < 1 and rng.random() >= wide:
+                    for mode in ("fwd4", "fwd4v", "rev4v"):
+                        acts.pop(mode, None)
                 if openmp and (done // batch_size) % 2:  # forward mode alone: its regions fork (specs/openmp.md)
                     del acts["rev"]
                 batch.append((f, acts))

@@ -190,6 +190,26 @@ def test_a_build_dir_is_built_aside(tmp_path):
     assert not [p for p in (tmp_path / "build").iterdir() if p.name.startswith(".adgen-build-")]
 
 
+@pytest.mark.parametrize("flags, mode", [([], "fast"), (["-O1"], "fast"), (["-O0", "-g"], "debug")])
+def test_the_link_takes_zigs_runtimes_of_the_compiles_mode(tmp_path, monkeypatch, flags, mode):
+    """zig's driver builds its runtimes (compiler-rt, the bundled libc++: minutes) once per
+    optimization mode, which a link without -O takes as debug: the link says the level the
+    sources were compiled at (-O2, or the user's), lest a first load build them twice; and at
+    -O0, whose objects call zig's UBSan runtime, the debug one still."""
+    from adgen.base.zig_runtimes import _variant
+    from adgen.commands import load
+
+    src = tmp_path / "sq.c"
+    src.write_text(SQUARE.replace("ROUND", "2"))
+    (tmp_path / "out").mkdir()
+    commands = []
+    monkeypatch.setattr(load, "_run", lambda command, link=False: commands.append((command, link)))
+    load._build([src], tmp_path / "out", flags, tmp_path / "out" / "libadgen.so")
+    (link,) = [command for command, linking in commands if linking]
+    assert [_variant(command)[2] for command, _ in commands] == [mode, mode]  # (the compile, then the link)
+    assert "-shared" in link and str(tmp_path / "out" / "sq.adgen.o") in link
+
+
 def test_none_and_short_arrays_are_refused_before_c_runs(built):
     """None for a pointer crashed (a null pointer read); an array shorter than `@size(x=n)` says
     was read and written past its end (`double free or corruption`)."""
