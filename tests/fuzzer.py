@@ -903,8 +903,8 @@ def fuzz(programs: int, seed: int, batch_size: int = 40, keep_failures: bool = T
     reverse mode within 512 bytes (specs/abi.md, "Memory budgets"). `wide` is the share of the
     functions also differentiated at width 4 (forward[4], and interleaved forward[4] and
     reverse[4]), which is most of a build's code: the suite's quick runs check half of them so,
-    for more functions in the same time; the long runs all (and, at 1, draw the same functions
-    from a seed as before it was there)."""
+    keeping their number of functions within the suite's time; the long runs all of them (at 1,
+    a seed draws the same functions as before `wide` was there)."""
     rng = random.Random(seed)
     outcome = Outcome()
     with tempfile.TemporaryDirectory(prefix="adgen-fuzz-") as tmp:

@@ -12,19 +12,19 @@ import fuzzer
 
 @pytest.mark.slow
 def test_quick_fuzz_run():
-    outcome = fuzzer.fuzz(programs=300, seed=20261121, batch_size=50, keep_failures=False, wide=0.5)
+    outcome = fuzzer.fuzz(programs=220, seed=20261121, batch_size=55, keep_failures=False, wide=0.5)
     assert outcome.failures == []
-    assert outcome.passed >= 250  # most points are smooth enough for a finite-difference reference
-    assert outcome.passed + outcome.rejected + outcome.inconclusive == 300
+    assert outcome.passed >= 180  # most points are smooth enough for a finite-difference reference
+    assert outcome.passed + outcome.rejected + outcome.inconclusive == 220
 
 
 @pytest.mark.skipif(fuzzer.libomp() is None, reason="no OpenMP runtime (libomp) to run parallel code: "
                                                      "install libomp-dev (.ci/run does)")
 @pytest.mark.slow
 def test_quick_fuzz_run_of_parallel_loops():
-    outcome = fuzzer.fuzz(programs=80, seed=20261125, batch_size=40, keep_failures=False, openmp=True, wide=0.5)
+    outcome = fuzzer.fuzz(programs=60, seed=20261125, batch_size=30, keep_failures=False, openmp=True, wide=0.5)
     assert outcome.failures == []
-    assert outcome.passed >= 70  # checked, not rejected: each with an OpenMP loop on three threads
+    assert outcome.passed >= 52  # checked, not rejected: each with an OpenMP loop on three threads
 
 
 @pytest.mark.slow
