@@ -154,7 +154,7 @@ def _link_mode(flags: list[str]) -> list[str]:
     driver it picks the mode of the runtimes it links (compiler-rt, the bundled libc++), which it
     builds once per mode. With none, a link is zig's debug mode: a debug libc++ built besides the
     -O2 one the compiles' level asks for (minutes), and its UBSan runtime."""
-    return ["-O2", *(f for f in flags if re.fullmatch(r"-O([0-4sz]?|fast)", f))]
+    return ["-O2", *(f for f in flags if f.startswith("-O"))]  # (the last wins, as in the compiles)
 
 
 def _cxx_library(flags: list[str]):
