@@ -23,6 +23,7 @@ from adgen.ir_ad.analysis.activity import ActivityAnalysis, scalar_type
 from adgen.ir_ad.analysis.flow import CFG, Memory
 from adgen.ir_ad.ir.builder import Declarations, bare, local
 from adgen.ir_ad.reverse.plan.cache_plan import CachePlan, make_plan
+from adgen.ir_ad.reverse.plan.discarded import skipped_loops, written_discarded
 from adgen.ir_ad.custom import HandDerivatives, reverse_refusal, reverse_wrappers
 from adgen.ir_ad.diagnose import Unsupported
 from adgen.ir_ad.ir import I1, I8, I32, I64, PTR, VOID, Function, Instruction, Module, struct
@@ -35,6 +36,7 @@ from adgen.ir_ad.reverse.plan.undo import LOGGED, lives_on, plan_undo
 from adgen.ir_ad.analysis.loops import Irreducible, LoopForest
 from adgen.ir_ad.reverse.plan.mincut import NoCut
 from adgen.ir_ad.reverse.sweeps.augmented import write_augmented
+from adgen.ir_ad.reverse.sweeps.guards import Guards
 from adgen.ir_ad.reverse.sweeps.reverse_sweep import ReverseSweep
 from adgen.ir_ad.reverse.sweeps.sharing import Sharing
 from adgen.ir_ad.reverse.teams import on_teams, openmp_reverse_text, openmp_runtime, region_pair
@@ -102,6 +104,8 @@ class ReverseMode:
         (the pair of an entry, and those of its callees) that meets a pointer without a shadow
         where it needs one is made again with runtime activity (shadows.py), what the first try
         made undone."""
+        if pattern.discarded:  # (() where it changes nothing: `dup` then shares the pair)
+            pattern = replace(pattern, discarded=written_discarded(self.module, pattern))
         if pattern in self.memo:
             return self.memo[pattern]
         if self._depth:
@@ -139,6 +143,9 @@ class ReverseMode:
             derived.shared_arrays = len(sharing.arrays)
         else:
             d.plan = _plan(d, sweep.collect())
+            if any(pattern.discarded):
+                d.plan.skipped = skipped_loops(d, set(d.plan.needs) | d.plan.recomputed, {k for k, _ in d.plan.slots},
+                                               [m for g in d.plan.groups for m in g.members], Guards(d).told_in())
             rev = sweep.write(d.plan)
         derived.atomic_in_loops = sweep.adjoints.atomic_in_loops or any(
             c.derived.atomic_in_loops for c in d.calls.values())

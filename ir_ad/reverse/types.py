@@ -44,6 +44,8 @@ class RevPattern:
     # (runtime activity, shadows.py): its whole derivation is (its callees' patterns too)
     logged: bool = True  # stores in loops may be undone through the undo log; not where a later level
     # differentiates the derivative again (it would have to differentiate the log): its callees' patterns alike
+    discarded: tuple[bool, ...] = ()  # per argument: memory whose primal content the caller discards (duponly):
+    # the forward sweep may skip writing it where nothing reads it again (plan/discarded.py)
 
 
 @dataclass

@@ -101,6 +101,7 @@ class CachePlan:
     needs: dict[Key, set]  # what the reverse sweep asked for, and at which sites
     recomputed: set[Key]
     logged: tuple = ()  # the writes undone through the undo log (stores, and calls undoing theirs)
+    skipped: tuple = ()  # loops the forward sweep skips where they write only discarded memory (discarded.py)
 
     def stored(self, key: Key, site: PlanSite) -> CacheSlot | None:
         """The slot the reverse sweep reads `key` from at a site, or None when it recomputes it

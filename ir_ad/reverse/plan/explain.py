@@ -29,6 +29,7 @@ def _one(module: Module, title: str, plan: CachePlan) -> str:
     where = terms.function_place()
     lines = [f"{title}{f' ({where})' if where else ''}: {_summary(terms, plan)}"]
     lines += _logged(terms, plan)
+    lines += [_skipped(terms, s) for s in plan.skipped]
     top = [s for s in plan.slots.values() if s.group is None]
     if top:
         lines.append(f"  per call, in its record ({human_size(plan.record_size)}, the caller's; no allocation):")
@@ -47,6 +48,13 @@ def _one(module: Module, title: str, plan: CachePlan) -> str:
             lines.append(f"    per iteration of {terms.loop(member)} ({human_size(per)}):")
             lines += _slots(terms, [s for s in g.slots if s.scope is member], "      ")
     return "\n".join(lines)
+
+
+def _skipped(terms: Terms, skip) -> str:
+    """A loop the forward sweep skips (plan/discarded.py)."""
+    when = "at every run" if skip.around is None else f"in the last iteration of {terms.loop(skip.around)}"
+    return (f"  skips {terms.loop(skip.loop)} {when}: it writes only memory whose values the caller discards "
+            "(duponly), and nothing reads them after it (its adjoint still runs)")
 
 
 def _summary(terms: Terms, plan: CachePlan) -> str:

@@ -10,6 +10,7 @@ forward sweep needs move to the heap."""
 from __future__ import annotations
 
 from adgen.ir_ad.ir.builder import PRIMAL, Builder, V, bare
+from adgen.ir_ad.reverse.sweeps.skips import skip_branch
 from adgen.ir_ad.reverse.sweeps.cache_writes import CacheWrites
 from adgen.ir_ad.reverse.sweeps.guards import Guards
 from adgen.ir_ad.ir import I1, I64, PTR, VOID, Instruction, Operand
@@ -36,6 +37,7 @@ class AugmentedWriter:
         self.activity = d.activity
         self.cache = CacheWrites(d)
         self.guards = Guards(d)
+        self.skips = {s.entry: s for s in d.plan.skipped}  # (plan/discarded.py)
         self.out: list[str] = []
 
     def fail(self, what: str):
@@ -100,6 +102,9 @@ class AugmentedWriter:
                 if d.pattern.ret_shadow:
                     self._return_with_shadow(term, b)
                     continue
+            if block.label in self.skips:
+                self.out.append("  " + skip_branch(d, self.skips[block.label], b))
+                continue
             self.out.append("  " + self.cache.split_edges(block, term, b))
         self.out += self.cache.after
         self.out.append("}")

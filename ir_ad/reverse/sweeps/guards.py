@@ -249,6 +249,12 @@ class Guards:
                 else:
                     self.here[id(load)] = "read" if self._around(load) == [] else "poison"
 
+    def told_in(self) -> set[str]:
+        """The blocks where this sweep tells the undo log what the reverse sweep reads again, or
+        poisons it: a loop skipped (plan/discarded.py) must hold none of them."""
+        blocks = {block for block, reads in self.reads.items() if reads}
+        return blocks | {self.d.cfg.block_of_inst(i) for i in self.d.fn.instructions() if id(i) in self.here}
+
     def _registered_before(self, load: Instruction) -> Loop | None:
         """The loop before which a load's range is added: the outermost that bounds it, unless a
         store that may write what it reads is checked inside it (in a loop that does not hold the

@@ -1,0 +1,259 @@
+"""`duponly`: the forward sweep skips loops that write only memory the caller discards where nothing
+reads it again (ir_ad/reverse/plan/discarded.py). Each function is differentiated twice, with
+`duponly` and with `dup` (which never skips): the gradients must be the same, and right against
+central differences; `--explain` says which loops are skipped. Then random integrators, the
+same way."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes as C
+import io
+import random
+
+import pytest
+
+from conftest import central_difference, compile_c
+from test_forward import D, I, P, arr
+
+SOURCE = r"""
+#include <math.h>
+#include <stdlib.h>
+
+/* An integrator as GradBench's ode is written: the state y updated at the end of each step,
+   which only the next step reads. */
+// @diff(rk_grad: (dup, const, const, duponly); rk_dup: (dup, const, const, dup))
+void rk(const double *restrict x, int n, int s, double *restrict y)
+{
+    double h = 1.0 / s, *k = malloc(n * sizeof *k);
+    for (int i = 0; i < n; i++)
+        y[i] = 0.5;
+    for (int step = 0; step < s; step++) {
+        k[0] = x[0];
+        for (int i = 1; i < n; i++)
+            k[i] = x[i] * sin(y[i - 1]);
+        for (int i = 0; i < n; i++)
+            y[i] += h * k[i];
+    }
+    free(k);
+}
+
+/* The same, the state read after the last step: nothing is skipped. */
+// @diff(rk_read_grad: (dup, const, const, duponly) -> active; rk_read_dup: (dup, const, const, dup) -> active)
+double rk_read(const double *restrict x, int n, int s, double *restrict y)
+{
+    rk(x, n, s, y);
+    double e = 0;
+    for (int i = 0; i < n; i++)
+        e += y[i] * y[i];
+    return e;
+}
+
+/* Written once and never read: skipped at every run. */
+// @diff(out_grad: (dup, const, duponly); out_dup: (dup, const, dup))
+void out(const double *restrict x, int n, double *restrict y)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = sin(x[i]) * x[i];
+}
+
+/* Steps until a value computed after the update says stop: the last iteration is not known
+   before it, so nothing is skipped. */
+// @diff(until_grad: (dup, const, const, duponly); until_dup: (dup, const, const, dup))
+void until(const double *restrict x, int n, int m, double *restrict y)
+{
+    double k[16];
+    for (int i = 0; i < n; i++)
+        y[i] = x[i];
+    for (int step = 0;; step++) {
+        for (int i = 0; i < n; i++)
+            k[i] = cos(y[i]) * x[i];
+        for (int i = 0; i < n; i++)
+            y[i] += 0.1 * k[i];
+        if (k[0] > 0.9 || step >= m)
+            break;
+    }
+}
+
+/* Steps within steps: the inner loop's last step is read by the outer loop's next one. */
+// @diff(nested_grad: (dup, const, const, const, duponly); nested_dup: (dup, const, const, const, dup))
+void nested(const double *restrict x, int n, int outer, int inner, double *restrict y)
+{
+    double k[16];
+    for (int i = 0; i < n; i++)
+        y[i] = x[i];
+    for (int o = 0; o < outer; o++)
+        for (int s = 0; s < inner; s++) {
+            for (int i = 0; i < n; i++)
+                k[i] = tanh(y[(i + 1) % n]) * x[i];
+            for (int i = 0; i < n; i++)
+                y[i] += 0.25 * k[i];
+        }
+}
+
+/* An update whose adjoint needs the values it overwrites: stored, so not skipped. */
+// @diff(scale_grad: (dup, const, const, duponly); scale_dup: (dup, const, const, dup))
+void scale(const double *restrict x, int n, int s, double *restrict y)
+{
+    double k[16];
+    for (int i = 0; i < n; i++)
+        y[i] = x[i];
+    for (int step = 0; step < s; step++) {
+        for (int i = 0; i < n; i++)
+            k[i] = sin(x[i] + step);
+        for (int i = 0; i < n; i++)
+            y[i] = y[i] * k[i];
+    }
+}
+"""
+
+
+def _build(work, source: str) -> tuple[C.CDLL, str]:
+    """The library of `source` and `--explain`'s output."""
+    from adgen.commands.cli import main
+
+    src = work / "src.c"
+    src.write_text(source)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["build", "-q", "--explain", str(src), "-o", str(work / "out")]) == 0
+    compile_c("-c", "-O2", "-fPIC", "-I", work / "out", src, "-o", work / "src.o")
+    compile_c("-shared", work / "src.o", work / "out" / "src.adgen.o", "-o", work / "lib.so", "-lm")
+    return C.CDLL(str(work / "lib.so")), printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("discarded"), SOURCE)
+
+
+def _derivative(lib, name: str, scalars: int, active_result: bool):
+    f = getattr(lib, name)
+    f.argtypes = [P, P, *([I] * scalars), P, P] + ([D] if active_result else [])
+    f.restype = D if active_result else None
+    return f
+
+
+def _gradient(f, x, n, ints, seed, active_result=False):
+    """d x for the seed `seed` on y (and 1 on the result, where it is active)."""
+    dx, y, dy = arr([0.0] * len(x)), arr([0.0] * n), arr(list(seed))
+    f(arr(x), dx, n, *ints, y, dy, *([1.0] if active_result else []))
+    return list(dx)
+
+
+CASES = [  # (function, its integer arguments, whether its result is active, skipped)
+    ("rk", (3,), False, "in the last iteration of"),
+    ("rk_read", (3,), True, None),
+    ("out", (), False, "at every run"),
+    ("until", (4,), False, None),
+    ("nested", (2, 3), False, None),
+    ("scale", (3,), False, None),
+]
+
+
+@pytest.mark.parametrize("name,ints,active,skipped", CASES)
+def test_duponly_gradient_is_dups_and_right(built, name, ints, active, skipped):
+    lib, explained = built
+    n = 5
+    grad = _derivative(lib, f"{name}_grad", len(ints) + 1, active)
+    dup = _derivative(lib, f"{name}_dup", len(ints) + 1, active)
+    rng = random.Random(name)
+    x = [rng.uniform(-1, 1) for _ in range(n)]
+    seed = [rng.uniform(-1, 1) for _ in range(n)]
+    got = _gradient(grad, x, n, ints, seed, active)
+    assert got == pytest.approx(_gradient(dup, x, n, ints, seed, active), rel=1e-13, abs=1e-15)
+
+    primal = getattr(lib, name)
+    primal.argtypes, primal.restype = [P, I, *([I] * len(ints)), P], D if active else None
+
+    def objective(v):  # <seed, y(v)> (+ the result)
+        y = arr([0.0] * n)
+        r = primal(arr(v), n, *ints, y)
+        return sum(s * t for s, t in zip(seed, y)) + (r if active else 0.0)
+
+    for k in range(n):
+        def along(t, k=k):
+            v = list(x)
+            v[k] = t
+            return objective(v)
+        assert got[k] == pytest.approx(central_difference(along, x[k]), rel=1e-6, abs=1e-8)
+    plan = [line for line in explained.splitlines() if line.startswith("  skips")]
+    mentioned = [line for line in plan if f"{name}_grad" in line or _skip_of(explained, line) == name]
+    if skipped is None:
+        assert not mentioned, explained
+    else:
+        assert any(skipped in line for line in mentioned), explained
+
+
+def _skip_of(explained: str, skip_line: str) -> str:
+    """The function whose plan a `skips` line belongs to (the title above it)."""
+    title = ""
+    for line in explained.splitlines():
+        if not line.startswith(" "):
+            title = line
+        if line == skip_line:
+            break
+    return title.split(" of ")[1].split(" ")[0] if " of " in title else ""
+
+
+def test_the_skip_is_only_on_duponly(built):
+    """`dup` derivatives keep every store: the caller reads the primal memory after the call."""
+    lib, explained = built
+    rk, dup = getattr(lib, "rk"), _derivative(lib, "rk_dup", 2, False)
+    rk.argtypes, rk.restype = [P, I, I, P], None
+    x, n = [0.3, -0.2, 0.5, 0.9], 4
+    for s in (1, 2, 3):
+        want, y = arr([0.0] * n), arr([0.0] * n)
+        rk(arr(x), n, s, want)
+        dup(arr(x), arr([0.0] * n), n, s, y, arr([0.0] * n))
+        assert list(y) == pytest.approx(list(want), rel=1e-14)  # (contracted differently, maybe)
+
+
+def _integrator(rng: random.Random, k: int) -> str:
+    """A random integrator of the shape the skip is for, with `dup` and `duponly` derivatives."""
+    stage = rng.choice(["x[i] * sin(y[i - 1])", "tanh(y[i - 1] + x[i])", "exp(-y[i - 1] * y[i - 1]) * x[i]",
+                        "x[i] * y[i - 1] - 0.5 * y[i]"])
+    update = rng.choice(["y[i] += h * k[i];", "y[i] = 0.5 * y[i] + h * k[i];", "y[i] = k[i];",
+                         "y[i] = tanh(y[i]) + h * k[i];", "y[i] += h * (k[i] + x[i]);",
+                         "if (k[i] > 0) y[i] += h * k[i]; else y[i] -= h * k[i] * k[i];"])
+    extra = rng.choice(["", "", "for (int i = 0; i < n / 2; i++) y[i] -= 0.125 * h * k[n - 1 - i];",
+                        "k[0] += 0.01 * y[n - 1];"])  # (a read after the update, in the same step)
+    after = rng.random() < 0.3
+    init = rng.choice(["y[i] = x[i];", "y[i] = 0.25;"])
+    ret = "double" if after else "void"
+    tail = "double e = 0;\n    for (int i = 0; i < n; i++) e += y[i] * x[i];\n    return e;" if after else ""
+    result = " -> active" if after else ""
+    return f"""
+// @diff(g{k}_grad: (dup, const, const, duponly){result}; g{k}_dup: (dup, const, const, dup){result})
+{ret} g{k}(const double *restrict x, int n, int s, double *restrict y)
+{{
+    double h = 0.5 / s, k[16];
+    for (int i = 0; i < n; i++) {init}
+    for (int step = 0; step < s; step++) {{
+        k[0] = x[0];
+        for (int i = 1; i < n; i++) k[i] = {stage};
+        for (int i = 0; i < n; i++) {update}
+        {extra}
+    }}
+    {tail}
+}}
+"""
+
+
+def test_random_integrators(tmp_path):
+    rng = random.Random(20261203)
+    count = 24
+    sources = [_integrator(rng, k) for k in range(count)]
+    lib, explained = _build(tmp_path, "#include <math.h>\n" + "".join(sources))
+    assert "  skips" in explained  # (some of them are skipped)
+    for k, source in enumerate(sources):
+        active = "-> active" in source
+        grad = _derivative(lib, f"g{k}_grad", 2, active)
+        dup = _derivative(lib, f"g{k}_dup", 2, active)
+        for s in (1, 2, 3):
+            n = rng.randint(2, 6)
+            x = [rng.uniform(-1, 1) for _ in range(n)]
+            seed = [rng.uniform(-1, 1) for _ in range(n)]
+            got = _gradient(grad, x, n, (s,), seed, active)
+            assert got == pytest.approx(_gradient(dup, x, n, (s,), seed, active), rel=1e-13, abs=1e-15), \
+                (k, s, source)
