@@ -2,7 +2,7 @@
 reads it again (ir_ad/reverse/plan/discarded.py). Each function is differentiated twice, with
 `duponly` and with `dup` (which never skips): the gradients must be the same, and right against
 central differences; `--explain` says which loops are skipped. Then random integrators, the
-same way."""
+same way (`python tests/test_discarded.py 1000 [SEED]` runs a thousand)."""
 
 from __future__ import annotations
 
@@ -241,19 +241,38 @@ def _integrator(rng: random.Random, k: int) -> str:
 
 
 def test_random_integrators(tmp_path):
-    rng = random.Random(20261203)
-    count = 24
-    sources = [_integrator(rng, k) for k in range(count)]
-    lib, explained = _build(tmp_path, "#include <math.h>\n" + "".join(sources))
-    assert "  skips" in explained  # (some of them are skipped)
-    for k, source in enumerate(sources):
-        active = "-> active" in source
-        grad = _derivative(lib, f"g{k}_grad", 2, active)
-        dup = _derivative(lib, f"g{k}_dup", 2, active)
-        for s in (1, 2, 3):
-            n = rng.randint(2, 6)
-            x = [rng.uniform(-1, 1) for _ in range(n)]
-            seed = [rng.uniform(-1, 1) for _ in range(n)]
-            got = _gradient(grad, x, n, (s,), seed, active)
-            assert got == pytest.approx(_gradient(dup, x, n, (s,), seed, active), rel=1e-13, abs=1e-15), \
-                (k, s, source)
+    checks, skips = long_run(24, 20261203, tmp_path)
+    assert checks == 96 and skips  # (some of them skipped)
+
+
+def long_run(programs: int, seed: int, work) -> tuple[int, int]:
+    """`programs` random integrators, 40 to a build, each at 1 to 4 steps: (checks, skips)."""
+    checks = skips = 0
+    for start in range(0, programs, 40):
+        rng = random.Random(seed + start)
+        sources = [_integrator(rng, k) for k in range(min(40, programs - start))]
+        (work / str(start)).mkdir(parents=True, exist_ok=True)
+        lib, explained = _build(work / str(start), "#include <math.h>\n" + "".join(sources))
+        skips += explained.count("  skips")
+        for k, source in enumerate(sources):
+            active = "-> active" in source
+            grad, dup = (_derivative(lib, f"g{k}_{kind}", 2, active) for kind in ("grad", "dup"))
+            for s in (1, 2, 3, 4):
+                n = rng.randint(2, 7)
+                x, seed_y = ([rng.uniform(-1, 1) for _ in range(n)] for _ in range(2))
+                got, want = (_gradient(f, x, n, (s,), seed_y, active) for f in (grad, dup))
+                checks += 1
+                if got != pytest.approx(want, rel=1e-13, abs=1e-15):
+                    raise AssertionError(f"steps {s}: {got} != {want} (dup)\n{source}")
+    return checks, skips
+
+
+if __name__ == "__main__":  # python tests/test_discarded.py 1000 [SEED]: a longer run of the random integrators
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    count, first = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    with tempfile.TemporaryDirectory() as tmp:
+        done, skipped = long_run(count, first, Path(tmp))
+    print(f"{count} programs: {done} gradients the same as dup's, {skipped} loops skipped")
