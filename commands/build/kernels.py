@@ -161,6 +161,11 @@ def _memtypes(d) -> list[str]:
             for p, act in zip(d.primal.params, d.activities)]
 
 
+def _discarded(d) -> tuple[bool, ...]:
+    """Per parameter, whether the caller discards its memory's primal values (`duponly`)."""
+    return tuple(act is Activity.DUPONLY for act in d.activities)
+
+
 def _store_gradients(k: _Kernel, d, derived: RevDerived, grads: V | None, kind: str, values: dict) -> None:
     parts = 1 if kind == INTERLEAVED else d.width
     for j, i in enumerate(derived.scalars):
@@ -191,11 +196,10 @@ def reverse_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: F
     returns = any(f.name == "ret" for f in sig.fields) and not r.by_value
     if d.budget is not None:  # its loops checkpointed (ir_ad/reverse/checkpoint/)
         fn = mode.within_budget(fn, d.budget, d.sizes)
-    discarded = [act is Activity.DUPONLY for act in d.activities] + [False] * (len(active) - len(d.activities))
     derived = mode.derive(RevPattern(fn.name, tuple(active), ret_active, n, kind, tuple(memtypes),
                                      tuple(False for _ in active), False, returns,
                                      outliving=tuple(True for _ in active),  # the caller's memory
-                                     budget=d.budget or 0, logged=mode.log, discarded=tuple(discarded)))
+                                     budget=d.budget or 0, logged=mode.log, discarded=_discarded(d)))
     record = V(PTR, "null")
     if derived.record_size:
         record = b.value(PTR, f"alloca [{derived.record_size} x i8], align 16")
@@ -243,7 +247,7 @@ def split_kernel(mode: ReverseMode, decls: Declarations, sig: Signature, fn: Fun
     derived = mode.derive(RevPattern(fn.name, tuple(a is not Activity.CONST for a in d.activities), ret_active, n,
                                      kind, tuple(_memtypes(d)), tuple(True for _ in fn.params), True,
                                      d.returns is not Activity.ACTIVEONLY, budget=d.budget or 0, logged=mode.log,
-                                     discarded=tuple(a is Activity.DUPONLY for a in d.activities)))
+                                     discarded=_discarded(d)))
     saved = _saved(fn, derived)
     record_at = _record_at(saved)
     if sig.part == "tape_size":

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from adgen.ir_ad.analysis.flow import CFG, PURE, Base, Memory
 from adgen.ir_ad.analysis.loops import Loop
+from adgen.ir_ad.analysis.uses import uses_of
 from adgen.ir_ad.calls import ALLOCATE, COPIES, FREE, IGNORED, RULE, SET, kind_of
 from adgen.ir_ad.ir import Instruction
 from adgen.ir_ad.reverse.plan.keys import VALUE, Key
@@ -82,11 +83,7 @@ class _Finder:
         self.d, self.cfg, self.memory, self.bases = d, d.cfg, d.memory, bases
         self.needed, self.stored, self.members, self.told = needed, stored, members, told
         self.blocks = {b.label: b for b in d.fn.blocks}
-        self.used_in: dict[str, set[str]] = {}  # value -> the blocks using it (a phi: its own block)
-        for block in d.fn.blocks:
-            for inst in block.instructions:
-                for name in {o.value for o in inst.operands} | {v.value for v, _ in inst.incoming}:
-                    self.used_in.setdefault(name, set()).add(block.label)
+        self.uses = uses_of(d.fn)
 
     def skipped(self, loop: Loop) -> Skipped | None:
         d, cfg = self.d, self.cfg
@@ -117,7 +114,8 @@ class _Finder:
         for label in loop.body:
             for inst in self.blocks[label].instructions:
                 op = inst.opcode
-                if inst.result and self.used_in.get(inst.result, set()) - loop.body:
+                if inst.result and any(self.cfg.block_of_inst(user) not in loop.body
+                                       for user, _ in self.uses.get(inst.result, ())):
                     return None  # (a value used after it)
                 if op in PURE or op in ("phi", "br", "switch"):
                     continue
@@ -201,7 +199,7 @@ def latch_exit(d: ReverseFacts, around: Loop, at: str) -> tuple[Instruction, boo
     there or before it, through arithmetic)."""
     if len(around.latches) != 1:
         return None
-    term = next(b for b in d.fn.blocks if b.label == around.latches[0]).instructions[-1]
+    term = d.loops.block(around.latches[0]).instructions[-1]
     if term.opcode != "br" or len(term.targets) != 2 or around.header not in term.targets:
         return None
     leaves = term.targets[0] if term.targets[1] == around.header else term.targets[1]
