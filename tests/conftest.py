@@ -106,6 +106,33 @@ def build_lib(tmp_path, adgen):
     return build
 
 
+def build_explained(work: Path, source: str):
+    """`adgen build --explain` a C source in `work` and compile it as users do: the shared library
+    of both, and what `--explain` printed."""
+    import contextlib
+    import ctypes
+    import io
+
+    src = work / "src.c"
+    src.write_text(source)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["build", "-q", "--explain", str(src), "-o", str(work / "out")]) == 0
+    compile_c("-c", "-O2", "-fPIC", "-I", work / "out", src, "-o", work / "src.o")
+    compile_c("-shared", work / "src.o", work / "out" / "src.adgen.o", "-o", work / "lib.so", "-lm")
+    return ctypes.CDLL(str(work / "lib.so")), printed.getvalue()
+
+
+def longer_run(long_run) -> tuple[int, int, int]:
+    """A test module's command `python tests/test_X.py N [SEED]`: its `long_run(N, SEED, folder)`
+    in a temporary folder; N and the two counts it gives."""
+    import tempfile
+
+    count, first = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    with tempfile.TemporaryDirectory() as tmp:
+        return (count, *long_run(count, first, Path(tmp)))
+
+
 def central_difference(f, x: float, h: float | None = None) -> float:
     h = h or 1e-6 * max(1.0, abs(x))
     return (f(x + h) - f(x - h)) / (2 * h)

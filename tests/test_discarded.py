@@ -6,14 +6,11 @@ same way (`python tests/test_discarded.py 1000 [SEED]` runs a thousand)."""
 
 from __future__ import annotations
 
-import contextlib
-import ctypes as C
-import io
 import random
 
 import pytest
 
-from conftest import central_difference, compile_c
+from conftest import build_explained, central_difference, longer_run
 from test_forward import D, I, P, arr
 
 SOURCE = r"""
@@ -108,23 +105,9 @@ void scale(const double *restrict x, int n, int s, double *restrict y)
 """
 
 
-def _build(work, source: str) -> tuple[C.CDLL, str]:
-    """The library of `source` and `--explain`'s output."""
-    from adgen.commands.cli import main
-
-    src = work / "src.c"
-    src.write_text(source)
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        assert main(["build", "-q", "--explain", str(src), "-o", str(work / "out")]) == 0
-    compile_c("-c", "-O2", "-fPIC", "-I", work / "out", src, "-o", work / "src.o")
-    compile_c("-shared", work / "src.o", work / "out" / "src.adgen.o", "-o", work / "lib.so", "-lm")
-    return C.CDLL(str(work / "lib.so")), printed.getvalue()
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    return _build(tmp_path_factory.mktemp("discarded"), SOURCE)
+    return build_explained(tmp_path_factory.mktemp("discarded"), SOURCE)
 
 
 def _derivative(lib, name: str, scalars: int, active_result: bool):
@@ -253,7 +236,7 @@ def long_run(programs: int, seed: int, work) -> tuple[int, int]:
         rng = random.Random(seed + start)
         sources = [_integrator(rng, k) for k in range(min(40, programs - start))]
         (work / str(start)).mkdir(parents=True, exist_ok=True)
-        lib, explained = _build(work / str(start), "#include <math.h>\n" + "".join(sources))
+        lib, explained = build_explained(work / str(start), "#include <math.h>\n" + "".join(sources))
         skips += explained.count("  skips")
         for k, source in enumerate(sources):
             active = "-> active" in source
@@ -269,11 +252,5 @@ def long_run(programs: int, seed: int, work) -> tuple[int, int]:
 
 
 if __name__ == "__main__":  # python tests/test_discarded.py 1000 [SEED]: a longer run of the random integrators
-    import sys
-    import tempfile
-    from pathlib import Path
-
-    count, first = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    with tempfile.TemporaryDirectory() as tmp:
-        done, skipped = long_run(count, first, Path(tmp))
+    count, done, skipped = longer_run(long_run)
     print(f"{count} programs: {done} gradients the same as dup's, {skipped} loops skipped")

@@ -26,12 +26,14 @@ group, so nested groups work the same way at any depth."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from adgen.ir_ad.analysis.flow import PURE
 from adgen.ir_ad.ir import I64, PTR, Operand
 from adgen.ir_ad.reverse.plan.keys import BLOB, DESC, EXIT, GUARD, LOG, OLD, Key, Keys, align_of
 from adgen.ir_ad.analysis.loops import Loop, LoopForest, common
+from adgen.ir_ad.reverse.plan.block_copies import block_copies
 from adgen.ir_ad.reverse.plan.mincut import INF, min_vertex_cut
 
 ALWAYS_STORED = (BLOB, DESC, OLD, LOG, GUARD)  # records the plan itself adds
@@ -102,6 +104,7 @@ class CachePlan:
     recomputed: set[Key]
     logged: tuple = ()  # the writes undone through the undo log (stores, and calls undoing theirs)
     skipped: tuple = ()  # loops the forward sweep skips where they write only discarded memory (discarded.py)
+    copied: tuple = ()  # stored loads written as one copy before their loop (block_copies.py)
 
     def stored(self, key: Key, site: PlanSite) -> CacheSlot | None:
         """The slot the reverse sweep reads `key` from at a site, or None when it recomputes it
@@ -208,7 +211,10 @@ def make_plan(function: str, keys: Keys, loops: LoopForest, needs: dict[Key, set
 
     groups = _groups(keys, loops, entries)
     slots, record = _layout(keys, entries, groups, sizes)
-    return CachePlan(function, keys, loops, cut, slots, groups, record, needs, recomputed, tuple(logged))
+    once = Counter(s.key for s in slots.values())  # (a key kept at one scope only: its slot is all it is)
+    indexed = [s for s in slots.values() if s.group is not None and s.group.kind == INDEXED and once[s.key] == 1]
+    return CachePlan(function, keys, loops, cut, slots, groups, record, needs, recomputed, tuple(logged),
+                     copied=block_copies(keys, indexed))
 
 
 def _groups(keys: Keys, loops: LoopForest, entries: dict) -> list[Group]:

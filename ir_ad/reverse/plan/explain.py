@@ -46,7 +46,7 @@ def _one(module: Module, title: str, plan: CachePlan) -> str:
         lines.append(f"  {how}")
         for member, per in _per_iteration(g):
             lines.append(f"    per iteration of {terms.loop(member)} ({human_size(per)}):")
-            lines += _slots(terms, [s for s in g.slots if s.scope is member], "      ")
+            lines += _slots(terms, [s for s in g.slots if s.scope is member], "      ", {c.key for c in plan.copied})
     return "\n".join(lines)
 
 
@@ -114,12 +114,15 @@ def _checked(terms: Terms, plan: CachePlan, store) -> str:
     return f", where it may overwrite what is read again (checked before {terms.loop(loop)})"
 
 
-def _slots(terms: Terms, slots: list[CacheSlot], indent: str) -> list[str]:
+def _slots(terms: Terms, slots: list[CacheSlot], indent: str, copied: set = frozenset()) -> list[str]:
     """A line per stored thing, those the optimizer copied (as loop versioning does) as one,
-    with their bytes together."""
+    with their bytes together; `copied`: loads stored as one copy before their loop."""
     found: dict[tuple, tuple[Entry, list[CacheSlot]]] = {}
     for slot in slots:
         entry = terms.entry(slot.key, slot.scope)
+        if slot.key in copied:
+            entry = Entry(entry.place, entry.what, f"{entry.why}; stored by one copy before the loop, not in "
+                          "each iteration (nothing in the loop writes that memory)", entry.code)
         found.setdefault((entry.place and str(entry.place), entry.what, entry.why, tuple(entry.code)),
                          (entry, []))[1].append(slot)
     lines = []

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from adgen.ir_ad.reverse.sweeps import storage
 from adgen.ir_ad.ir.builder import CACHE, Builder, V, bare, local
-from adgen.ir_ad.reverse.plan.cache_plan import GROWABLE, INDEXED, CacheSlot, Group, descriptor_types
+from adgen.ir_ad.reverse.plan.block_copies import BlockCopy
+from adgen.ir_ad.reverse.plan.cache_plan import GROWABLE, INDEXED, CacheSlot, Group, descriptor_types, element_size
 from adgen.ir_ad.ir import I1, I8, I64, PTR, VOID, Instruction, Operand
 from adgen.ir_ad.ir.edit import retarget
 from adgen.ir_ad.reverse.plan.keys import BLOB, CAME, DESC, EXIT, MASK, SHADOW, VALUE, Key, align_of, came_type
@@ -27,6 +28,7 @@ class CacheWrites:
         self.stores: dict[Key, list[CacheSlot]] = {}  # what the plan stores, and where
         for slot in self.plan.slots.values():
             self.stores.setdefault(slot.key, []).append(slot)
+        self.copies = {c.key: c for c in self.plan.copied}  # loads stored as one copy before their loop
         self.after: list[str] = []  # blocks written after the function's own: the exit edges
         self.split = self._edges()
 
@@ -138,6 +140,26 @@ class CacheWrites:
             else:
                 b.store(V(PTR, "null"), _buffer(group), 8)
                 b.store(V(I64, "0"), _capacity(group), 8)
+        for copy in self.plan.copied:
+            if copy.loop.preheader == block.label:
+                self._copy_block(copy, b)
+
+    def _copy_block(self, copy: BlockCopy, b: Builder) -> None:
+        """A load's values over its loop's run (plan/block_copies.py), copied before the loop:
+        from its address in the first iteration to its array's element for it, the loop's trip
+        count of them."""
+        loop, load = copy.loop, self.d.cfg.defs[copy.key.name]
+        refs = {copy.iv: loop.inductions[copy.iv].start.value}
+        for inst in copy.chain:
+            if inst.result not in refs:
+                refs[inst.result] = b.reemit(inst, refs).ref
+        source = V(PTR, refs.get(load.operands[0].value, load.operands[0].value))
+        slot, group = self.slot_of(copy.key, loop), self.plan.group_of(loop)
+        counters = {id(l): V(I64, "0" if l is loop else _count(l)) for l in loop.ancestors()}
+        at = storage.address(b, slot, V(PTR, "%rec"), counters, lambda g: self._descriptor(g, b),
+                             lambda g, _: self.offsets[id(g)])
+        trip = self._descriptor(group, b)[1 + group.members.index(loop)]
+        b.memcpy(at, source, b.binary("mul", trip, V(I64, str(element_size(slot)))))
 
     def _allocate(self, group: Group, b: Builder) -> None:
         """An indexed group's buffer, before its root loop starts: every member's trip count
@@ -173,7 +195,10 @@ class CacheWrites:
         return next(s for s in self.stores[key] if s.scope is scope)
 
     def keep(self, key: Key, b: Builder, *value: V) -> None:
-        """Stores a key's value (its own name, unless given) in every slot the plan has for it."""
+        """Stores a key's value (its own name, unless given) in every slot the plan has for it
+        (a load copied before its loop: there)."""
+        if key in self.copies:
+            return
         for slot in self.stores.get(key, []):
             if key.kind == BLOB:
                 continue
