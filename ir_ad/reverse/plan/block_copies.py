@@ -38,14 +38,13 @@ def _sized(t: Type) -> bool:
 
 @dataclass(frozen=True)
 class BlockCopy:
-    """A load whose values over `loop`'s run are copied before it starts: its address is
-    `chain`'s last instruction (inside the loop), computed from `iv` (an induction variable of the
-    loop) as it is in the loop's first iteration."""
+    """A load whose values over `loop`'s run are copied before it starts, from its address in
+    the loop's first iteration: computed from `iv` (an induction variable of the loop) at its
+    start, and from values fixed in the loop."""
 
     key: Key
     loop: Loop
     iv: str
-    chain: tuple[Instruction, ...]  # the address's instructions in the loop, each after those it uses
 
 
 def block_copies(keys: Keys, slots) -> tuple[BlockCopy, ...]:
@@ -54,13 +53,13 @@ def block_copies(keys: Keys, slots) -> tuple[BlockCopy, ...]:
     found = []
     for slot in slots:
         if slot.key.kind == VALUE and slot.scope is not None:
-            copy = _copy(keys, slot.key, slot.scope, slot.size)
+            copy = _copy(keys, slot.key, slot.scope)
             if copy is not None:
                 found.append(copy)
     return tuple(found)
 
 
-def _copy(keys: Keys, key: Key, loop: Loop, size: int) -> BlockCopy | None:
+def _copy(keys: Keys, key: Key, loop: Loop) -> BlockCopy | None:
     cfg = keys.cfg
     load = cfg.defs.get(key.name)
     if load is None or load.opcode != "load" or " atomic " in load.text or " volatile " in f" {load.text} ":
@@ -72,21 +71,20 @@ def _copy(keys: Keys, key: Key, loop: Loop, size: int) -> BlockCopy | None:
             loop.preheader is None or set(cfg.succs[loop.preheader]) != {loop.header} or \
             not cfg.dominates(block, loop.latches[0]):
         return None  # (the copy is made where the loop is certain to start: it reads what the loop reads)
-    chain: list[Instruction] = []
     ivs: set[str] = set()
-    if _step(keys, loop, load.operands[0].value, chain, ivs) != size or size != slot_size(load.type) or len(ivs) != 1:
+    if _step(keys, loop, load.operands[0].value, ivs) != slot_size(load.type) or len(ivs) != 1:
         return None
     base = keys.memory.base(load.operands[0].value)
     for inst, target in keys.memory.writes:
         if cfg.block_of_inst(inst) in loop.body and keys.memory.may_alias(base, target) and \
                 (inst.opcode != "store" or keys.memory.types_may_alias(load, inst)):
             return None
-    return BlockCopy(key, loop, ivs.pop(), tuple(chain))
+    return BlockCopy(key, loop, ivs.pop())
 
 
-def _step(keys: Keys, loop: Loop, value: str, chain: list[Instruction], ivs: set[str]) -> int | None:
+def _step(keys: Keys, loop: Loop, value: str, ivs: set[str]) -> int | None:
     """How much `value` grows from one iteration of `loop` to the next (bytes, for a pointer),
-    appending the instructions computing it in the loop to `chain`; None where it is not an
+    adding the induction variables it is computed from to `ivs`; None where it is not an
     induction variable's affine function of that kind."""
     cfg = keys.cfg
     if not value.startswith("%") or value not in cfg.defs or cfg.block_of[value] not in loop.body:
@@ -104,32 +102,30 @@ def _step(keys: Keys, loop: Loop, value: str, chain: list[Instruction], ivs: set
         inner = cfg.defs.get(ops[0].value)
         flag = "nsw" if inst.opcode == "sext" else "nuw"
         if ops[0].value in loop.inductions or (inner is not None and f" {flag} " in f" {inner.text} "):
-            step = _step(keys, loop, ops[0].value, chain, ivs)  # (its narrow arithmetic does not wrap)
+            step = _step(keys, loop, ops[0].value, ivs)  # (its narrow arithmetic does not wrap)
     elif inst.opcode in ("add", "sub") and len(ops) == 2:
-        left, right = (_step(keys, loop, o.value, chain, ivs) for o in ops)
+        left, right = (_step(keys, loop, o.value, ivs) for o in ops)
         if left is not None and right is not None and (inst.opcode == "add" or not right):
             step = left + right if inst.opcode == "add" else left
     elif inst.opcode in ("shl", "mul") and len(ops) == 2 and ops[1].is_constant and ops[1].value.lstrip("-").isdigit():
-        inner = _step(keys, loop, ops[0].value, chain, ivs)
+        inner = _step(keys, loop, ops[0].value, ivs)
         c = int(ops[1].value)
         step = None if inner is None else inner << c if inst.opcode == "shl" else inner * c
     elif inst.opcode == "or" and " disjoint " in f" {inst.text} " and ops[1].is_constant:
-        step = _step(keys, loop, ops[0].value, chain, ivs)
+        step = _step(keys, loop, ops[0].value, ivs)
     elif inst.opcode == "getelementptr":
-        step = _gep_step(keys, loop, inst, chain, ivs)
-    if step is not None:
-        chain.append(inst)
+        step = _gep_step(keys, loop, inst, ivs)
     return step
 
 
-def _gep_step(keys: Keys, loop: Loop, gep: Instruction, chain: list[Instruction], ivs: set[str]) -> int | None:
+def _gep_step(keys: Keys, loop: Loop, gep: Instruction, ivs: set[str]) -> int | None:
     """A getelementptr's step in bytes: its base's, and each index's times the size it scales."""
-    total = _step(keys, loop, gep.operands[0].value, chain, ivs)
+    total = _step(keys, loop, gep.operands[0].value, ivs)
     t: Type | None = gep.source_type
     for k, index in enumerate(gep.operands[1:]):
         if total is None or t is None:
             return None
-        step = _step(keys, loop, index.value, chain, ivs)
+        step = _step(keys, loop, index.value, ivs)
         if step is None:
             return None
         if k and t.kind not in ("array", "vector"):

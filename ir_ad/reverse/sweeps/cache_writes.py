@@ -149,11 +149,8 @@ class CacheWrites:
         from its address in the first iteration to its array's element for it, the loop's trip
         count of them."""
         loop, load = copy.loop, self.d.cfg.defs[copy.key.name]
-        refs = {copy.iv: loop.inductions[copy.iv].start.value}
-        for inst in copy.chain:
-            if inst.result not in refs:
-                refs[inst.result] = b.reemit(inst, refs).ref
-        source = V(PTR, refs.get(load.operands[0].value, load.operands[0].value))
+        start = loop.inductions[copy.iv].start
+        source = self._hoist(load.operands[0], loop, b, {copy.iv: V(start.type, start.value)})
         slot, group = self.slot_of(copy.key, loop), self.plan.group_of(loop)
         counters = {id(l): V(I64, "0" if l is loop else _count(l)) for l in loop.ancestors()}
         at = storage.address(b, slot, V(PTR, "%rec"), counters, lambda g: self._descriptor(g, b),
@@ -180,7 +177,8 @@ class CacheWrites:
         self.keep(group.desc, b, *desc)
 
     def _hoist(self, op: Operand, root: Loop, b: Builder, memo: dict[str, V]) -> V:
-        """A value computed inside a loop from values known before it, computed before it."""
+        """A value computed inside a loop from values known before it (and those `memo` gives),
+        computed before it."""
         cfg = self.d.cfg
         if not op.is_local or op.value not in cfg.defs or cfg.block_of[op.value] not in root.body:
             return V(op.type, op.value)
