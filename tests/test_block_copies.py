@@ -1,7 +1,8 @@
 """Loads the forward sweep stores a loop's worth of at once, with one copy before the loop
 (ir_ad/reverse/plan/block_copies.py). Each function's gradient must match central differences;
 `--explain` must say which loads are copied, and only those that qualify are: the loop writes
-nothing of their memory, they run in every iteration and step by their own size. Then random
+nothing of their memory, they run in every iteration and step by their own size (a struct's
+field steps by the struct's size). Then random
 programs of that shape, some qualifying and some not (`python tests/test_block_copies.py 1000
 [SEED]` runs a thousand)."""
 
@@ -90,6 +91,44 @@ float floats(const float *restrict x, int n)
     return s;
 }
 
+/* A struct's field, one struct a step (the array's stride: the struct's size in memory). */
+typedef struct { double v; } cell;
+
+// @diff(cells_grad: (dup, const) -> active)
+double cells(const double *restrict x, int n)
+{
+    cell t[32];
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        t[i].v = x[i] * x[i];
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < n; i++)
+            s += sin(t[i].v) * x[i];
+        for (int i = 0; i < n; i++)
+            t[i].v = cos(t[i].v);
+    }
+    return s;
+}
+
+/* Not copied: a field of a struct twice its size, so every other double. */
+typedef struct { double a, b; } pair;
+
+// @diff(pairs_grad: (dup, const) -> active)
+double pairs(const double *restrict x, int n)
+{
+    pair t[32];
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        t[i].a = x[i] * x[i], t[i].b = x[i];
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < n; i++)
+            s += sin(t[i].a) * t[i].b;
+        for (int i = 0; i < n; i++)
+            t[i].a = cos(t[i].a);
+    }
+    return s;
+}
+
 /* Not copied: the loop writes what it reads. */
 // @diff(inplace_grad: (dup, const) -> active)
 double inplace(const double *restrict x, int n)
@@ -133,7 +172,8 @@ double strided(const double *restrict x, int n)
 
 # (function, integer arguments after n, whether a buffer (dup) follows, whether a load is copied)
 CASES = [("stages", (), False, True), ("walk", (), True, True), ("rnn", (3,), False, True),
-         ("floats", (), False, True), ("inplace", (), False, False), ("some", (), False, False),
+         ("floats", (), False, True), ("cells", (), False, True), ("pairs", (), False, False),
+         ("inplace", (), False, False), ("some", (), False, False),
          ("strided", (), False, False)]
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adgen.ir_ad.analysis.loops import Loop
+from adgen.ir_ad.analysis.typed_bytes import size_of
 from adgen.ir_ad.ir import Instruction, Type, slot_size
 from adgen.ir_ad.reverse.plan.keys import VALUE, Key, Keys
 
@@ -29,10 +30,8 @@ _SCALARS = {("int", 8), ("int", 16), ("int", 32), ("int", 64), ("float", 16), ("
 
 
 def _sized(t: Type) -> bool:
-    """Whether slot_size is LLVM's size of `t` in memory: a scalar of whole bytes, a pointer, or
-    an array or vector of them (not x86_fp80, whose 10 bytes take 16)."""
-    if t.kind in ("array", "vector"):
-        return _sized(t.elems[0])
+    """Whether a load's slot_size is LLVM's size of its type in memory: a scalar of whole bytes
+    or a pointer (not x86_fp80, whose 10 bytes take 16)."""
     return t.kind == "ptr" or (t.kind, t.bits) in _SCALARS
 
 
@@ -64,7 +63,7 @@ def _copy(keys: Keys, key: Key, loop: Loop) -> BlockCopy | None:
     load = cfg.defs.get(key.name)
     if load is None or load.opcode != "load" or " atomic " in load.text or " volatile " in f" {load.text} ":
         return None
-    if load.type.kind not in ("int", "float", "ptr") or not _sized(load.type):
+    if not _sized(load.type):
         return None
     block = cfg.block_of[key.name]
     if keys.loops.loop_of[block] is not loop or loop.trip is None or len(loop.latches) != 1 or \
@@ -119,7 +118,8 @@ def _step(keys: Keys, loop: Loop, value: str, ivs: set[str]) -> int | None:
 
 
 def _gep_step(keys: Keys, loop: Loop, gep: Instruction, ivs: set[str]) -> int | None:
-    """A getelementptr's step in bytes: its base's, and each index's times the size it scales."""
+    """A getelementptr's step in bytes: its base's, and each index's times the size it scales
+    (LLVM's allocation size of the type it indexes: a `<3 x float>` takes 16)."""
     total = _step(keys, loop, gep.operands[0].value, ivs)
     t: Type | None = gep.source_type
     for k, index in enumerate(gep.operands[1:]):
@@ -128,6 +128,7 @@ def _gep_step(keys: Keys, loop: Loop, gep: Instruction, ivs: set[str]) -> int | 
         step = _step(keys, loop, index.value, ivs)
         if step is None:
             return None
+        t = keys.module.struct_type(t)  # (a named struct's body)
         if k and t.kind not in ("array", "vector"):
             if step or t.kind != "struct":  # (a field: a constant, of a struct whose layout is at hand)
                 return None
@@ -135,7 +136,5 @@ def _gep_step(keys: Keys, loop: Loop, gep: Instruction, ivs: set[str]) -> int | 
             continue
         if k:
             t = t.elems[0]
-        if not _sized(t):
-            return None
-        total += step * slot_size(t)
+        total += step * size_of(keys.module, t)
     return total
